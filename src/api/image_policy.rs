@@ -1,0 +1,191 @@
+//! `ImagePolicy`: which tag of an ImageRepository is the latest, and its digest.
+
+use super::{Condition, NamespacedObjectReference};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Elects the latest tag of an ImageRepository by a policy, optionally with its digest.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "image.toolkit.fluxcd.io",
+    version = "v1",
+    kind = "ImagePolicy",
+    plural = "imagepolicies",
+    singular = "imagepolicy",
+    namespaced,
+    status = "ImagePolicyStatus",
+    shortname = "imgpol",
+    shortname = "imagepol",
+    category = "all",
+    category = "fluxcd",
+    category = "fluxcd-images",
+    doc = "ImagePolicy elects the latest tag of an ImageRepository.",
+    printcolumn(name = "Image", type_ = "string", json_path = ".status.latestRef.name"),
+    printcolumn(name = "Tag", type_ = "string", json_path = ".status.latestRef.tag"),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Status",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].message"
+    ),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "message": "spec.interval is only accepted when spec.digestReflectionPolicy is set to 'Always'",
+        "rule": "!has(self.interval) || (has(self.digestReflectionPolicy) && self.digestReflectionPolicy == 'Always')"
+    },
+    {
+        "message": "spec.interval must be set when spec.digestReflectionPolicy is set to 'Always'",
+        "rule": "has(self.interval) || !has(self.digestReflectionPolicy) || self.digestReflectionPolicy != 'Always'"
+    }
+]))]
+pub struct ImagePolicySpec {
+    /// The ImageRepository whose tags are considered.
+    pub image_repository_ref: NamespacedObjectReference,
+
+    /// How to order tags: exactly one of `semver`, `alphabetical`, `numerical`.
+    pub policy: ImagePolicyChoice,
+
+    /// Keep only tags matching `pattern`, and compare the `extract` template's expansion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter_tags: Option<TagFilter>,
+
+    /// Whether and when `status.latestRef.digest` is resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "Never"))]
+    pub digest_reflection_policy: Option<ReflectionPolicy>,
+
+    /// How often to re-resolve the digest with `Always` (default 10m).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    pub interval: Option<String>,
+
+    /// Stops reconciling while true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend: Option<bool>,
+}
+
+/// The ordering policy; when several are set, semver wins, then alphabetical.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImagePolicyChoice {
+    /// Elect the highest version within a semver range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semver: Option<SemVerPolicy>,
+    /// Elect by byte-wise string order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alphabetical: Option<AlphabeticalPolicy>,
+    /// Elect by numeric value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numerical: Option<NumericalPolicy>,
+}
+
+/// Semver policy settings.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+pub struct SemVerPolicy {
+    /// A Masterminds semver constraint, e.g. `>=1.0.0 <2.0.0` or `^1.x || ~2.1`.
+    pub range: String,
+}
+
+/// Alphabetical policy settings.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct AlphabeticalPolicy {
+    /// `asc` elects the greatest string, `desc` the smallest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "asc"))]
+    pub order: Option<SortOrder>,
+}
+
+/// Numerical policy settings.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct NumericalPolicy {
+    /// `asc` elects the greatest number, `desc` the smallest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "asc"))]
+    pub order: Option<SortOrder>,
+}
+
+/// Sort order of the alphabetical and numerical policies.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SortOrder {
+    #[default]
+    Asc,
+    Desc,
+}
+
+/// A tag filter with an optional extraction template.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct TagFilter {
+    /// An RE2 regular expression searched for anywhere in the tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// A template such as `$1` or `${ts}` whose expansion is compared instead of the tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extract: Option<String>,
+}
+
+/// When to resolve the elected tag's digest.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum ReflectionPolicy {
+    /// Resolve on every reconcile (polls the registry every `spec.interval`).
+    Always,
+    /// Resolve when the elected tag changes or no digest is recorded yet.
+    IfNotPresent,
+    /// Never resolve; the digest stays empty.
+    #[default]
+    Never,
+}
+
+/// An image reference as reported in status.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct ImageRef {
+    /// The image name, as written in the ImageRepository's `spec.image`.
+    pub name: String,
+    /// The elected tag, as stored (before any extraction).
+    pub tag: String,
+    /// The manifest digest, when reflected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+}
+
+/// What the controller last observed of an ImagePolicy.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImagePolicyStatus {
+    /// The elected image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest_ref: Option<ImageRef>,
+
+    /// The image elected before the latest change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_previous_ref: Option<ImageRef>,
+
+    /// The generation last reconciled to Ready or Stalled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+
+    /// Ready, Reconciling and Stalled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<Condition>>,
+
+    /// The last `reconcile.fluxcd.io/requestedAt` annotation value handled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_handled_reconcile_at: Option<String>,
+
+    /// Deprecated (Flux v0.x): `name:tag` of the elected image; migrated to `latestRef`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest_image: Option<String>,
+
+    /// Deprecated (Flux v0.x): `name:tag` of the previous image; migrated to
+    /// `observedPreviousRef`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_previous_image: Option<String>,
+}

@@ -1,0 +1,22 @@
+//! The Flux-compatible API: `ImageRepository` and `ImagePolicy` in `image.toolkit.fluxcd.io`.
+//!
+//! Owns the CRD types (one file per kind), the shared reference and condition types, and the
+//! generation of the CustomResourceDefinitions. Nothing here talks to a cluster or a registry.
+
+mod conditions;
+mod crd;
+mod image_policy;
+mod image_repository;
+mod refs;
+
+pub use conditions::{Condition, ConditionStatus};
+pub use crd::{crds, crds_yaml, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION};
+pub use image_policy::{
+    AlphabeticalPolicy, ImagePolicy, ImagePolicyChoice, ImagePolicySpec, ImagePolicyStatus,
+    ImageRef, NumericalPolicy, ReflectionPolicy, SemVerPolicy, SortOrder, TagFilter,
+};
+pub use image_repository::{
+    AccessFrom, ImageRepository, ImageRepositorySpec, ImageRepositoryStatus, NamespaceSelector,
+    Provider, ScanResult, DEFAULT_EXCLUSION_LIST,
+};
+pub use refs::{LocalObjectReference, NamespacedObjectReference};

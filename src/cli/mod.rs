@@ -1,0 +1,3 @@
+//! The `image-reflector` subcommands, one file each.
+
+pub mod crds;

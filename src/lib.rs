@@ -1,0 +1,8 @@
+//! image-reflector: a drop-in replacement for Flux's image-reflector-controller.
+//!
+//! `api` holds the CRD types; `policy` (tag selection) and `store` (the tag store) are pure
+//! and know nothing of Kubernetes or HTTP; `registry` talks to OCI registries; `cli` holds
+//! the binary's subcommands.
+
+pub mod api;
+pub mod cli;
