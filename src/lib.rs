@@ -6,3 +6,4 @@
 
 pub mod api;
 pub mod cli;
+pub mod policy;

@@ -1,5 +1,5 @@
 use clap::{Parser, Subcommand};
-use image_reflector::cli;
+use image_reflector::cli::{self, CliError};
 use std::process::ExitCode;
 
 /// A drop-in replacement for Flux's image-reflector-controller.
@@ -14,18 +14,22 @@ struct Args {
 enum Command {
     /// Print the ImageRepository and ImagePolicy CustomResourceDefinitions as YAML.
     Crds,
+    /// Elect the latest tag from a list, as an ImagePolicy would.
+    Select(cli::select::SelectArgs),
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    let mut stdout = std::io::stdout().lock();
     let result = match args.command {
-        Command::Crds => cli::crds::run(&mut std::io::stdout().lock()),
+        Command::Crds => cli::crds::run(&mut stdout).map_err(CliError::failed),
+        Command::Select(a) => cli::select::run(&a, &mut stdout),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::FAILURE
+            eprintln!("error: {err}");
+            ExitCode::from(err.code)
         }
     }
 }

@@ -41,14 +41,20 @@ fn finish_crd(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
     let kind = crd.spec.names.kind.clone();
     crd.spec.names.list_kind = Some(format!("{kind}List"));
     let mut v1 = crd.spec.versions.remove(0);
-    if let Some(schema) = v1.schema.as_mut().and_then(|s| s.open_api_v3_schema.as_mut()) {
+    if let Some(schema) = v1
+        .schema
+        .as_mut()
+        .and_then(|s| s.open_api_v3_schema.as_mut())
+    {
         let mut value = serde_json::to_value(&*schema).expect("a schema serializes");
         strip_nullable(&mut value);
         let root = value.as_object_mut().expect("the root schema is an object");
         // The API server requires neither spec nor status at the root, and Flux declares the
         // standard envelope fields explicitly.
         root.remove("required");
-        let properties = root["properties"].as_object_mut().expect("root has properties");
+        let properties = root["properties"]
+            .as_object_mut()
+            .expect("root has properties");
         properties.insert("apiVersion".into(), json!({ "type": "string" }));
         properties.insert("kind".into(), json!({ "type": "string" }));
         properties.insert("metadata".into(), json!({ "type": "object" }));

@@ -33,7 +33,11 @@ use serde::{Deserialize, Serialize};
         type_ = "string",
         json_path = ".status.conditions[?(@.type==\"Ready\")].message"
     ),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
@@ -113,12 +117,27 @@ pub struct NumericalPolicy {
 }
 
 /// Sort order of the alphabetical and numerical policies.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SortOrder {
     #[default]
     Asc,
     Desc,
+}
+
+/// Reads the order as Flux does: upper-cased, with the empty string meaning `asc` (the CRD
+/// enum still admits only `asc`/`desc` on the API server).
+impl<'de> Deserialize<'de> for SortOrder {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        match text.to_ascii_uppercase().as_str() {
+            "" | "ASC" => Ok(SortOrder::Asc),
+            "DESC" => Ok(SortOrder::Desc),
+            other => Err(serde::de::Error::custom(format!(
+                "invalid order argument provided: '{other}', must be one of: ASC, DESC"
+            ))),
+        }
+    }
 }
 
 /// A tag filter with an optional extraction template.
@@ -188,4 +207,26 @@ pub struct ImagePolicyStatus {
     /// `observedPreviousRef`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_previous_image: Option<String>,
+}
+
+impl ImagePolicySpec {
+    /// Builds the tag-selection policy this spec describes; errors mean the object is Stalled
+    /// (`InvalidPolicy`).
+    pub fn selection_policy(&self) -> Result<crate::policy::Policy, crate::policy::InvalidPolicy> {
+        use crate::policy::{FilterSpec, Order, Policy, PolicyChoice};
+        let order = |o: Option<SortOrder>| match o.unwrap_or_default() {
+            SortOrder::Asc => Order::Asc,
+            SortOrder::Desc => Order::Desc,
+        };
+        let choice = PolicyChoice {
+            semver: self.policy.semver.as_ref().map(|s| s.range.clone()),
+            alphabetical: self.policy.alphabetical.as_ref().map(|a| order(a.order)),
+            numerical: self.policy.numerical.as_ref().map(|n| order(n.order)),
+        };
+        let filter = self.filter_tags.as_ref().map(|f| FilterSpec {
+            pattern: f.pattern.clone().unwrap_or_default(),
+            extract: f.extract.clone().unwrap_or_default(),
+        });
+        Policy::new(&choice, filter.as_ref())
+    }
 }

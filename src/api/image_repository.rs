@@ -27,7 +27,11 @@ pub const DEFAULT_EXCLUSION_LIST: &[&str] = &["^.*\\.sig$"];
     category = "fluxcd-images",
     doc = "ImageRepository scans an image repository's tags on an interval.",
     printcolumn(name = "Image", type_ = "string", json_path = ".spec.image"),
-    printcolumn(name = "Tags", type_ = "string", json_path = ".status.lastScanResult.tagCount"),
+    printcolumn(
+        name = "Tags",
+        type_ = "string",
+        json_path = ".status.lastScanResult.tagCount"
+    ),
     printcolumn(
         name = "Ready",
         type_ = "string",
@@ -44,7 +48,11 @@ pub const DEFAULT_EXCLUSION_LIST: &[&str] = &["^.*\\.sig$"];
         json_path = ".status.lastScanResult.scanTime",
         priority = 1
     ),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ImageRepositorySpec {

@@ -1,3 +1,7 @@
 //! The `image-reflector` subcommands, one file each.
 
 pub mod crds;
+pub mod error;
+pub mod select;
+
+pub use error::CliError;

@@ -1,0 +1,90 @@
+//! The two ways an election fails: the policy itself is invalid (the object is Stalled), or the
+//! tags offer nothing to elect (not ready; retried). Displays are Flux's exact messages.
+
+use thiserror::Error;
+
+/// A policy that can never elect anything: the ImagePolicy must be fixed (Stalled).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum InvalidPolicy {
+    /// None of `semver`, `alphabetical`, `numerical` is set.
+    #[error("invalid policy: given ImagePolicyChoice object is invalid")]
+    NoPolicy,
+    /// The semver range does not follow the constraint grammar.
+    #[error("invalid policy: improper constraint: {}", go_quote(.0))]
+    ImproperConstraint(String),
+    /// A comparator's version is not a version (e.g. `1x`).
+    #[error("invalid policy: constraint parser error")]
+    ConstraintParser,
+    /// `filterTags.pattern` does not compile.
+    #[error("failed to filter tags: invalid regular expression pattern '{pattern}': {reason}")]
+    Filter { pattern: String, reason: String },
+}
+
+impl InvalidPolicy {
+    /// The constraint library's own text, without the `invalid policy: ` prefix.
+    pub fn constraint_text(&self) -> String {
+        let full = self.to_string();
+        full.strip_prefix("invalid policy: ")
+            .unwrap_or(&full)
+            .to_string()
+    }
+}
+
+/// Nothing could be elected from the tags given (retry when the tags change).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum NotElected {
+    /// No tags at all, or none left after `filterTags`.
+    #[error("version list argument cannot be empty")]
+    EmptyList,
+    /// Tags exist but none parses and satisfies the policy.
+    #[error("unable to determine latest version from provided list")]
+    NoMatch,
+}
+
+/// Go's `%q`: a double-quoted string with Go escapes.
+pub(crate) fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\x07' => out.push_str("\\a"),
+            '\x08' => out.push_str("\\b"),
+            '\x0C' => out.push_str("\\f"),
+            '\x0B' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\x7f' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_flux_texts() {
+        assert_eq!(
+            InvalidPolicy::NoPolicy.to_string(),
+            "invalid policy: given ImagePolicyChoice object is invalid"
+        );
+        assert_eq!(
+            InvalidPolicy::ImproperConstraint("a\"b\t".into()).to_string(),
+            r#"invalid policy: improper constraint: "a\"b\t""#
+        );
+        assert_eq!(
+            NotElected::EmptyList.to_string(),
+            "version list argument cannot be empty"
+        );
+        assert_eq!(
+            NotElected::NoMatch.to_string(),
+            "unable to determine latest version from provided list"
+        );
+    }
+}

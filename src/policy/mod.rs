@@ -1,0 +1,20 @@
+//! Tag selection: which tag is the latest, by `semver`, `alphabetical` or `numerical`, after an
+//! optional `filterTags` regex with `extract` (flux-compat.md §4.4–4.6, decisions.md).
+//!
+//! Pure: no Kubernetes, no HTTP, no async. The result never depends on the input order of the
+//! same set of tags: ties are broken by the original tag, as Flux's own election breaks them
+//! on the store's descending byte order (see `docs/policy.md`).
+
+mod constraint;
+mod error;
+mod filter;
+mod numeric;
+mod select;
+mod version;
+
+pub use constraint::Constraints;
+pub use error::{InvalidPolicy, NotElected};
+pub use filter::Filter;
+pub use numeric::Number;
+pub use select::{Candidate, Explanation, FilterSpec, Order, Policy, PolicyChoice};
+pub use version::Version;

@@ -1,0 +1,365 @@
+//! The election: one pass over the tags, keeping the best candidate.
+//!
+//! Tie rule (decisions.md): ties go to the tag Flux's unfiltered election picks on the store's
+//! descending byte order. For semver that is the first equal tag (the byte-greatest); for
+//! numerical Flux keeps the last equal one (the byte-smallest); alphabetical values can only tie
+//! after extraction, and then the byte-greatest tag wins. Because the rule looks at the tags
+//! and not at their positions, any input order gives the same answer.
+
+use super::numeric::Number;
+use super::version::Version;
+use super::{Constraints, Filter, InvalidPolicy, NotElected};
+use serde::Serialize;
+use std::cmp::Ordering;
+
+/// Which way the alphabetical and numerical policies elect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Order {
+    /// Elect the greatest.
+    #[default]
+    Asc,
+    /// Elect the smallest.
+    Desc,
+}
+
+/// The policy as written in `spec.policy`: the first one set of semver, alphabetical,
+/// numerical is used.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PolicyChoice {
+    pub semver: Option<String>,
+    pub alphabetical: Option<Order>,
+    pub numerical: Option<Order>,
+}
+
+/// `spec.filterTags`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FilterSpec {
+    pub pattern: String,
+    pub extract: String,
+}
+
+/// A validated policy, ready to elect.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    rule: Rule,
+    filter: Option<Filter>,
+}
+
+#[derive(Clone, Debug)]
+enum Rule {
+    SemVer(Constraints),
+    Alphabetical(Order),
+    Numerical(Order),
+}
+
+/// A tag that satisfies the policy, with the value it was compared by.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Candidate {
+    pub tag: String,
+    /// The extracted value, or the tag itself without `extract`.
+    pub value: String,
+}
+
+/// How an election went, for `select --explain`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Explanation {
+    /// Tags given.
+    pub read: usize,
+    /// Tags the `filterTags` pattern did not match.
+    pub filtered_out: usize,
+    /// Values that are not versions (semver) or numbers (numerical).
+    pub unparsable: usize,
+    /// Versions outside the semver range.
+    pub out_of_range: usize,
+    /// Tags left to elect from.
+    pub candidates: usize,
+    /// The elected tag, if any.
+    pub elected: Option<Candidate>,
+    /// The next best candidates, best first.
+    pub runners_up: Vec<Candidate>,
+    /// Why nothing was elected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Policy {
+    /// Builds the policy; errors say why the ImagePolicy can never elect (Stalled).
+    pub fn new(choice: &PolicyChoice, filter: Option<&FilterSpec>) -> Result<Self, InvalidPolicy> {
+        let rule = if let Some(range) = &choice.semver {
+            Rule::SemVer(Constraints::parse(range)?)
+        } else if let Some(order) = choice.alphabetical {
+            Rule::Alphabetical(order)
+        } else if let Some(order) = choice.numerical {
+            Rule::Numerical(order)
+        } else {
+            return Err(InvalidPolicy::NoPolicy);
+        };
+        let filter = filter
+            .map(|f| Filter::new(&f.pattern, &f.extract))
+            .transpose()?;
+        Ok(Policy { rule, filter })
+    }
+
+    /// Elects the latest tag.
+    pub fn select<'t, S: AsRef<str>>(&self, tags: &'t [S]) -> Result<&'t str, NotElected> {
+        let (best, passed) = match &self.rule {
+            Rule::SemVer(range) => self.best_semver(range, tags),
+            Rule::Alphabetical(order) if self.filter.is_none() => {
+                (best_alphabetical_unfiltered(*order, tags), tags.len())
+            }
+            Rule::Alphabetical(order) => self.best_alphabetical(*order, tags),
+            Rule::Numerical(order) => self.best_numerical(*order, tags),
+        };
+        match best {
+            Some(tag) => Ok(tag),
+            None if passed == 0 => Err(NotElected::EmptyList),
+            None => Err(NotElected::NoMatch),
+        }
+    }
+
+    /// Elects like [`Policy::select`], and reports what happened to every tag plus the
+    /// `runners_up` next best candidates.
+    pub fn explain<S: AsRef<str>>(&self, tags: &[S], runners_up: usize) -> Explanation {
+        let mut x = Explanation {
+            read: tags.len(),
+            filtered_out: 0,
+            unparsable: 0,
+            out_of_range: 0,
+            candidates: 0,
+            elected: None,
+            runners_up: Vec::new(),
+            error: None,
+        };
+        let mut ranked: Vec<Candidate> = Vec::new();
+        let passed = self.for_each_value(tags, |tag, value| {
+            let usable = match &self.rule {
+                Rule::SemVer(range) => match Version::parse_tag(value) {
+                    None => Err(&mut x.unparsable),
+                    Some(v) if !range.matches(&v) => Err(&mut x.out_of_range),
+                    Some(_) => Ok(()),
+                },
+                Rule::Numerical(_) if Number::parse(value).is_none() => Err(&mut x.unparsable),
+                _ => Ok(()),
+            };
+            match usable {
+                Ok(()) => ranked.push(Candidate {
+                    tag: tag.to_string(),
+                    value: value.to_string(),
+                }),
+                Err(counter) => *counter += 1,
+            }
+        });
+        x.filtered_out = tags.len() - passed;
+        x.candidates = ranked.len();
+        ranked.sort_by(|a, b| self.rank(b, a));
+        let mut ranked = ranked.into_iter();
+        x.elected = ranked.next();
+        x.runners_up = ranked.take(runners_up).collect();
+        if x.elected.is_none() {
+            let why = if passed == 0 {
+                NotElected::EmptyList
+            } else {
+                NotElected::NoMatch
+            };
+            x.error = Some(why.to_string());
+        }
+        x
+    }
+
+    /// Orders two candidates, greater = better, tie rule included.
+    fn rank(&self, a: &Candidate, b: &Candidate) -> Ordering {
+        let by_value = match &self.rule {
+            Rule::SemVer(_) => match (Version::parse_tag(&a.value), Version::parse_tag(&b.value)) {
+                (Some(x), Some(y)) => x.precedence(&y),
+                _ => Ordering::Equal,
+            },
+            Rule::Alphabetical(order) => {
+                directed(*order, a.value.as_bytes().cmp(b.value.as_bytes()))
+            }
+            Rule::Numerical(order) => directed(
+                *order,
+                Number::parse(&a.value).cmp(&Number::parse(&b.value)),
+            ),
+        };
+        by_value.then_with(|| self.tie(&a.tag, &b.tag))
+    }
+
+    /// Between two equally ranked tags, `Greater` means `a` wins.
+    fn tie(&self, a: &str, b: &str) -> Ordering {
+        let bytes = a.as_bytes().cmp(b.as_bytes());
+        match self.rule {
+            Rule::Numerical(_) => bytes.reverse(),
+            Rule::SemVer(_) | Rule::Alphabetical(_) => bytes,
+        }
+    }
+
+    /// Calls `f(tag, value)` for every tag the filter keeps; returns how many it kept.
+    #[inline(always)]
+    fn for_each_value<'t, S: AsRef<str>>(
+        &self,
+        tags: &'t [S],
+        mut f: impl FnMut(&'t str, &str),
+    ) -> usize {
+        match &self.filter {
+            None => {
+                tags.iter().for_each(|t| f(t.as_ref(), t.as_ref()));
+                tags.len()
+            }
+            Some(filter) => {
+                let mut scratch = filter.scratch();
+                let mut kept = 0;
+                for tag in tags {
+                    let tag = tag.as_ref();
+                    if let Some(value) = filter.apply(tag, &mut scratch) {
+                        kept += 1;
+                        f(tag, value);
+                    }
+                }
+                kept
+            }
+        }
+    }
+
+    fn best_semver<'t, S: AsRef<str>>(
+        &self,
+        range: &Constraints,
+        tags: &'t [S],
+    ) -> (Option<&'t str>, usize) {
+        let mut best: Option<(OwnedVersion, &'t str)> = None;
+        let passed = self.for_each_value(tags, |tag, value| {
+            let Some(v) = Version::parse_tag(value) else {
+                return;
+            };
+            if !range.matches(&v) {
+                return;
+            }
+            match &mut best {
+                None => best = Some((OwnedVersion::from(&v), tag)),
+                Some((bv, bt)) => {
+                    let better = match v.precedence(&bv.as_version()) {
+                        Ordering::Greater => true,
+                        Ordering::Equal => self.tie(tag, bt) == Ordering::Greater,
+                        Ordering::Less => false,
+                    };
+                    if better {
+                        bv.set(&v);
+                        *bt = tag;
+                    }
+                }
+            }
+        });
+        (best.map(|(_, tag)| tag), passed)
+    }
+
+    fn best_alphabetical<'t, S: AsRef<str>>(
+        &self,
+        order: Order,
+        tags: &'t [S],
+    ) -> (Option<&'t str>, usize) {
+        let mut best: Option<(String, &'t str)> = None;
+        let passed = self.for_each_value(tags, |tag, value| match &mut best {
+            None => best = Some((value.to_string(), tag)),
+            Some((bv, bt)) => {
+                let ord = directed(order, value.as_bytes().cmp(bv.as_bytes()));
+                if ord == Ordering::Greater
+                    || (ord == Ordering::Equal && self.tie(tag, bt) == Ordering::Greater)
+                {
+                    bv.clear();
+                    bv.push_str(value);
+                    *bt = tag;
+                }
+            }
+        });
+        (best.map(|(_, tag)| tag), passed)
+    }
+
+    fn best_numerical<'t, S: AsRef<str>>(
+        &self,
+        order: Order,
+        tags: &'t [S],
+    ) -> (Option<&'t str>, usize) {
+        let mut scratch = Number::default();
+        let mut best: Option<(Number, &'t str)> = None;
+        let passed = self.for_each_value(tags, |tag, value| {
+            if !scratch.parse_into(value) {
+                return;
+            }
+            let better = match &best {
+                None => true,
+                Some((bn, bt)) => match directed(order, scratch.cmp(bn)) {
+                    Ordering::Greater => true,
+                    Ordering::Equal => self.tie(tag, bt) == Ordering::Greater,
+                    Ordering::Less => false,
+                },
+            };
+            if better {
+                match &mut best {
+                    Some((bn, bt)) => {
+                        std::mem::swap(bn, &mut scratch);
+                        *bt = tag;
+                    }
+                    None => best = Some((std::mem::take(&mut scratch), tag)),
+                }
+            }
+        });
+        (best.map(|(_, tag)| tag), passed)
+    }
+}
+
+/// Without a filter the value is the tag and tags are distinct, so there are no ties.
+fn best_alphabetical_unfiltered<S: AsRef<str>>(order: Order, tags: &[S]) -> Option<&str> {
+    let mut iter = tags.iter().map(|t| t.as_ref().as_bytes());
+    let mut best = iter.next()?;
+    for tag in iter {
+        let better = match order {
+            Order::Asc => tag > best,
+            Order::Desc => tag < best,
+        };
+        if better {
+            best = tag;
+        }
+    }
+    std::str::from_utf8(best).ok()
+}
+
+fn directed(order: Order, ord: Ordering) -> Ordering {
+    match order {
+        Order::Asc => ord,
+        Order::Desc => ord.reverse(),
+    }
+}
+
+/// The best version so far, owning its prerelease so the scratch buffer can be reused.
+struct OwnedVersion {
+    major: u64,
+    minor: u64,
+    patch: u64,
+    pre: String,
+}
+
+impl OwnedVersion {
+    fn from(v: &Version<'_>) -> Self {
+        OwnedVersion {
+            major: v.major,
+            minor: v.minor,
+            patch: v.patch,
+            pre: v.pre.to_string(),
+        }
+    }
+
+    fn set(&mut self, v: &Version<'_>) {
+        (self.major, self.minor, self.patch) = (v.major, v.minor, v.patch);
+        self.pre.clear();
+        self.pre.push_str(v.pre);
+    }
+
+    fn as_version(&self) -> Version<'_> {
+        Version {
+            major: self.major,
+            minor: self.minor,
+            patch: self.patch,
+            pre: &self.pre,
+        }
+    }
+}
