@@ -6,6 +6,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Elects the latest tag of an ImageRepository by a policy, optionally with its digest.
+// kube's `printcolumn(...)` arguments repeat `type_ = ...`, which clippy mistakes for
+// duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "image.toolkit.fluxcd.io",

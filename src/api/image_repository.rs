@@ -11,6 +11,9 @@ use std::collections::BTreeMap;
 pub const DEFAULT_EXCLUSION_LIST: &[&str] = &["^.*\\.sig$"];
 
 /// Scans an image repository's tags on an interval and stores them for ImagePolicies.
+// kube's `printcolumn(...)` arguments repeat `type_ = ...`, which clippy mistakes for
+// duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "image.toolkit.fluxcd.io",

@@ -1,0 +1,50 @@
+# image-reflector: build, test and run targets. `make test` is what CI runs (via .ci/run).
+CARGO ?= cargo
+SHARED ?= ../shared
+
+.PHONY: all build test lint fmt crds run e2e bench conformance deps
+
+all: build
+
+build:
+	$(CARGO) build --release
+
+# Installs what the tests need when it is missing, then runs the whole suite.
+test: deps
+	$(CARGO) test --locked
+
+# Debian packages the integration tests use (none are needed yet beyond the toolchain).
+deps:
+	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust from rustup.rs" >&2; exit 1; }
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --locked --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+# Regenerates crds/ from the Rust types; a test fails when they drift.
+crds:
+	$(CARGO) run --quiet --locked -- crds > crds/crds.yaml
+
+# The main job. Until the controller lands, it is the offline election: which tag would the
+# sample ImagePolicy pick from the example tag list, and why.
+run:
+	$(CARGO) run --quiet --release --locked -- select \
+		-f config/samples/imagepolicy_semver.yaml \
+		--tags-file docs/examples/podinfo-tags.txt --explain
+
+# End-to-end against a real cluster; needs KUBECONFIG (and kubectl).
+e2e:
+	@test -n "$$KUBECONFIG" || { echo "make e2e needs KUBECONFIG pointing at a test cluster" >&2; exit 2; }
+	$(CARGO) test --locked --test it -- --ignored e2e
+
+bench:
+	$(CARGO) bench --locked --bench select
+
+# Runs Flux's policy vectors through the binary (needs ../shared beside the checkout).
+conformance:
+	$(CARGO) build --locked
+	python3 $(SHARED)/tools/conformance --bin target/debug/image-reflector \
+		--deviations docs/conformance-deviations.txt

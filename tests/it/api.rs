@@ -1,0 +1,272 @@
+//! The API types, the generated CRDs and the sample manifests.
+
+use crate::support::{root, yaml_file};
+use image_reflector::api::{self, ImagePolicy, ImageRepository, ReflectionPolicy};
+use serde_json::{json, Value};
+
+fn samples() -> Vec<(String, Value)> {
+    let dir = root().join("config/samples");
+    let mut out: Vec<(String, Value)> = std::fs::read_dir(&dir)
+        .expect("config/samples exists")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.file_name().is_some_and(|n| n != "kustomization.yaml"))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                yaml_file(&p),
+            )
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+#[test]
+fn committed_crds_match_the_generator() {
+    let committed = std::fs::read_to_string(root().join("crds/crds.yaml")).expect("crds/crds.yaml");
+    let generated = api::crds_yaml().expect("CRDs serialize");
+    assert!(
+        committed == generated,
+        "crds/crds.yaml is stale: run `make crds`"
+    );
+}
+
+#[test]
+fn every_sample_parses_into_our_types_and_round_trips() {
+    let all = samples();
+    assert!(all.len() >= 10, "samples missing: {}", all.len());
+    for (name, doc) in all {
+        let (kind, version) = (
+            doc["kind"].as_str().unwrap(),
+            doc["apiVersion"].as_str().unwrap(),
+        );
+        assert!(
+            version == "image.toolkit.fluxcd.io/v1" || version == "image.toolkit.fluxcd.io/v1beta2"
+        );
+        let back = match kind {
+            "ImageRepository" => {
+                let obj: ImageRepository =
+                    serde_json::from_value(doc.clone()).unwrap_or_else(|e| panic!("{name}: {e}"));
+                serde_json::to_value(&obj).unwrap()
+            }
+            "ImagePolicy" => {
+                let obj: ImagePolicy =
+                    serde_json::from_value(doc.clone()).unwrap_or_else(|e| panic!("{name}: {e}"));
+                obj.spec
+                    .selection_policy()
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                serde_json::to_value(&obj).unwrap()
+            }
+            other => panic!("{name}: unexpected kind {other}"),
+        };
+        assert_eq!(
+            back["spec"], doc["spec"],
+            "{name}: spec does not round-trip"
+        );
+        assert_eq!(back["metadata"]["name"], doc["metadata"]["name"], "{name}");
+    }
+}
+
+#[test]
+fn samples_cover_every_policy_and_reflection_kind() {
+    let policies: Vec<ImagePolicy> = samples()
+        .into_iter()
+        .filter(|(_, d)| d["kind"] == "ImagePolicy")
+        .map(|(_, d)| serde_json::from_value(d).unwrap())
+        .collect();
+    let has = |f: &dyn Fn(&ImagePolicy) -> bool| policies.iter().any(f);
+    assert!(has(&|p| p.spec.policy.semver.is_some()));
+    assert!(has(&|p| p.spec.policy.alphabetical.is_some()));
+    assert!(has(&|p| p.spec.policy.numerical.is_some()));
+    assert!(has(&|p| p
+        .spec
+        .filter_tags
+        .as_ref()
+        .is_some_and(|f| f.extract.is_some())));
+    for r in [
+        ReflectionPolicy::Always,
+        ReflectionPolicy::IfNotPresent,
+        ReflectionPolicy::Never,
+    ] {
+        assert!(
+            has(&|p| p.spec.digest_reflection_policy == Some(r)),
+            "{r:?}"
+        );
+    }
+    assert!(
+        has(&|p| p.spec.image_repository_ref.namespace.is_some()),
+        "cross-namespace"
+    );
+}
+
+#[test]
+fn v1beta2_manifests_parse_with_the_same_schema() {
+    let doc = json!({
+        "apiVersion": "image.toolkit.fluxcd.io/v1beta2",
+        "kind": "ImageRepository",
+        "metadata": {"name": "r", "namespace": "ns"},
+        "spec": {"image": "ghcr.io/a/b", "interval": "1m", "exclusionList": ["^x$"], "insecure": true},
+        "status": {"observedGeneration": -1, "lastScanResult": {"tagCount": 3, "revision": "sha256:00"}}
+    });
+    let repo: ImageRepository = serde_json::from_value(doc).expect("v1beta2 parses");
+    assert_eq!(repo.spec.insecure, Some(true));
+    assert_eq!(repo.status.unwrap().last_scan_result.unwrap().tag_count, 3);
+}
+
+#[test]
+fn deprecated_status_fields_are_read() {
+    let doc = json!({
+        "apiVersion": "image.toolkit.fluxcd.io/v1beta2", "kind": "ImagePolicy",
+        "metadata": {"name": "p"},
+        "spec": {"imageRepositoryRef": {"name": "r"}, "policy": {"semver": {"range": "1.x"}}},
+        "status": {"latestImage": "ghcr.io/a/b:1.2.3", "observedPreviousImage": "ghcr.io/a/b:1.2.2"}
+    });
+    let p: ImagePolicy = serde_json::from_value(doc).expect("parses");
+    let status = p.status.expect("status");
+    assert_eq!(status.latest_image.as_deref(), Some("ghcr.io/a/b:1.2.3"));
+    assert_eq!(
+        status.observed_previous_image.as_deref(),
+        Some("ghcr.io/a/b:1.2.2")
+    );
+}
+
+fn crd_json(kind: &str) -> Value {
+    let crd = api::crds()
+        .into_iter()
+        .find(|c| c.spec.names.kind == kind)
+        .expect("CRD generated");
+    serde_json::to_value(crd).unwrap()
+}
+
+#[test]
+fn schema_defaults_are_the_documented_ones() {
+    for (kind, path, want) in [
+        (
+            "ImageRepository",
+            "/spec/properties/exclusionList/default",
+            json!(["^.*\\.sig$"]),
+        ),
+        (
+            "ImageRepository",
+            "/spec/properties/provider/default",
+            json!("generic"),
+        ),
+        (
+            "ImagePolicy",
+            "/spec/properties/digestReflectionPolicy/default",
+            json!("Never"),
+        ),
+        (
+            "ImagePolicy",
+            "/spec/properties/policy/properties/alphabetical/properties/order/default",
+            json!("asc"),
+        ),
+        (
+            "ImagePolicy",
+            "/spec/properties/policy/properties/numerical/properties/order/default",
+            json!("asc"),
+        ),
+        (
+            "ImageRepository",
+            "/status/default",
+            json!({"observedGeneration": -1}),
+        ),
+        (
+            "ImagePolicy",
+            "/status/default",
+            json!({"observedGeneration": -1}),
+        ),
+    ] {
+        let crd = crd_json(kind);
+        for version in 0..2 {
+            let schema =
+                &crd["spec"]["versions"][version]["schema"]["openAPIV3Schema"]["properties"];
+            assert_eq!(schema.pointer(path), Some(&want), "{kind} {path}");
+        }
+    }
+}
+
+#[test]
+fn versions_are_v1_stored_and_v1beta2_deprecated_with_one_schema() {
+    for kind in ["ImageRepository", "ImagePolicy"] {
+        let crd = crd_json(kind);
+        let versions = crd["spec"]["versions"].as_array().unwrap();
+        assert_eq!(versions.len(), 2);
+        assert_eq!(
+            (
+                versions[0]["name"].as_str(),
+                versions[0]["storage"].as_bool()
+            ),
+            (Some("v1"), Some(true))
+        );
+        assert_eq!(versions[1]["name"], "v1beta2");
+        assert_eq!(versions[1]["served"], true);
+        assert_eq!(versions[1]["storage"], false);
+        assert_eq!(versions[1]["deprecated"], true);
+        assert_eq!(
+            versions[1]["deprecationWarning"],
+            format!("v1beta2 {kind} is deprecated, upgrade to v1")
+        );
+        assert_eq!(versions[0]["schema"], versions[1]["schema"]);
+        assert_eq!(
+            versions[0]["additionalPrinterColumns"],
+            versions[1]["additionalPrinterColumns"]
+        );
+        let text = serde_json::to_string(&crd).unwrap();
+        for forbidden in [
+            "anyOf",
+            "oneOf",
+            "allOf",
+            "$ref",
+            "nullable",
+            "x-kubernetes-preserve-unknown-fields",
+        ] {
+            assert!(
+                !text.contains(forbidden),
+                "{kind}: {forbidden} makes the schema non-structural or unlike Flux's"
+            );
+        }
+    }
+}
+
+#[test]
+fn image_policy_crd_carries_the_cel_rules_and_printer_columns() {
+    let crd = crd_json("ImagePolicy");
+    let v1 = &crd["spec"]["versions"][0];
+    let rules = &v1["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"];
+    assert_eq!(
+        rules,
+        &json!([
+            {"message": "spec.interval is only accepted when spec.digestReflectionPolicy is set to 'Always'",
+             "rule": "!has(self.interval) || (has(self.digestReflectionPolicy) && self.digestReflectionPolicy == 'Always')"},
+            {"message": "spec.interval must be set when spec.digestReflectionPolicy is set to 'Always'",
+             "rule": "has(self.interval) || !has(self.digestReflectionPolicy) || self.digestReflectionPolicy != 'Always'"}
+        ])
+    );
+    let columns: Vec<&str> = v1["additionalPrinterColumns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(columns, ["Image", "Tag", "Ready", "Status", "Age"]);
+    assert_eq!(
+        crd["spec"]["names"]["shortNames"],
+        json!(["imgpol", "imagepol"])
+    );
+    assert_eq!(
+        crd["spec"]["names"]["categories"],
+        json!(["all", "fluxcd", "fluxcd-images"])
+    );
+
+    let repo = crd_json("ImageRepository");
+    let columns = &repo["spec"]["versions"][0]["additionalPrinterColumns"];
+    assert_eq!(
+        columns[4],
+        json!({"jsonPath": ".status.lastScanResult.scanTime", "name": "Last scan", "priority": 1, "type": "string"})
+    );
+    assert_eq!(
+        repo["spec"]["names"]["shortNames"],
+        json!(["imgrepo", "imagerepo"])
+    );
+}

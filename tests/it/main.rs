@@ -1,0 +1,7 @@
+//! The one integration-test binary: public surfaces only (library API and the CLI).
+
+mod api;
+mod e2e;
+mod select_cli;
+mod support;
+mod vectors;

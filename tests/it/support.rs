@@ -1,0 +1,38 @@
+//! Helpers shared by the integration tests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The project root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs the `image-reflector` binary with `args` and optional standard input.
+pub fn run_bin(args: &[&str], stdin: Option<&str>) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_image-reflector"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    let input = stdin.unwrap_or("").to_string();
+    let mut pipe = child.stdin.take().expect("stdin is piped");
+    std::thread::spawn(move || pipe.write_all(input.as_bytes()));
+    child.wait_with_output().expect("the binary finishes")
+}
+
+/// Writes `content` to `dir/name` and returns the path as a string.
+pub fn write(dir: &Path, name: &str, content: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, content).expect("test file is written");
+    path.to_string_lossy().into_owned()
+}
+
+/// Reads a YAML file into a JSON value.
+pub fn yaml_file(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
