@@ -1,1 +1,85 @@
-fn main() {}
+//! Election benchmarks over ../shared/data tag lists, held in the store's order (descending
+//! bytes), timing only `Policy::select` (policy and regex are built outside the timed loop).
+//! Run: `cargo bench --bench select -- --output-format bencher`.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use image_reflector::policy::{FilterSpec, Order, Policy, PolicyChoice};
+use image_reflector::store::TagList;
+use std::hint::black_box;
+
+const SEMVER_PATTERN: &str =
+    r"^v?(?P<v>[0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.-]+)?)(?:\+[0-9A-Za-z.-]+)?$";
+const MAIN_PATTERN: &str = r"^main-[a-f0-9]+-(?P<ts>[0-9]+)$";
+
+fn workloads() -> Vec<(&'static str, Policy)> {
+    let semver = PolicyChoice {
+        semver: Some(">=1.0.0".into()),
+        ..Default::default()
+    };
+    let alphabetical = PolicyChoice {
+        alphabetical: Some(Order::Asc),
+        ..Default::default()
+    };
+    let numerical = PolicyChoice {
+        numerical: Some(Order::Asc),
+        ..Default::default()
+    };
+    let filter = |pattern: &str, extract: &str| FilterSpec {
+        pattern: pattern.into(),
+        extract: extract.into(),
+    };
+    let build = |c: &PolicyChoice, f: Option<FilterSpec>| {
+        Policy::new(c, f.as_ref()).expect("benchmark policy is valid")
+    };
+    vec![
+        ("semver", build(&semver, None)),
+        (
+            "semver+filter",
+            build(&semver, Some(filter(SEMVER_PATTERN, "$v"))),
+        ),
+        ("alphabetical", build(&alphabetical, None)),
+        (
+            "alphabetical+filter",
+            build(&alphabetical, Some(filter(MAIN_PATTERN, "$ts"))),
+        ),
+        (
+            "numerical+filter",
+            build(&numerical, Some(filter(MAIN_PATTERN, "$ts"))),
+        ),
+    ]
+}
+
+/// The tags as the controller holds them: a store `TagList` (one buffer, descending order).
+fn load(size: &str) -> Option<TagList> {
+    let path = format!(
+        "{}/../shared/data/bench-tags-{size}.txt",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).ok()?;
+    Some(TagList::new(text.lines().filter(|l| !l.is_empty())).expect("benchmark tags are valid"))
+}
+
+fn select(c: &mut Criterion) {
+    let mut group = c.benchmark_group("select");
+    for size in ["10k", "100k"] {
+        let Some(tags) = load(size) else {
+            eprintln!("skipping {size}: ../shared/data/bench-tags-{size}.txt not found");
+            continue;
+        };
+        group.throughput(Throughput::Elements(tags.len() as u64));
+        for (name, policy) in workloads() {
+            group.bench_with_input(BenchmarkId::new(name, size), &tags, |b, tags| {
+                b.iter(|| black_box(policy.select(black_box(tags).iter()).ok()))
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20).warm_up_time(std::time::Duration::from_millis(500))
+        .measurement_time(std::time::Duration::from_secs(2));
+    targets = select
+}
+criterion_main!(benches);

@@ -52,7 +52,7 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
 
     let write_err = |e: std::io::Error| CliError::failed(format!("writing output: {e}"));
     if args.explain || args.output == Output::Json {
-        let x = policy.explain(&tags, args.runners_up);
+        let x = policy.explain(tags.iter().copied(), args.runners_up);
         match args.output {
             Output::Json => {
                 let json = serde_json::to_string_pretty(&x).map_err(CliError::failed)?;
@@ -65,7 +65,9 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
             (None, why) => Err(CliError::not_found(why.unwrap_or_default())),
         };
     }
-    let tag = policy.select(&tags).map_err(CliError::not_found)?;
+    let tag = policy
+        .select(tags.iter().copied())
+        .map_err(CliError::not_found)?;
     writeln!(out, "{tag}").map_err(write_err)
 }
 

@@ -8,11 +8,19 @@
 
 use super::InvalidPolicy;
 use regex::{CaptureLocations, Regex};
+use regex_automata::dfa::onepass;
+use regex_automata::{Anchored, Input};
 
 /// A compiled tag filter.
 #[derive(Clone, Debug)]
 pub struct Filter {
     regex: Regex,
+    /// Literals every match starts with, when the pattern is anchored at the start: a tag
+    /// without one is rejected without running the regex (most tags, in practice).
+    prefixes: Option<Vec<Box<[u8]>>>,
+    /// For start-anchored patterns that are one-pass (most tag patterns): captures in a single
+    /// forward scan, several times cheaper than the general capture search.
+    onepass: Option<onepass::DFA>,
     /// `None`: no extract template, the compared value is the whole tag.
     template: Option<Vec<Piece>>,
 }
@@ -27,6 +35,7 @@ enum Piece {
 #[derive(Debug)]
 pub struct Scratch {
     locations: CaptureLocations,
+    onepass: Option<(onepass::Cache, regex_automata::util::captures::Captures)>,
     value: String,
 }
 
@@ -38,37 +47,114 @@ impl Filter {
             reason: go_style_regex_error(&err, pattern),
         })?;
         let template = (!extract.is_empty()).then(|| compile_template(&regex, extract));
-        Ok(Filter { regex, template })
+        let prefixes = required_prefixes(pattern);
+        // Anchored searches give the same matches only when the pattern is start-anchored.
+        let onepass = starts_anchored(pattern)
+            .then(|| onepass::DFA::new(pattern).ok())
+            .flatten();
+        Ok(Filter {
+            regex,
+            prefixes,
+            onepass,
+            template,
+        })
     }
 
     /// Scratch space for [`Filter::apply`].
     pub fn scratch(&self) -> Scratch {
         Scratch {
             locations: self.regex.capture_locations(),
+            onepass: self
+                .onepass
+                .as_ref()
+                .map(|dfa| (dfa.create_cache(), dfa.create_captures())),
             value: String::new(),
         }
     }
 
     /// The value to compare for `tag`, or `None` when the pattern does not match it.
     pub fn apply<'s>(&self, tag: &'s str, scratch: &'s mut Scratch) -> Option<&'s str> {
+        self.apply_inner(tag, scratch)
+    }
+
+    #[inline(always)]
+    fn apply_inner<'s>(&self, tag: &'s str, scratch: &'s mut Scratch) -> Option<&'s str> {
+        if let Some(prefixes) = &self.prefixes {
+            if !prefixes.iter().any(|p| tag.as_bytes().starts_with(p)) {
+                return None;
+            }
+        }
         let Some(pieces) = &self.template else {
             return self.regex.is_match(tag).then_some(tag);
         };
-        self.regex.captures_read(&mut scratch.locations, tag)?;
         let value = &mut scratch.value;
         value.clear();
-        for piece in pieces {
-            match piece {
-                Piece::Literal(text) => value.push_str(text),
-                Piece::Group(index) => {
-                    if let Some((start, end)) = scratch.locations.get(*index) {
-                        value.push_str(&tag[start..end]);
-                    }
-                }
+        if let (Some(dfa), Some((cache, caps))) = (&self.onepass, &mut scratch.onepass) {
+            dfa.captures(cache, Input::new(tag).anchored(Anchored::Yes), caps);
+            if !caps.is_match() {
+                return None;
             }
+            // `$ts`-style templates: the value is a slice of the tag, nothing to copy.
+            if let [Piece::Group(index)] = pieces.as_slice() {
+                return Some(caps.get_group(*index).map_or("", |s| &tag[s.start..s.end]));
+            }
+            expand(
+                pieces,
+                tag,
+                |i| caps.get_group(i).map(|s| (s.start, s.end)),
+                value,
+            );
+        } else {
+            self.regex.captures_read(&mut scratch.locations, tag)?;
+            let locations = &scratch.locations;
+            expand(pieces, tag, |i| locations.get(i), value);
         }
         Some(value.as_str())
     }
+}
+
+/// Appends the template's expansion for one match to `value`.
+fn expand(
+    pieces: &[Piece],
+    tag: &str,
+    group: impl Fn(usize) -> Option<(usize, usize)>,
+    value: &mut String,
+) {
+    for piece in pieces {
+        match piece {
+            Piece::Literal(text) => value.push_str(text),
+            Piece::Group(index) => {
+                if let Some((start, end)) = group(*index) {
+                    value.push_str(&tag[start..end]);
+                }
+            }
+        }
+    }
+}
+
+/// Whether every match of the pattern starts at the start of the text.
+fn starts_anchored(pattern: &str) -> bool {
+    use regex_syntax::hir::Look;
+    regex_syntax::Parser::new()
+        .parse(pattern)
+        .is_ok_and(|hir| hir.properties().look_set_prefix().contains(Look::Start))
+}
+
+/// The literal prefixes of a pattern that can only match at the start of the text, if there
+/// are a few (`^main-[a-f0-9]+-(\d+)$` gives `main-`). `None` when any start is possible.
+fn required_prefixes(pattern: &str) -> Option<Vec<Box<[u8]>>> {
+    use regex_syntax::hir::literal::Extractor;
+    if !starts_anchored(pattern) {
+        return None;
+    }
+    let hir = regex_syntax::Parser::new().parse(pattern).ok()?;
+    let literals = Extractor::new().extract(&hir);
+    let literals = literals.literals()?;
+    if literals.is_empty() || literals.len() > 8 || literals.iter().any(|l| l.as_bytes().is_empty())
+    {
+        return None;
+    }
+    Some(literals.iter().map(|l| l.as_bytes().into()).collect())
 }
 
 /// Compiles an extract template against the regex's groups, following Go's rules.
@@ -225,6 +311,53 @@ mod tests {
         assert_eq!(extract(r"\d", "", "abc-1").as_deref(), Some("abc-1"));
         assert_eq!(extract(r"^\d", "", "abc-1"), None);
         assert_eq!(extract("", "", "anything").as_deref(), Some("anything"));
+    }
+
+    #[test]
+    fn prefix_fast_path_only_for_start_anchored_patterns() {
+        let prefixes = |p: &str| {
+            required_prefixes(p).map(|v| {
+                v.iter()
+                    .map(|b| String::from_utf8(b.to_vec()).unwrap())
+                    .collect::<Vec<_>>()
+            })
+        };
+        assert_eq!(
+            prefixes(r"^main-[a-f0-9]+-(?P<ts>[0-9]+)$"),
+            Some(vec!["main-".to_string()])
+        );
+        assert_eq!(
+            prefixes(r"^(?:dev|prod)-\d+"),
+            Some(vec!["dev-".to_string(), "prod-".to_string()])
+        );
+        assert_eq!(prefixes(r"main-\d+"), None, "unanchored");
+        assert_eq!(prefixes(r"(?m)^main-\d+"), None, "line anchor");
+        assert_eq!(prefixes(r"^.*-\d+"), None, "no literal");
+        assert_eq!(
+            prefixes(r"^main|^dev"),
+            Some(vec!["main".to_string(), "dev".to_string()])
+        );
+        assert_eq!(prefixes(r"^main|dev"), None, "one branch unanchored");
+        // The fast paths never change the outcome.
+        assert_eq!(
+            extract(r"^(a+)(a*)$", "$1|$2", "aaa").as_deref(),
+            Some("aaa|"),
+            "one-pass is leftmost-first"
+        );
+        assert_eq!(
+            extract(r"^(?:(a)|(b))c$", "[$1][$2]", "bc").as_deref(),
+            Some("[][b]")
+        );
+        assert_eq!(
+            extract(r"^(.*)-(\d+)$", "$1", "a-1-2").as_deref(),
+            Some("a-1"),
+            "not one-pass: general path"
+        );
+        assert_eq!(
+            extract(r"^(?i)main-(\d+)$", "$1", "MAIN-7").as_deref(),
+            Some("7")
+        );
+        assert_eq!(extract(r"^main-(\d+)$", "$1", "xmain-7"), None);
     }
 
     #[test]

@@ -102,11 +102,15 @@ impl Policy {
     }
 
     /// Elects the latest tag.
-    pub fn select<'t, S: AsRef<str>>(&self, tags: &'t [S]) -> Result<&'t str, NotElected> {
+    pub fn select<'t>(
+        &self,
+        tags: impl IntoIterator<Item = &'t str>,
+    ) -> Result<&'t str, NotElected> {
+        let tags = tags.into_iter();
         let (best, passed) = match &self.rule {
             Rule::SemVer(range) => self.best_semver(range, tags),
             Rule::Alphabetical(order) if self.filter.is_none() => {
-                (best_alphabetical_unfiltered(*order, tags), tags.len())
+                best_alphabetical_unfiltered(*order, tags)
             }
             Rule::Alphabetical(order) => self.best_alphabetical(*order, tags),
             Rule::Numerical(order) => self.best_numerical(*order, tags),
@@ -120,7 +124,12 @@ impl Policy {
 
     /// Elects like [`Policy::select`], and reports what happened to every tag plus the
     /// `runners_up` next best candidates.
-    pub fn explain<S: AsRef<str>>(&self, tags: &[S], runners_up: usize) -> Explanation {
+    pub fn explain<'t>(
+        &self,
+        tags: impl IntoIterator<Item = &'t str>,
+        runners_up: usize,
+    ) -> Explanation {
+        let tags: Vec<&str> = tags.into_iter().collect();
         let mut x = Explanation {
             read: tags.len(),
             filtered_out: 0,
@@ -132,7 +141,7 @@ impl Policy {
             error: None,
         };
         let mut ranked: Vec<Candidate> = Vec::new();
-        let passed = self.for_each_value(tags, |tag, value| {
+        let passed = self.for_each_value(tags.iter().copied(), |tag, value| {
             let usable = match &self.rule {
                 Rule::SemVer(range) => match Version::parse_tag(value) {
                     None => Err(&mut x.unparsable),
@@ -196,21 +205,24 @@ impl Policy {
 
     /// Calls `f(tag, value)` for every tag the filter keeps; returns how many it kept.
     #[inline(always)]
-    fn for_each_value<'t, S: AsRef<str>>(
+    fn for_each_value<'t>(
         &self,
-        tags: &'t [S],
+        tags: impl Iterator<Item = &'t str>,
         mut f: impl FnMut(&'t str, &str),
     ) -> usize {
         match &self.filter {
             None => {
-                tags.iter().for_each(|t| f(t.as_ref(), t.as_ref()));
-                tags.len()
+                let mut kept = 0;
+                for tag in tags {
+                    kept += 1;
+                    f(tag, tag);
+                }
+                kept
             }
             Some(filter) => {
                 let mut scratch = filter.scratch();
                 let mut kept = 0;
                 for tag in tags {
-                    let tag = tag.as_ref();
                     if let Some(value) = filter.apply(tag, &mut scratch) {
                         kept += 1;
                         f(tag, value);
@@ -221,10 +233,10 @@ impl Policy {
         }
     }
 
-    fn best_semver<'t, S: AsRef<str>>(
+    fn best_semver<'t>(
         &self,
         range: &Constraints,
-        tags: &'t [S],
+        tags: impl Iterator<Item = &'t str>,
     ) -> (Option<&'t str>, usize) {
         let mut best: Option<(OwnedVersion, &'t str)> = None;
         let passed = self.for_each_value(tags, |tag, value| {
@@ -252,10 +264,10 @@ impl Policy {
         (best.map(|(_, tag)| tag), passed)
     }
 
-    fn best_alphabetical<'t, S: AsRef<str>>(
+    fn best_alphabetical<'t>(
         &self,
         order: Order,
-        tags: &'t [S],
+        tags: impl Iterator<Item = &'t str>,
     ) -> (Option<&'t str>, usize) {
         let mut best: Option<(String, &'t str)> = None;
         let passed = self.for_each_value(tags, |tag, value| match &mut best {
@@ -274,10 +286,10 @@ impl Policy {
         (best.map(|(_, tag)| tag), passed)
     }
 
-    fn best_numerical<'t, S: AsRef<str>>(
+    fn best_numerical<'t>(
         &self,
         order: Order,
-        tags: &'t [S],
+        tags: impl Iterator<Item = &'t str>,
     ) -> (Option<&'t str>, usize) {
         let mut scratch = Number::default();
         let mut best: Option<(Number, &'t str)> = None;
@@ -308,19 +320,50 @@ impl Policy {
 }
 
 /// Without a filter the value is the tag and tags are distinct, so there are no ties.
-fn best_alphabetical_unfiltered<S: AsRef<str>>(order: Order, tags: &[S]) -> Option<&str> {
-    let mut iter = tags.iter().map(|t| t.as_ref().as_bytes());
-    let mut best = iter.next()?;
-    for tag in iter {
-        let better = match order {
-            Order::Asc => tag > best,
-            Order::Desc => tag < best,
-        };
-        if better {
+/// Comparing an 8-byte big-endian prefix first settles almost every comparison without a
+/// `memcmp` call; this loop is the whole cost of the alphabetical policy.
+fn best_alphabetical_unfiltered<'t>(
+    order: Order,
+    mut tags: impl Iterator<Item = &'t str>,
+) -> (Option<&'t str>, usize) {
+    let Some(mut best) = tags.next() else {
+        return (None, 0);
+    };
+    let mut best_prefix = prefix_key(best);
+    let mut count = 1;
+    for tag in tags {
+        count += 1;
+        let prefix = prefix_key(tag);
+        let ord = prefix
+            .cmp(&best_prefix)
+            .then_with(|| tag.as_bytes().cmp(best.as_bytes()));
+        if directed(order, ord) == Ordering::Greater {
             best = tag;
+            best_prefix = prefix;
         }
     }
-    std::str::from_utf8(best).ok()
+    (Some(best), count)
+}
+
+/// The first eight bytes as a big-endian number, zero-padded: orders like the bytes themselves
+/// (tags contain no NUL bytes).
+#[inline(always)]
+pub(super) fn prefix_key(tag: &str) -> u64 {
+    let b = tag.as_bytes();
+    let n = b.len();
+    if let Some(first8) = b.first_chunk::<8>() {
+        return u64::from_be_bytes(*first8);
+    }
+    if n >= 4 {
+        // Two overlapping 4-byte loads: bytes 0..4, and n-4..n shifted into place; the
+        // overlapping bytes are equal, so OR-ing them is harmless.
+        let hi = u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+        let lo = u64::from(u32::from_be_bytes([b[n - 4], b[n - 3], b[n - 2], b[n - 1]]));
+        return hi << 32 | lo << (8 * (8 - n));
+    }
+    b.iter()
+        .enumerate()
+        .fold(0, |key, (i, &byte)| key | u64::from(byte) << (56 - 8 * i))
 }
 
 fn directed(order: Order, ord: Ordering) -> Ordering {
@@ -360,6 +403,44 @@ impl OwnedVersion {
             minor: self.minor,
             patch: self.patch,
             pre: &self.pre,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_key;
+
+    #[test]
+    fn prefix_key_orders_like_bytes_for_every_length() {
+        let tags = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "abcd",
+            "abcde",
+            "abcdef",
+            "abcdefg",
+            "abcdefgh",
+            "abcdefghi",
+            "b",
+            "ba",
+            "z9",
+            "1.2.3",
+            "v1.2.30",
+            "v1.2.4",
+        ];
+        for a in tags {
+            for b in tags {
+                let (ka, kb) = (prefix_key(a), prefix_key(b));
+                if ka != kb {
+                    assert_eq!(ka.cmp(&kb), a.cmp(b), "{a:?} vs {b:?}");
+                }
+                if a.len().max(b.len()) <= 8 {
+                    assert_eq!(ka == kb, a == b, "{a:?} vs {b:?}");
+                }
+            }
         }
     }
 }

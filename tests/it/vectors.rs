@@ -96,7 +96,7 @@ fn flux_policy_vectors_agree_except_documented_deviations() {
                 (Err(e), _) => Err(e),
                 (Ok(_), None) => Ok(None),
                 (Ok(p), Some(t)) => p
-                    .select(t)
+                    .select(t.iter().copied())
                     .map(|s| Some(s.to_string()))
                     .map_err(|e| e.to_string()),
             }

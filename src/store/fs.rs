@@ -1,0 +1,321 @@
+//! The filesystem store, in Flux's "FluxStorage" layout (flux-compat.md §3.11):
+//! `<root>/imagerepository/<namespace>/<name>/tags.txt`, or `tags.txt.gz` from the compression
+//! threshold on, plus the `<root>/.storage-version` marker (`2\n`).
+//!
+//! Crash safety: a write goes to a temporary file that is fsynced, renamed over the old file,
+//! and the directory fsynced, so a reader only ever sees a complete old or new list. Corruption
+//! is never fatal: a file that does not read back is logged, removed and reported as no tags,
+//! and the repository is rescanned.
+
+use super::{RepoKey, Revision, StoreError, TagList, TagStore};
+use flate2::{read::GzDecoder, write::GzEncoder, Compression};
+use std::collections::HashSet;
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Flux's default `--storage-compression-threshold` (64 KiB).
+pub const DEFAULT_COMPRESSION_THRESHOLD: usize = 64 * 1024;
+
+const OBJECTS: &str = "imagerepository";
+const PLAIN: &str = "tags.txt";
+const GZIP: &str = "tags.txt.gz";
+const VERSION_FILE: &str = ".storage-version";
+const VERSION: &str = "2\n";
+const WIPE_MARKER: &str = ".storage-wipe-in-progress";
+const TEMP_PREFIX: &str = ".tmp-";
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Tags on the local filesystem, one directory per ImageRepository.
+#[derive(Debug)]
+pub struct FsStore {
+    root: PathBuf,
+    compression_threshold: usize,
+}
+
+impl FsStore {
+    /// Opens (creating if needed) the store at `root`. Lists of at least
+    /// `compression_threshold` bytes are gzipped. A directory written in another format (such
+    /// as Flux's Badger database) is wiped, as Flux does on a format switch; an interrupted
+    /// wipe is completed.
+    pub fn open(
+        root: impl Into<PathBuf>,
+        compression_threshold: usize,
+    ) -> Result<Self, StoreError> {
+        let root = root.into();
+        if compression_threshold == 0 {
+            return Err(StoreError::Io {
+                path: root,
+                source: std::io::Error::new(
+                    ErrorKind::InvalidInput,
+                    "the compression threshold must be above 0",
+                ),
+            });
+        }
+        create_private_dir(&root)?;
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o700))
+            .map_err(StoreError::io(&root))?;
+        let store = FsStore {
+            root,
+            compression_threshold,
+        };
+        store.reconcile_format()?;
+        store.sweep_temporary_files()?;
+        Ok(store)
+    }
+
+    /// The store's root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn object_dir(&self, key: &RepoKey) -> PathBuf {
+        self.root
+            .join(OBJECTS)
+            .join(key.namespace())
+            .join(key.name())
+    }
+
+    fn reconcile_format(&self) -> Result<(), StoreError> {
+        let marker = self.root.join(WIPE_MARKER);
+        if marker.exists() {
+            return self.wipe();
+        }
+        let version_path = self.root.join(VERSION_FILE);
+        match fs::read_to_string(&version_path) {
+            Ok(v) if v == VERSION => Ok(()),
+            Ok(_) => self.wipe(),
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                let foreign = fs::read_dir(&self.root)
+                    .map_err(StoreError::io(&self.root))?
+                    .filter_map(Result::ok)
+                    .any(|e| e.file_name() != OBJECTS);
+                if foreign {
+                    self.wipe()
+                } else {
+                    write_atomic(&self.root, VERSION_FILE, VERSION.as_bytes())
+                }
+            }
+            Err(e) => Err(StoreError::io(version_path)(e)),
+        }
+    }
+
+    /// Flux's format switch: mark, write the version, delete everything else, unmark.
+    fn wipe(&self) -> Result<(), StoreError> {
+        tracing::warn!(path = %self.root.display(), "tag store holds another format; wiping it, repositories will be rescanned");
+        write_atomic(&self.root, WIPE_MARKER, b"")?;
+        write_atomic(&self.root, VERSION_FILE, VERSION.as_bytes())?;
+        for entry in fs::read_dir(&self.root).map_err(StoreError::io(&self.root))? {
+            let entry = entry.map_err(StoreError::io(&self.root))?;
+            let name = entry.file_name();
+            if name == WIPE_MARKER || name == VERSION_FILE {
+                continue;
+            }
+            let path = entry.path();
+            let removed = if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                fs::remove_dir_all(&path)
+            } else {
+                fs::remove_file(&path)
+            };
+            removed.map_err(StoreError::io(&path))?;
+        }
+        let marker = self.root.join(WIPE_MARKER);
+        fs::remove_file(&marker).map_err(StoreError::io(&marker))?;
+        sync_dir(&self.root)
+    }
+
+    /// Temporary files are only left behind by a crash mid-write; they are never read.
+    fn sweep_temporary_files(&self) -> Result<(), StoreError> {
+        for key in self.keys()? {
+            let dir = self.object_dir(&key);
+            for entry in fs::read_dir(&dir)
+                .map_err(StoreError::io(&dir))?
+                .filter_map(Result::ok)
+            {
+                if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+                    let _ = fs::remove_file(entry.path());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads one variant; `Ok(None)` when it vanished meanwhile.
+    fn read_variant(&self, path: &Path) -> Result<Option<Result<TagList, StoreError>>, StoreError> {
+        let bytes = match fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(StoreError::io(path)(e)),
+        };
+        let text = if path.extension().is_some_and(|e| e == "gz") {
+            let mut text = String::new();
+            match GzDecoder::new(bytes.as_slice()).read_to_string(&mut text) {
+                Ok(_) => Ok(text),
+                Err(e) => Err(StoreError::Corrupt(format!("gzip: {e}"))),
+            }
+        } else {
+            String::from_utf8(bytes).map_err(|_| StoreError::Corrupt("not UTF-8".into()))
+        };
+        Ok(Some(text.and_then(TagList::from_stored)))
+    }
+}
+
+impl TagStore for FsStore {
+    fn set(&self, key: &RepoKey, tags: &TagList) -> Result<Revision, StoreError> {
+        let dir = self.object_dir(key);
+        create_private_dir(&dir)?;
+        let content = tags.as_text().as_bytes();
+        let (name, stale) = if content.len() >= self.compression_threshold {
+            let mut gz = GzEncoder::new(Vec::with_capacity(content.len() / 4), Compression::best());
+            gz.write_all(content).map_err(StoreError::io(&dir))?;
+            let bytes = gz.finish().map_err(StoreError::io(&dir))?;
+            write_atomic(&dir, GZIP, &bytes)?;
+            (GZIP, PLAIN)
+        } else {
+            write_atomic(&dir, PLAIN, content)?;
+            (PLAIN, GZIP)
+        };
+        match fs::remove_file(dir.join(stale)) {
+            Ok(()) => sync_dir(&dir)?,
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::io(dir.join(stale))(e)),
+        }
+        tracing::debug!(%key, file = name, tags = tags.len(), "stored tags");
+        Ok(tags.revision())
+    }
+
+    fn get(&self, key: &RepoKey) -> Result<(TagList, Revision), StoreError> {
+        let dir = self.object_dir(key);
+        let (plain, gzip) = (dir.join(PLAIN), dir.join(GZIP));
+        let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
+        // Both variants exist only after a crash between rename and cleanup: the newer wins.
+        let mut order = match (modified(&plain), modified(&gzip)) {
+            (Some(p), Some(g)) if p >= g => vec![plain, gzip],
+            (Some(_), Some(_)) => vec![gzip, plain],
+            (Some(_), None) => vec![plain],
+            (None, Some(_)) => vec![gzip],
+            (None, None) => return Ok(empty()),
+        };
+        while !order.is_empty() {
+            let path = order.remove(0);
+            match self.read_variant(&path)? {
+                None => continue, // vanished: fall back to the other variant
+                Some(Ok(tags)) => {
+                    for stale in &order {
+                        let _ = fs::remove_file(stale);
+                    }
+                    let revision = tags.revision();
+                    return Ok((tags, revision));
+                }
+                Some(Err(err)) => {
+                    tracing::warn!(%key, path = %path.display(), %err, "removing unreadable tag file; the repository will be rescanned");
+                    fs::remove_file(&path).map_err(StoreError::io(&path))?;
+                }
+            }
+        }
+        Ok(empty())
+    }
+
+    fn delete(&self, key: &RepoKey) -> Result<(), StoreError> {
+        let dir = self.object_dir(key);
+        match fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(StoreError::io(&dir)(e)),
+        }
+        // Remove the namespace directory when it became empty; a concurrent set may refill it.
+        let _ = fs::remove_dir(self.root.join(OBJECTS).join(key.namespace()));
+        Ok(())
+    }
+
+    fn keys(&self) -> Result<Vec<RepoKey>, StoreError> {
+        let objects = self.root.join(OBJECTS);
+        let mut keys = Vec::new();
+        let namespaces = match fs::read_dir(&objects) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(keys),
+            Err(e) => return Err(StoreError::io(&objects)(e)),
+        };
+        for ns in namespaces.filter_map(Result::ok) {
+            let Ok(names) = fs::read_dir(ns.path()) else {
+                continue;
+            };
+            for name in names.filter_map(Result::ok) {
+                let (n, o) = (ns.file_name(), name.file_name());
+                match RepoKey::new(n.to_string_lossy(), o.to_string_lossy()) {
+                    Ok(key) => keys.push(key),
+                    Err(_) => {
+                        tracing::warn!(path = %name.path().display(), "ignoring a directory that is not a repository key")
+                    }
+                }
+            }
+        }
+        keys.sort();
+        Ok(keys)
+    }
+
+    fn retain(&self, live: &HashSet<RepoKey>) -> Result<Vec<RepoKey>, StoreError> {
+        let mut removed = Vec::new();
+        for key in self.keys()? {
+            if !live.contains(&key) {
+                self.delete(&key)?;
+                removed.push(key);
+            }
+        }
+        // Namespace directories left empty by earlier deletions.
+        if let Ok(namespaces) = fs::read_dir(self.root.join(OBJECTS)) {
+            for ns in namespaces.filter_map(Result::ok) {
+                let _ = fs::remove_dir(ns.path());
+            }
+        }
+        Ok(removed)
+    }
+}
+
+fn empty() -> (TagList, Revision) {
+    let tags = TagList::default();
+    let revision = tags.revision();
+    (tags, revision)
+}
+
+fn create_private_dir(path: &Path) -> Result<(), StoreError> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(StoreError::io(path))
+}
+
+/// Writes `dir/name` so that a crash at any point leaves either the old or the new content.
+fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let temp = dir.join(format!("{TEMP_PREFIX}{name}-{}-{n}", std::process::id()));
+    let written = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&temp);
+        return Err(StoreError::io(&temp)(e));
+    }
+    let target = dir.join(name);
+    fs::rename(&temp, &target).map_err(|e| {
+        let _ = fs::remove_file(&temp);
+        StoreError::io(&target)(e)
+    })?;
+    sync_dir(dir)
+}
+
+fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(StoreError::io(dir))
+}

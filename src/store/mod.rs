@@ -1,0 +1,49 @@
+//! The tag store: each ImageRepository's tags, kept between scans and across restarts.
+//!
+//! Keyed per object (namespace/name), never by image name, so two repositories for the same
+//! image cannot overwrite each other (decisions.md). Knows nothing of Kubernetes or HTTP.
+//! `FsStore` is the default, in Flux's filesystem layout; `MemoryStore` serves tests and the
+//! offline commands. See docs/store.md for the guarantees.
+
+mod error;
+mod fs;
+mod key;
+mod memory;
+mod tag_list;
+
+pub use error::StoreError;
+pub use fs::{FsStore, DEFAULT_COMPRESSION_THRESHOLD};
+pub use key::RepoKey;
+pub use memory::MemoryStore;
+pub use tag_list::{Revision, TagList, MAX_TAG_LEN};
+
+use std::collections::HashSet;
+
+/// Where tags are kept. Implementations are safe to share between threads; the filesystem one
+/// does blocking I/O, so async callers use `spawn_blocking`.
+pub trait TagStore: Send + Sync {
+    /// Replaces the tags of `key`; returns the new revision.
+    fn set(&self, key: &RepoKey, tags: &TagList) -> Result<Revision, StoreError>;
+
+    /// The tags of `key` and their revision; no entry means no tags (the repository is then
+    /// scanned again). Only `key`'s data is read.
+    fn get(&self, key: &RepoKey) -> Result<(TagList, Revision), StoreError>;
+
+    /// Forgets `key`.
+    fn delete(&self, key: &RepoKey) -> Result<(), StoreError>;
+
+    /// Every key with stored tags.
+    fn keys(&self) -> Result<Vec<RepoKey>, StoreError>;
+
+    /// Deletes every key not in `live` (the ImageRepositories that still exist); returns them.
+    fn retain(&self, live: &HashSet<RepoKey>) -> Result<Vec<RepoKey>, StoreError> {
+        let mut removed = Vec::new();
+        for key in self.keys()? {
+            if !live.contains(&key) {
+                self.delete(&key)?;
+                removed.push(key);
+            }
+        }
+        Ok(removed)
+    }
+}
