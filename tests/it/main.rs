@@ -3,5 +3,6 @@
 mod api;
 mod e2e;
 mod select_cli;
+mod store;
 mod support;
 mod vectors;

@@ -1,0 +1,279 @@
+//! The tag store through its public interface: both implementations, the on-disk layout,
+//! corruption handling, garbage collection, concurrency and a real SIGKILL crash test.
+
+use image_reflector::store::{FsStore, MemoryStore, RepoKey, TagList, TagStore};
+use std::collections::HashSet;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+fn key(ns: &str, name: &str) -> RepoKey {
+    RepoKey::new(ns, name).expect("valid key")
+}
+
+fn tags(n: usize, salt: &str) -> TagList {
+    TagList::new((0..n).map(|i| format!("{salt}-{i}"))).unwrap()
+}
+
+fn object_dir(root: &Path, k: &RepoKey) -> std::path::PathBuf {
+    root.join("imagerepository").join(k.namespace()).join(k.name())
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+fn check_round_trip_and_isolation(store: &dyn TagStore) {
+    let (a, b) = (key("ns1", "app"), key("ns2", "app"));
+    let list = TagList::new(["1.0.0", "v2.0.0", "latest", "0.9.0"]).unwrap();
+    let rev = store.set(&a, &list).unwrap();
+    let (got, got_rev) = store.get(&a).unwrap();
+    assert_eq!(got.iter().collect::<Vec<_>>(), ["v2.0.0", "latest", "1.0.0", "0.9.0"]);
+    assert_eq!((rev.clone(), got_rev), (list.revision(), list.revision()));
+
+    let (other, _) = store.get(&b).unwrap();
+    assert!(other.is_empty(), "a key with the same name in another namespace is separate");
+    store.set(&b, &tags(3, "b")).unwrap();
+    assert_eq!(store.get(&a).unwrap().0, got, "writing one key leaves the other alone");
+    assert_eq!(store.keys().unwrap(), vec![a.clone(), b.clone()]);
+
+    store.delete(&a).unwrap();
+    assert!(store.get(&a).unwrap().0.is_empty());
+    store.delete(&a).unwrap(); // deleting twice is fine
+    assert_eq!(store.keys().unwrap(), vec![b]);
+}
+
+#[test]
+fn both_stores_round_trip_and_isolate_keys() {
+    check_round_trip_and_isolation(&MemoryStore::new());
+    let dir = tempfile::tempdir().unwrap();
+    check_round_trip_and_isolation(&FsStore::open(dir.path(), 64 * 1024).unwrap());
+}
+
+#[test]
+fn revision_is_flux_sha256_independent_of_order_and_compression() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = FsStore::open(dir.path().join("plain"), 1 << 20).unwrap();
+    let gzipped = FsStore::open(dir.path().join("gz"), 1).unwrap();
+    let k = key("default", "repo");
+    let forward = TagList::new(["a", "b", "c", "d"]).unwrap();
+    let backward = TagList::new(["d", "c", "b", "a"]).unwrap();
+    let r1 = plain.set(&k, &forward).unwrap();
+    let r2 = gzipped.set(&k, &backward).unwrap();
+    assert_eq!(r1, r2);
+    // sha256 of "d\nc\nb\na\n", as Flux's filesystem store computes it.
+    assert_eq!(r1.as_str(), format!("sha256:{}", sha256_hex(b"d\nc\nb\na\n")));
+    assert!(object_dir(plain.root(), &k).join("tags.txt").exists());
+    assert!(object_dir(gzipped.root(), &k).join("tags.txt.gz").exists());
+    assert!(!object_dir(gzipped.root(), &k).join("tags.txt").exists());
+    assert_eq!(gzipped.get(&k).unwrap().1, r1, "revision of the decompressed content");
+}
+
+/// sha256 through the system's tool, so the expected value is not computed by our own code.
+fn sha256_hex(data: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("sha256sum (coreutils) runs");
+    child.stdin.take().unwrap().write_all(data).unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8(out.stdout).unwrap().split_whitespace().next().unwrap().to_string()
+}
+
+#[test]
+fn switching_variant_removes_the_stale_one_and_files_are_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FsStore::open(dir.path(), 100).unwrap();
+    let k = key("team", "big");
+    store.set(&k, &tags(50, "build")).unwrap(); // over 100 bytes: gzip
+    let obj = object_dir(dir.path(), &k);
+    assert!(obj.join("tags.txt.gz").exists() && !obj.join("tags.txt").exists());
+    store.set(&k, &tags(2, "b")).unwrap(); // small again: plain, gzip removed
+    assert!(obj.join("tags.txt").exists() && !obj.join("tags.txt.gz").exists());
+    assert_eq!(mode(&obj.join("tags.txt")), 0o600);
+    assert_eq!(mode(&obj), 0o700);
+    assert_eq!(mode(dir.path()), 0o700);
+    assert_eq!(std::fs::read_to_string(dir.path().join(".storage-version")).unwrap(), "2\n");
+}
+
+#[test]
+fn newest_variant_wins_when_both_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = key("ns", "r");
+    let gz_store = FsStore::open(dir.path(), 1).unwrap();
+    gz_store.set(&k, &TagList::new(["old"]).unwrap()).unwrap();
+    let obj = object_dir(dir.path(), &k);
+    // A crash between the rename and the cleanup leaves both; the plain one is newer here.
+    std::fs::write(obj.join("tags.txt"), "new\n").unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    std::fs::File::options().write(true).open(obj.join("tags.txt.gz")).unwrap().set_modified(old).unwrap();
+    let (got, _) = gz_store.get(&k).unwrap();
+    assert_eq!(got.iter().collect::<Vec<_>>(), ["new"]);
+    assert!(!obj.join("tags.txt.gz").exists(), "the stale variant is removed");
+}
+
+#[test]
+fn corrupt_or_truncated_files_read_as_no_tags_and_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = FsStore::open(dir.path(), 1 << 20).unwrap();
+    let k = key("ns", "r");
+    let obj = object_dir(dir.path(), &k);
+    for (file, content) in [
+        ("tags.txt", b"b\na".to_vec()),           // truncated: no final newline
+        ("tags.txt", b"a\nb\n".to_vec()),         // not in the store's order
+        ("tags.txt", vec![0xff, 0xfe, b'\n']),    // not UTF-8
+        ("tags.txt.gz", b"not gzip at all".to_vec()),
+    ] {
+        small.set(&k, &TagList::new(["x"]).unwrap()).unwrap();
+        let _ = std::fs::remove_file(obj.join("tags.txt"));
+        std::fs::write(obj.join(file), &content).unwrap();
+        let (got, rev) = small.get(&k).unwrap();
+        assert!(got.is_empty(), "{file} {content:?}");
+        assert_eq!(rev, TagList::default().revision());
+        assert!(!obj.join(file).exists(), "{file} is removed so the repository is rescanned");
+    }
+    // A gzip file cut short fails its checksum.
+    let gz = FsStore::open(dir.path(), 1).unwrap();
+    gz.set(&k, &tags(500, "t")).unwrap();
+    let bytes = std::fs::read(obj.join("tags.txt.gz")).unwrap();
+    std::fs::write(obj.join("tags.txt.gz"), &bytes[..bytes.len() / 2]).unwrap();
+    assert!(gz.get(&k).unwrap().0.is_empty());
+    // And the store still works afterwards.
+    gz.set(&k, &tags(3, "ok")).unwrap();
+    assert_eq!(gz.get(&k).unwrap().0.len(), 3);
+}
+
+#[test]
+fn foreign_content_is_wiped_and_an_interrupted_wipe_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("000001.vlog"), b"badger").unwrap();
+    std::fs::create_dir(dir.path().join("badger-dir")).unwrap();
+    FsStore::open(dir.path(), 1024).unwrap();
+    let names: HashSet<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, HashSet::from([".storage-version".to_string()]));
+
+    let store = FsStore::open(dir.path(), 1024).unwrap();
+    store.set(&key("a", "b"), &tags(2, "t")).unwrap();
+    drop(store);
+    std::fs::write(dir.path().join(".storage-wipe-in-progress"), b"").unwrap();
+    let store = FsStore::open(dir.path(), 1024).unwrap();
+    assert!(store.keys().unwrap().is_empty(), "the interrupted wipe was completed");
+    assert!(!dir.path().join(".storage-wipe-in-progress").exists());
+
+    // A store of our own format is left alone.
+    store.set(&key("a", "b"), &tags(2, "t")).unwrap();
+    drop(store);
+    let store = FsStore::open(dir.path(), 1024).unwrap();
+    assert_eq!(store.get(&key("a", "b")).unwrap().0.len(), 2);
+}
+
+#[test]
+fn retain_collects_repositories_that_no_longer_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores: [Box<dyn TagStore>; 2] = [Box::new(MemoryStore::new()), Box::new(FsStore::open(dir.path(), 1024).unwrap())];
+    for store in stores {
+        let (live, dead1, dead2) = (key("a", "live"), key("a", "dead"), key("gone", "dead"));
+        for k in [&live, &dead1, &dead2] {
+            store.set(k, &tags(2, "t")).unwrap();
+        }
+        let mut removed = store.retain(&HashSet::from([live.clone()])).unwrap();
+        removed.sort();
+        assert_eq!(removed, vec![dead1, dead2]);
+        assert_eq!(store.keys().unwrap(), vec![live.clone()]);
+        assert_eq!(store.get(&live).unwrap().0.len(), 2);
+    }
+}
+
+#[test]
+fn concurrent_writers_to_different_keys_do_not_interfere() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(FsStore::open(dir.path(), 2048).unwrap());
+    let handles: Vec<_> = (0..8)
+        .map(|w| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let k = key("ns", &format!("repo-{w}"));
+                for round in 0..25 {
+                    let list = tags(10 + round * 10, &format!("w{w}"));
+                    let rev = store.set(&k, &list).unwrap();
+                    let (got, got_rev) = store.get(&k).unwrap();
+                    assert_eq!((got, got_rev), (list, rev));
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("writer thread");
+    }
+    assert_eq!(store.keys().unwrap().len(), 8);
+    for w in 0..8 {
+        assert_eq!(store.get(&key("ns", &format!("repo-{w}"))).unwrap().0.len(), 250);
+    }
+}
+
+const CRASH_DIR_ENV: &str = "IMAGE_REFLECTOR_CRASH_DIR";
+
+/// The child of the crash test: writes two lists alternately, forever, reporting each write.
+#[test]
+#[ignore = "run by store_survives_sigkill_at_random_points"]
+fn store_crash_writer() {
+    let Ok(dir) = std::env::var(CRASH_DIR_ENV) else { return };
+    let store = FsStore::open(dir, 16 * 1024).unwrap();
+    let k = key("crash", "repo");
+    let lists = [tags(200, "small"), tags(5000, "large")];
+    for i in 0.. {
+        store.set(&k, &lists[i % 2]).unwrap();
+        println!("wrote {i}");
+    }
+}
+
+#[test]
+fn store_survives_sigkill_at_random_points() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let expected = [tags(200, "small"), tags(5000, "large")];
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id());
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for round in 0..12 {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--ignored", "--exact", "store::store_crash_writer", "--nocapture", "--test-threads=1"])
+            .env(CRASH_DIR_ENV, dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the writer starts");
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let writes = 1 + next() % 6;
+        let mut seen = 0;
+        while seen < writes {
+            let line = lines.next().expect("writer output").unwrap();
+            if line.starts_with("wrote ") {
+                seen += 1;
+            }
+        }
+        // Kill somewhere inside a later write: a short random delay picks the point.
+        std::thread::sleep(std::time::Duration::from_micros(next() % 3000));
+        child.kill().expect("SIGKILL");
+        child.wait().unwrap();
+
+        let store = FsStore::open(dir.path(), 16 * 1024).unwrap();
+        let (got, rev) = store.get(&key("crash", "repo")).unwrap();
+        assert!(
+            expected.iter().any(|e| *e == got && e.revision() == rev),
+            "round {round}: a partial list of {} tags survived the crash",
+            got.len()
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("imagerepository/crash/repo"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".tmp-"))
+            .collect();
+        assert!(leftovers.is_empty(), "temporary files are swept on open: {leftovers:?}");
+    }
+}
