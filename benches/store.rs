@@ -7,7 +7,11 @@ use std::time::{Duration, Instant};
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_string))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(str::to_string)
+        })
         .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         .unwrap_or(0)
 }
@@ -31,7 +35,15 @@ fn median(mut runs: Vec<Duration>) -> Duration {
 }
 
 fn timed(runs: usize, mut f: impl FnMut()) -> Duration {
-    median((0..runs).map(|_| { let t = Instant::now(); f(); t.elapsed() }).collect())
+    median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .collect(),
+    )
 }
 
 fn scenario(name: &str) {
@@ -39,7 +51,10 @@ fn scenario(name: &str) {
     let store = FsStore::open(dir.path(), DEFAULT_COMPRESSION_THRESHOLD).expect("store opens");
     match name {
         "100k" => {
-            let path = format!("{}/../shared/data/bench-tags-100k.txt", env!("CARGO_MANIFEST_DIR"));
+            let path = format!(
+                "{}/../shared/data/bench-tags-100k.txt",
+                env!("CARGO_MANIFEST_DIR")
+            );
             let Ok(text) = std::fs::read_to_string(&path) else {
                 println!("| 1 key x 100k tags | skipped: {path} not found | | | |");
                 return;
@@ -47,12 +62,22 @@ fn scenario(name: &str) {
             let list = TagList::new(text.lines().filter(|l| !l.is_empty())).unwrap();
             drop(text);
             let k = RepoKey::new("bench", "big").unwrap();
-            let write = timed(5, || { store.set(&k, &list).unwrap(); });
-            let read = timed(5, || { std::hint::black_box(store.get(&k).unwrap()); });
-            println!("| 1 key x 100k tags | {write:.1?} | {read:.1?} | {} | {} |", disk_bytes(dir.path()), peak_rss_kib());
+            let write = timed(5, || {
+                store.set(&k, &list).unwrap();
+            });
+            let read = timed(5, || {
+                std::hint::black_box(store.get(&k).unwrap());
+            });
+            println!(
+                "| 1 key x 100k tags | {write:.1?} | {read:.1?} | {} | {} |",
+                disk_bytes(dir.path()),
+                peak_rss_kib()
+            );
         }
         "1000x1000" => {
-            let keys: Vec<RepoKey> = (0..1000).map(|i| RepoKey::new("bench", format!("repo-{i}")).unwrap()).collect();
+            let keys: Vec<RepoKey> = (0..1000)
+                .map(|i| RepoKey::new("bench", format!("repo-{i}")).unwrap())
+                .collect();
             let write = timed(3, || {
                 for (i, k) in keys.iter().enumerate() {
                     let list = TagList::new((0..1000).map(|t| format!("{i}.{t}.0"))).unwrap();
@@ -70,14 +95,23 @@ fn scenario(name: &str) {
             // Fill the store from another process state, then measure reading a single key.
             for i in 0..1000 {
                 let list = TagList::new((0..1000).map(|t| format!("{i}.{t}.0"))).unwrap();
-                store.set(&RepoKey::new("bench", format!("repo-{i}")).unwrap(), &list).unwrap();
+                store
+                    .set(&RepoKey::new("bench", format!("repo-{i}")).unwrap(), &list)
+                    .unwrap();
             }
             drop(store);
             let store = FsStore::open(dir.path(), DEFAULT_COMPRESSION_THRESHOLD).unwrap();
             let before = peak_rss_kib();
             let k = RepoKey::new("bench", "repo-500").unwrap();
-            let read = timed(9, || { std::hint::black_box(store.get(&k).unwrap()); });
-            println!("| read 1 key of 1,000 | | {read:.1?} | {} | {} (+{} while reading) |", disk_bytes(dir.path()), peak_rss_kib(), peak_rss_kib() - before);
+            let read = timed(9, || {
+                std::hint::black_box(store.get(&k).unwrap());
+            });
+            println!(
+                "| read 1 key of 1,000 | | {read:.1?} | {} | {} (+{} while reading) |",
+                disk_bytes(dir.path()),
+                peak_rss_kib(),
+                peak_rss_kib() - before
+            );
         }
         other => panic!("unknown scenario {other}"),
     }
@@ -91,7 +125,10 @@ fn main() {
     }
     println!("| scenario | write | read | bytes on disk | peak RSS (KiB) |\n|---|---|---|---|---|");
     for name in ["100k", "1000x1000", "one-of-1000"] {
-        let status = std::process::Command::new(std::env::current_exe().unwrap()).arg(name).status().unwrap();
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .arg(name)
+            .status()
+            .unwrap();
         assert!(status.success(), "scenario {name} failed");
     }
 }

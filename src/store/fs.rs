@@ -258,13 +258,7 @@ impl TagStore for FsStore {
     }
 
     fn retain(&self, live: &HashSet<RepoKey>) -> Result<Vec<RepoKey>, StoreError> {
-        let mut removed = Vec::new();
-        for key in self.keys()? {
-            if !live.contains(&key) {
-                self.delete(&key)?;
-                removed.push(key);
-            }
-        }
+        let removed = super::delete_all_but(self, live)?;
         // Namespace directories left empty by earlier deletions.
         if let Ok(namespaces) = fs::read_dir(self.root.join(OBJECTS)) {
             for ns in namespaces.filter_map(Result::ok) {

@@ -37,13 +37,22 @@ pub trait TagStore: Send + Sync {
 
     /// Deletes every key not in `live` (the ImageRepositories that still exist); returns them.
     fn retain(&self, live: &HashSet<RepoKey>) -> Result<Vec<RepoKey>, StoreError> {
-        let mut removed = Vec::new();
-        for key in self.keys()? {
-            if !live.contains(&key) {
-                self.delete(&key)?;
-                removed.push(key);
-            }
-        }
-        Ok(removed)
+        delete_all_but(self, live)
     }
+}
+
+/// Deletes the keys of `store` that are not in `live`; returns them.
+fn delete_all_but(
+    store: &(impl TagStore + ?Sized),
+    live: &HashSet<RepoKey>,
+) -> Result<Vec<RepoKey>, StoreError> {
+    let dead: Vec<RepoKey> = store
+        .keys()?
+        .into_iter()
+        .filter(|k| !live.contains(k))
+        .collect();
+    for key in &dead {
+        store.delete(key)?;
+    }
+    Ok(dead)
 }

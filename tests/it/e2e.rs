@@ -1,22 +1,11 @@
 //! End-to-end checks against a real API server (`make e2e`, needs KUBECONFIG and kubectl).
 //! Ignored by default: CI has no cluster. They create one namespace and delete it after.
 
-use crate::support::root;
-use std::process::{Command, Output};
+use crate::support::{root, run};
+use std::process::Output;
 
 fn kubectl(args: &[&str], stdin: Option<&str>) -> Output {
-    use std::io::Write;
-    let mut child = Command::new("kubectl")
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("kubectl runs");
-    let mut pipe = child.stdin.take().unwrap();
-    pipe.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
-    drop(pipe);
-    child.wait_with_output().unwrap()
+    run("kubectl", args, stdin)
 }
 
 fn ok(out: Output) -> String {

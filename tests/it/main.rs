@@ -2,6 +2,7 @@
 
 mod api;
 mod e2e;
+mod policy_props;
 mod select_cli;
 mod store;
 mod support;

@@ -15,7 +15,9 @@ fn tags(n: usize, salt: &str) -> TagList {
 }
 
 fn object_dir(root: &Path, k: &RepoKey) -> std::path::PathBuf {
-    root.join("imagerepository").join(k.namespace()).join(k.name())
+    root.join("imagerepository")
+        .join(k.namespace())
+        .join(k.name())
 }
 
 fn mode(path: &Path) -> u32 {
@@ -27,13 +29,23 @@ fn check_round_trip_and_isolation(store: &dyn TagStore) {
     let list = TagList::new(["1.0.0", "v2.0.0", "latest", "0.9.0"]).unwrap();
     let rev = store.set(&a, &list).unwrap();
     let (got, got_rev) = store.get(&a).unwrap();
-    assert_eq!(got.iter().collect::<Vec<_>>(), ["v2.0.0", "latest", "1.0.0", "0.9.0"]);
+    assert_eq!(
+        got.iter().collect::<Vec<_>>(),
+        ["v2.0.0", "latest", "1.0.0", "0.9.0"]
+    );
     assert_eq!((rev.clone(), got_rev), (list.revision(), list.revision()));
 
     let (other, _) = store.get(&b).unwrap();
-    assert!(other.is_empty(), "a key with the same name in another namespace is separate");
+    assert!(
+        other.is_empty(),
+        "a key with the same name in another namespace is separate"
+    );
     store.set(&b, &tags(3, "b")).unwrap();
-    assert_eq!(store.get(&a).unwrap().0, got, "writing one key leaves the other alone");
+    assert_eq!(
+        store.get(&a).unwrap().0,
+        got,
+        "writing one key leaves the other alone"
+    );
     assert_eq!(store.keys().unwrap(), vec![a.clone(), b.clone()]);
 
     store.delete(&a).unwrap();
@@ -61,11 +73,18 @@ fn revision_is_flux_sha256_independent_of_order_and_compression() {
     let r2 = gzipped.set(&k, &backward).unwrap();
     assert_eq!(r1, r2);
     // sha256 of "d\nc\nb\na\n", as Flux's filesystem store computes it.
-    assert_eq!(r1.as_str(), format!("sha256:{}", sha256_hex(b"d\nc\nb\na\n")));
+    assert_eq!(
+        r1.as_str(),
+        format!("sha256:{}", sha256_hex(b"d\nc\nb\na\n"))
+    );
     assert!(object_dir(plain.root(), &k).join("tags.txt").exists());
     assert!(object_dir(gzipped.root(), &k).join("tags.txt.gz").exists());
     assert!(!object_dir(gzipped.root(), &k).join("tags.txt").exists());
-    assert_eq!(gzipped.get(&k).unwrap().1, r1, "revision of the decompressed content");
+    assert_eq!(
+        gzipped.get(&k).unwrap().1,
+        r1,
+        "revision of the decompressed content"
+    );
 }
 
 /// sha256 through the system's tool, so the expected value is not computed by our own code.
@@ -78,7 +97,12 @@ fn sha256_hex(data: &[u8]) -> String {
         .expect("sha256sum (coreutils) runs");
     child.stdin.take().unwrap().write_all(data).unwrap();
     let out = child.wait_with_output().unwrap();
-    String::from_utf8(out.stdout).unwrap().split_whitespace().next().unwrap().to_string()
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
 }
 
 #[test]
@@ -94,7 +118,10 @@ fn switching_variant_removes_the_stale_one_and_files_are_private() {
     assert_eq!(mode(&obj.join("tags.txt")), 0o600);
     assert_eq!(mode(&obj), 0o700);
     assert_eq!(mode(dir.path()), 0o700);
-    assert_eq!(std::fs::read_to_string(dir.path().join(".storage-version")).unwrap(), "2\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".storage-version")).unwrap(),
+        "2\n"
+    );
 }
 
 #[test]
@@ -107,10 +134,18 @@ fn newest_variant_wins_when_both_exist() {
     // A crash between the rename and the cleanup leaves both; the plain one is newer here.
     std::fs::write(obj.join("tags.txt"), "new\n").unwrap();
     let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
-    std::fs::File::options().write(true).open(obj.join("tags.txt.gz")).unwrap().set_modified(old).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(obj.join("tags.txt.gz"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
     let (got, _) = gz_store.get(&k).unwrap();
     assert_eq!(got.iter().collect::<Vec<_>>(), ["new"]);
-    assert!(!obj.join("tags.txt.gz").exists(), "the stale variant is removed");
+    assert!(
+        !obj.join("tags.txt.gz").exists(),
+        "the stale variant is removed"
+    );
 }
 
 #[test]
@@ -120,9 +155,9 @@ fn corrupt_or_truncated_files_read_as_no_tags_and_are_removed() {
     let k = key("ns", "r");
     let obj = object_dir(dir.path(), &k);
     for (file, content) in [
-        ("tags.txt", b"b\na".to_vec()),           // truncated: no final newline
-        ("tags.txt", b"a\nb\n".to_vec()),         // not in the store's order
-        ("tags.txt", vec![0xff, 0xfe, b'\n']),    // not UTF-8
+        ("tags.txt", b"b\na".to_vec()),        // truncated: no final newline
+        ("tags.txt", b"a\nb\n".to_vec()),      // not in the store's order
+        ("tags.txt", vec![0xff, 0xfe, b'\n']), // not UTF-8
         ("tags.txt.gz", b"not gzip at all".to_vec()),
     ] {
         small.set(&k, &TagList::new(["x"]).unwrap()).unwrap();
@@ -131,7 +166,10 @@ fn corrupt_or_truncated_files_read_as_no_tags_and_are_removed() {
         let (got, rev) = small.get(&k).unwrap();
         assert!(got.is_empty(), "{file} {content:?}");
         assert_eq!(rev, TagList::default().revision());
-        assert!(!obj.join(file).exists(), "{file} is removed so the repository is rescanned");
+        assert!(
+            !obj.join(file).exists(),
+            "{file} is removed so the repository is rescanned"
+        );
     }
     // A gzip file cut short fails its checksum.
     let gz = FsStore::open(dir.path(), 1).unwrap();
@@ -150,7 +188,10 @@ fn foreign_content_is_wiped_and_an_interrupted_wipe_completes() {
     std::fs::write(dir.path().join("000001.vlog"), b"badger").unwrap();
     std::fs::create_dir(dir.path().join("badger-dir")).unwrap();
     FsStore::open(dir.path(), 1024).unwrap();
-    let names: HashSet<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let names: HashSet<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(names, HashSet::from([".storage-version".to_string()]));
 
     let store = FsStore::open(dir.path(), 1024).unwrap();
@@ -158,7 +199,10 @@ fn foreign_content_is_wiped_and_an_interrupted_wipe_completes() {
     drop(store);
     std::fs::write(dir.path().join(".storage-wipe-in-progress"), b"").unwrap();
     let store = FsStore::open(dir.path(), 1024).unwrap();
-    assert!(store.keys().unwrap().is_empty(), "the interrupted wipe was completed");
+    assert!(
+        store.keys().unwrap().is_empty(),
+        "the interrupted wipe was completed"
+    );
     assert!(!dir.path().join(".storage-wipe-in-progress").exists());
 
     // A store of our own format is left alone.
@@ -171,7 +215,10 @@ fn foreign_content_is_wiped_and_an_interrupted_wipe_completes() {
 #[test]
 fn retain_collects_repositories_that_no_longer_exist() {
     let dir = tempfile::tempdir().unwrap();
-    let stores: [Box<dyn TagStore>; 2] = [Box::new(MemoryStore::new()), Box::new(FsStore::open(dir.path(), 1024).unwrap())];
+    let stores: [Box<dyn TagStore>; 2] = [
+        Box::new(MemoryStore::new()),
+        Box::new(FsStore::open(dir.path(), 1024).unwrap()),
+    ];
     for store in stores {
         let (live, dead1, dead2) = (key("a", "live"), key("a", "dead"), key("gone", "dead"));
         for k in [&live, &dead1, &dead2] {
@@ -208,7 +255,10 @@ fn concurrent_writers_to_different_keys_do_not_interfere() {
     }
     assert_eq!(store.keys().unwrap().len(), 8);
     for w in 0..8 {
-        assert_eq!(store.get(&key("ns", &format!("repo-{w}"))).unwrap().0.len(), 250);
+        assert_eq!(
+            store.get(&key("ns", &format!("repo-{w}"))).unwrap().0.len(),
+            250
+        );
     }
 }
 
@@ -218,7 +268,9 @@ const CRASH_DIR_ENV: &str = "IMAGE_REFLECTOR_CRASH_DIR";
 #[test]
 #[ignore = "run by store_survives_sigkill_at_random_points"]
 fn store_crash_writer() {
-    let Ok(dir) = std::env::var(CRASH_DIR_ENV) else { return };
+    let Ok(dir) = std::env::var(CRASH_DIR_ENV) else {
+        return;
+    };
     let store = FsStore::open(dir, 16 * 1024).unwrap();
     let k = key("crash", "repo");
     let lists = [tags(200, "small"), tags(5000, "large")];
@@ -242,7 +294,13 @@ fn store_survives_sigkill_at_random_points() {
     };
     for round in 0..12 {
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--ignored", "--exact", "store::store_crash_writer", "--nocapture", "--test-threads=1"])
+            .args([
+                "--ignored",
+                "--exact",
+                "store::store_crash_writer",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CRASH_DIR_ENV, dir.path())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
@@ -274,6 +332,9 @@ fn store_survives_sigkill_at_random_points() {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .filter(|n| n.starts_with(".tmp-"))
             .collect();
-        assert!(leftovers.is_empty(), "temporary files are swept on open: {leftovers:?}");
+        assert!(
+            leftovers.is_empty(),
+            "temporary files are swept on open: {leftovers:?}"
+        );
     }
 }

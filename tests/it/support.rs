@@ -10,8 +10,13 @@ pub fn root() -> PathBuf {
 
 /// Runs the `image-reflector` binary with `args` and optional standard input.
 pub fn run_bin(args: &[&str], stdin: Option<&str>) -> Output {
+    run(env!("CARGO_BIN_EXE_image-reflector"), args, stdin)
+}
+
+/// Runs `program` with `args`, feeding `stdin`, and collects its output.
+pub fn run(program: &str, args: &[&str], stdin: Option<&str>) -> Output {
     use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_image-reflector"))
+    let mut child = Command::new(program)
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
