@@ -7,9 +7,13 @@
 
 use std::cmp::Ordering;
 
-/// An exactly represented number: `±0.d₁d₂…dₙ × 10^exp`, or an infinity.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// An exactly represented number: `±0.d₁d₂…dₙ × 10^exp`, or an infinity. Equality is numeric
+/// (`1 == 1.0`).
+#[derive(Clone, Debug, Default)]
 pub struct Number {
+    /// The value when it is a plain non-negative integer below 10^19 (timestamps, build
+    /// numbers): such pairs compare as integers, without looking at the digits.
+    small: Option<u64>,
     class: Class,
     negative: bool,
     /// Decimal digits (0-9) without leading or trailing zeros; empty means zero.
@@ -39,6 +43,7 @@ impl Number {
 
     /// Parses into `self`, reusing its buffer; returns false when `text` is not a number.
     pub fn parse_into(&mut self, text: &str) -> bool {
+        self.small = small_integer(text.as_bytes());
         self.digits.clear();
         self.class = Class::Finite;
         self.exp = 0;
@@ -192,6 +197,9 @@ impl Number {
 
 impl Ord for Number {
     fn cmp(&self, other: &Self) -> Ordering {
+        if let (Some(a), Some(b)) = (self.small, other.small) {
+            return a.cmp(&b);
+        }
         let (a, b) = (self.rank(), other.rank());
         if a != b || a.abs() != 1 {
             return a.cmp(&b);
@@ -208,10 +216,28 @@ impl Ord for Number {
     }
 }
 
+impl PartialEq for Number {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Number {}
+
 impl PartialOrd for Number {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
+}
+
+/// `Some(n)` for 1 to 19 ASCII digits (no sign, no separators): always below 10^19.
+fn small_integer(b: &[u8]) -> Option<u64> {
+    if b.is_empty() || b.len() > 19 {
+        return None;
+    }
+    b.iter().try_fold(0u64, |n, &c| {
+        c.is_ascii_digit().then(|| n * 10 + u64::from(c - b'0'))
+    })
 }
 
 /// Parses `[+-]digits` (underscores allowed between digits); saturates far beyond any use.
@@ -381,6 +407,17 @@ mod tests {
             assert_eq!(n(pair[0]).cmp(&n(pair[1])), Ordering::Less, "{pair:?}");
         }
         assert_eq!(n("1"), n("1.0"));
+        assert_eq!(
+            n("007").cmp(&n("7")),
+            Ordering::Equal,
+            "the integer fast path agrees"
+        );
+        assert_eq!(
+            n("9999999999999999999").cmp(&n("1e19")),
+            Ordering::Less,
+            "mixed paths agree"
+        );
+        assert_eq!(n("12").cmp(&n("12.5")), Ordering::Less);
         assert_eq!(n("1e3"), n("1000"));
         assert_eq!(n("-0"), n("0"));
         assert_eq!(n("0x1p4"), n("16"));

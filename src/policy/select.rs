@@ -331,15 +331,29 @@ fn best_alphabetical_unfiltered<'t>(
     };
     let mut best_prefix = prefix_key(best);
     let mut count = 1;
-    for tag in tags {
-        count += 1;
-        let prefix = prefix_key(tag);
-        let ord = prefix
-            .cmp(&best_prefix)
-            .then_with(|| tag.as_bytes().cmp(best.as_bytes()));
-        if directed(order, ord) == Ordering::Greater {
-            best = tag;
-            best_prefix = prefix;
+    // One loop per direction keeps the hot comparison a single predictable branch.
+    match order {
+        Order::Asc => {
+            for tag in tags {
+                count += 1;
+                let prefix = prefix_key(tag);
+                if prefix > best_prefix
+                    || (prefix == best_prefix && tag.as_bytes() > best.as_bytes())
+                {
+                    (best, best_prefix) = (tag, prefix);
+                }
+            }
+        }
+        Order::Desc => {
+            for tag in tags {
+                count += 1;
+                let prefix = prefix_key(tag);
+                if prefix < best_prefix
+                    || (prefix == best_prefix && tag.as_bytes() < best.as_bytes())
+                {
+                    (best, best_prefix) = (tag, prefix);
+                }
+            }
         }
     }
     (Some(best), count)
