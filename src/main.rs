@@ -16,6 +16,8 @@ enum Command {
     Crds,
     /// Elect the latest tag from a list, as an ImagePolicy would.
     Select(cli::select::SelectArgs),
+    /// Parse an image as `spec.image` is parsed: canonical name and scheme, no network call.
+    Ref(cli::reference::RefArgs),
 }
 
 fn main() -> ExitCode {
@@ -24,6 +26,7 @@ fn main() -> ExitCode {
     let result = match args.command {
         Command::Crds => cli::crds::run(&mut stdout).map_err(CliError::failed),
         Command::Select(a) => cli::select::run(&a, &mut stdout),
+        Command::Ref(a) => cli::reference::run(&a, &mut stdout),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

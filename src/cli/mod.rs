@@ -2,6 +2,7 @@
 
 pub mod crds;
 pub mod error;
+pub mod reference;
 pub mod select;
 
 pub use error::CliError;

@@ -3,6 +3,7 @@
 mod api;
 mod e2e;
 mod policy_props;
+mod ref_cli;
 mod select_cli;
 mod store;
 mod support;

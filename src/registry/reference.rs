@@ -1,0 +1,329 @@
+//! Image references as Flux reads `spec.image` (flux-compat.md §3.4): go-containerregistry's
+//! `name.ParseReference` rules plus Flux's two extra checks (no URL scheme, no tag), and the
+//! canonical name reported as `status.canonicalImageName`.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+use thiserror::Error;
+
+/// Docker Hub's registry host, used when the image names none.
+pub const DEFAULT_REGISTRY: &str = "index.docker.io";
+
+const TAG_CHARS: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.";
+const REPOSITORY_CHARS: &str = "abcdefghijklmnopqrstuvwxyz0123456789_-./";
+
+/// A parsed image repository reference (`spec.image`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageReference {
+    registry: String,
+    repository: String,
+    scheme: Scheme,
+}
+
+/// How the registry is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheme {
+    /// HTTPS only.
+    Https,
+    /// Plain HTTP (`spec.insecure: true`).
+    Http,
+    /// A loopback, `localhost` or private-range host: HTTPS first, HTTP when the TLS handshake
+    /// fails (decisions.md; Flux assumes HTTP for these hosts).
+    HttpsThenHttp,
+}
+
+/// Why `spec.image` is not usable; the texts are Flux's.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum ReferenceError {
+    #[error("image '{image}' should not include URL scheme; remove '{scheme}://'")]
+    Scheme { image: String, scheme: String },
+    #[error("image '{image}' should not include a tag; remove ':{tag}'")]
+    Tag { image: String, tag: String },
+    #[error("could not parse reference: {0}")]
+    Unparsable(String),
+}
+
+impl ImageReference {
+    /// Parses `spec.image`; `insecure` is `spec.insecure`.
+    pub fn parse(image: &str, insecure: bool) -> Result<Self, ReferenceError> {
+        if let Some((scheme, _)) = image.split_once("://") {
+            return Err(ReferenceError::Scheme {
+                image: image.into(),
+                scheme: scheme.into(),
+            });
+        }
+        let (registry, repository) = parse_tagged(image)
+            .or_else(|| parse_digested(image))
+            .ok_or_else(|| ReferenceError::Unparsable(image.into()))?;
+        // Flux: what follows the registry text must not contain a colon (a tag or a digest).
+        let rest = image.strip_prefix(registry.as_str()).unwrap_or(image);
+        if let Some(tag) = rest.split(':').nth(1) {
+            return Err(ReferenceError::Tag {
+                image: image.into(),
+                tag: tag.into(),
+            });
+        }
+        let scheme = if insecure {
+            Scheme::Http
+        } else if is_local(&registry) {
+            Scheme::HttpsThenHttp
+        } else {
+            Scheme::Https
+        };
+        Ok(ImageReference {
+            registry,
+            repository,
+            scheme,
+        })
+    }
+
+    /// The registry host (and port), e.g. `index.docker.io`, `ghcr.io`, `localhost:5000`.
+    pub fn registry(&self) -> &str {
+        &self.registry
+    }
+
+    /// The repository path, with Docker Hub's implicit `library/`, e.g. `library/alpine`.
+    pub fn repository(&self) -> &str {
+        &self.repository
+    }
+
+    /// The canonical name: `index.docker.io/library/alpine` for `alpine`.
+    pub fn canonical(&self) -> String {
+        format!("{}/{}", self.registry, self.repository)
+    }
+
+    /// How the registry is reached.
+    pub fn scheme(&self) -> Scheme {
+        self.scheme
+    }
+}
+
+impl fmt::Display for Scheme {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Scheme::Https => "https",
+            Scheme::Http => "http",
+            Scheme::HttpsThenHttp => "https-then-http",
+        })
+    }
+}
+
+/// ggcr `NewTag`: an optional `:tag` (when the last `:`-part has no `/`), then the repository.
+fn parse_tagged(image: &str) -> Option<(String, String)> {
+    let mut base = image;
+    if let Some((before, tag)) = image.rsplit_once(':') {
+        if !tag.contains('/') {
+            if !valid_element(tag, TAG_CHARS, 1, 128) {
+                return None;
+            }
+            base = before;
+        }
+    }
+    parse_repository(base)
+}
+
+/// ggcr `NewDigest`: exactly one `@`, a `sha256:` digest of 64 hex digits, then the repository
+/// (with any tag before the `@` dropped).
+fn parse_digested(image: &str) -> Option<(String, String)> {
+    let mut parts = image.split('@');
+    let (base, digest) = (parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    let hex = digest.strip_prefix("sha256:")?;
+    if hex.len() != 64
+        || !hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return None;
+    }
+    parse_tagged(base).or_else(|| parse_repository(base))
+}
+
+/// ggcr `NewRepository` + `NewRegistry`: the first `/`-part is the registry only when it holds a
+/// `.` or a `:`; `docker.io` means `index.docker.io`; Docker Hub names without `/` get `library/`.
+fn parse_repository(name: &str) -> Option<(String, String)> {
+    if name.is_empty() {
+        return None;
+    }
+    let (registry, repository) = match name.split_once('/') {
+        Some((host, rest)) if host.contains(['.', ':']) => (host, rest),
+        _ => ("", name),
+    };
+    if !valid_element(repository, REPOSITORY_CHARS, 2, 255) || !valid_authority(registry) {
+        return None;
+    }
+    let registry = match registry {
+        "" | "docker.io" => DEFAULT_REGISTRY,
+        other => other,
+    };
+    let repository = if registry == DEFAULT_REGISTRY && !repository.contains('/') {
+        format!("library/{repository}")
+    } else {
+        repository.to_string()
+    };
+    Some((registry.to_string(), repository))
+}
+
+fn valid_element(element: &str, allowed: &str, min: usize, max: usize) -> bool {
+    let n = element.chars().count();
+    (min..=max).contains(&n) && element.chars().all(|c| allowed.contains(c))
+}
+
+/// An RFC 3986 authority as Go's `url.Parse("//" + name).Host == name` accepts it: no user info,
+/// host characters only, and a numeric port if any.
+fn valid_authority(name: &str) -> bool {
+    if name.is_empty() {
+        return true;
+    }
+    let host_char = |c: char| c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=[]".contains(c);
+    let (host, port) = if let Some(rest) = name.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((_, after)) => (
+                name,
+                after
+                    .strip_prefix(':')
+                    .unwrap_or(if after.is_empty() { "" } else { "x" }),
+            ),
+            None => return false,
+        }
+    } else {
+        match name.rsplit_once(':') {
+            Some((h, p)) => (h, p),
+            None => (name, ""),
+        }
+    };
+    port.bytes().all(|b| b.is_ascii_digit())
+        && (host.starts_with('[') || host.chars().all(host_char))
+}
+
+/// Hosts that Flux (ggcr) reaches over plain HTTP: RFC 1918 addresses, `localhost:<port>`,
+/// `*.localhost`, and anything containing `127.0.0.1` or `::1`.
+fn is_local(registry: &str) -> bool {
+    let host = registry.split(':').next().unwrap_or("");
+    let private = host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_private());
+    let dot_localhost = registry
+        .rsplit_once(':')
+        .map_or(registry, |(h, _)| h)
+        .ends_with(".localhost");
+    private
+        || registry.starts_with("localhost:")
+        || dot_localhost
+        || registry.contains("127.0.0.1")
+        || registry.contains("::1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canonical(image: &str) -> String {
+        ImageReference::parse(image, false)
+            .unwrap_or_else(|e| panic!("{image}: {e}"))
+            .canonical()
+    }
+
+    #[test]
+    fn canonical_names_follow_ggcr() {
+        assert_eq!(canonical("alpine"), "index.docker.io/library/alpine");
+        assert_eq!(canonical("docker.io/org/x"), "index.docker.io/org/x");
+        assert_eq!(
+            canonical("docker.io/alpine"),
+            "index.docker.io/library/alpine"
+        );
+        assert_eq!(
+            canonical("index.docker.io/library/alpine"),
+            "index.docker.io/library/alpine"
+        );
+        assert_eq!(canonical("ghcr.io/a/b"), "ghcr.io/a/b");
+        assert_eq!(
+            canonical("localhost/foo"),
+            "index.docker.io/localhost/foo",
+            "no '.' or ':': Docker Hub"
+        );
+        assert_eq!(canonical("localhost:5000/foo"), "localhost:5000/foo");
+        assert_eq!(
+            canonical("example.com:9999/foo/bar"),
+            "example.com:9999/foo/bar"
+        );
+        assert_eq!(
+            canonical("127.0.0.1:5001/demo/app"),
+            "127.0.0.1:5001/demo/app"
+        );
+    }
+
+    #[test]
+    fn rejects_schemes_tags_and_digests_with_flux_texts() {
+        let err = |image: &str| ImageReference::parse(image, false).unwrap_err().to_string();
+        assert_eq!(
+            err("https://ghcr.io/a/b"),
+            "image 'https://ghcr.io/a/b' should not include URL scheme; remove 'https://'"
+        );
+        assert_eq!(
+            err("example.com/foo/bar:baz"),
+            "image 'example.com/foo/bar:baz' should not include a tag; remove ':baz'"
+        );
+        assert_eq!(
+            err("docker.io/foo:tag"),
+            "image 'docker.io/foo:tag' should not include a tag; remove ':tag'"
+        );
+        assert_eq!(
+            err("alpine:3.20"),
+            "image 'alpine:3.20' should not include a tag; remove ':3.20'"
+        );
+        let digest = format!("alpine@sha256:{}", "a".repeat(64));
+        assert_eq!(
+            err(&digest),
+            format!(
+                "image '{digest}' should not include a tag; remove ':{}'",
+                "a".repeat(64)
+            )
+        );
+        for bad in [
+            "",
+            "UPPER/case",
+            "a",
+            "foo:",
+            "foo bar",
+            "ghcr.io/a/b@sha256:short",
+            "user@host.io/a/b",
+            "host.io:port/ab",
+            "localhost:5000/a",
+        ] {
+            assert_eq!(
+                err(bad),
+                format!("could not parse reference: {bad}"),
+                "{bad:?}"
+            );
+        }
+        assert!(
+            ImageReference::parse(&format!("a/{}", "b".repeat(254)), false).is_err(),
+            "repository over 255"
+        );
+    }
+
+    #[test]
+    fn schemes_follow_insecure_and_local_hosts() {
+        let scheme =
+            |image: &str, insecure: bool| ImageReference::parse(image, insecure).unwrap().scheme();
+        assert_eq!(scheme("ghcr.io/a/b", false), Scheme::Https);
+        assert_eq!(scheme("ghcr.io/a/b", true), Scheme::Http);
+        for local in [
+            "localhost:5000/ab",
+            "10.1.2.3/ab",
+            "172.16.0.1:443/ab",
+            "192.168.1.1/ab",
+            "127.0.0.1:5001/ab",
+            "reg.localhost/ab",
+            "reg.localhost:80/ab",
+        ] {
+            assert_eq!(scheme(local, false), Scheme::HttpsThenHttp, "{local}");
+        }
+        assert_eq!(
+            scheme("172.32.0.1/ab", false),
+            Scheme::Https,
+            "outside 172.16/12"
+        );
+    }
+}
