@@ -6,3 +6,10 @@ pub mod reference;
 pub mod select;
 
 pub use error::CliError;
+
+/// Output formats shared by the subcommands.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    Text,
+    Json,
+}

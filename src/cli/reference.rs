@@ -2,6 +2,7 @@
 //! call, and prints the canonical name and the scheme. Exit 2 with Flux's message if invalid.
 
 use super::error::CliError;
+use super::Output;
 use crate::registry::ImageReference;
 use std::io::Write;
 
@@ -14,18 +15,18 @@ pub struct RefArgs {
     #[arg(long)]
     pub insecure: bool,
     /// Output format.
-    #[arg(short = 'o', long = "output", value_enum, default_value_t = super::select::Output::Text)]
-    pub output: super::select::Output,
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Text)]
+    pub output: Output,
 }
 
 /// Runs `ref`, writing the result to `out`.
 pub fn run(args: &RefArgs, out: &mut impl Write) -> Result<(), CliError> {
     let reference = ImageReference::parse(&args.image, args.insecure).map_err(CliError::invalid)?;
     let written = match args.output {
-        super::select::Output::Text => {
+        Output::Text => {
             writeln!(out, "{}\n{}", reference.canonical(), reference.scheme())
         }
-        super::select::Output::Json => writeln!(
+        Output::Json => writeln!(
             out,
             "{}",
             serde_json::json!({ "canonical": reference.canonical(), "scheme": reference.scheme().to_string() })

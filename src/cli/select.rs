@@ -4,6 +4,7 @@
 //! regex.
 
 use super::error::{read_input, CliError};
+use super::Output;
 use crate::api::{ImagePolicySpec, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION};
 use std::io::Write;
 
@@ -25,13 +26,6 @@ pub struct SelectArgs {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Text)]
     pub output: Output,
-}
-
-/// Output formats.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Output {
-    Text,
-    Json,
 }
 
 /// Runs `select`, writing the result to `out`.
