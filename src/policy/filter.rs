@@ -73,12 +73,9 @@ impl Filter {
     }
 
     /// The value to compare for `tag`, or `None` when the pattern does not match it.
-    pub fn apply<'s>(&self, tag: &'s str, scratch: &'s mut Scratch) -> Option<&'s str> {
-        self.apply_inner(tag, scratch)
-    }
-
+    // Inlined into the election loop: it runs once per tag.
     #[inline(always)]
-    fn apply_inner<'s>(&self, tag: &'s str, scratch: &'s mut Scratch) -> Option<&'s str> {
+    pub fn apply<'s>(&self, tag: &'s str, scratch: &'s mut Scratch) -> Option<&'s str> {
         if let Some(prefixes) = &self.prefixes {
             if !prefixes.iter().any(|p| tag.as_bytes().starts_with(p)) {
                 return None;

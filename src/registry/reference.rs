@@ -177,29 +177,24 @@ fn valid_authority(name: &str) -> bool {
     if name.is_empty() {
         return true;
     }
-    let host_char = |c: char| c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=[]".contains(c);
-    let (host, port) = if let Some(rest) = name.strip_prefix('[') {
-        match rest.split_once(']') {
-            Some((_, after)) => (
-                name,
-                after
-                    .strip_prefix(':')
-                    .unwrap_or(if after.is_empty() { "" } else { "x" }),
-            ),
-            None => return false,
-        }
-    } else {
-        match name.rsplit_once(':') {
-            Some((h, p)) => (h, p),
-            None => (name, ""),
-        }
-    };
-    port.bytes().all(|b| b.is_ascii_digit())
-        && (host.starts_with('[') || host.chars().all(host_char))
+    let host_char = |c: char| c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=".contains(c);
+    let port_ok = |port: &str| port.bytes().all(|b| b.is_ascii_digit());
+    // A bracketed IPv6 literal may be followed only by `:port`; its inside is not checked
+    // character by character (Go's parser accepts any bracketed text it can unescape).
+    if let Some(rest) = name.strip_prefix('[') {
+        return match rest.split_once(']') {
+            Some((_, "")) => true,
+            Some((_, after)) => after.strip_prefix(':').is_some_and(port_ok),
+            None => false,
+        };
+    }
+    let (host, port) = name.rsplit_once(':').unwrap_or((name, ""));
+    port_ok(port) && host.chars().all(host_char)
 }
 
 /// Hosts that Flux (ggcr) reaches over plain HTTP: RFC 1918 addresses, `localhost:<port>`,
-/// `*.localhost`, and anything containing `127.0.0.1` or `::1`.
+/// `*.localhost`, and anything containing `127.0.0.1` or `::1` (a substring match, as in ggcr,
+/// so `[2001:db8::1]` counts too; we still try HTTPS first for all of them).
 fn is_local(registry: &str) -> bool {
     let host = registry.split(':').next().unwrap_or("");
     let private = host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_private());
@@ -325,5 +320,38 @@ mod tests {
             Scheme::Https,
             "outside 172.16/12"
         );
+        assert_eq!(
+            scheme("[::1]:5000/ab", false),
+            Scheme::HttpsThenHttp,
+            "IPv6 loopback"
+        );
+        assert_eq!(scheme("[2001:db8::2]/ab", false), Scheme::Https);
+        // ggcr's substring rule: any host containing `::1` counts as loopback. Harmless here,
+        // because such hosts still try HTTPS first.
+        assert_eq!(scheme("[2001:db8::1]/ab", false), Scheme::HttpsThenHttp);
+    }
+
+    #[test]
+    fn ipv6_registries_need_brackets_and_a_numeric_port() {
+        let canonical = |i: &str| ImageReference::parse(i, false).map(|r| r.canonical());
+        assert_eq!(
+            canonical("[2001:db8::1]:5000/team/app").as_deref(),
+            Ok("[2001:db8::1]:5000/team/app")
+        );
+        assert_eq!(
+            canonical("[2001:db8::1]/team/app").as_deref(),
+            Ok("[2001:db8::1]/team/app")
+        );
+        for bad in [
+            "[2001:db8::1]x/team/app",
+            "[2001:db8::1]:port/team/app",
+            "[2001:db8::1/team/app",
+        ] {
+            assert_eq!(
+                canonical(bad),
+                Err(ReferenceError::Unparsable(bad.into())),
+                "{bad}"
+            );
+        }
     }
 }
