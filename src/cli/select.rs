@@ -38,11 +38,13 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
     let spec = parse_manifest(&read_input(&args.file)?, &args.file)?;
     let policy = spec.selection_policy().map_err(CliError::invalid)?;
     let text = read_input(&args.tags_file)?;
-    let tags: Vec<&str> = text
+    let mut tags: Vec<&str> = text
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
+    // The store's order, in which the controller holds tags.
+    tags.sort_unstable_by(|a, b| b.cmp(a));
 
     let write_err = |e: std::io::Error| CliError::failed(format!("writing output: {e}"));
     if args.explain || args.output == Output::Json {
@@ -60,7 +62,7 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
         };
     }
     let tag = policy
-        .select(tags.iter().copied())
+        .select_sorted(tags.iter().copied())
         .map_err(CliError::not_found)?;
     writeln!(out, "{tag}").map_err(write_err)
 }

@@ -6,6 +6,7 @@
 //! names group `1x`), `${name}` is explicit, `$$` is a dollar, a malformed `$` is literal, and
 //! a missing or non-participating group expands to nothing. The template is compiled once.
 
+use super::linear::Linear;
 use super::InvalidPolicy;
 use regex::{CaptureLocations, Regex};
 use regex_automata::dfa::onepass;
@@ -15,6 +16,9 @@ use regex_automata::{Anchored, Input};
 #[derive(Clone, Debug)]
 pub struct Filter {
     regex: Regex,
+    /// Straight-line patterns (`^main-[a-f0-9]+-(?P<ts>[0-9]+)$`) match with a greedy walk,
+    /// no automaton at all: the fastest path, taken first.
+    linear: Option<Linear>,
     /// Literals every match starts with, when the pattern is anchored at the start: a tag
     /// without one is rejected without running the regex (most tags, in practice).
     prefixes: Option<Vec<Box<[u8]>>>,
@@ -34,6 +38,7 @@ enum Piece {
 /// Scratch space reused across tags, so filtering allocates nothing per tag.
 #[derive(Debug)]
 pub struct Scratch {
+    slots: Vec<usize>,
     locations: CaptureLocations,
     onepass: Option<(onepass::Cache, regex_automata::util::captures::Captures)>,
     value: String,
@@ -47,6 +52,7 @@ impl Filter {
             reason: go_style_regex_error(&err, pattern),
         })?;
         let template = (!extract.is_empty()).then(|| compile_template(&regex, extract));
+        let linear = Linear::new(pattern);
         let prefixes = required_prefixes(pattern);
         // Anchored searches give the same matches only when the pattern is start-anchored.
         let onepass = starts_anchored(pattern)
@@ -54,6 +60,7 @@ impl Filter {
             .flatten();
         Ok(Filter {
             regex,
+            linear,
             prefixes,
             onepass,
             template,
@@ -63,6 +70,7 @@ impl Filter {
     /// Scratch space for [`Filter::apply`].
     pub fn scratch(&self) -> Scratch {
         Scratch {
+            slots: vec![0; self.linear.as_ref().map_or(0, Linear::slots)],
             locations: self.regex.capture_locations(),
             onepass: self
                 .onepass
@@ -76,6 +84,22 @@ impl Filter {
     // Inlined into the election loop: it runs once per tag.
     #[inline(always)]
     pub fn apply<'s>(&self, tag: &'s str, scratch: &'s mut Scratch) -> Option<&'s str> {
+        if let Some(linear) = self.linear.as_ref().filter(|l| l.applies_to(tag)) {
+            let slots = &mut scratch.slots;
+            if !linear.captures(tag.as_bytes(), slots) {
+                return None;
+            }
+            let group = |i: usize| Some((slots[2 * i], slots[2 * i + 1]));
+            return match self.template.as_deref() {
+                None => Some(tag),
+                Some([Piece::Group(i)]) => Some(&tag[slots[2 * i]..slots[2 * i + 1]]),
+                Some(pieces) => {
+                    scratch.value.clear();
+                    expand(pieces, tag, group, &mut scratch.value);
+                    Some(scratch.value.as_str())
+                }
+            };
+        }
         if let Some(prefixes) = &self.prefixes {
             if !prefixes.iter().any(|p| tag.as_bytes().starts_with(p)) {
                 return None;

@@ -8,6 +8,7 @@
 mod constraint;
 mod error;
 mod filter;
+mod linear;
 mod numeric;
 mod select;
 mod version;

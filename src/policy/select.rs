@@ -122,6 +122,39 @@ impl Policy {
         }
     }
 
+    /// Elects from tags in the store's order (descending bytes, as a store `TagList` holds
+    /// them), with the same answer as [`Policy::select`]. Plain alphabetical then reads one tag
+    /// instead of all: the store's order already is alphabetical order (asc elects the first
+    /// tag, desc the last). Tags in any other order give an unspecified answer.
+    pub fn select_sorted<'t, I>(&self, tags: I) -> Result<&'t str, NotElected>
+    where
+        I: IntoIterator<Item = &'t str>,
+        I::IntoIter: DoubleEndedIterator + Clone,
+    {
+        let mut tags = tags.into_iter();
+        debug_assert!(
+            {
+                let mut rest = tags.clone();
+                let mut ordered = true;
+                if let Some(mut previous) = rest.next() {
+                    for tag in rest {
+                        ordered &= previous.as_bytes() >= tag.as_bytes();
+                        previous = tag;
+                    }
+                }
+                ordered
+            },
+            "select_sorted needs tags in descending byte order"
+        );
+        match (&self.rule, &self.filter) {
+            (Rule::Alphabetical(Order::Asc), None) => tags.next().ok_or(NotElected::EmptyList),
+            (Rule::Alphabetical(Order::Desc), None) => {
+                tags.next_back().ok_or(NotElected::EmptyList)
+            }
+            _ => self.select(tags),
+        }
+    }
+
     /// Elects like [`Policy::select`], and reports what happened to every tag plus the
     /// `runners_up` next best candidates.
     pub fn explain<'t>(

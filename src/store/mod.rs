@@ -15,7 +15,7 @@ pub use error::StoreError;
 pub use fs::{FsStore, DEFAULT_COMPRESSION_THRESHOLD};
 pub use key::RepoKey;
 pub use memory::MemoryStore;
-pub use tag_list::{Revision, TagList, MAX_TAG_LEN};
+pub use tag_list::{Iter, Revision, TagList, MAX_TAG_LEN};
 
 use std::collections::HashSet;
 

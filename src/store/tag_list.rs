@@ -64,22 +64,13 @@ impl TagList {
         Ok(TagList { text, ends })
     }
 
-    /// The tags, in descending byte order.
-    pub fn iter(&self) -> impl Iterator<Item = &str> + Clone {
-        let mut start = 0;
-        self.ends.iter().map(move |&end| {
-            let end = end as usize;
-            debug_assert!(
-                start <= end && end < self.text.len() && self.text.as_bytes()[end] == b'\n'
-            );
-            // SAFETY: `ends` holds the positions of the `\n` after each tag, established when the
-            // list was built or read and never changed; an ASCII newline in a `String` is always a
-            // char boundary, and so is the byte after it. This loop is the whole cost of some
-            // elections, and the checked slice doubles it.
-            let tag = unsafe { self.text.get_unchecked(start..end) };
-            start = end + 1;
-            tag
-        })
+    /// The tags, in descending byte order (from either end).
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            text: &self.text,
+            ends: self.ends.iter(),
+            start: 0,
+        }
     }
 
     /// Number of tags.
@@ -132,6 +123,58 @@ impl fmt::Display for Revision {
     }
 }
 
+/// Iterator over a [`TagList`], greatest tag first.
+#[derive(Clone, Debug)]
+pub struct Iter<'a> {
+    text: &'a str,
+    /// The `\n` positions of the tags not yet returned.
+    ends: std::slice::Iter<'a, u32>,
+    /// Where the next tag from the front starts.
+    start: usize,
+}
+
+impl<'a> Iter<'a> {
+    #[inline(always)]
+    fn tag(&self, start: usize, end: usize) -> &'a str {
+        debug_assert!(start <= end && end < self.text.len() && self.text.as_bytes()[end] == b'\n');
+        // SAFETY: `ends` holds the positions of the `\n` after each tag, established when the
+        // list was built or read and never changed; an ASCII newline in a `String` is always a
+        // char boundary, and so is the byte after it. This loop is the whole cost of some
+        // elections, and the checked slice doubles it.
+        unsafe { self.text.get_unchecked(start..end) }
+    }
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a str;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<&'a str> {
+        let end = *self.ends.next()? as usize;
+        let tag = self.tag(self.start, end);
+        self.start = end + 1;
+        Some(tag)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.ends.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let end = *self.ends.next_back()? as usize;
+        let start = self
+            .ends
+            .as_slice()
+            .last()
+            .map_or(self.start, |&previous| previous as usize + 1);
+        Some(self.tag(start, end))
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
 /// Offsets are kept as u32: a 4 GiB tag list is far beyond any registry.
 fn offset(n: usize) -> Result<u32, StoreError> {
     u32::try_from(n).map_err(|_| StoreError::InvalidTag("the tag list exceeds 4 GiB".into()))
@@ -153,6 +196,13 @@ mod tests {
     fn sorts_descending_and_hashes_like_flux() {
         let list = TagList::new(["a", "d", "b", "c"]).unwrap();
         assert_eq!(list.iter().collect::<Vec<_>>(), ["d", "c", "b", "a"]);
+        assert_eq!(list.iter().rev().collect::<Vec<_>>(), ["a", "b", "c", "d"]);
+        let mut both = list.iter();
+        assert_eq!(
+            (both.next(), both.next_back(), both.next_back(), both.next()),
+            (Some("d"), Some("a"), Some("b"), Some("c"))
+        );
+        assert_eq!((both.len(), both.next(), both.next_back()), (0, None, None));
         assert_eq!(list.as_text(), "d\nc\nb\na\n");
         assert_eq!(list.len(), 4);
         assert_eq!(

@@ -4,6 +4,7 @@
 use image_reflector::policy::{
     Constraints, Filter, FilterSpec, Number, Order, Policy, PolicyChoice, Version,
 };
+use image_reflector::store::TagList;
 use proptest::prelude::*;
 use std::cmp::Ordering;
 
@@ -131,6 +132,11 @@ proptest! {
         }
         let again = policy.select(shuffled.iter().map(String::as_str)).ok().map(str::to_string);
         prop_assert_eq!(&elected, &again);
+
+        if let Ok(list) = TagList::new(&tags) {
+            let sorted = policy.select_sorted(list.iter()).ok().map(str::to_string);
+            prop_assert_eq!(&elected, &sorted);
+        }
 
         let explained = policy.explain(tags.iter().map(String::as_str), 3);
         prop_assert_eq!(elected, explained.elected.map(|c| c.tag));
