@@ -1,9 +1,56 @@
 //! Talking to OCI registries. No Kubernetes types in the public API: credentials and TLS material
-//! come in as plain data, so the reconcilers and the offline commands share this code.
+//! come in as plain data (a Secret's `data` map), so the reconcilers and the offline commands
+//! share this code.
 //!
-//! So far: image references (`reference`). Tag listing, digests, auth, TLS, proxy and request
-//! scheduling follow (issue 4).
+//! - `reference`: image references as Flux parses `spec.image`;
+//! - `client`: one request, through the per-host `scheduler`, with `auth`;
+//! - `tags`, `digest`: the two registry calls the controller makes;
+//! - `keyring`, `tls`, `proxy`: the settings a client is built from.
 
+mod auth;
+mod client;
+mod digest;
+mod error;
+mod keyring;
+mod proxy;
 mod reference;
+mod scheduler;
+mod tags;
+mod tls;
 
+pub use client::{install_crypto_provider, Registries, RegistryClient};
+pub use digest::MANIFEST_ACCEPT;
+pub use error::{ConfigError, RegistryError};
+pub use keyring::{Credentials, Keyring};
+pub use proxy::{ProxySettings, MAX_PROXY_URL_LEN};
 pub use reference::{ImageReference, ReferenceError, Scheme, DEFAULT_REGISTRY};
+pub use scheduler::{parse_retry_after, Scheduler, SchedulerConfig};
+pub use tags::{ListLimits, Listing};
+pub use tls::{KeyNames, TlsMaterial};
+
+use std::time::Duration;
+
+/// How a [`RegistryClient`] talks to registries.
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    /// `None`: anonymous (a registry's challenge is still answered with a token when it allows).
+    pub credentials: Option<Credentials>,
+    pub tls: Option<TlsMaterial>,
+    /// `None`: `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` from the environment.
+    pub proxy: Option<ProxySettings>,
+    /// Per request, connection included.
+    pub timeout: Duration,
+    pub limits: ListLimits,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            credentials: None,
+            tls: None,
+            proxy: None,
+            timeout: Duration::from_secs(60),
+            limits: ListLimits::default(),
+        }
+    }
+}

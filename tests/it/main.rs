@@ -2,8 +2,10 @@
 
 mod api;
 mod e2e;
+mod fault_server;
 mod policy_props;
 mod ref_cli;
+mod registry_faults;
 mod select_cli;
 mod store;
 mod support;

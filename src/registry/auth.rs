@@ -1,0 +1,241 @@
+//! The distribution auth flow: a `401` carries a `WWW-Authenticate` challenge; `Basic` means
+//! send the credentials, `Bearer` means get a token from the realm for the scope
+//! `repository:<repo>:pull` (with the credentials, if any) and send that. Tokens are cached
+//! until they expire, and each host's challenge is remembered so later requests authenticate
+//! up front instead of paying a 401 round trip every time.
+
+use super::keyring::Credentials;
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// What a registry asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Challenge {
+    Basic,
+    Bearer {
+        realm: String,
+        service: Option<String>,
+    },
+}
+
+/// Parses a `WWW-Authenticate` value; `None` for schemes we cannot answer.
+pub(super) fn parse_challenge(header: &str) -> Option<Challenge> {
+    let header = header.trim();
+    let (scheme, params) = header.split_once(' ').unwrap_or((header, ""));
+    let params = parse_params(params);
+    match scheme.to_ascii_lowercase().as_str() {
+        "basic" => Some(Challenge::Basic),
+        "bearer" => Some(Challenge::Bearer {
+            realm: params.get("realm")?.clone(),
+            service: params.get("service").cloned(),
+        }),
+        _ => None,
+    }
+}
+
+/// `key="value", key2=value2`; quoted values may hold commas (`scope="repository:a:pull,push"`).
+fn parse_params(text: &str) -> HashMap<String, String> {
+    let mut params = HashMap::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let Some((key, after)) = rest.split_once('=') else {
+            break;
+        };
+        let key = key
+            .trim()
+            .trim_start_matches(',')
+            .trim()
+            .to_ascii_lowercase();
+        let after = after.trim_start();
+        let (value, remaining) = if let Some(quoted) = after.strip_prefix('"') {
+            let mut value = String::new();
+            let mut chars = quoted.char_indices();
+            let mut end = quoted.len();
+            while let Some((i, c)) = chars.next() {
+                match c {
+                    '\\' => {
+                        if let Some((_, escaped)) = chars.next() {
+                            value.push(escaped);
+                        }
+                    }
+                    '"' => {
+                        end = i + 1;
+                        break;
+                    }
+                    c => value.push(c),
+                }
+            }
+            (value, &quoted[end..])
+        } else {
+            let end = after.find(',').unwrap_or(after.len());
+            (after[..end].trim().to_string(), &after[end..])
+        };
+        params.insert(key, value);
+        rest = remaining.trim_start().trim_start_matches(',').trim_start();
+    }
+    params
+}
+
+/// The token endpoint's answer (Docker's `token` or OAuth2's `access_token`).
+#[derive(Deserialize)]
+pub(super) struct TokenResponse {
+    #[serde(default)]
+    token: String,
+    #[serde(default)]
+    access_token: String,
+    /// Seconds; the spec's default is 60.
+    expires_in: Option<u64>,
+}
+
+impl TokenResponse {
+    pub(super) fn into_token(self) -> Option<(String, Duration)> {
+        let token = if self.token.is_empty() {
+            self.access_token
+        } else {
+            self.token
+        };
+        let life = Duration::from_secs(self.expires_in.unwrap_or(60).max(1));
+        (!token.is_empty()).then_some((token, life))
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct TokenKey {
+    realm: String,
+    service: Option<String>,
+    scope: String,
+    username: Option<String>,
+}
+
+/// Bearer tokens and each host's challenge, shared by every client.
+#[derive(Debug, Default)]
+pub(super) struct AuthCache {
+    tokens: Mutex<HashMap<TokenKey, (String, Instant)>>,
+    challenges: Mutex<HashMap<String, Challenge>>,
+}
+
+impl AuthCache {
+    pub(super) fn challenge(&self, host: &str) -> Option<Challenge> {
+        self.challenges
+            .lock()
+            .expect("auth lock")
+            .get(host)
+            .cloned()
+    }
+
+    pub(super) fn remember_challenge(&self, host: &str, challenge: Challenge) {
+        self.challenges
+            .lock()
+            .expect("auth lock")
+            .insert(host.to_string(), challenge);
+    }
+
+    pub(super) fn token(
+        &self,
+        realm: &str,
+        service: Option<&str>,
+        scope: &str,
+        creds: Option<&Credentials>,
+    ) -> Option<String> {
+        let key = token_key(realm, service, scope, creds);
+        let mut tokens = self.tokens.lock().expect("auth lock");
+        match tokens.get(&key) {
+            Some((token, expires)) if *expires > Instant::now() => Some(token.clone()),
+            Some(_) => {
+                tokens.remove(&key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Keeps a token until shortly before it expires (10% or 5 s early, whichever is less).
+    pub(super) fn store_token(
+        &self,
+        realm: &str,
+        service: Option<&str>,
+        scope: &str,
+        creds: Option<&Credentials>,
+        token: String,
+        life: Duration,
+    ) {
+        let margin = (life / 10).min(Duration::from_secs(5));
+        let key = token_key(realm, service, scope, creds);
+        self.tokens
+            .lock()
+            .expect("auth lock")
+            .insert(key, (token, Instant::now() + life - margin));
+    }
+}
+
+fn token_key(
+    realm: &str,
+    service: Option<&str>,
+    scope: &str,
+    creds: Option<&Credentials>,
+) -> TokenKey {
+    TokenKey {
+        realm: realm.into(),
+        service: service.map(Into::into),
+        scope: scope.into(),
+        username: creds.map(|c| c.username.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_challenges() {
+        assert_eq!(
+            parse_challenge(
+                r#"Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/alpine:pull,push""#
+            ),
+            Some(Challenge::Bearer {
+                realm: "https://auth.docker.io/token".into(),
+                service: Some("registry.docker.io".into())
+            })
+        );
+        assert_eq!(
+            parse_challenge(r#"Basic realm="test""#),
+            Some(Challenge::Basic)
+        );
+        assert_eq!(
+            parse_challenge("bearer realm=https://r.example/t, service=r"),
+            Some(Challenge::Bearer {
+                realm: "https://r.example/t".into(),
+                service: Some("r".into())
+            })
+        );
+        assert_eq!(parse_challenge("Bearer service=x"), None, "no realm");
+        assert_eq!(parse_challenge("Negotiate"), None);
+    }
+
+    #[test]
+    fn tokens_expire_and_are_per_identity() {
+        let cache = AuthCache::default();
+        let alice = Credentials {
+            username: "alice".into(),
+            password: "x".into(),
+        };
+        cache.store_token(
+            "r",
+            None,
+            "s",
+            Some(&alice),
+            "t1".into(),
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            cache.token("r", None, "s", Some(&alice)).as_deref(),
+            Some("t1")
+        );
+        assert_eq!(cache.token("r", None, "s", None), None);
+        assert_eq!(cache.token("r", None, "other", Some(&alice)), None);
+        cache.store_token("r", None, "s", None, "t2".into(), Duration::ZERO);
+        assert_eq!(cache.token("r", None, "s", None), None, "expired at once");
+    }
+}

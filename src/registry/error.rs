@@ -1,0 +1,131 @@
+//! What can go wrong talking to a registry. Every error names the host (and the repository
+//! when there is one) and says what to do; callers decide the outcome by the variant:
+//! [`RegistryError::RateLimited`] waits until `retry_at`, [`RegistryError::Config`] needs a spec
+//! or Secret change, the rest are retried with backoff.
+
+use std::time::{Duration, SystemTime};
+use thiserror::Error;
+
+/// An error from a registry call.
+#[derive(Debug, Error)]
+pub enum RegistryError {
+    /// The registry answered with an unexpected status. The text holds the request, the status
+    /// (`404 Not Found`) and the registry's OCI error codes (`NAME_UNKNOWN: ...`).
+    #[error("{method} {url}: unexpected status code {status}{}; {}", codes_text(.codes), hint(*.status_code, .host))]
+    Status {
+        method: &'static str,
+        url: String,
+        host: String,
+        status_code: u16,
+        /// `404 Not Found`.
+        status: String,
+        /// OCI error codes and messages from the body, e.g. `NAME_UNKNOWN: repository name not known to registry`.
+        codes: Vec<String>,
+    },
+    /// The host asked us to slow down (429, or 502/503/504 on every attempt). No request to the
+    /// host is made before `retry_at`.
+    #[error("registry {host} is rate limiting or unavailable (HTTP {status}): no request before {} (in {}s); nothing to change, scanning resumes then", httpdate::fmt_http_date(*.retry_at), secs_until(*.retry_at))]
+    RateLimited {
+        host: String,
+        status: u16,
+        retry_at: SystemTime,
+    },
+    /// The connection failed: DNS, refused, TLS, proxy.
+    #[error("{method} {url}: cannot reach registry {host}: {detail}; check the image host, spec.certSecretRef (TLS) and spec.proxySecretRef")]
+    Transport {
+        method: &'static str,
+        url: String,
+        host: String,
+        detail: String,
+    },
+    /// No answer within the per-request timeout.
+    #[error("{method} {url}: registry {host} did not answer within {}s; raise spec.timeout or check the registry", .timeout.as_secs_f64())]
+    Timeout {
+        method: &'static str,
+        url: String,
+        host: String,
+        timeout: Duration,
+    },
+    /// The registry's answer is not what the distribution API specifies.
+    #[error("{method} {url}: invalid response from registry {host}: {detail}")]
+    InvalidResponse {
+        method: &'static str,
+        url: String,
+        host: String,
+        detail: String,
+    },
+    /// Listing stopped before the end; no partial list is returned.
+    #[error("listing tags of {host}/{repository}: {detail}")]
+    Listing {
+        host: String,
+        repository: String,
+        detail: String,
+    },
+    /// Credentials, TLS material or proxy settings that can never work.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+/// Invalid client settings (Secrets or flags). The texts are Flux's where it defines them.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum ConfigError {
+    #[error("missing private key")]
+    MissingPrivateKey,
+    #[error("missing certificate")]
+    MissingCertificate,
+    #[error("no certificate: the TLS Secret needs 'tls.crt' and 'tls.key', or 'ca.crt', or both")]
+    NoTlsMaterial,
+    #[error("failed to parse TLS certificate and key")]
+    InvalidKeyPair,
+    #[error("failed to parse CA certificate")]
+    InvalidCa,
+    #[error("invalid proxy secret: key 'address' not found")]
+    MissingProxyAddress,
+    #[error("proxy address is empty")]
+    EmptyProxyAddress,
+    #[error("proxy URL is {0} characters long, the limit is 2048")]
+    ProxyTooLong(usize),
+    #[error("proxy URL must use one of the supported schemes (http, https, socks5), got '{0}'")]
+    ProxyScheme(String),
+    #[error("invalid proxy URL '{0}'")]
+    ProxyUrl(String),
+    #[error("invalid docker config: {0}")]
+    DockerConfig(String),
+    #[error("building the HTTP client: {0}")]
+    Client(String),
+}
+
+fn codes_text(codes: &[String]) -> String {
+    if codes.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", codes.join("; "))
+    }
+}
+
+/// What to do about a status, by status.
+fn hint(status: u16, host: &str) -> String {
+    match status {
+        401 => format!("{host} wants credentials: set spec.secretRef to a docker config Secret with an entry for {host}"),
+        403 => format!("the credentials for {host} lack pull access to this repository"),
+        404 => "check that the repository (and tag) exist and that spec.image is spelled right".into(),
+        400..=499 => "the registry rejected the request; check spec.image".into(),
+        _ => format!("{host} failed; the request is retried with backoff"),
+    }
+}
+
+fn secs_until(at: SystemTime) -> u64 {
+    at.duration_since(SystemTime::now())
+        .map_or(0, |d| d.as_secs_f64().ceil() as u64)
+}
+
+impl RegistryError {
+    /// The HTTP status, when the registry answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            RegistryError::Status { status_code, .. } => Some(*status_code),
+            RegistryError::RateLimited { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! Registry credentials from Kubernetes docker config Secrets, matched to an image the way the
+//! kubelet matches pull secrets (flux-compat.md §3.6 step 5): keys lose their scheme and a
+//! `/v1/` or `/v2/` path prefix; a key matches `<registry>/<repository>` when it has as many
+//! host labels (each may be a glob, `*.example.com`), the same port, and its path is a prefix
+//! of the repository path. Keys are tried in reverse lexical order; the first match wins.
+
+use super::ConfigError;
+use base64::Engine;
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+/// A username and password for one registry.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub username: String,
+    pub password: String,
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Credentials({}:****)", self.username)
+    }
+}
+
+/// Every credential of a set of docker config Secrets.
+#[derive(Clone, Debug, Default)]
+pub struct Keyring {
+    /// Normalised key (`host[:port][/path]`) to its credentials, in the order added.
+    creds: HashMap<String, Vec<Credentials>>,
+}
+
+#[derive(Deserialize)]
+struct ConfigJson {
+    #[serde(default)]
+    auths: BTreeMap<String, Entry>,
+}
+
+#[derive(Deserialize, Default)]
+struct Entry {
+    #[serde(default)]
+    username: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    auth: String,
+}
+
+impl Keyring {
+    /// An empty keyring: every lookup is anonymous.
+    pub fn new() -> Self {
+        Keyring::default()
+    }
+
+    /// Adds a Secret's data. Only `kubernetes.io/dockerconfigjson` (key `.dockerconfigjson`)
+    /// and `kubernetes.io/dockercfg` (key `.dockercfg`) contribute; other types are ignored, as
+    /// the kubelet and Flux ignore them.
+    pub fn add_secret(
+        &mut self,
+        secret_type: &str,
+        data: &BTreeMap<String, Vec<u8>>,
+    ) -> Result<(), ConfigError> {
+        match (
+            secret_type,
+            data.get(".dockerconfigjson"),
+            data.get(".dockercfg"),
+        ) {
+            ("kubernetes.io/dockerconfigjson", Some(json), _) => self.add_config_json(json),
+            ("kubernetes.io/dockercfg", _, Some(cfg)) => {
+                let auths: BTreeMap<String, Entry> = serde_json::from_slice(cfg)
+                    .map_err(|e| ConfigError::DockerConfig(format!(".dockercfg: {e}")))?;
+                self.add_entries(auths)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Adds a `{"auths": {...}}` document (a `.dockerconfigjson`, or `~/.docker/config.json`).
+    pub fn add_config_json(&mut self, json: &[u8]) -> Result<(), ConfigError> {
+        let config: ConfigJson = serde_json::from_slice(json)
+            .map_err(|e| ConfigError::DockerConfig(format!(".dockerconfigjson: {e}")))?;
+        self.add_entries(config.auths)
+    }
+
+    fn add_entries(&mut self, auths: BTreeMap<String, Entry>) -> Result<(), ConfigError> {
+        for (location, entry) in auths {
+            let creds = entry.credentials(&location)?;
+            let Some(key) = normalise_key(&location) else {
+                tracing::warn!(%location, "ignoring a docker config entry that is not a registry URL");
+                continue;
+            };
+            self.creds.entry(key).or_default().push(creds);
+        }
+        Ok(())
+    }
+
+    /// The credentials for `target` (`<registry>/<repository>`, the canonical image name), or
+    /// `None` for anonymous access.
+    pub fn lookup(&self, target: &str) -> Option<&Credentials> {
+        let mut keys: Vec<&String> = self.creds.keys().collect();
+        keys.sort_unstable_by(|a, b| b.cmp(a));
+        keys.into_iter()
+            .find(|key| urls_match(key, target))
+            .and_then(|key| self.creds[key].first())
+    }
+
+    /// Whether no Secret contributed anything.
+    pub fn is_empty(&self) -> bool {
+        self.creds.is_empty()
+    }
+}
+
+impl Entry {
+    /// `auth` (base64 `user:pass`) wins over `username`/`password`, as in the kubelet.
+    fn credentials(self, location: &str) -> Result<Credentials, ConfigError> {
+        if self.auth.is_empty() {
+            return Ok(Credentials {
+                username: self.username,
+                password: self.password,
+            });
+        }
+        let bad = |why: &str| ConfigError::DockerConfig(format!("the 'auth' of {location} {why}"));
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(self.auth.trim())
+            .map_err(|_| bad("is not base64"))?;
+        let decoded = String::from_utf8(decoded).map_err(|_| bad("is not UTF-8"))?;
+        let (username, password) = decoded
+            .split_once(':')
+            .ok_or_else(|| bad("is not 'username:password'"))?;
+        Ok(Credentials {
+            username: username.into(),
+            password: password.into(),
+        })
+    }
+}
+
+/// `https://index.docker.io/v1/` → `index.docker.io`; `registry.example/team` stays.
+fn normalise_key(location: &str) -> Option<String> {
+    let (host, path) = split_schemeless(location)?;
+    let path = match path.get(..4) {
+        Some("/v1/" | "/v2/") => &path[3..],
+        _ => path,
+    };
+    Some(if path.is_empty() || path == "/" {
+        host.to_string()
+    } else {
+        format!("{host}{path}")
+    })
+}
+
+/// Splits `[scheme://]host[:port][/path]` into the authority and the path (with its `/`).
+fn split_schemeless(url: &str) -> Option<(&str, &str)> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .unwrap_or(url);
+    let rest = rest.split(['?', '#']).next().unwrap_or(rest);
+    let (host, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    (!host.is_empty() && !host.contains('@')).then_some((host, path))
+}
+
+/// `host:port` → (`host`, `port`); `[v6]:port` keeps its brackets; no port → "".
+fn split_port(authority: &str) -> (&str, &str) {
+    if authority.starts_with('[') {
+        return match authority.split_once("]:") {
+            Some((host, port)) => (&authority[..=host.len()], port),
+            None => (authority, ""),
+        };
+    }
+    match authority.split_once(':') {
+        Some((host, port)) if !port.contains(':') => (host, port),
+        _ => (authority, ""),
+    }
+}
+
+/// The kubelet's `URLsMatchStr(glob, target)`.
+fn urls_match(glob: &str, target: &str) -> bool {
+    let (Some((glob_auth, glob_path)), Some((target_auth, target_path))) =
+        (split_schemeless(glob), split_schemeless(target))
+    else {
+        return false;
+    };
+    let (glob_host, glob_port) = split_port(glob_auth);
+    let (target_host, target_port) = split_port(target_auth);
+    if glob_port != target_port {
+        return false;
+    }
+    let glob_labels: Vec<&str> = glob_host.split('.').collect();
+    let target_labels: Vec<&str> = target_host.split('.').collect();
+    glob_labels.len() == target_labels.len()
+        && glob_labels
+            .iter()
+            .zip(&target_labels)
+            .all(|(g, t)| glob_match(g.as_bytes(), t.as_bytes()))
+        && target_path.starts_with(glob_path)
+}
+
+/// Go's `filepath.Match` on one host label: `*`, `?`, `[set]`, `[^set]`, `\` escapes.
+fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
+    match pattern.split_first() {
+        None => text.is_empty(),
+        Some((b'*', rest)) => (0..=text.len()).any(|i| glob_match(rest, &text[i..])),
+        Some((b'?', rest)) => !text.is_empty() && glob_match(rest, &text[1..]),
+        Some((b'[', rest)) => {
+            let Some(close) = rest.iter().position(|&b| b == b']') else {
+                return false; // malformed: Go reports ErrBadPattern, which is no match
+            };
+            let Some((&c, text_rest)) = text.split_first() else {
+                return false;
+            };
+            let (negated, set) = match rest[..close].split_first() {
+                Some((b'^', set)) => (true, set),
+                _ => (false, &rest[..close]),
+            };
+            let mut hit = false;
+            let mut i = 0;
+            while i < set.len() {
+                if i + 2 < set.len() && set[i + 1] == b'-' {
+                    hit |= (set[i]..=set[i + 2]).contains(&c);
+                    i += 3;
+                } else {
+                    hit |= set[i] == c;
+                    i += 1;
+                }
+            }
+            hit != negated && glob_match(&rest[close + 1..], text_rest)
+        }
+        Some((b'\\', rest)) if !rest.is_empty() => {
+            text.first() == Some(&rest[0]) && glob_match(&rest[1..], &text[1..])
+        }
+        Some((&p, rest)) => text.first() == Some(&p) && glob_match(rest, &text[1..]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auth(user: &str, pass: &str) -> String {
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"))
+    }
+
+    fn keyring(entries: &[(&str, &str)]) -> Keyring {
+        let auths: serde_json::Map<String, serde_json::Value> = entries
+            .iter()
+            .map(|(k, u)| (k.to_string(), serde_json::json!({ "auth": auth(u, "pw") })))
+            .collect();
+        let json = serde_json::json!({ "auths": auths }).to_string();
+        let mut ring = Keyring::new();
+        let data = BTreeMap::from([(".dockerconfigjson".to_string(), json.into_bytes())]);
+        ring.add_secret("kubernetes.io/dockerconfigjson", &data)
+            .unwrap();
+        ring
+    }
+
+    fn user(ring: &Keyring, target: &str) -> Option<String> {
+        ring.lookup(target).map(|c| c.username.clone())
+    }
+
+    #[test]
+    fn matches_like_the_kubelet() {
+        let ring = keyring(&[
+            ("https://index.docker.io/v1/", "hub"),
+            ("docker.io", "short-hub"),
+            ("*.example.com", "glob"),
+            ("registry.example.com:5000", "port"),
+            ("registry.example.com/team", "team"),
+            ("registry.example.com/team/app", "app"),
+            ("http://10.0.0.1:5000/v2/", "ip"),
+        ]);
+        assert_eq!(
+            user(&ring, "index.docker.io/library/alpine").as_deref(),
+            Some("hub")
+        );
+        assert_eq!(
+            user(&ring, "docker.io/library/alpine").as_deref(),
+            Some("short-hub")
+        );
+        assert_eq!(
+            user(&ring, "registry.example.com/team/app").as_deref(),
+            Some("app"),
+            "the longer path sorts first in reverse order"
+        );
+        assert_eq!(
+            user(&ring, "registry.example.com/team/x").as_deref(),
+            Some("team")
+        );
+        assert_eq!(
+            user(&ring, "registry.example.com/other").as_deref(),
+            Some("glob")
+        );
+        assert_eq!(
+            user(&ring, "registry.example.com:5000/x").as_deref(),
+            Some("port")
+        );
+        assert_eq!(
+            user(&ring, "a.b.example.com/x"),
+            None,
+            "label count differs"
+        );
+        assert_eq!(user(&ring, "example.com/x"), None);
+        assert_eq!(user(&ring, "10.0.0.1:5000/x").as_deref(), Some("ip"));
+        assert_eq!(user(&ring, "10.0.0.1/x"), None, "port differs");
+    }
+
+    #[test]
+    fn reads_both_secret_types_and_ignores_others() {
+        let mut ring = Keyring::new();
+        let cfg = serde_json::json!({ "ghcr.io": { "username": "u", "password": "p" } });
+        ring.add_secret(
+            "kubernetes.io/dockercfg",
+            &BTreeMap::from([(".dockercfg".to_string(), cfg.to_string().into_bytes())]),
+        )
+        .unwrap();
+        ring.add_secret(
+            "Opaque",
+            &BTreeMap::from([(".dockerconfigjson".to_string(), b"{".to_vec())]),
+        )
+        .unwrap();
+        assert_eq!(
+            ring.lookup("ghcr.io/org/app"),
+            Some(&Credentials {
+                username: "u".into(),
+                password: "p".into()
+            })
+        );
+        let err = Keyring::new()
+            .add_config_json(br#"{"auths":{"ghcr.io":{"auth":"%%%"}}}"#)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid docker config: the 'auth' of ghcr.io is not base64"
+        );
+    }
+
+    #[test]
+    fn globs_follow_go_filepath_match() {
+        for (p, t, want) in [
+            ("*", "abc", true),
+            ("a*c", "abbc", true),
+            ("a?c", "abc", true),
+            ("a?c", "ac", false),
+            ("[a-c]x", "bx", true),
+            ("[^a-c]x", "bx", false),
+            ("\\*", "*", true),
+            ("[ab", "a", false),
+        ] {
+            assert_eq!(glob_match(p.as_bytes(), t.as_bytes()), want, "{p} {t}");
+        }
+    }
+}

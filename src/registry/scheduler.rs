@@ -1,0 +1,264 @@
+//! Quota-aware request scheduling, shared by every client that talks to the same registry
+//! host: at most `max_concurrent_per_host` requests in flight, and one backoff per host. When
+//! a host answers 429 (or 502/503/504), `Retry-After` — or an exponential delay with jitter —
+//! sets a time before which no client sends it anything; a caller that would have to wait
+//! longer than `max_wait` gets [`RegistryError::RateLimited`] at once, so it can report and
+//! requeue instead of retrying hot.
+
+use super::RegistryError;
+use std::collections::hash_map::RandomState;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasher;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Scheduling settings.
+#[derive(Clone, Debug)]
+pub struct SchedulerConfig {
+    /// Requests in flight per registry host.
+    pub max_concurrent_per_host: usize,
+    /// First backoff after a 429/5xx without `Retry-After`; doubles with each further one.
+    pub base_backoff: Duration,
+    /// Longest computed backoff (a registry's `Retry-After` is honoured even when longer).
+    pub max_backoff: Duration,
+    /// The longest a request waits for a host's backoff before failing with `RateLimited`.
+    pub max_wait: Duration,
+    /// Attempts per request when the host answers 429/502/503/504.
+    pub attempts: u32,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            max_concurrent_per_host: 4,
+            base_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(300),
+            max_wait: Duration::from_secs(5),
+            attempts: 3,
+        }
+    }
+}
+
+/// The per-host state every client shares.
+#[derive(Debug)]
+pub struct Scheduler {
+    config: SchedulerConfig,
+    hosts: Mutex<HashMap<String, Arc<Host>>>,
+    /// Requests per (host, status); the status is `error` when there was no answer.
+    counts: Mutex<BTreeMap<(String, String), u64>>,
+}
+
+#[derive(Debug)]
+struct Host {
+    permits: Arc<Semaphore>,
+    backoff: Mutex<Backoff>,
+}
+
+#[derive(Debug, Default)]
+struct Backoff {
+    not_before: Option<Instant>,
+    /// Throttling answers in a row.
+    streak: u32,
+    status: u16,
+}
+
+/// Leave to send one request to a host; dropping it frees the slot.
+pub(super) struct Slot {
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Scheduler {
+    pub fn new(config: SchedulerConfig) -> Self {
+        Scheduler {
+            config,
+            hosts: Mutex::default(),
+            counts: Mutex::default(),
+        }
+    }
+
+    pub fn config(&self) -> &SchedulerConfig {
+        &self.config
+    }
+
+    fn host(&self, host: &str) -> Arc<Host> {
+        let mut hosts = self.hosts.lock().expect("scheduler lock");
+        hosts
+            .entry(host.to_string())
+            .or_insert_with(|| {
+                Arc::new(Host {
+                    permits: Arc::new(Semaphore::new(self.config.max_concurrent_per_host.max(1))),
+                    backoff: Mutex::default(),
+                })
+            })
+            .clone()
+    }
+
+    /// Waits for the host's backoff (up to `max_wait`) and a free slot.
+    pub(super) async fn acquire(&self, host: &str) -> Result<Slot, RegistryError> {
+        let state = self.host(host);
+        loop {
+            let (not_before, status) = {
+                let b = state.backoff.lock().expect("backoff lock");
+                (b.not_before, b.status)
+            };
+            let now = Instant::now();
+            match not_before {
+                Some(at) if at > now => {
+                    let wait = at - now;
+                    if wait > self.config.max_wait {
+                        return Err(RegistryError::RateLimited {
+                            host: host.to_string(),
+                            status,
+                            retry_at: SystemTime::now() + wait,
+                        });
+                    }
+                    tokio::time::sleep_until(at.into()).await;
+                }
+                _ => break,
+            }
+        }
+        let permit = state
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        Ok(Slot { _permit: permit })
+    }
+
+    /// Records an answer (or `None`: no answer). A throttling status moves the host's
+    /// backoff and returns when the host may be asked again.
+    pub(super) fn record(
+        &self,
+        host: &str,
+        status: Option<u16>,
+        retry_after: Option<Duration>,
+    ) -> Option<Instant> {
+        let label = status.map_or_else(|| "error".to_string(), |s| s.to_string());
+        *self
+            .counts
+            .lock()
+            .expect("counts lock")
+            .entry((host.to_string(), label))
+            .or_default() += 1;
+        let state = self.host(host);
+        let mut b = state.backoff.lock().expect("backoff lock");
+        match status {
+            Some(code) if matches!(code, 429 | 502 | 503 | 504) => {
+                b.streak += 1;
+                let delay = retry_after.unwrap_or_else(|| self.computed_backoff(b.streak));
+                let at = Instant::now() + delay;
+                b.not_before = Some(b.not_before.map_or(at, |old| old.max(at)));
+                b.status = code;
+                b.not_before
+            }
+            Some(_) => {
+                b.streak = 0;
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// `base * 2^(streak-1)`, capped, with ±20% jitter so hosts' clients do not retry in step.
+    fn computed_backoff(&self, streak: u32) -> Duration {
+        let exp = self
+            .config
+            .base_backoff
+            .saturating_mul(1 << streak.saturating_sub(1).min(20));
+        let capped = exp.min(self.config.max_backoff);
+        let random = RandomState::new().hash_one(Instant::now());
+        let factor = 0.8 + 0.4 * (random % 10_000) as f64 / 10_000.0;
+        capped.mul_f64(factor)
+    }
+
+    /// Requests so far, per host and status (`200`, `429`, ..., `error`).
+    pub fn request_counts(&self) -> BTreeMap<(String, String), u64> {
+        self.counts.lock().expect("counts lock").clone()
+    }
+}
+
+impl Default for Scheduler {
+    fn default() -> Self {
+        Scheduler::new(SchedulerConfig::default())
+    }
+}
+
+/// `Retry-After`: delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs.min(86_400)));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(
+        at.duration_since(now)
+            .unwrap_or_default()
+            .min(Duration::from_secs(86_400)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_in_both_forms() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(
+            parse_retry_after("120", now),
+            Some(Duration::from_secs(120))
+        );
+        let date = httpdate::fmt_http_date(now + Duration::from_secs(30));
+        assert_eq!(parse_retry_after(&date, now), Some(Duration::from_secs(30)));
+        let past = httpdate::fmt_http_date(now - Duration::from_secs(30));
+        assert_eq!(parse_retry_after(&past, now), Some(Duration::ZERO));
+        assert_eq!(parse_retry_after("soon", now), None);
+    }
+
+    #[test]
+    fn backoff_grows_is_capped_and_jittered() {
+        let s = Scheduler::new(SchedulerConfig {
+            base_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(10),
+            ..Default::default()
+        });
+        for (streak, nominal) in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (9, 10.0)] {
+            let d = s.computed_backoff(streak).as_secs_f64();
+            assert!(
+                (nominal * 0.8..=nominal * 1.2).contains(&d),
+                "{streak}: {d}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_throttled_host_fails_fast_beyond_max_wait() {
+        let s = Scheduler::new(SchedulerConfig {
+            max_wait: Duration::ZERO,
+            ..Default::default()
+        });
+        let at = s.record("r.example", Some(429), Some(Duration::from_secs(60)));
+        assert!(at.is_some());
+        assert!(s.record("r.example", Some(200), None).is_none());
+        match s.acquire("r.example").await {
+            Err(RegistryError::RateLimited {
+                host,
+                status,
+                retry_at,
+            }) => {
+                assert_eq!((host.as_str(), status), ("r.example", 429));
+                let left = retry_at.duration_since(SystemTime::now()).unwrap();
+                assert!(left > Duration::from_secs(55), "{left:?}");
+            }
+            other => panic!("expected RateLimited, got {:?}", other.map(|_| ())),
+        }
+        assert!(s.acquire("other.example").await.is_ok(), "per host");
+        assert_eq!(
+            s.request_counts()
+                .get(&("r.example".to_string(), "429".to_string())),
+            Some(&1)
+        );
+    }
+}

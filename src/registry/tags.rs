@@ -1,0 +1,222 @@
+//! Tag listing (flux-compat.md §3.8 step 1): `tags/list?n=1000`, following `Link: <...>;
+//! rel="next"` (relative or absolute) until there is none. Beyond Flux: a registry that rejects
+//! the page size (Quay's `TOO_MANY_TAGS_REQUESTED`) is asked again with `n=100`; a `next` URL
+//! seen before, too many pages or tags, or an oversized body stop the listing with an error.
+//! A listing never returns part of the tags as if it were all of them.
+
+use super::client::{read_limited, status_error, url_host, RegistryClient, Target};
+use super::{ImageReference, RegistryError};
+use reqwest::header::LINK;
+use reqwest::{Method, StatusCode, Url};
+use serde::Deserialize;
+use std::collections::HashSet;
+
+/// Bounds on one listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListLimits {
+    /// `n` on the first request (ECR rejects more than 1000).
+    pub page_size: u32,
+    /// Page size after the registry rejected `page_size`.
+    pub small_page_size: u32,
+    pub max_pages: usize,
+    pub max_tags: usize,
+    /// Per page.
+    pub max_body_bytes: usize,
+}
+
+impl Default for ListLimits {
+    fn default() -> Self {
+        ListLimits {
+            page_size: 1000,
+            small_page_size: 100,
+            max_pages: 10_000,
+            max_tags: 1_000_000,
+            max_body_bytes: 64 << 20,
+        }
+    }
+}
+
+/// Statistics of a listing, for logs and benchmarks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// The tags kept, in the registry's order.
+    pub tags: Vec<String>,
+    /// Tags the registry listed, kept or not.
+    pub listed: usize,
+    /// Requests made, page-size retries included.
+    pub requests: usize,
+}
+
+#[derive(Deserialize)]
+struct Page {
+    /// `null` or missing is an empty page.
+    #[serde(default)]
+    tags: Option<Vec<String>>,
+}
+
+impl RegistryClient {
+    /// Every tag of the repository, in the registry's order.
+    pub async fn list_tags(&self, image: &ImageReference) -> Result<Vec<String>, RegistryError> {
+        Ok(self.list_tags_with(image, |_| true).await?.tags)
+    }
+
+    /// Lists the tags, keeping those `keep` accepts (the exclusion list) as each page
+    /// arrives, so memory holds the kept tags and one page, never every raw body.
+    pub async fn list_tags_with(
+        &self,
+        image: &ImageReference,
+        mut keep: impl FnMut(&str) -> bool,
+    ) -> Result<Listing, RegistryError> {
+        let limits = &self.options.limits;
+        let stop = |detail: String| RegistryError::Listing {
+            host: image.registry().into(),
+            repository: image.repository().into(),
+            detail,
+        };
+        let first = format!(
+            "/v2/{}/tags/list?n={}",
+            image.repository(),
+            limits.page_size
+        );
+        let mut target = Target::Path(&first);
+        let mut small_pages = false;
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut listing = Listing::default();
+        loop {
+            if listing.requests >= limits.max_pages {
+                return Err(stop(format!(
+                    "more than {} pages; the listing was stopped and nothing is kept",
+                    limits.max_pages
+                )));
+            }
+            let (url, response) = self.send(Method::GET, image, target, None).await?;
+            listing.requests += 1;
+            let host = url_host(&url);
+            if response.status() != StatusCode::OK {
+                let err = status_error(Method::GET, &url, &host, response).await;
+                if !small_pages && rejects_page_size(&err) {
+                    small_pages = true;
+                    target = Target::Url(with_page_size(&url, limits.small_page_size));
+                    continue;
+                }
+                return Err(err);
+            }
+            let next = next_link(&url, response.headers());
+            let body =
+                read_limited(&Method::GET, &url, &host, response, limits.max_body_bytes).await?;
+            let page: Page =
+                serde_json::from_slice(&body).map_err(|e| RegistryError::InvalidResponse {
+                    method: "GET",
+                    url: url.to_string(),
+                    host: host.clone(),
+                    detail: format!("the tag list is not valid JSON ({e})"),
+                })?;
+            drop(body);
+            let tags = page.tags.unwrap_or_default();
+            listing.listed += tags.len();
+            listing.tags.extend(tags.into_iter().filter(|t| keep(t)));
+            if listing.listed > limits.max_tags {
+                return Err(stop(format!(
+                    "more than {} tags; the listing was stopped and nothing is kept",
+                    limits.max_tags
+                )));
+            }
+            seen.insert(url.to_string());
+            let Some(mut next) = next else {
+                return Ok(listing);
+            };
+            if small_pages {
+                next = with_page_size(&next, limits.small_page_size);
+            }
+            if seen.contains(next.as_str()) {
+                return Err(stop(format!(
+                    "pagination loop: the registry sent {next} as the next page again, after {} pages",
+                    listing.requests
+                )));
+            }
+            target = Target::Url(next);
+        }
+    }
+}
+
+/// Quay answers `400` with `TOO_MANY_TAGS_REQUESTED` when `n` is above its limit.
+fn rejects_page_size(err: &RegistryError) -> bool {
+    matches!(err, RegistryError::Status { status_code: 400, codes, .. }
+        if codes.iter().any(|c| c.starts_with("TOO_MANY_TAGS_REQUESTED")))
+}
+
+/// `url` with its `n` query parameter set to `size`.
+fn with_page_size(url: &Url, size: u32) -> Url {
+    let pairs: Vec<(String, String)> = url
+        .query_pairs()
+        .filter(|(k, _)| k != "n")
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let mut url = url.clone();
+    {
+        let mut query = url.query_pairs_mut();
+        query.clear();
+        query.append_pair("n", &size.to_string());
+        for (k, v) in &pairs {
+            query.append_pair(k, v);
+        }
+    }
+    url
+}
+
+/// The `rel="next"` target of the `Link` headers (RFC 8288), resolved against `base`.
+fn next_link(base: &Url, headers: &reqwest::header::HeaderMap) -> Option<Url> {
+    headers
+        .get_all(LINK)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .find_map(|link| {
+            let (target, params) = link.trim().split_once('>')?;
+            let target = target.trim().strip_prefix('<')?;
+            let is_next = params.split(';').any(|p| {
+                let p = p.trim().to_ascii_lowercase();
+                p == "rel=\"next\"" || p == "rel=next"
+            });
+            is_next.then(|| base.join(target).ok()).flatten()
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::{HeaderMap, HeaderValue};
+
+    fn link(value: &str) -> Option<String> {
+        let base = Url::parse("https://r.example/v2/a/b/tags/list?n=1000").unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert(LINK, HeaderValue::from_str(value).unwrap());
+        next_link(&base, &headers).map(|u| u.to_string())
+    }
+
+    #[test]
+    fn follows_relative_and_absolute_next_links() {
+        assert_eq!(
+            link(r#"</v2/a/b/tags/list?n=1000&last=x>; rel="next""#).as_deref(),
+            Some("https://r.example/v2/a/b/tags/list?n=1000&last=x")
+        );
+        assert_eq!(
+            link(r#"<https://cdn.example/page2>; rel=next"#).as_deref(),
+            Some("https://cdn.example/page2")
+        );
+        assert_eq!(
+            link(r#"</prev>; rel="prev", </next>; rel="next""#).as_deref(),
+            Some("https://r.example/next")
+        );
+        assert_eq!(link(r#"</x>; rel="prev""#), None);
+    }
+
+    #[test]
+    fn page_size_is_replaced() {
+        let url = Url::parse("https://r.example/v2/a/tags/list?n=1000&last=v1").unwrap();
+        assert_eq!(
+            with_page_size(&url, 100).as_str(),
+            "https://r.example/v2/a/tags/list?n=100&last=v1"
+        );
+    }
+}

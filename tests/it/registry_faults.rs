@@ -1,0 +1,522 @@
+//! The registry client against the in-test fault server: paging, throttling, broken answers,
+//! the token flow, proxies and timeouts.
+
+use crate::fault_server::{FaultServer, Reply, Seen};
+use image_reflector::registry::{
+    ClientOptions, Credentials, ImageReference, ListLimits, ProxySettings, Registries,
+    RegistryClient, RegistryError, SchedulerConfig, MANIFEST_ACCEPT,
+};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+fn shared() -> Arc<Registries> {
+    Registries::new(SchedulerConfig {
+        base_backoff: Duration::from_millis(20),
+        max_wait: Duration::from_secs(3),
+        ..Default::default()
+    })
+}
+
+fn client(shared: &Arc<Registries>, tweak: impl FnOnce(&mut ClientOptions)) -> RegistryClient {
+    let mut options = ClientOptions {
+        timeout: Duration::from_secs(10),
+        ..Default::default()
+    };
+    tweak(&mut options);
+    RegistryClient::new(options, shared.clone()).expect("client builds")
+}
+
+/// `127.0.0.1:<port>/<repo>`, plain HTTP.
+fn image(server: &FaultServer, repo: &str) -> ImageReference {
+    ImageReference::parse(&format!("{}/{repo}", server.host()), true).expect("valid image")
+}
+
+/// Tags `t00000`.. served with `n`/`last` paging; `Link`s alternate between relative and
+/// absolute, and the last full page links to an empty one.
+fn paging(count: usize, base: String) -> impl Fn(&Seen) -> Reply + Send + Sync {
+    let tags: Vec<String> = (0..count).map(|i| format!("t{i:05}")).collect();
+    move |seen: &Seen| {
+        let n: usize = seen
+            .query("n")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(usize::MAX);
+        let start = match seen.query("last") {
+            Some(last) => tags.partition_point(|t| t.as_str() <= last.as_str()),
+            None => 0,
+        };
+        let page: Vec<&String> = tags[start..].iter().take(n).collect();
+        let mut reply = Reply::json(200, json!({ "name": "team/app", "tags": page }));
+        if let Some(last) = page.last() {
+            let path = format!("/v2/team/app/tags/list?n={n}&last={last}");
+            let link = if (start / n.max(1)).is_multiple_of(2) {
+                format!("<{path}>; rel=\"next\"")
+            } else {
+                format!("<http://{base}{path}>; rel=\"next\"")
+            };
+            reply = reply.header("Link", &link);
+        }
+        reply
+    }
+}
+
+#[tokio::test]
+async fn lists_25000_tags_over_relative_and_absolute_links() {
+    let server = FaultServer::start_with(|addr| paging(25_000, addr.to_string())).await;
+    let registries = shared();
+    let listing = client(&registries, |_| {})
+        .list_tags_with(&image(&server, "team/app"), |_| true)
+        .await
+        .expect("listing succeeds");
+    assert_eq!(listing.tags.len(), 25_000);
+    assert_eq!(listing.tags[0], "t00000");
+    assert_eq!(listing.tags[24_999], "t24999");
+    assert_eq!(listing.requests, 26, "25 full pages and the empty last one");
+    let seen = server.seen();
+    assert_eq!(seen[0].target, "/v2/team/app/tags/list?n=1000");
+    assert!(seen.iter().all(|s| s.query("n").as_deref() == Some("1000")));
+    assert_eq!(
+        seen.last().unwrap().query("last").as_deref(),
+        Some("t24999")
+    );
+}
+
+#[tokio::test]
+async fn null_tags_are_an_empty_list_and_exclusions_apply_per_page() {
+    let server =
+        FaultServer::start(|_| Reply::json(200, json!({ "name": "a/b", "tags": null }))).await;
+    let tags = client(&shared(), |_| {})
+        .list_tags(&image(&server, "a/b"))
+        .await
+        .unwrap();
+    assert!(tags.is_empty());
+
+    let server =
+        FaultServer::start(|_| Reply::json(200, json!({ "tags": ["1.0", "1.0-rc", "2.0"] }))).await;
+    let listing = client(&shared(), |_| {})
+        .list_tags_with(&image(&server, "a/b"), |t| !t.ends_with("-rc"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (listing.tags, listing.listed),
+        (vec!["1.0".to_string(), "2.0".into()], 3)
+    );
+}
+
+#[tokio::test]
+async fn errors_name_the_request_status_and_oci_codes() {
+    let server = FaultServer::start(|_| {
+        Reply::json(
+            404,
+            json!({ "errors": [{ "code": "NAME_UNKNOWN", "message": "repository name not known to registry", "detail": {"name": "a/b"} }] }),
+        )
+    })
+    .await;
+    let err = client(&shared(), |_| {})
+        .list_tags(&image(&server, "a/b"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), Some(404));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "GET http://{}/v2/a/b/tags/list?n=1000: unexpected status code 404 Not Found: NAME_UNKNOWN: repository name not known to registry; check that the repository (and tag) exist and that spec.image is spelled right",
+            server.host()
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_rejected_page_size_is_retried_with_100() {
+    let tags: Vec<String> = (0..250).map(|i| format!("v{i:03}")).collect();
+    let server = FaultServer::start(move |seen| {
+        let n: usize = seen.query("n").unwrap().parse().unwrap();
+        if n > 100 {
+            return Reply::json(400, json!({ "errors": [{ "code": "TOO_MANY_TAGS_REQUESTED", "message": "too many tags requested" }] }));
+        }
+        let start = seen
+            .query("last")
+            .map_or(0, |l| tags.partition_point(|t| t.as_str() <= l.as_str()));
+        let page: Vec<&String> = tags[start..].iter().take(n).collect();
+        let mut reply = Reply::json(200, json!({ "tags": page }));
+        if start + n < tags.len() {
+            // Quay keeps echoing the original page size in its links.
+            let link = format!("</v2/q/r/tags/list?n=1000&last={}>; rel=\"next\"", page.last().unwrap());
+            reply = reply.header("Link", &link);
+        }
+        reply
+    })
+    .await;
+    let listing = client(&shared(), |_| {})
+        .list_tags_with(&image(&server, "q/r"), |_| true)
+        .await
+        .unwrap();
+    assert_eq!(listing.tags.len(), 250);
+    let sizes: Vec<String> = server
+        .seen()
+        .iter()
+        .map(|s| s.query("n").unwrap())
+        .collect();
+    assert_eq!(sizes, ["1000", "100", "100", "100"]);
+}
+
+#[tokio::test]
+async fn a_pagination_loop_stops_with_an_error() {
+    let server = FaultServer::start(|_| {
+        Reply::json(200, json!({ "tags": ["a"] }))
+            .header("Link", "</v2/x/y/tags/list?n=1000&last=a>; rel=\"next\"")
+    })
+    .await;
+    let err = client(&shared(), |_| {})
+        .list_tags(&image(&server, "x/y"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RegistryError::Listing { .. }), "{err}");
+    assert!(err.to_string().contains("pagination loop"), "{err}");
+    assert_eq!(server.seen().len(), 2);
+}
+
+#[tokio::test]
+async fn page_tag_and_body_budgets_stop_the_listing() {
+    let server = FaultServer::start_with(|addr| paging(500, addr.to_string())).await;
+    let limited = |limits: ListLimits| {
+        client(&shared(), move |o| {
+            o.limits = ListLimits {
+                page_size: 100,
+                ..limits
+            }
+        })
+    };
+    let img = image(&server, "team/app");
+    let err = limited(ListLimits {
+        max_pages: 3,
+        ..Default::default()
+    })
+    .list_tags(&img)
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("more than 3 pages"), "{err}");
+    let err = limited(ListLimits {
+        max_tags: 250,
+        ..Default::default()
+    })
+    .list_tags(&img)
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("more than 250 tags"), "{err}");
+    let err = limited(ListLimits {
+        max_body_bytes: 500,
+        ..Default::default()
+    })
+    .list_tags(&img)
+    .await
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("exceeds the 500-byte limit"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn truncated_json_is_an_error_not_an_empty_list() {
+    let server = FaultServer::start(|_| Reply::status(200).body(r#"{"tags":["a","b""#)).await;
+    let err = client(&shared(), |_| {})
+        .list_tags(&image(&server, "a/b"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, RegistryError::InvalidResponse { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("not valid JSON"), "{err}");
+}
+
+#[tokio::test]
+async fn retry_after_is_honoured_then_the_request_succeeds() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let server = FaultServer::start(move |_| match c.fetch_add(1, Ordering::SeqCst) {
+        0 => Reply::status(429).header("Retry-After", "1"),
+        _ => Reply::json(200, json!({ "tags": ["1.0.0"] })),
+    })
+    .await;
+    let tags = client(&shared(), |_| {})
+        .list_tags(&image(&server, "a/b"))
+        .await
+        .unwrap();
+    assert_eq!(tags, ["1.0.0"]);
+    assert_eq!(server.seen().len(), 2);
+}
+
+#[tokio::test]
+async fn a_long_retry_after_is_rate_limited_and_shared_by_every_client_of_the_host() {
+    let server = FaultServer::start(|_| Reply::status(429).header("Retry-After", "120")).await;
+    let registries = shared();
+    let err = client(&registries, |_| {})
+        .list_tags(&image(&server, "a/b"))
+        .await
+        .unwrap_err();
+    let RegistryError::RateLimited {
+        host,
+        status,
+        retry_at,
+    } = &err
+    else {
+        panic!("expected RateLimited, got {err}");
+    };
+    assert_eq!((host.as_str(), *status), (server.host().as_str(), 429));
+    let left = retry_at
+        .duration_since(SystemTime::now())
+        .unwrap()
+        .as_secs();
+    assert!((115..=120).contains(&left), "{left}");
+    assert!(err.to_string().contains("is rate limiting"), "{err}");
+
+    // Another client (other credentials, another repository) on the same host: no request.
+    let other = client(&registries, |o| {
+        o.credentials = Some(Credentials {
+            username: "u".into(),
+            password: "p".into(),
+        })
+    });
+    let err = other
+        .digest(&image(&server, "c/d"), "1.0")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RegistryError::RateLimited { .. }), "{err}");
+    assert_eq!(server.seen().len(), 1, "the backoff is shared by the host");
+    let counts = registries.scheduler().request_counts();
+    assert_eq!(counts.get(&(server.host(), "429".to_string())), Some(&1));
+}
+
+#[tokio::test]
+async fn retry_after_as_an_http_date() {
+    let at = SystemTime::now() + Duration::from_secs(100);
+    let date = httpdate::fmt_http_date(at);
+    let server = FaultServer::start(move |_| Reply::status(503).header("Retry-After", &date)).await;
+    let err = client(&shared(), |_| {})
+        .list_tags(&image(&server, "a/b"))
+        .await
+        .unwrap_err();
+    let RegistryError::RateLimited {
+        status: 503,
+        retry_at,
+        ..
+    } = err
+    else {
+        panic!("expected RateLimited, got {err}");
+    };
+    let left = retry_at
+        .duration_since(SystemTime::now())
+        .unwrap()
+        .as_secs();
+    assert!((95..=100).contains(&left), "{left}");
+}
+
+#[tokio::test]
+async fn server_errors_back_off_with_jitter_then_give_up() {
+    let server = FaultServer::start(|_| Reply::status(502)).await;
+    let registries = shared();
+    let err = client(&registries, |_| {})
+        .list_tags(&image(&server, "a/b"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, RegistryError::RateLimited { status: 502, .. }),
+        "{err}"
+    );
+    assert_eq!(server.seen().len(), 3, "three attempts");
+    assert_eq!(
+        registries
+            .scheduler()
+            .request_counts()
+            .get(&(server.host(), "502".into())),
+        Some(&3)
+    );
+    // 500 is not a throttling answer: no retry.
+    let server = FaultServer::start(|_| Reply::status(500)).await;
+    let err = client(&shared(), |_| {})
+        .list_tags(&image(&server, "a/b"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), Some(500));
+    assert_eq!(server.seen().len(), 1);
+}
+
+#[tokio::test]
+async fn requests_to_a_host_are_limited_in_concurrency() {
+    let server = FaultServer::start(|_| {
+        Reply::status(200)
+            .header(
+                "Docker-Content-Digest",
+                &format!("sha256:{}", "a".repeat(64)),
+            )
+            .delayed(Duration::from_millis(100))
+    })
+    .await;
+    let registries = Registries::new(SchedulerConfig {
+        max_concurrent_per_host: 2,
+        ..Default::default()
+    });
+    let clients = [client(&registries, |_| {}), client(&registries, |_| {})];
+    let clients = Arc::new(clients);
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..8 {
+        let clients = clients.clone();
+        let img = image(&server, "a/b");
+        tasks.spawn(async move { clients[i % 2].digest(&img, "1.0").await });
+    }
+    while let Some(result) = tasks.join_next().await {
+        assert!(result.unwrap().is_ok());
+    }
+    assert_eq!(server.seen().len(), 8);
+    assert_eq!(server.peak_concurrency(), 2);
+}
+
+#[tokio::test]
+async fn a_slow_registry_times_out() {
+    let server = FaultServer::start(|_| {
+        Reply::json(200, json!({"tags": []})).delayed(Duration::from_secs(5))
+    })
+    .await;
+    let err = client(&shared(), |o| o.timeout = Duration::from_millis(300))
+        .list_tags(&image(&server, "a/b"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RegistryError::Timeout { .. }), "{err}");
+    assert!(
+        err.to_string().contains("did not answer within 0.3s"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn head_without_a_digest_header_falls_back_to_get() {
+    let manifest =
+        br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json"}"#;
+    let server = FaultServer::start(move |seen| match seen.method.as_str() {
+        "HEAD" => {
+            Reply::status(200).header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+        }
+        _ => Reply::status(200).body(manifest.to_vec()),
+    })
+    .await;
+    let digest = client(&shared(), |_| {})
+        .digest(&image(&server, "a/b"), "1.0")
+        .await
+        .unwrap();
+    assert_eq!(digest, format!("sha256:{:x}", Sha256::digest(manifest)));
+    let seen = server.seen();
+    let methods: Vec<&str> = seen.iter().map(|s| s.method.as_str()).collect();
+    assert_eq!(methods, ["HEAD", "GET"]);
+    assert!(seen
+        .iter()
+        .all(|s| s.header("Accept") == Some(MANIFEST_ACCEPT)));
+    assert_eq!(seen[0].path(), "/v2/a/b/manifests/1.0");
+}
+
+#[tokio::test]
+async fn bearer_tokens_are_fetched_with_credentials_and_cached() {
+    let server = FaultServer::start_with(|addr| {
+        let realm = format!("http://{addr}/token");
+        move |seen: &Seen| {
+        if seen.path() == "/token" {
+            let expected = format!("Basic {}", b64("alice:s3cret"));
+            if seen.header("Authorization") != Some(expected.as_str())
+                || seen.query("scope").as_deref() != Some("repository:team/app:pull")
+                || seen.query("service").as_deref() != Some("fault")
+            {
+                return Reply::status(401);
+            }
+            return Reply::json(200, json!({ "token": "tok-1", "expires_in": 300 }));
+        }
+        if seen.header("Authorization") != Some("Bearer tok-1") {
+            let challenge = format!(r#"Bearer realm="{realm}",service="fault",scope="repository:team/app:pull""#);
+            return Reply::json(401, json!({"errors": [{"code": "UNAUTHORIZED", "message": "authentication required"}]}))
+                .header("WWW-Authenticate", &challenge);
+        }
+        Reply::json(200, json!({ "tags": ["1.0.0"] }))
+        }
+    })
+    .await;
+    let registries = shared();
+    let alice = client(&registries, |o| {
+        o.credentials = Some(Credentials {
+            username: "alice".into(),
+            password: "s3cret".into(),
+        })
+    });
+    let img = image(&server, "team/app");
+    assert_eq!(alice.list_tags(&img).await.unwrap(), ["1.0.0"]);
+    assert_eq!(alice.list_tags(&img).await.unwrap(), ["1.0.0"]);
+    let paths: Vec<String> = server.seen().iter().map(|s| s.path().to_string()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/v2/team/app/tags/list",
+            "/token",
+            "/v2/team/app/tags/list",
+            "/v2/team/app/tags/list"
+        ],
+        "one challenge, one token, then the cached token up front"
+    );
+
+    // Wrong credentials: the token endpoint's 401 is reported with what to do.
+    let mallory = client(&shared(), |o| {
+        o.credentials = Some(Credentials {
+            username: "alice".into(),
+            password: "wrong".into(),
+        })
+    });
+    let err = mallory.list_tags(&img).await.unwrap_err();
+    assert_eq!(err.status(), Some(401));
+    assert!(err.to_string().contains("/token"), "{err}");
+    assert!(err.to_string().contains("spec.secretRef"), "{err}");
+}
+
+#[tokio::test]
+async fn a_proxy_from_settings_carries_every_request_with_its_credentials() {
+    // The fault server plays the proxy: plain-HTTP requests arrive in absolute form.
+    let proxy = FaultServer::start(|_| Reply::json(200, json!({ "tags": ["via-proxy"] }))).await;
+    let settings = ProxySettings::parse(&format!("http://user:pa55@{}", proxy.host())).unwrap();
+    let img = ImageReference::parse("registry.invalid:5000/team/app", true).unwrap();
+    let tags = client(&shared(), |o| o.proxy = Some(settings))
+        .list_tags(&img)
+        .await
+        .unwrap();
+    assert_eq!(tags, ["via-proxy"]);
+    let seen = &proxy.seen()[0];
+    assert_eq!(
+        seen.target,
+        "http://registry.invalid:5000/v2/team/app/tags/list?n=1000"
+    );
+    assert_eq!(
+        seen.header("Proxy-Authorization"),
+        Some(format!("Basic {}", b64("user:pa55")).as_str())
+    );
+}
+
+#[tokio::test]
+async fn local_hosts_try_https_first_then_plain_http() {
+    let server = FaultServer::start(|_| Reply::json(200, json!({ "tags": ["1.0"] }))).await;
+    // Not insecure: a loopback host is HTTPS-then-HTTP.
+    let img = ImageReference::parse(&format!("{}/a/b", server.host()), false).unwrap();
+    let c = client(&shared(), |_| {});
+    assert_eq!(c.list_tags(&img).await.unwrap(), ["1.0"]);
+    assert_eq!(c.list_tags(&img).await.unwrap(), ["1.0"]);
+    // The TLS attempt never reaches the request log; both listings went over HTTP, and the
+    // second did not try HTTPS again.
+    assert_eq!(server.seen().len(), 2);
+    assert_eq!(
+        server.connections(),
+        3,
+        "one TLS attempt, then two plain requests"
+    );
+}
+
+fn b64(text: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
