@@ -319,6 +319,13 @@ impl RegistryClient {
                 host: host.into(),
                 timeout: self.options.timeout,
             }
+        } else if speaks_tls(err) {
+            RegistryError::Tls {
+                method: method_name(method),
+                url: url.to_string(),
+                host: host.into(),
+                detail: chain(err),
+            }
         } else {
             RegistryError::Transport {
                 method: method_name(method),
@@ -328,6 +335,29 @@ impl RegistryClient {
             }
         }
     }
+}
+
+/// Whether the failure came from a TLS peer (a certificate or an alert), as opposed to a
+/// server that does not speak TLS at all (its answer is not a TLS record). Only the latter may
+/// fall back to plain HTTP.
+fn speaks_tls(err: &reqwest::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        // io::Errors nest (hyper's Other around tokio-rustls' InvalidData around rustls'), and
+        // their `source()` skips the wrapped error itself: unwrap them by hand.
+        let mut inner: &(dyn std::error::Error + 'static) = e;
+        while let Some(wrapped) = inner
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            inner = wrapped;
+        }
+        if let Some(tls) = inner.downcast_ref::<rustls::Error>() {
+            return !matches!(tls, rustls::Error::InvalidMessage(_));
+        }
+        source = e.source();
+    }
+    false
 }
 
 fn basic(creds: &Credentials) -> String {

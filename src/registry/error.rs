@@ -38,6 +38,15 @@ pub enum RegistryError {
         host: String,
         detail: String,
     },
+    /// The registry speaks TLS but the handshake failed: an untrusted certificate, or a client
+    /// certificate it wants and did not get. Never falls back to plain HTTP.
+    #[error("{method} {url}: TLS with registry {host} failed: {detail}; check spec.certSecretRef: 'ca.crt' must hold the CA that signed the registry's certificate, 'tls.crt'/'tls.key' a client certificate it accepts")]
+    Tls {
+        method: &'static str,
+        url: String,
+        host: String,
+        detail: String,
+    },
     /// No answer within the per-request timeout.
     #[error("{method} {url}: registry {host} did not answer within {}s; raise spec.timeout or check the registry", .timeout.as_secs_f64())]
     Timeout {

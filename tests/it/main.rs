@@ -1,11 +1,13 @@
 //! The one integration-test binary: public surfaces only (library API and the CLI).
 
 mod api;
+mod distribution;
 mod e2e;
 mod fault_server;
 mod policy_props;
 mod ref_cli;
 mod registry_faults;
+mod registry_real;
 mod select_cli;
 mod store;
 mod support;
