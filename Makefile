@@ -13,9 +13,19 @@ build:
 test: deps
 	$(CARGO) test --locked
 
-# Debian packages the integration tests use (none are needed yet beyond the toolchain).
+# Debian packages the integration tests use: a real registry (CNCF Distribution) and htpasswd
+# for its Basic-auth variant. Installed with apt-get when missing (sudo when not root).
 deps:
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust from rustup.rs" >&2; exit 1; }
+	@missing=""; \
+	[ -x /usr/bin/docker-registry ] || missing="$$missing docker-registry"; \
+	command -v htpasswd >/dev/null || missing="$$missing apache2-utils"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -18,6 +18,10 @@ enum Command {
     Select(cli::select::SelectArgs),
     /// Parse an image as `spec.image` is parsed: canonical name and scheme, no network call.
     Ref(cli::reference::RefArgs),
+    /// List a repository's tags, as an ImageRepository scan does.
+    Tags(cli::registry::TagsArgs),
+    /// Print the digest a tag points at, as an ImagePolicy's digest reflection does.
+    Digest(cli::registry::DigestArgs),
 }
 
 fn main() -> ExitCode {
@@ -27,6 +31,8 @@ fn main() -> ExitCode {
         Command::Crds => cli::crds::run(&mut stdout).map_err(CliError::failed),
         Command::Select(a) => cli::select::run(&a, &mut stdout),
         Command::Ref(a) => cli::reference::run(&a, &mut stdout),
+        Command::Tags(a) => cli::registry::run_tags(&a, &mut stdout),
+        Command::Digest(a) => cli::registry::run_digest(&a, &mut stdout),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,6 +3,7 @@
 pub mod crds;
 pub mod error;
 pub mod reference;
+pub mod registry;
 pub mod select;
 
 pub use error::CliError;

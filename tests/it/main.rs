@@ -6,6 +6,7 @@ mod e2e;
 mod fault_server;
 mod policy_props;
 mod ref_cli;
+mod registry_cli;
 mod registry_faults;
 mod registry_real;
 mod select_cli;

@@ -1,0 +1,218 @@
+//! `image-reflector tags` and `image-reflector digest`: the controller's two registry calls,
+//! for people debugging a registry (like `crane ls` / `crane digest`). Same client, same
+//! settings as an ImageRepository: `--insecure`, a docker config, a CA, a client certificate,
+//! a proxy, a timeout.
+//!
+//! Exit codes: 0 done, 2 invalid input (image, regex, settings), 3 the registry call failed.
+
+use super::error::CliError;
+use super::Output;
+use crate::api::parse_go_duration;
+use crate::registry::{
+    ClientOptions, ImageReference, Keyring, ProxySettings, Registries, RegistryClient,
+    RegistryError, SchedulerConfig, TlsMaterial,
+};
+use regex::Regex;
+use std::io::Write;
+use std::time::Duration;
+
+/// How to reach the registry (shared by `tags` and `digest`).
+#[derive(clap::Args, Debug)]
+pub struct ConnectArgs {
+    /// As `spec.insecure`: plain HTTP.
+    #[arg(long)]
+    pub insecure: bool,
+    /// A docker config JSON file (`{"auths": {...}}`, what a `.dockerconfigjson` Secret holds).
+    #[arg(long, value_name = "FILE")]
+    pub docker_config: Option<String>,
+    /// A PEM CA to trust besides the system roots (`ca.crt` of a certSecretRef).
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<String>,
+    /// A PEM client certificate for mTLS (`tls.crt`); needs --key-file.
+    #[arg(long, value_name = "FILE")]
+    pub cert_file: Option<String>,
+    /// The client certificate's PEM private key (`tls.key`).
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<String>,
+    /// Proxy URL (http, https or socks5; user:password@ allowed). Default: HTTPS_PROXY/NO_PROXY.
+    #[arg(long, value_name = "URL")]
+    pub proxy: Option<String>,
+    /// Per-request timeout, a Go duration.
+    #[arg(long, default_value = "60s", value_parser = parse_go_duration)]
+    pub timeout: Duration,
+}
+
+/// Options of `tags`.
+#[derive(clap::Args, Debug)]
+pub struct TagsArgs {
+    /// The image, as in `spec.image` (no tag).
+    pub image: String,
+    /// Drop tags this regular expression finds (repeatable), as `spec.exclusionList`.
+    #[arg(long = "exclude", value_name = "REGEX")]
+    pub exclude: Vec<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+}
+
+/// Options of `digest`.
+#[derive(clap::Args, Debug)]
+pub struct DigestArgs {
+    /// `<image>:<tag>`.
+    pub image: String,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+}
+
+/// Runs `tags`.
+pub fn run_tags(args: &TagsArgs, out: &mut impl Write) -> Result<(), CliError> {
+    let exclusions = args
+        .exclude
+        .iter()
+        .map(|p| {
+            Regex::new(p).map_err(|e| {
+                CliError::invalid(format!("failed to compile regex {p}: {}", last_line(&e)))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let image =
+        ImageReference::parse(&args.image, args.connect.insecure).map_err(CliError::invalid)?;
+    let client = client(&args.connect, &image)?;
+    let listing = runtime()?
+        .block_on(client.list_tags_with(&image, |t| !exclusions.iter().any(|r| r.is_match(t))))
+        .map_err(registry_error)?;
+    let written = match args.output {
+        Output::Text => listing.tags.iter().try_for_each(|t| writeln!(out, "{t}")),
+        Output::Json => writeln!(
+            out,
+            "{}",
+            serde_json::json!({
+                "canonical": image.canonical(),
+                "tags": listing.tags,
+                "listed": listing.listed,
+                "requests": listing.requests,
+            })
+        ),
+    };
+    written.map_err(|e| CliError::failed(format!("writing output: {e}")))
+}
+
+/// Runs `digest`.
+pub fn run_digest(args: &DigestArgs, out: &mut impl Write) -> Result<(), CliError> {
+    let (name, tag) = split_tag(&args.image).ok_or_else(|| {
+        CliError::invalid(format!(
+            "'{}' has no tag: digest needs <image>:<tag>",
+            args.image
+        ))
+    })?;
+    let image = ImageReference::parse(name, args.connect.insecure).map_err(CliError::invalid)?;
+    let client = client(&args.connect, &image)?;
+    let digest = runtime()?
+        .block_on(client.digest(&image, tag))
+        .map_err(registry_error)?;
+    let written = match args.output {
+        Output::Text => writeln!(out, "{digest}"),
+        Output::Json => writeln!(
+            out,
+            "{}",
+            serde_json::json!({ "canonical": image.canonical(), "tag": tag, "digest": digest })
+        ),
+    };
+    written.map_err(|e| CliError::failed(format!("writing output: {e}")))
+}
+
+/// `registry:5000/app:1.0` → (`registry:5000/app`, `1.0`): the tag follows the last `:` after
+/// the last `/`.
+fn split_tag(image: &str) -> Option<(&str, &str)> {
+    let (name, tag) = image.rsplit_once(':')?;
+    (!tag.contains('/') && !tag.is_empty()).then_some((name, tag))
+}
+
+fn client(args: &ConnectArgs, image: &ImageReference) -> Result<RegistryClient, CliError> {
+    let read = |path: &str| {
+        std::fs::read(path).map_err(|e| CliError::invalid(format!("reading {path}: {e}")))
+    };
+    let credentials = match &args.docker_config {
+        Some(path) => {
+            let mut keyring = Keyring::new();
+            keyring
+                .add_config_json(&read(path)?)
+                .map_err(|e| CliError::invalid(format!("{path}: {e}")))?;
+            keyring.lookup(&image.canonical()).cloned()
+        }
+        None => None,
+    };
+    let tls = if args.ca_file.is_some() || args.cert_file.is_some() || args.key_file.is_some() {
+        let load = |p: &Option<String>| p.as_deref().map(read).transpose();
+        let (ca, cert, key) = (
+            load(&args.ca_file)?,
+            load(&args.cert_file)?,
+            load(&args.key_file)?,
+        );
+        Some(
+            TlsMaterial::new(ca.as_deref(), cert.as_deref(), key.as_deref())
+                .map_err(CliError::invalid)?,
+        )
+    } else {
+        None
+    };
+    let proxy = args
+        .proxy
+        .as_deref()
+        .map(ProxySettings::parse)
+        .transpose()
+        .map_err(CliError::invalid)?;
+    let options = ClientOptions {
+        credentials,
+        tls,
+        proxy,
+        timeout: args.timeout,
+        ..Default::default()
+    };
+    RegistryClient::new(options, Registries::new(SchedulerConfig::default()))
+        .map_err(CliError::invalid)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::failed(format!("starting the async runtime: {e}")))
+}
+
+fn registry_error(err: RegistryError) -> CliError {
+    match err {
+        RegistryError::Config(e) => CliError::invalid(e),
+        other => CliError::failed(other),
+    }
+}
+
+fn last_line(err: &regex::Error) -> String {
+    let text = err.to_string();
+    text.lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("error: "))
+        .unwrap_or(&text)
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_tag;
+
+    #[test]
+    fn splits_the_tag_after_the_last_slash() {
+        assert_eq!(split_tag("alpine:3.20"), Some(("alpine", "3.20")));
+        assert_eq!(
+            split_tag("localhost:5000/app:1.0"),
+            Some(("localhost:5000/app", "1.0"))
+        );
+        assert_eq!(split_tag("localhost:5000/app"), None);
+        assert_eq!(split_tag("app:"), None);
+    }
+}

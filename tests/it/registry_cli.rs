@@ -1,0 +1,153 @@
+//! `image-reflector tags` and `digest` through the binary, against a real TLS registry with
+//! Basic auth, and their errors.
+
+use crate::distribution::{Distribution, Pki, Variant};
+use crate::support::{run_bin, write};
+use std::collections::BTreeSet;
+use std::process::Output;
+
+async fn bin(args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_bin(&args, None)
+    })
+    .await
+    .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[tokio::test]
+async fn tags_and_digest_against_a_tls_registry_with_basic_auth() {
+    let pki = Pki::new();
+    let registry = Distribution::start(Variant {
+        tls: Some(&pki),
+        basic: Some(("ci", "pa55word")),
+        ..Default::default()
+    });
+    let tags: Vec<String> = ["1.0.0", "1.1.0", "sha256-abc.sig"]
+        .map(String::from)
+        .to_vec();
+    let pushed = registry.push_image("team/app", &tags).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = serde_json::json!({ "auths": { (format!("https://{}", registry.host)): {
+        "auth": "Y2k6cGE1NXdvcmQ=" } } }); // ci:pa55word
+    let docker_config = write(dir.path(), "config.json", &config.to_string());
+    let ca = write(dir.path(), "ca.crt", &pki.ca);
+    let image = format!("{}/team/app", registry.host);
+    let connect = |extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        args.extend(["--docker-config", &docker_config, "--ca-file", &ca].map(String::from));
+        args
+    };
+
+    let out = bin(connect(&["tags", &image, "--exclude", r"\.sig$"])).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let listed: BTreeSet<String> = text(&out.stdout).lines().map(String::from).collect();
+    assert_eq!(
+        listed,
+        BTreeSet::from(["1.0.0".to_string(), "1.1.0".into()])
+    );
+
+    let out = bin(connect(&["tags", &image, "-o", "json"])).await;
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["canonical"], image);
+    assert_eq!(json["tags"].as_array().unwrap().len(), 3);
+    assert_eq!(json["listed"], 3);
+
+    let out = bin(connect(&["digest", &format!("{image}:1.1.0")])).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), pushed);
+    let out = bin(connect(&[
+        "digest",
+        &format!("{image}:1.1.0"),
+        "-o",
+        "json",
+    ]))
+    .await;
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (json["tag"].as_str(), json["digest"].as_str()),
+        (Some("1.1.0"), Some(pushed.as_str()))
+    );
+
+    // No credentials: the registry's 401, exit 3, with what to do.
+    let out = bin(vec![
+        "tags".into(),
+        image.clone(),
+        "--ca-file".into(),
+        ca.clone(),
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(3));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("401 Unauthorized") && err.contains("spec.secretRef"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn invalid_input_exits_2_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let cert = write(dir.path(), "tls.crt", &Pki::new().client_cert);
+    for (args, expected) in [
+        (
+            vec!["digest", "127.0.0.1:1/team/app"],
+            "has no tag: digest needs <image>:<tag>",
+        ),
+        (
+            vec!["tags", "127.0.0.1:1/team/app", "--exclude", "("],
+            "failed to compile regex (: unclosed group",
+        ),
+        (
+            vec!["tags", "https://ghcr.io/a/b"],
+            "image 'https://ghcr.io/a/b' should not include URL scheme; remove 'https://'",
+        ),
+        (
+            vec!["tags", "127.0.0.1:1/a/b", "--cert-file", &cert],
+            "missing private key",
+        ),
+        (
+            vec!["tags", "127.0.0.1:1/a/b", "--proxy", "ftp://proxy:21"],
+            "proxy URL must use one of the supported schemes (http, https, socks5), got 'ftp'",
+        ),
+    ] {
+        let out = bin(args.iter().map(|s| s.to_string()).collect()).await;
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains(expected),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = bin(["tags", "127.0.0.1:1/a/b", "--timeout", "10"]
+        .map(String::from)
+        .to_vec())
+    .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("missing unit in duration"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_registry_exits_3() {
+    // Nothing listens on port 1: HTTPS then HTTP both fail to connect.
+    let out = bin(["digest", "127.0.0.1:1/team/app:1.0", "--timeout", "5s"]
+        .map(String::from)
+        .to_vec())
+    .await;
+    assert_eq!(out.status.code(), Some(3));
+    let err = text(&out.stderr);
+    assert!(err.contains("cannot reach registry 127.0.0.1:1"), "{err}");
+}
