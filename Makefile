@@ -51,7 +51,9 @@ e2e:
 	$(CARGO) test --locked --test it -- --ignored e2e
 
 bench:
-	$(CARGO) bench --locked --bench select
+	$(CARGO) bench --locked --bench select -- --output-format bencher
+	$(CARGO) bench --locked --bench store
+	$(CARGO) bench --locked --bench registry
 
 # Runs Flux's policy vectors through the binary (needs ../shared beside the checkout).
 conformance:

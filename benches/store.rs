@@ -2,19 +2,9 @@
 //! so its peak memory (VmHWM) is its own. Reports time, bytes on disk and peak RSS.
 
 use image_reflector::store::{FsStore, RepoKey, TagList, TagStore, DEFAULT_COMPRESSION_THRESHOLD};
-use std::time::{Duration, Instant};
 
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .map(str::to_string)
-        })
-        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        .unwrap_or(0)
-}
+mod common;
+use common::{peak_rss_kib, run_scenarios, timed};
 
 fn disk_bytes(path: &std::path::Path) -> u64 {
     std::fs::read_dir(path).map_or(0, |entries| {
@@ -27,23 +17,6 @@ fn disk_bytes(path: &std::path::Path) -> u64 {
             })
             .sum()
     })
-}
-
-fn median(mut runs: Vec<Duration>) -> Duration {
-    runs.sort();
-    runs[runs.len() / 2]
-}
-
-fn timed(runs: usize, mut f: impl FnMut()) -> Duration {
-    median(
-        (0..runs)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed()
-            })
-            .collect(),
-    )
 }
 
 fn scenario(name: &str) {
@@ -118,17 +91,10 @@ fn scenario(name: &str) {
 }
 
 fn main() {
-    if let Some(name) = std::env::args().skip(1).find(|a| !a.starts_with('-')) {
-        if name != "store" {
-            return scenario(&name);
-        }
-    }
-    println!("| scenario | write | read | bytes on disk | peak RSS (KiB) |\n|---|---|---|---|---|");
-    for name in ["100k", "1000x1000", "one-of-1000"] {
-        let status = std::process::Command::new(std::env::current_exe().unwrap())
-            .arg(name)
-            .status()
-            .unwrap();
-        assert!(status.success(), "scenario {name} failed");
-    }
+    run_scenarios(
+        "store",
+        "| scenario | write | read | bytes on disk | peak RSS (KiB) |\n|---|---|---|---|---|",
+        &["100k", "1000x1000", "one-of-1000"],
+        scenario,
+    );
 }
