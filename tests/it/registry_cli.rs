@@ -151,3 +151,40 @@ async fn an_unreachable_registry_exits_3() {
     let err = text(&out.stderr);
     assert!(err.contains("cannot reach registry 127.0.0.1:1"), "{err}");
 }
+
+#[tokio::test]
+async fn the_environment_proxy_applies_unless_no_proxy_says_otherwise() {
+    use crate::fault_server::{FaultServer, Reply};
+    let registry =
+        FaultServer::start(|_| Reply::json(200, serde_json::json!({"tags": ["direct"]}))).await;
+    let proxy =
+        FaultServer::start(|_| Reply::json(200, serde_json::json!({"tags": ["via-proxy"]}))).await;
+    let image = format!("{}/team/app", registry.host());
+    let run = |no_proxy: &'static str| {
+        let (image, proxy) = (image.clone(), format!("http://{}", proxy.host()));
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_image-reflector"))
+                .args(["tags", &image, "--insecure"])
+                .env("HTTP_PROXY", &proxy)
+                .env("NO_PROXY", no_proxy)
+                .env_remove("http_proxy")
+                .env_remove("no_proxy")
+                .output()
+                .unwrap()
+        })
+    };
+    let out = run("").await.unwrap();
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "via-proxy",
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        proxy.seen()[0].target,
+        format!("http://{}/v2/team/app/tags/list?n=1000", registry.host())
+    );
+    let out = run("127.0.0.1").await.unwrap();
+    assert_eq!(text(&out.stdout).trim(), "direct", "{}", text(&out.stderr));
+    assert_eq!(proxy.seen().len(), 1);
+}

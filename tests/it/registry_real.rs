@@ -186,3 +186,84 @@ fn tls_material_is_checked_with_flux_texts() {
     );
     assert!(err(&[("other", "x")]).starts_with("no certificate"));
 }
+
+/// A minimal CONNECT proxy on 127.0.0.1: records each CONNECT line and its
+/// `Proxy-Authorization`, then tunnels the bytes (TLS stays end to end).
+async fn connect_proxy() -> (String, Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = log.clone();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if client.read(&mut byte).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let line = head.lines().next().unwrap_or("").to_string();
+                let auth = head
+                    .lines()
+                    .find_map(|l| {
+                        l.strip_prefix("proxy-authorization: ")
+                            .or_else(|| l.strip_prefix("Proxy-Authorization: "))
+                    })
+                    .map(str::to_string);
+                seen.lock().unwrap().push((line.clone(), auth));
+                let target = line.split(' ').nth(1).unwrap_or("").to_string();
+                // Tunnel to loopback only.
+                assert!(target.starts_with("127.0.0.1:"), "{target}");
+                let mut upstream = tokio::net::TcpStream::connect(&target).await.unwrap();
+                client
+                    .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    .await
+                    .unwrap();
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+            });
+        }
+    });
+    (addr, log)
+}
+
+#[tokio::test]
+async fn https_through_a_connect_proxy_with_credentials() {
+    let pki = Pki::new();
+    let registry = Distribution::start(Variant {
+        tls: Some(&pki),
+        ..Default::default()
+    });
+    let pushed = registry
+        .push_image("team/app", &["5.0.0".to_string()])
+        .await;
+    let (proxy, log) = connect_proxy().await;
+    let settings = image_reflector::registry::ProxySettings::from_secret_data(&BTreeMap::from([
+        (
+            "address".to_string(),
+            format!("http://{proxy}").into_bytes(),
+        ),
+        ("username".to_string(), b"proxy-user".to_vec()),
+        ("password".to_string(), b"proxy-pass".to_vec()),
+    ]))
+    .unwrap();
+    let tls = TlsMaterial::new(Some(pki.ca.as_bytes()), None, None).unwrap();
+    let c = client(|o| {
+        o.tls = Some(tls);
+        o.proxy = Some(settings);
+    });
+    let img = image(&registry, "team/app");
+    assert_eq!(c.list_tags(&img).await.unwrap(), ["5.0.0"]);
+    assert_eq!(c.digest(&img, "5.0.0").await.unwrap(), pushed);
+    let log = log.lock().unwrap().clone();
+    assert!(!log.is_empty());
+    for (line, auth) in &log {
+        assert_eq!(line, &format!("CONNECT {} HTTP/1.1", registry.host));
+        assert_eq!(auth.as_deref(), Some("Basic cHJveHktdXNlcjpwcm94eS1wYXNz"));
+    }
+}
