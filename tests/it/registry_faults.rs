@@ -190,33 +190,33 @@ async fn page_tag_and_body_budgets_stop_the_listing() {
         })
     };
     let img = image(&server, "team/app");
-    let err = limited(ListLimits {
-        max_pages: 3,
-        ..Default::default()
-    })
-    .list_tags(&img)
-    .await
-    .unwrap_err();
-    assert!(err.to_string().contains("more than 3 pages"), "{err}");
-    let err = limited(ListLimits {
-        max_tags: 250,
-        ..Default::default()
-    })
-    .list_tags(&img)
-    .await
-    .unwrap_err();
-    assert!(err.to_string().contains("more than 250 tags"), "{err}");
-    let err = limited(ListLimits {
-        max_body_bytes: 500,
-        ..Default::default()
-    })
-    .list_tags(&img)
-    .await
-    .unwrap_err();
-    assert!(
-        err.to_string().contains("exceeds the 500-byte limit"),
-        "{err}"
-    );
+    let d = ListLimits::default();
+    for (limits, expected) in [
+        (
+            ListLimits {
+                max_pages: 3,
+                ..d.clone()
+            },
+            "more than 3 pages",
+        ),
+        (
+            ListLimits {
+                max_tags: 250,
+                ..d.clone()
+            },
+            "more than 250 tags",
+        ),
+        (
+            ListLimits {
+                max_body_bytes: 500,
+                ..d.clone()
+            },
+            "exceeds the 500-byte limit",
+        ),
+    ] {
+        let err = limited(limits).list_tags(&img).await.unwrap_err();
+        assert!(err.to_string().contains(expected), "{err}");
+    }
 }
 
 #[tokio::test]
