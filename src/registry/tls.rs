@@ -11,7 +11,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::collections::BTreeMap;
 
 /// A validated CA and/or client certificate, as PEM.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct TlsMaterial {
     ca: Option<Vec<u8>>,
     /// Certificate chain followed by the private key, the form reqwest's `Identity` reads.
@@ -88,6 +88,16 @@ impl TlsMaterial {
             builder = builder.identity(identity);
         }
         Ok(builder)
+    }
+}
+
+/// Says what is there, never the private key.
+impl std::fmt::Debug for TlsMaterial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsMaterial")
+            .field("ca", &self.ca.is_some())
+            .field("client_certificate", &self.identity.is_some())
+            .finish()
     }
 }
 

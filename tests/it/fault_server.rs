@@ -129,10 +129,7 @@ impl FaultServer {
                 let (handler, log, in_flight, peak) =
                     (handler.clone(), l.clone(), f.clone(), p.clone());
                 tokio::spawn(async move {
-                    let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-                    peak.fetch_max(now, Ordering::SeqCst);
-                    let _ = serve(stream, &*handler, &log).await;
-                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                    let _ = serve(stream, &*handler, &log, (&in_flight, &peak)).await;
                 });
             }
         });
@@ -155,7 +152,7 @@ impl FaultServer {
         self.log.lock().unwrap().clone()
     }
 
-    /// The most connections that were open at once.
+    /// The most requests that were being answered at once.
     pub fn peak_concurrency(&self) -> usize {
         self.peak.load(Ordering::SeqCst)
     }
@@ -177,6 +174,7 @@ async fn serve(
     mut stream: TcpStream,
     handler: &Handler,
     log: &Mutex<Vec<Seen>>,
+    counters: (&AtomicUsize, &AtomicUsize),
 ) -> std::io::Result<()> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -213,10 +211,15 @@ async fn serve(
         headers,
     };
     log.lock().unwrap().push(seen.clone());
+    // Requests being answered: counted from the request to just before the answer is
+    // written, so a client never sees an answer while its request still counts.
+    let now = counters.0.fetch_add(1, Ordering::SeqCst) + 1;
+    counters.1.fetch_max(now, Ordering::SeqCst);
     let reply = handler(&seen);
     if let Some(delay) = reply.delay {
         tokio::time::sleep(delay).await;
     }
+    counters.0.fetch_sub(1, Ordering::SeqCst);
     let mut out = format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status));
     for (k, v) in &reply.headers {
         out.push_str(&format!("{k}: {v}\r\n"));
