@@ -8,6 +8,7 @@
 use super::error::CliError;
 use super::Output;
 use crate::api::parse_go_duration;
+use crate::policy::go_style_regex_error;
 use crate::registry::{
     ClientOptions, ImageReference, Keyring, ProxySettings, Registries, RegistryClient,
     RegistryError, SchedulerConfig, TlsMaterial,
@@ -76,7 +77,11 @@ pub fn run_tags(args: &TagsArgs, out: &mut impl Write) -> Result<(), CliError> {
         .iter()
         .map(|p| {
             Regex::new(p).map_err(|e| {
-                CliError::invalid(format!("failed to compile regex {p}: {}", last_line(&e)))
+                // Flux's scan-failure text for a bad exclusionList entry.
+                CliError::invalid(format!(
+                    "failed to compile regex {p}: {}",
+                    go_style_regex_error(&e, p)
+                ))
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -190,15 +195,6 @@ fn registry_error(err: RegistryError) -> CliError {
         RegistryError::Config(e) => CliError::invalid(e),
         other => CliError::failed(other),
     }
-}
-
-fn last_line(err: &regex::Error) -> String {
-    let text = err.to_string();
-    text.lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("error: "))
-        .unwrap_or(&text)
-        .to_string()
 }
 
 #[cfg(test)]

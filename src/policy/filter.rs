@@ -245,7 +245,7 @@ fn group_index(regex: &Regex, name: &str) -> Option<usize> {
 
 /// Go's regexp errors read `error parsing regexp: <what>: `<where>``; the Rust parser's say the
 /// same things in other words. Map the common ones so condition messages read as Flux's do.
-fn go_style_regex_error(err: &regex::Error, pattern: &str) -> String {
+pub fn go_style_regex_error(err: &regex::Error, pattern: &str) -> String {
     let detail = match err {
         regex::Error::Syntax(text) => text
             .lines()

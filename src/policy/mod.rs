@@ -15,7 +15,7 @@ mod version;
 
 pub use constraint::Constraints;
 pub use error::{InvalidPolicy, NotElected};
-pub use filter::Filter;
+pub use filter::{go_style_regex_error, Filter};
 pub use numeric::Number;
 pub use select::{Candidate, Explanation, FilterSpec, Order, Policy, PolicyChoice};
 pub use version::Version;

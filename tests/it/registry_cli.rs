@@ -100,7 +100,7 @@ async fn invalid_input_exits_2_with_the_reason() {
         ),
         (
             vec!["tags", "127.0.0.1:1/team/app", "--exclude", "("],
-            "failed to compile regex (: unclosed group",
+            "failed to compile regex (: error parsing regexp: missing closing ): `(`",
         ),
         (
             vec!["tags", "https://ghcr.io/a/b"],
