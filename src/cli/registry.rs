@@ -193,6 +193,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
 fn registry_error(err: RegistryError) -> CliError {
     match err {
         RegistryError::Config(e) => CliError::invalid(e),
+        err @ RegistryError::InvalidTag(_) => CliError::invalid(err),
         other => CliError::failed(other),
     }
 }

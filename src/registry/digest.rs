@@ -23,6 +23,14 @@ const MAX_MANIFEST_BYTES: usize = 4 << 20;
 impl RegistryClient {
     /// The digest `tag` points at, e.g. `sha256:…`.
     pub async fn digest(&self, image: &ImageReference, tag: &str) -> Result<String, RegistryError> {
+        let valid_tag = tag.len() <= 128
+            && tag.bytes().enumerate().all(|(i, b)| {
+                b.is_ascii_alphanumeric() || b == b'_' || (i > 0 && (b == b'.' || b == b'-'))
+            })
+            && !tag.is_empty();
+        if !valid_tag {
+            return Err(RegistryError::InvalidTag(tag.into()));
+        }
         let path = format!("/v2/{}/manifests/{tag}", image.repository());
         let (url, head) = self
             .send(

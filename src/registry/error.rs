@@ -70,6 +70,9 @@ pub enum RegistryError {
         repository: String,
         detail: String,
     },
+    /// A tag that no registry can hold, so no request is made.
+    #[error("invalid tag '{0}': a tag is 1 to 128 characters of A-Z a-z 0-9 _ . - and starts with a letter, digit or _")]
+    InvalidTag(String),
     /// Credentials, TLS material or proxy settings that can never work.
     #[error(transparent)]
     Config(#[from] ConfigError),
