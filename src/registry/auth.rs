@@ -151,6 +151,18 @@ impl AuthCache {
         }
     }
 
+    /// Drops a token the registry refused before its expiry (revoked, or the server restarted).
+    pub(super) fn forget_token(
+        &self,
+        realm: &str,
+        service: Option<&str>,
+        scope: &str,
+        creds: Option<&Credentials>,
+    ) {
+        let key = token_key(realm, service, scope, creds);
+        self.tokens.lock().expect("auth lock").remove(&key);
+    }
+
     /// Keeps a token until shortly before it expires (10% or 5 s early, whichever is less).
     pub(super) fn store_token(
         &self,

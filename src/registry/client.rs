@@ -190,9 +190,24 @@ impl RegistryClient {
                     .and_then(parse_challenge);
                 if let Some(challenge) = challenge {
                     let changed = self.shared.auth.challenge(&host).as_ref() != Some(&challenge);
+                    // A token refused before its expiry: fetch a new one, once.
+                    let refused_token = !changed
+                        && authorization
+                            .as_deref()
+                            .is_some_and(|a| a.starts_with("Bearer "));
+                    if let (true, Challenge::Bearer { realm, service }) =
+                        (refused_token, &challenge)
+                    {
+                        self.shared.auth.forget_token(
+                            realm,
+                            service.as_deref(),
+                            &pull_scope(image),
+                            self.options.credentials.as_ref(),
+                        );
+                    }
                     self.shared.auth.remember_challenge(&host, challenge);
                     // Re-send when we now know how to authenticate and did not already.
-                    if (changed || authorization.is_none())
+                    if (changed || authorization.is_none() || refused_token)
                         && self.authorization(&host, image).await?.is_some()
                     {
                         continue;
@@ -227,7 +242,7 @@ impl RegistryClient {
             None => Ok(None),
             Some(Challenge::Basic) => Ok(creds.map(basic)),
             Some(Challenge::Bearer { realm, service }) => {
-                let scope = format!("repository:{}:pull", image.repository());
+                let scope = pull_scope(image);
                 let cached = self
                     .shared
                     .auth
@@ -358,6 +373,10 @@ fn speaks_tls(err: &reqwest::Error) -> bool {
         source = e.source();
     }
     false
+}
+
+fn pull_scope(image: &ImageReference) -> String {
+    format!("repository:{}:pull", image.repository())
 }
 
 fn basic(creds: &Credentials) -> String {

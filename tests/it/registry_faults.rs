@@ -477,6 +477,63 @@ async fn bearer_tokens_are_fetched_with_credentials_and_cached() {
 }
 
 #[tokio::test]
+async fn a_refused_cached_token_is_replaced_once() {
+    // The registry accepts only the newest token it issued (tokens rotate on every fetch).
+    let issued = Arc::new(AtomicUsize::new(0));
+    let server = FaultServer::start_with(|addr| {
+        let realm = format!("http://{addr}/token");
+        move |seen: &Seen| {
+            if seen.path() == "/token" {
+                let n = issued.fetch_add(1, Ordering::SeqCst) + 1;
+                return Reply::json(
+                    200,
+                    json!({ "token": format!("tok-{n}"), "expires_in": 300 }),
+                );
+            }
+            let current = format!("Bearer tok-{}", issued.load(Ordering::SeqCst));
+            if seen.header("Authorization") != Some(current.as_str()) {
+                return Reply::status(401).header(
+                    "WWW-Authenticate",
+                    &format!(r#"Bearer realm="{realm}",service="s""#),
+                );
+            }
+            Reply::json(200, json!({ "tags": ["1.0"] }))
+        }
+    })
+    .await;
+    let img = image(&server, "team/app");
+    let registries = shared();
+    let c = client(&registries, |_| {});
+    assert_eq!(c.list_tags(&img).await.unwrap(), ["1.0"]); // 401, tok-1, ok
+                                                           // Another process (here: a second cache) rotates the token.
+    client(&shared(), |_| {}).list_tags(&img).await.unwrap(); // 401, tok-2, ok
+    assert_eq!(c.list_tags(&img).await.unwrap(), ["1.0"]); // tok-1 refused, tok-3, ok
+    let tokens = server
+        .seen()
+        .iter()
+        .filter(|s| s.path() == "/token")
+        .count();
+    assert_eq!(tokens, 3);
+    // A registry that refuses every token is not asked in a loop.
+    let refuses = FaultServer::start_with(|addr| {
+        let realm = format!("http://{addr}/token");
+        move |seen: &Seen| match seen.path() {
+            "/token" => Reply::json(200, json!({ "token": "t" })),
+            _ => {
+                Reply::status(401).header("WWW-Authenticate", &format!(r#"Bearer realm="{realm}""#))
+            }
+        }
+    })
+    .await;
+    let err = client(&shared(), |_| {})
+        .list_tags(&image(&refuses, "a/b"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), Some(401));
+    assert_eq!(refuses.seen().len(), 3, "request, token, request");
+}
+
+#[tokio::test]
 async fn a_proxy_from_settings_carries_every_request_with_its_credentials() {
     // The fault server plays the proxy: plain-HTTP requests arrive in absolute form.
     let proxy = FaultServer::start(|_| Reply::json(200, json!({ "tags": ["via-proxy"] }))).await;
