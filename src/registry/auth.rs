@@ -101,11 +101,12 @@ impl TokenResponse {
     }
 }
 
+/// What a cached token is for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct TokenKey {
-    realm: String,
-    service: Option<String>,
-    scope: String,
+pub(super) struct TokenKey {
+    pub(super) realm: String,
+    pub(super) service: Option<String>,
+    pub(super) scope: String,
     username: Option<String>,
 }
 
@@ -132,19 +133,12 @@ impl AuthCache {
             .insert(host.to_string(), challenge);
     }
 
-    pub(super) fn token(
-        &self,
-        realm: &str,
-        service: Option<&str>,
-        scope: &str,
-        creds: Option<&Credentials>,
-    ) -> Option<String> {
-        let key = token_key(realm, service, scope, creds);
+    pub(super) fn token(&self, key: &TokenKey) -> Option<String> {
         let mut tokens = self.tokens.lock().expect("auth lock");
-        match tokens.get(&key) {
+        match tokens.get(key) {
             Some((token, expires)) if *expires > Instant::now() => Some(token.clone()),
             Some(_) => {
-                tokens.remove(&key);
+                tokens.remove(key);
                 None
             }
             None => None,
@@ -152,29 +146,13 @@ impl AuthCache {
     }
 
     /// Drops a token the registry refused before its expiry (revoked, or the server restarted).
-    pub(super) fn forget_token(
-        &self,
-        realm: &str,
-        service: Option<&str>,
-        scope: &str,
-        creds: Option<&Credentials>,
-    ) {
-        let key = token_key(realm, service, scope, creds);
-        self.tokens.lock().expect("auth lock").remove(&key);
+    pub(super) fn forget_token(&self, key: &TokenKey) {
+        self.tokens.lock().expect("auth lock").remove(key);
     }
 
     /// Keeps a token until shortly before it expires (10% or 5 s early, whichever is less).
-    pub(super) fn store_token(
-        &self,
-        realm: &str,
-        service: Option<&str>,
-        scope: &str,
-        creds: Option<&Credentials>,
-        token: String,
-        life: Duration,
-    ) {
+    pub(super) fn store_token(&self, key: TokenKey, token: String, life: Duration) {
         let margin = (life / 10).min(Duration::from_secs(5));
-        let key = token_key(realm, service, scope, creds);
         self.tokens
             .lock()
             .expect("auth lock")
@@ -182,17 +160,20 @@ impl AuthCache {
     }
 }
 
-fn token_key(
-    realm: &str,
-    service: Option<&str>,
-    scope: &str,
-    creds: Option<&Credentials>,
-) -> TokenKey {
-    TokenKey {
-        realm: realm.into(),
-        service: service.map(Into::into),
-        scope: scope.into(),
-        username: creds.map(|c| c.username.clone()),
+impl TokenKey {
+    /// A token is for one realm, service and scope, and one identity.
+    pub(super) fn new(
+        realm: &str,
+        service: Option<&str>,
+        scope: &str,
+        creds: Option<&Credentials>,
+    ) -> Self {
+        TokenKey {
+            realm: realm.into(),
+            service: service.map(Into::into),
+            scope: scope.into(),
+            username: creds.map(|c| c.username.clone()),
+        }
     }
 }
 
@@ -233,21 +214,14 @@ mod tests {
             username: "alice".into(),
             password: "x".into(),
         };
-        cache.store_token(
-            "r",
-            None,
-            "s",
-            Some(&alice),
-            "t1".into(),
-            Duration::from_secs(60),
-        );
-        assert_eq!(
-            cache.token("r", None, "s", Some(&alice)).as_deref(),
-            Some("t1")
-        );
-        assert_eq!(cache.token("r", None, "s", None), None);
-        assert_eq!(cache.token("r", None, "other", Some(&alice)), None);
-        cache.store_token("r", None, "s", None, "t2".into(), Duration::ZERO);
-        assert_eq!(cache.token("r", None, "s", None), None, "expired at once");
+        let key = |scope: &str, creds| TokenKey::new("r", None, scope, creds);
+        cache.store_token(key("s", Some(&alice)), "t1".into(), Duration::from_secs(60));
+        assert_eq!(cache.token(&key("s", Some(&alice))).as_deref(), Some("t1"));
+        assert_eq!(cache.token(&key("s", None)), None);
+        assert_eq!(cache.token(&key("other", Some(&alice))), None);
+        cache.forget_token(&key("s", Some(&alice)));
+        assert_eq!(cache.token(&key("s", Some(&alice))), None, "forgotten");
+        cache.store_token(key("s", None), "t2".into(), Duration::ZERO);
+        assert_eq!(cache.token(&key("s", None)), None, "expired at once");
     }
 }

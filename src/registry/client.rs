@@ -6,7 +6,7 @@
 //! Accept list on HEAD with no GET fallback. The requests here are few and simple; owning them
 //! costs less than working around those gaps. (oci-client pushes the images in the tests.)
 
-use super::auth::{parse_challenge, AuthCache, Challenge, TokenResponse};
+use super::auth::{parse_challenge, AuthCache, Challenge, TokenKey, TokenResponse};
 use super::keyring::Credentials;
 use super::scheduler::{parse_retry_after, Scheduler, SchedulerConfig};
 use super::{ClientOptions, ImageReference, RegistryError, Scheme};
@@ -16,7 +16,7 @@ use reqwest::{Method, Response, StatusCode, Url};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Once};
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 /// State shared by every client of the process: the per-host scheduler, tokens and challenges.
 #[derive(Debug, Default)]
@@ -161,7 +161,6 @@ impl RegistryClient {
         let mut challenged = false;
         loop {
             let authorization = self.authorization(&host, image).await?;
-            let slot = scheduler.acquire(&host).await?;
             let mut request = self.http.request(method.clone(), url.clone());
             if let Some(accept) = accept {
                 request = request.header(ACCEPT, accept);
@@ -169,18 +168,8 @@ impl RegistryClient {
             if let Some(value) = &authorization {
                 request = request.header(AUTHORIZATION, value);
             }
-            let result = request.send().await;
-            drop(slot);
-            let response = match result {
-                Ok(response) => response,
-                Err(err) => {
-                    scheduler.record(&host, None, None);
-                    return Err(self.transport_error(method, &url, &host, &err));
-                }
-            };
+            let (response, throttled_until) = self.send_once(request, method, &url, &host).await?;
             let status = response.status().as_u16();
-            let retry_after = retry_after(response.headers());
-            let throttled_until = scheduler.record(&host, Some(status), retry_after);
             if status == 401 && !challenged {
                 challenged = true;
                 let challenge = response
@@ -198,12 +187,12 @@ impl RegistryClient {
                     if let (true, Challenge::Bearer { realm, service }) =
                         (refused_token, &challenge)
                     {
-                        self.shared.auth.forget_token(
+                        self.shared.auth.forget_token(&TokenKey::new(
                             realm,
                             service.as_deref(),
                             &pull_scope(image),
                             self.options.credentials.as_ref(),
-                        );
+                        ));
                     }
                     self.shared.auth.remember_challenge(&host, challenge);
                     // Re-send when we now know how to authenticate and did not already.
@@ -217,18 +206,36 @@ impl RegistryClient {
             }
             if let Some(until) = throttled_until {
                 attempt += 1;
-                let wait = until.saturating_duration_since(std::time::Instant::now());
+                let wait = until.saturating_duration_since(Instant::now());
                 if attempt < attempts && wait <= scheduler.config().max_wait {
                     continue; // `acquire` waits until the host's backoff ends
                 }
-                return Err(RegistryError::RateLimited {
-                    host,
-                    status,
-                    retry_at: SystemTime::now() + wait,
-                });
+                return Err(rate_limited(host, status, until));
             }
             return Ok(response);
         }
+    }
+
+    /// Sends one request in a slot of the host and records the answer; returns the response
+    /// and, for a throttling answer, when the host may be asked again.
+    async fn send_once(
+        &self,
+        request: reqwest::RequestBuilder,
+        method: &Method,
+        url: &Url,
+        host: &str,
+    ) -> Result<(Response, Option<Instant>), RegistryError> {
+        let scheduler = &self.shared.scheduler;
+        let slot = scheduler.acquire(host).await?;
+        let result = request.send().await;
+        drop(slot);
+        let response = result.map_err(|err| {
+            scheduler.record(host, None, None);
+            self.transport_error(method, url, host, &err)
+        })?;
+        let status = response.status().as_u16();
+        let until = scheduler.record(host, Some(status), retry_after(response.headers()));
+        Ok((response, until))
     }
 
     /// The `Authorization` value for the host's known challenge, fetching a token if needed.
@@ -242,14 +249,10 @@ impl RegistryClient {
             None => Ok(None),
             Some(Challenge::Basic) => Ok(creds.map(basic)),
             Some(Challenge::Bearer { realm, service }) => {
-                let scope = pull_scope(image);
-                let cached = self
-                    .shared
-                    .auth
-                    .token(&realm, service.as_deref(), &scope, creds);
-                let token = match cached {
+                let key = TokenKey::new(&realm, service.as_deref(), &pull_scope(image), creds);
+                let token = match self.shared.auth.token(&key) {
                     Some(token) => token,
-                    None => self.fetch_token(&realm, service.as_deref(), &scope).await?,
+                    None => self.fetch_token(key).await?,
                 };
                 Ok(Some(format!("Bearer {token}")))
             }
@@ -257,48 +260,29 @@ impl RegistryClient {
     }
 
     /// GETs a token from the realm (with the credentials, when there are any).
-    async fn fetch_token(
-        &self,
-        realm: &str,
-        service: Option<&str>,
-        scope: &str,
-    ) -> Result<String, RegistryError> {
-        let creds = self.options.credentials.as_ref();
-        let mut url = Url::parse(realm).map_err(|e| RegistryError::InvalidResponse {
+    async fn fetch_token(&self, key: TokenKey) -> Result<String, RegistryError> {
+        let mut url = Url::parse(&key.realm).map_err(|e| RegistryError::InvalidResponse {
             method: "GET",
-            url: realm.into(),
-            host: realm.into(),
+            url: key.realm.clone(),
+            host: key.realm.clone(),
             detail: format!("the token realm is not a URL: {e}"),
         })?;
         {
             let mut query = url.query_pairs_mut();
-            if let Some(service) = service {
+            if let Some(service) = &key.service {
                 query.append_pair("service", service);
             }
-            query.append_pair("scope", scope);
+            query.append_pair("scope", &key.scope);
         }
         let host = url_host(&url);
-        let scheduler = &self.shared.scheduler;
-        let slot = scheduler.acquire(&host).await?;
         let mut request = self.http.get(url.clone());
-        if let Some(creds) = creds {
+        if let Some(creds) = &self.options.credentials {
             request = request.header(AUTHORIZATION, basic(creds));
         }
-        let result = request.send().await;
-        drop(slot);
-        let response = result.map_err(|e| {
-            scheduler.record(&host, None, None);
-            self.transport_error(&Method::GET, &url, &host, &e)
-        })?;
-        let status = response.status().as_u16();
-        if let Some(until) = scheduler.record(&host, Some(status), retry_after(response.headers()))
-        {
-            return Err(RegistryError::RateLimited {
-                host,
-                status,
-                retry_at: SystemTime::now()
-                    + until.saturating_duration_since(std::time::Instant::now()),
-            });
+        let (response, throttled_until) =
+            self.send_once(request, &Method::GET, &url, &host).await?;
+        if let Some(until) = throttled_until {
+            return Err(rate_limited(host, response.status().as_u16(), until));
         }
         if response.status() != StatusCode::OK {
             return Err(status_error(Method::GET, &url, &host, response).await);
@@ -314,9 +298,7 @@ impl RegistryClient {
             .map_err(|e| invalid(format!("token response: {e}")))?
             .into_token()
             .ok_or_else(|| invalid("the token response holds no token".into()))?;
-        self.shared
-            .auth
-            .store_token(realm, service, scope, creds, token.clone(), life);
+        self.shared.auth.store_token(key, token.clone(), life);
         Ok(token)
     }
 
@@ -373,6 +355,14 @@ fn speaks_tls(err: &reqwest::Error) -> bool {
         source = e.source();
     }
     false
+}
+
+fn rate_limited(host: String, status: u16, until: Instant) -> RegistryError {
+    RegistryError::RateLimited {
+        host,
+        status,
+        retry_at: SystemTime::now() + until.saturating_duration_since(Instant::now()),
+    }
 }
 
 fn pull_scope(image: &ImageReference) -> String {
