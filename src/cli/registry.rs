@@ -148,7 +148,15 @@ fn client(args: &ConnectArgs, image: &ImageReference) -> Result<RegistryClient, 
             keyring
                 .add_config_json(&read(path)?)
                 .map_err(|e| CliError::invalid(format!("{path}: {e}")))?;
-            keyring.lookup(&image.canonical()).cloned()
+            let found = keyring.lookup(&image.canonical()).cloned();
+            if found.is_none() {
+                // Not an error (the controller goes anonymous too), but rarely what was meant.
+                eprintln!(
+                    "warning: no entry of {path} matches {}; going anonymous",
+                    image.canonical()
+                );
+            }
+            found
         }
         None => None,
     };

@@ -103,11 +103,6 @@ impl Keyring {
             .find(|key| urls_match(key, target))
             .and_then(|key| self.creds[key].first())
     }
-
-    /// Whether no Secret contributed anything.
-    pub fn is_empty(&self) -> bool {
-        self.creds.is_empty()
-    }
 }
 
 impl Entry {

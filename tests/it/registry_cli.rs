@@ -73,6 +73,27 @@ async fn tags_and_digest_against_a_tls_registry_with_basic_auth() {
         (Some("1.1.0"), Some(pushed.as_str()))
     );
 
+    // A docker config without a matching entry: a warning, then the registry's 401.
+    let other = write(
+        dir.path(),
+        "other.json",
+        r#"{"auths":{"ghcr.io":{"auth":"eDp5"}}}"#,
+    );
+    let out = bin(
+        ["tags", &image, "--docker-config", &other, "--ca-file", &ca]
+            .map(String::from)
+            .to_vec(),
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "warning: no entry of {other} matches {image}; going anonymous"
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+
     // No credentials: the registry's 401, exit 3, with what to do.
     let out = bin(vec![
         "tags".into(),
