@@ -2,10 +2,13 @@
 //!
 //! `api` holds the CRD types; `policy` (tag selection) and `store` (the tag store) are pure
 //! and know nothing of Kubernetes or HTTP; `registry` talks to OCI registries; `cli` holds
-//! the binary's subcommands.
+//! the binary's subcommands; `controller` holds the reconcilers, `telemetry` logs and metrics.
 
 pub mod api;
 pub mod cli;
+pub mod controller;
+pub mod http;
 pub mod policy;
 pub mod registry;
 pub mod store;
+pub mod telemetry;

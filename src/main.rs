@@ -22,6 +22,10 @@ enum Command {
     Tags(cli::registry::TagsArgs),
     /// Print the digest a tag points at, as an ImagePolicy's digest reflection does.
     Digest(cli::registry::DigestArgs),
+    /// Run the controller against the cluster in KUBECONFIG (or in-cluster).
+    Run(cli::run::RunArgs),
+    /// Reconcile the ImageRepositories of some manifests offline and print their status.
+    Scan(cli::scan::ScanArgs),
 }
 
 fn main() -> ExitCode {
@@ -33,6 +37,8 @@ fn main() -> ExitCode {
         Command::Ref(a) => cli::reference::run(&a, &mut stdout),
         Command::Tags(a) => cli::registry::run_tags(&a, &mut stdout),
         Command::Digest(a) => cli::registry::run_digest(&a, &mut stdout),
+        Command::Run(a) => cli::run::run(&a),
+        Command::Scan(a) => cli::scan::run(&a, &mut stdout),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

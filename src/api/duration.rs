@@ -51,9 +51,66 @@ pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_nanos(total.round() as u64))
 }
 
+/// Formats a duration as Go's `time.Duration.String()` does (`5m0s`, `1h0m0s`, `1.5s`, `500ms`,
+/// `0s`), so messages match Flux's byte for byte (flux-compat.md §3.3).
+pub fn format_go_duration(d: Duration) -> String {
+    let nanos = d.as_nanos();
+    if nanos == 0 {
+        return "0s".into();
+    }
+    if nanos < 1_000_000_000 {
+        // Below a second Go picks the largest unit that keeps a non-zero integer part.
+        let (scale, unit) = match nanos {
+            n if n < 1_000 => (1, "ns"),
+            n if n < 1_000_000 => (1_000, "µs"),
+            _ => (1_000_000, "ms"),
+        };
+        return format!("{}{}{unit}", nanos / scale, fraction(nanos % scale, scale));
+    }
+    let secs = d.as_secs();
+    let (hours, minutes, seconds) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let seconds = format!(
+        "{seconds}{}s",
+        fraction(u128::from(d.subsec_nanos()), 1_000_000_000)
+    );
+    match (hours, minutes) {
+        (0, 0) => seconds,
+        (0, m) => format!("{m}m{seconds}"),
+        (h, m) => format!("{h}h{m}m{seconds}"),
+    }
+}
+
+/// `.5` for 500 of 1000: the fractional digits without trailing zeros, or nothing.
+fn fraction(rest: u128, scale: u128) -> String {
+    if rest == 0 {
+        return String::new();
+    }
+    let width = scale.ilog10() as usize;
+    let digits = format!("{rest:0width$}");
+    format!(".{}", digits.trim_end_matches('0'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn formats_as_go_does() {
+        for (nanos, text) in [
+            (0u64, "0s"),
+            (1, "1ns"),
+            (1_500, "1.5µs"),
+            (500_000_000, "500ms"),
+            (1_500_000_000, "1.5s"),
+            (30_000_000_000, "30s"),
+            (300_000_000_000, "5m0s"),
+            (3_600_000_000_000, "1h0m0s"),
+            (299_123_456_789, "4m59.123456789s"),
+            (90_061_000_000_000, "25h1m1s"),
+        ] {
+            assert_eq!(format_go_duration(Duration::from_nanos(nanos)), text);
+        }
+    }
 
     #[test]
     fn go_grammar() {

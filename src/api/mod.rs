@@ -12,7 +12,7 @@ mod refs;
 
 pub use conditions::{Condition, ConditionStatus};
 pub use crd::{crds, crds_yaml, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION};
-pub use duration::parse_go_duration;
+pub use duration::{format_go_duration, parse_go_duration};
 pub use image_policy::{
     AlphabeticalPolicy, ImagePolicy, ImagePolicyChoice, ImagePolicySpec, ImagePolicyStatus,
     ImageRef, NumericalPolicy, ReflectionPolicy, SemVerPolicy, SortOrder, TagFilter,

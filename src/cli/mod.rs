@@ -4,6 +4,8 @@ pub mod crds;
 pub mod error;
 pub mod reference;
 pub mod registry;
+pub mod run;
+pub mod scan;
 pub mod select;
 
 pub use error::CliError;

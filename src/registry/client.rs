@@ -140,7 +140,12 @@ impl RegistryClient {
                 Err(err @ RegistryError::Transport { .. }) if first_error.is_none() => {
                     first_error = Some(err);
                 }
-                Err(err) => return Err(first_error.unwrap_or(err)),
+                // Both schemes unreachable: the HTTPS failure says more. A plain-HTTP
+                // answer (throttling, a timeout) is the registry's own and wins.
+                Err(err @ RegistryError::Transport { .. }) => {
+                    return Err(first_error.unwrap_or(err))
+                }
+                Err(err) => return Err(err),
             }
         }
         Err(first_error.expect("at least one scheme was tried"))
@@ -285,7 +290,8 @@ impl RegistryClient {
             return Err(rate_limited(host, response.status().as_u16(), until));
         }
         if response.status() != StatusCode::OK {
-            return Err(status_error(Method::GET, &url, &host, response).await);
+            let sent = self.options.credentials.is_some();
+            return Err(status_error(Method::GET, &url, &host, response, sent).await);
         }
         let body = read_limited(&Method::GET, &url, &host, response, 1 << 20).await?;
         let invalid = |detail: String| RegistryError::InvalidResponse {
@@ -471,11 +477,14 @@ struct OciError {
 }
 
 /// A [`RegistryError::Status`] with the OCI error codes from the body (GET only: HEAD has none).
+/// `credentials_sent`: whether the client had credentials for the host, so a 401 means they
+/// were rejected rather than missing.
 pub(super) async fn status_error(
     method: Method,
     url: &Url,
     host: &str,
     response: Response,
+    credentials_sent: bool,
 ) -> RegistryError {
     let status = response.status();
     let codes = if method == Method::HEAD {
@@ -503,5 +512,6 @@ pub(super) async fn status_error(
         status_code: status.as_u16(),
         status: status.to_string(),
         codes,
+        credentials_sent,
     }
 }

@@ -49,13 +49,29 @@ impl RegistryClient {
             }
             // HEAD refused: fall back to GET as for a missing header.
             StatusCode::METHOD_NOT_ALLOWED | StatusCode::NOT_IMPLEMENTED => {}
-            _ => return Err(status_error(Method::HEAD, &url, &host, head).await),
+            _ => {
+                return Err(status_error(
+                    Method::HEAD,
+                    &url,
+                    &host,
+                    head,
+                    self.options.credentials.is_some(),
+                )
+                .await)
+            }
         }
         let (url, get) = self
             .send(Method::GET, image, Target::Url(url), Some(MANIFEST_ACCEPT))
             .await?;
         if get.status() != StatusCode::OK {
-            return Err(status_error(Method::GET, &url, &host, get).await);
+            return Err(status_error(
+                Method::GET,
+                &url,
+                &host,
+                get,
+                self.options.credentials.is_some(),
+            )
+            .await);
         }
         let body = read_limited(&Method::GET, &url, &host, get, MAX_MANIFEST_BYTES).await?;
         Ok(format!("sha256:{}", hex(&Sha256::digest(&body))))

@@ -11,7 +11,7 @@ use thiserror::Error;
 pub enum RegistryError {
     /// The registry answered with an unexpected status. The text holds the request, the status
     /// (`404 Not Found`) and the registry's OCI error codes (`NAME_UNKNOWN: ...`).
-    #[error("{method} {url}: unexpected status code {status}{}; {}", codes_text(.codes), hint(*.status_code, .host))]
+    #[error("{method} {url}: unexpected status code {status}{}; {}", codes_text(.codes), hint(*.status_code, .host, *.credentials_sent))]
     Status {
         method: &'static str,
         url: String,
@@ -21,6 +21,8 @@ pub enum RegistryError {
         status: String,
         /// OCI error codes and messages from the body, e.g. `NAME_UNKNOWN: repository name not known to registry`.
         codes: Vec<String>,
+        /// Whether credentials were sent (a 401 then means they were rejected).
+        credentials_sent: bool,
     },
     /// The host asked us to slow down (429, or 502/503/504 on every attempt). No request to the
     /// host is made before `retry_at`.
@@ -116,8 +118,9 @@ fn codes_text(codes: &[String]) -> String {
 }
 
 /// What to do about a status, by status.
-fn hint(status: u16, host: &str) -> String {
+fn hint(status: u16, host: &str, credentials_sent: bool) -> String {
     match status {
+        401 if credentials_sent => format!("{host} rejected the credentials: check the username and password in the docker config Secret (spec.secretRef or the ServiceAccount's imagePullSecrets)"),
         401 => format!("{host} wants credentials: set spec.secretRef to a docker config Secret with an entry for {host}"),
         403 => format!("the credentials for {host} lack pull access to this repository"),
         404 => "check that the repository (and tag) exist and that spec.image is spelled right".into(),

@@ -1,6 +1,7 @@
 //! The one integration-test binary: public surfaces only (library API and the CLI).
 
 mod api;
+mod api_mock;
 mod distribution;
 mod e2e;
 mod fault_server;
@@ -9,6 +10,7 @@ mod ref_cli;
 mod registry_cli;
 mod registry_faults;
 mod registry_real;
+mod repository_reconcile;
 mod select_cli;
 mod store;
 mod support;

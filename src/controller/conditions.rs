@@ -1,0 +1,397 @@
+//! Flux's condition semantics (fluxcd/pkg/runtime/conditions, flux-compat.md §2.1–2.2): the
+//! owned types Ready / Reconciling / Stalled, their reasons, ordering, per-condition
+//! observedGeneration, transition times kept unless status, reason or message change, and
+//! message truncation. Pure: a [`Conditions`] edits a list for one generation at one instant.
+
+use crate::api::{Condition, ConditionStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::{Timestamp, ToSpan};
+
+/// The longest message the API server accepts (metav1.Condition).
+pub const MAX_MESSAGE_LEN: usize = 32768;
+
+/// The condition types both reconcilers own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConditionType {
+    Ready,
+    Reconciling,
+    Stalled,
+}
+
+impl ConditionType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConditionType::Ready => "Ready",
+            ConditionType::Reconciling => "Reconciling",
+            ConditionType::Stalled => "Stalled",
+        }
+    }
+}
+
+/// Every reason either reconciler writes (flux-compat.md §2.2, plus decisions.md's own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    Progressing,
+    ProgressingWithRetry,
+    Succeeded,
+    Failed,
+    ImageUrlInvalid,
+    FeatureGateDisabled,
+    AuthenticationFailed,
+    Failure,
+    ReadOperationFailed,
+    DependencyNotReady,
+    AccessDenied,
+    InvalidPolicy,
+    IntervalNotConfigured,
+    /// decisions.md: the registry asked us to wait (429 / `Retry-After`).
+    RateLimited,
+    /// decisions.md: an `exclusionList` entry does not compile; validated before any call.
+    InvalidExclusionList,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Progressing => "Progressing",
+            Reason::ProgressingWithRetry => "ProgressingWithRetry",
+            Reason::Succeeded => "Succeeded",
+            Reason::Failed => "Failed",
+            Reason::ImageUrlInvalid => "ImageURLInvalid",
+            Reason::FeatureGateDisabled => "FeatureGateDisabled",
+            Reason::AuthenticationFailed => "AuthenticationFailed",
+            Reason::Failure => "Failure",
+            Reason::ReadOperationFailed => "ReadOperationFailed",
+            Reason::DependencyNotReady => "DependencyNotReady",
+            Reason::AccessDenied => "AccessDenied",
+            Reason::InvalidPolicy => "InvalidPolicy",
+            Reason::IntervalNotConfigured => "IntervalNotConfigured",
+            Reason::RateLimited => "RateLimited",
+            Reason::InvalidExclusionList => "InvalidExclusionList",
+        }
+    }
+}
+
+/// A condition list being edited for one generation at one instant.
+pub struct Conditions<'a> {
+    list: &'a mut Vec<Condition>,
+    generation: i64,
+    now: Timestamp,
+}
+
+impl<'a> Conditions<'a> {
+    pub fn new(list: &'a mut Vec<Condition>, generation: i64, now: Timestamp) -> Self {
+        Conditions {
+            list,
+            generation,
+            now,
+        }
+    }
+
+    pub fn get(&self, type_: ConditionType) -> Option<&Condition> {
+        self.list.iter().find(|c| c.type_ == type_.as_str())
+    }
+
+    pub fn status(&self, type_: ConditionType) -> Option<ConditionStatus> {
+        self.get(type_).map(|c| c.status)
+    }
+
+    fn is_true(&self, type_: ConditionType) -> bool {
+        self.status(type_) == Some(ConditionStatus::True)
+    }
+
+    /// Sets a condition: observedGeneration stamped, message truncated, transition time kept
+    /// when status, reason and message are unchanged; the list stays in Flux's order.
+    pub fn set(
+        &mut self,
+        type_: ConditionType,
+        status: ConditionStatus,
+        reason: Reason,
+        message: &str,
+    ) {
+        let message = truncate(message);
+        let time = match self.get(type_) {
+            Some(old)
+                if old.status == status
+                    && old.reason == reason.as_str()
+                    && old.message == message =>
+            {
+                old.last_transition_time.clone()
+            }
+            _ => whole_seconds(self.now),
+        };
+        self.delete(type_);
+        self.list.push(Condition {
+            type_: type_.as_str().into(),
+            status,
+            observed_generation: Some(self.generation),
+            last_transition_time: time,
+            reason: reason.as_str().into(),
+            message,
+        });
+        sort(self.list);
+    }
+
+    pub fn delete(&mut self, type_: ConditionType) {
+        self.list.retain(|c| c.type_ != type_.as_str());
+    }
+
+    /// Reconciling=True, and Stalled removed.
+    pub fn mark_reconciling(&mut self, reason: Reason, message: &str) {
+        self.set(
+            ConditionType::Reconciling,
+            ConditionStatus::True,
+            reason,
+            message,
+        );
+        self.delete(ConditionType::Stalled);
+    }
+
+    /// Stalled=True, and Reconciling removed.
+    pub fn mark_stalled(&mut self, reason: Reason, message: &str) {
+        self.set(
+            ConditionType::Stalled,
+            ConditionStatus::True,
+            reason,
+            message,
+        );
+        self.delete(ConditionType::Reconciling);
+    }
+
+    /// Ready=False with a reason.
+    pub fn mark_false(&mut self, reason: Reason, message: &str) {
+        self.set(
+            ConditionType::Ready,
+            ConditionStatus::False,
+            reason,
+            message,
+        );
+    }
+
+    /// Ready=Unknown with the progress reason, only where Ready is absent or Unknown (a False
+    /// Ready from an earlier failure is kept, as Flux keeps it).
+    pub fn mark_unknown_if_unset(&mut self, reason: Reason, message: &str) {
+        if self.is_unknown(ConditionType::Ready) {
+            self.set(
+                ConditionType::Ready,
+                ConditionStatus::Unknown,
+                reason,
+                message,
+            );
+        }
+    }
+
+    /// Ready absent or Unknown.
+    pub fn is_unknown(&self, type_: ConditionType) -> bool {
+        matches!(self.status(type_), None | Some(ConditionStatus::Unknown))
+    }
+
+    /// Ready=True and neither reconciling nor stalled.
+    pub fn is_ready(&self) -> bool {
+        self.is_true(ConditionType::Ready) && !self.is_reconciling() && !self.is_stalled()
+    }
+
+    /// Stalled=True and Reconciling not True.
+    pub fn is_stalled(&self) -> bool {
+        self.is_true(ConditionType::Stalled) && !self.is_true(ConditionType::Reconciling)
+    }
+
+    /// Reconciling=True and Stalled not True.
+    pub fn is_reconciling(&self) -> bool {
+        self.is_true(ConditionType::Reconciling) && !self.is_true(ConditionType::Stalled)
+    }
+}
+
+/// Keeps `old`'s transition time for every condition of `new` whose type, status, reason and
+/// message are unchanged: what Flux's three-way status patch does for a condition that was
+/// deleted and set again within one reconcile (Ready on success).
+pub fn carry_transition_times(old: &[Condition], new: &mut [Condition]) {
+    for condition in new {
+        if let Some(prev) = old.iter().find(|o| {
+            o.type_ == condition.type_
+                && o.status == condition.status
+                && o.reason == condition.reason
+                && o.message == condition.message
+        }) {
+            condition.last_transition_time = prev.last_transition_time.clone();
+        }
+    }
+}
+
+/// Flux's order: Stalled, Reconciling, Ready, then the rest by observedGeneration (newest
+/// first) and type.
+fn sort(list: &mut [Condition]) {
+    let rank = |c: &Condition| match c.type_.as_str() {
+        "Stalled" => 0,
+        "Reconciling" => 1,
+        "Ready" => 2,
+        _ => 3,
+    };
+    list.sort_by(|a, b| {
+        rank(a)
+            .cmp(&rank(b))
+            .then_with(|| b.observed_generation.cmp(&a.observed_generation))
+            .then_with(|| a.type_.cmp(&b.type_))
+    });
+}
+
+/// At most [`MAX_MESSAGE_LEN`] bytes, ending in `...` when cut (on a character boundary).
+fn truncate(message: &str) -> String {
+    if message.len() <= MAX_MESSAGE_LEN {
+        return message.to_string();
+    }
+    let mut end = MAX_MESSAGE_LEN - 3;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &message[..end])
+}
+
+/// Whole seconds in UTC, as metav1.Time serialises them (so what is written reads back equal).
+pub fn whole_seconds(now: Timestamp) -> Time {
+    let whole = now
+        .checked_sub(now.subsec_nanosecond().nanoseconds())
+        .unwrap_or(now);
+    Time(whole)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ConditionStatus::{False, True, Unknown};
+    use super::ConditionType::{Ready, Reconciling, Stalled};
+    use super::*;
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_second(secs).unwrap()
+    }
+
+    fn types(list: &[Condition]) -> Vec<&str> {
+        list.iter().map(|c| c.type_.as_str()).collect()
+    }
+
+    #[test]
+    fn keeps_the_transition_time_unless_status_reason_or_message_change() {
+        let mut list = Vec::new();
+        Conditions::new(&mut list, 1, at(100)).set(Ready, True, Reason::Succeeded, "m");
+        let cases = [
+            (True, Reason::Succeeded, "m", 100),
+            (True, Reason::Succeeded, "other", 200),
+            (True, Reason::Failed, "other", 200),
+            (False, Reason::Failed, "other", 200),
+        ];
+        let mut last = 100;
+        for (i, (status, reason, message, expected_change)) in cases.into_iter().enumerate() {
+            let now = at(100 + 100 * i as i64);
+            let mut c = Conditions::new(&mut list, 2, now);
+            c.set(Ready, status, reason, message);
+            let ltt = c.get(Ready).unwrap().last_transition_time.0.as_second();
+            let expected = if expected_change == 100 {
+                last
+            } else {
+                now.as_second()
+            };
+            assert_eq!(ltt, expected, "case {i}");
+            assert_eq!(c.get(Ready).unwrap().observed_generation, Some(2));
+            last = ltt;
+        }
+    }
+
+    #[test]
+    fn orders_stalled_reconciling_ready_then_others() {
+        let mut list = vec![Condition {
+            type_: "Healthy".into(),
+            status: True,
+            observed_generation: Some(1),
+            last_transition_time: Time(at(1)),
+            reason: "X".into(),
+            message: String::new(),
+        }];
+        let mut c = Conditions::new(&mut list, 1, at(1));
+        c.set(Ready, Unknown, Reason::Progressing, "p");
+        c.set(Stalled, True, Reason::InvalidPolicy, "s");
+        c.set(Reconciling, True, Reason::Progressing, "p");
+        assert_eq!(types(&list), ["Stalled", "Reconciling", "Ready", "Healthy"]);
+    }
+
+    #[test]
+    fn reconciling_and_stalled_exclude_each_other() {
+        let mut list = Vec::new();
+        let mut c = Conditions::new(&mut list, 1, at(1));
+        c.mark_stalled(Reason::ImageUrlInvalid, "bad");
+        assert!(c.is_stalled());
+        c.mark_reconciling(Reason::Progressing, "again");
+        assert!(c.is_reconciling() && !c.is_stalled());
+        assert_eq!(types(&list), ["Reconciling"]);
+    }
+
+    #[test]
+    fn predicates_follow_flux() {
+        let mut list = Vec::new();
+        let mut c = Conditions::new(&mut list, 1, at(1));
+        assert!(c.is_unknown(Ready) && !c.is_ready());
+        c.set(Ready, True, Reason::Succeeded, "ok");
+        assert!(c.is_ready());
+        c.set(Reconciling, True, Reason::Progressing, "p");
+        assert!(!c.is_ready(), "reconciling is not ready");
+        c.set(Stalled, True, Reason::Failed, "s");
+        assert!(!c.is_stalled() && !c.is_reconciling(), "both true: neither");
+        c.mark_unknown_if_unset(Reason::Progressing, "p");
+        assert_eq!(c.status(Ready), Some(True), "a set Ready is kept");
+    }
+
+    #[test]
+    fn truncates_long_messages_on_a_character_boundary() {
+        let mut list = Vec::new();
+        let long = "é".repeat(MAX_MESSAGE_LEN);
+        Conditions::new(&mut list, 1, at(1)).set(Ready, False, Reason::Failed, &long);
+        let message = &list[0].message;
+        assert!(message.len() <= MAX_MESSAGE_LEN && message.ends_with("..."));
+        assert!(message.len() > MAX_MESSAGE_LEN - 8);
+    }
+
+    #[test]
+    fn transition_times_are_whole_seconds() {
+        let mut list = Vec::new();
+        let now = Timestamp::from_nanosecond(1_700_000_000_123_456_789).unwrap();
+        Conditions::new(&mut list, 1, now).set(Ready, True, Reason::Succeeded, "m");
+        assert_eq!(list[0].last_transition_time.0.subsec_nanosecond(), 0);
+    }
+
+    #[test]
+    fn carries_times_of_conditions_set_again_unchanged() {
+        let mut old = Vec::new();
+        Conditions::new(&mut old, 1, at(10)).set(Ready, True, Reason::Succeeded, "m");
+        let mut new = Vec::new();
+        Conditions::new(&mut new, 2, at(20)).set(Ready, True, Reason::Succeeded, "m");
+        carry_transition_times(&old, &mut new);
+        assert_eq!(new[0].last_transition_time.0, at(10));
+        let mut changed = Vec::new();
+        Conditions::new(&mut changed, 2, at(20)).set(Ready, True, Reason::Succeeded, "n");
+        carry_transition_times(&old, &mut changed);
+        assert_eq!(changed[0].last_transition_time.0, at(20));
+    }
+
+    #[test]
+    fn reason_strings_are_fluxs() {
+        let all = [
+            (Reason::Progressing, "Progressing"),
+            (Reason::ProgressingWithRetry, "ProgressingWithRetry"),
+            (Reason::Succeeded, "Succeeded"),
+            (Reason::Failed, "Failed"),
+            (Reason::ImageUrlInvalid, "ImageURLInvalid"),
+            (Reason::FeatureGateDisabled, "FeatureGateDisabled"),
+            (Reason::AuthenticationFailed, "AuthenticationFailed"),
+            (Reason::Failure, "Failure"),
+            (Reason::ReadOperationFailed, "ReadOperationFailed"),
+            (Reason::DependencyNotReady, "DependencyNotReady"),
+            (Reason::AccessDenied, "AccessDenied"),
+            (Reason::InvalidPolicy, "InvalidPolicy"),
+            (Reason::IntervalNotConfigured, "IntervalNotConfigured"),
+            (Reason::RateLimited, "RateLimited"),
+            (Reason::InvalidExclusionList, "InvalidExclusionList"),
+        ];
+        for (reason, text) in all {
+            assert_eq!(reason.as_str(), text);
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! What every reconcile shares: the API client, the tag store, the registry state, the event
+//! recorder, the per-object backoff, metrics, settings and the clock. Built once by
+//! [`Context::new`].
+
+use super::backoff::Backoff;
+use super::credentials::ObjectReader;
+use super::events::EventRecorder;
+use crate::registry::Registries;
+use crate::store::TagStore;
+use crate::telemetry::metrics::Metrics;
+use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+use k8s_openapi::jiff::Timestamp;
+use kube::{Api, Client};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Settings from the command line that reconciles read.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub min_retry_delay: Duration,
+    pub max_retry_delay: Duration,
+    pub event_repeat_interval: Duration,
+    /// The `ObjectLevelWorkloadIdentity` feature gate.
+    pub object_level_workload_identity: bool,
+    /// `reportingInstance` of events: the pod name.
+    pub instance: String,
+}
+
+/// Shared by every reconcile of both kinds.
+pub struct Context {
+    pub client: Client,
+    pub store: Arc<dyn TagStore>,
+    pub registries: Arc<Registries>,
+    pub recorder: EventRecorder,
+    pub backoff: Backoff,
+    pub metrics: Arc<Metrics>,
+    pub settings: Settings,
+    /// Now; tests pin it.
+    pub clock: fn() -> Timestamp,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        store: Arc<dyn TagStore>,
+        registries: Arc<Registries>,
+        metrics: Arc<Metrics>,
+        settings: Settings,
+    ) -> Arc<Self> {
+        Arc::new(Context {
+            recorder: EventRecorder::new(
+                client.clone(),
+                settings.instance.clone(),
+                settings.event_repeat_interval,
+            ),
+            backoff: Backoff::new(settings.min_retry_delay, settings.max_retry_delay),
+            client,
+            store,
+            registries,
+            metrics,
+            settings,
+            clock: Timestamp::now,
+        })
+    }
+}
+
+/// Reads Secrets and ServiceAccounts live from the API server (not cached: Flux reads them
+/// live unless `CacheSecretsAndConfigMaps` is on).
+pub struct ApiReader(pub Client);
+
+impl ObjectReader for ApiReader {
+    async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, String> {
+        Api::<Secret>::namespaced(self.0.clone(), namespace)
+            .get_opt(name)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn service_account(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<ServiceAccount>, String> {
+        Api::<ServiceAccount>::namespaced(self.0.clone(), namespace)
+            .get_opt(name)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,170 @@
+//! How an ImageRepository reaches its registry (flux-compat.md §3.6): the proxy, TLS material
+//! and static credentials from Secrets and a ServiceAccount in the object's own namespace,
+//! turned into the registry client's [`ClientOptions`]. Secret values are never logged or put
+//! in messages; only names are.
+//!
+//! The objects come through [`ObjectReader`]: the API server in the controller, manifest files
+//! in `image-reflector scan`.
+
+use crate::api::{ImageRepository, Provider};
+use crate::registry::{ClientOptions, KeyNames, Keyring, ProxySettings, TlsMaterial};
+use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+/// Reads the Secrets and ServiceAccounts an object refers to. `Ok(None)` is "not found".
+pub trait ObjectReader: Send + Sync {
+    fn secret(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<Secret>, String>> + Send;
+
+    fn service_account(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<ServiceAccount>, String>> + Send;
+}
+
+/// Why the options could not be built; shown as `failed to configure authentication options:
+/// <text>` with reason `AuthenticationFailed`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AuthError(pub String);
+
+/// Builds the client options for `repo`, in Flux's order: proxy, provider, TLS, credentials.
+pub async fn client_options(
+    repo: &ImageRepository,
+    namespace: &str,
+    canonical: &str,
+    reader: &impl ObjectReader,
+    timeout: Duration,
+) -> Result<ClientOptions, AuthError> {
+    let spec = &repo.spec;
+    let proxy = match &spec.proxy_secret_ref {
+        Some(r) => {
+            let secret = reader
+                .secret(namespace, &r.name)
+                .await
+                .map_err(AuthError)?
+                .ok_or_else(|| AuthError(format!("secret '{namespace}/{}' not found", r.name)))?;
+            let settings = ProxySettings::from_secret_data(&secret_data(&secret)).map_err(|e| {
+                AuthError(format!(
+                    "invalid proxy secret '{namespace}/{}': {e}",
+                    r.name
+                ))
+            })?;
+            Some(settings)
+        }
+        None => None,
+    };
+    if let Some(provider) = spec.provider.filter(|p| *p != Provider::Generic) {
+        return Err(AuthError(format!(
+            "spec.provider '{}' is not supported yet: cloud registry login is not built in this \
+             release of image-reflector; use provider 'generic' with spec.secretRef meanwhile",
+            provider_name(provider)
+        )));
+    }
+    let tls = match &spec.cert_secret_ref {
+        Some(r) => {
+            let secret = required_secret(reader, namespace, &r.name).await?;
+            let (material, names) = TlsMaterial::from_secret_data(&secret_data(&secret))
+                .map_err(|e| AuthError(e.to_string()))?;
+            if names == KeyNames::Legacy {
+                tracing::warn!(secret = %r.name, "certSecretRef uses the deprecated keys certFile/keyFile/caFile; rename them to tls.crt/tls.key/ca.crt");
+            }
+            Some(material)
+        }
+        None => None,
+    };
+    let mut keyring = Keyring::new();
+    if let Some(r) = &spec.secret_ref {
+        let secret = required_secret(reader, namespace, &r.name).await?;
+        add_to_keyring(&mut keyring, &secret, &r.name)?;
+    }
+    if let Some(sa_name) = spec
+        .service_account_name
+        .as_deref()
+        .filter(|s| !s.is_empty())
+    {
+        let sa = reader
+            .service_account(namespace, sa_name)
+            .await
+            .map_err(AuthError)?
+            .ok_or_else(|| {
+                AuthError(format!("serviceaccount '{namespace}/{sa_name}' not found"))
+            })?;
+        for pull in sa.image_pull_secrets.unwrap_or_default() {
+            let name = pull.name;
+            let secret = required_secret(reader, namespace, &name).await.map_err(|e| {
+                AuthError(format!(
+                    "failed to get image pull secret '{name}' for serviceaccount '{namespace}/{sa_name}': {e}"
+                ))
+            })?;
+            add_to_keyring(&mut keyring, &secret, &name)?;
+        }
+    }
+    Ok(ClientOptions {
+        credentials: keyring.lookup(canonical).cloned(),
+        tls,
+        proxy,
+        timeout,
+        ..Default::default()
+    })
+}
+
+/// Whether the object names a credential source at all (for the 401 message).
+pub fn has_credential_source(repo: &ImageRepository) -> bool {
+    repo.spec.secret_ref.is_some()
+        || repo
+            .spec
+            .service_account_name
+            .as_deref()
+            .is_some_and(|s| !s.is_empty())
+}
+
+async fn required_secret(
+    reader: &impl ObjectReader,
+    namespace: &str,
+    name: &str,
+) -> Result<Secret, AuthError> {
+    reader
+        .secret(namespace, name)
+        .await
+        .map_err(AuthError)?
+        // The API server's own NotFound text, as Flux reports it.
+        .ok_or_else(|| AuthError(format!("secrets \"{name}\" not found")))
+}
+
+fn add_to_keyring(keyring: &mut Keyring, secret: &Secret, name: &str) -> Result<(), AuthError> {
+    let type_ = secret.type_.as_deref().unwrap_or("Opaque");
+    keyring
+        .add_secret(type_, &secret_data(secret))
+        .map_err(|e| AuthError(format!("secret '{name}': {e}")))
+}
+
+/// A Secret's `data`, with `stringData` merged over it (manifests read from files carry it;
+/// the API server has already merged it).
+pub fn secret_data(secret: &Secret) -> BTreeMap<String, Vec<u8>> {
+    let mut data: BTreeMap<String, Vec<u8>> = secret
+        .data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.0.clone()))
+        .collect();
+    for (k, v) in secret.string_data.iter().flatten() {
+        data.insert(k.clone(), v.clone().into_bytes());
+    }
+    data
+}
+
+fn provider_name(provider: Provider) -> &'static str {
+    match provider {
+        Provider::Generic => "generic",
+        Provider::Aws => "aws",
+        Provider::Azure => "azure",
+        Provider::Gcp => "gcp",
+    }
+}

@@ -1,0 +1,67 @@
+//! The controller's errors, and the one place that decides what each means for the object:
+//! [`Error::kind`] picks stalled, conflict, transient or rate-limited (style.md §2).
+
+use std::time::SystemTime;
+use thiserror::Error;
+
+/// What an error means for when the object is tried again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Someone else changed the object: try again soon, without a failure count.
+    Conflict,
+    /// Retry with per-object exponential backoff.
+    Transient,
+    /// The registry asked us to wait until then.
+    RateLimited(SystemTime),
+}
+
+/// An error of a reconcile.
+#[derive(Debug, Error)]
+pub enum Error {
+    /// An API-server call failed (status patch, event, finalizer).
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    /// The reconcile failed; the status already says why.
+    #[error("{0}")]
+    Reconcile(String),
+    /// The registry is rate limiting; the status says until when.
+    #[error("{message}")]
+    RateLimited { message: String, until: SystemTime },
+    /// Removing the object's stored tags failed.
+    #[error("deleting the stored tags: {0}")]
+    Store(String),
+    /// kube's finalizer helper, boxed to break the type cycle with this enum.
+    #[error("finalizer: {0}")]
+    Finalizer(#[source] Box<kube::runtime::finalizer::Error<Error>>),
+}
+
+impl Error {
+    /// How to retry.
+    pub fn kind(&self) -> ErrorKind {
+        use kube::runtime::finalizer::Error as F;
+        match self {
+            Error::Kube(e) if is_conflict(e) => ErrorKind::Conflict,
+            Error::RateLimited { until, .. } => ErrorKind::RateLimited(*until),
+            Error::Finalizer(inner) => match inner.as_ref() {
+                F::ApplyFailed(e) | F::CleanupFailed(e) => e.kind(),
+                F::AddFinalizer(e) | F::RemoveFinalizer(e) if is_conflict(e) => ErrorKind::Conflict,
+                _ => ErrorKind::Transient,
+            },
+            _ => ErrorKind::Transient,
+        }
+    }
+
+    /// A fixed label for metrics (never free text).
+    pub fn metric_label(&self) -> &'static str {
+        match self.kind() {
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::RateLimited(_) => "rate_limited",
+            ErrorKind::Transient => "transient",
+        }
+    }
+}
+
+/// 409 Conflict, or 422 from a JSON patch `test` op that lost a race.
+fn is_conflict(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if status.code == 409 || status.code == 422)
+}

@@ -1,0 +1,210 @@
+//! The ImageRepository controller: kube plumbing around [`reconcile_repository`]. It reads as
+//! Flux's outer flow (flux-compat.md §3.2): finalizer, deletion, suspend, then the reconcile;
+//! the status is written only when it changed, an event only on a transition.
+
+use super::context::{ApiReader, Context};
+use super::error::{Error, ErrorKind};
+use super::events::{transition_event, unchanged_for};
+use super::repository::{reconcile_repository, Next, RepositoryEnv};
+use super::status::{object_labels, patch_status, requested_at, FINALIZER};
+use crate::api::{ImageRepository, ImageRepositoryStatus};
+use crate::http::Readiness;
+use crate::store::RepoKey;
+use futures::StreamExt;
+use futures::TryStreamExt;
+use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::finalizer::{finalizer, Event as Finalizer};
+use kube::runtime::reflector;
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Api, Resource, ResourceExt};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tokio_util::sync::CancellationToken;
+
+/// One reconcile: finalizer first, then apply or clean up.
+pub async fn reconcile(repo: Arc<ImageRepository>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let namespace = repo.namespace().unwrap_or_default();
+    let api = Api::<ImageRepository>::namespaced(ctx.client.clone(), &namespace);
+    let deleting = repo.meta().deletion_timestamp.is_some();
+    let labels = object_labels("ImageRepository", repo.as_ref());
+    let result = finalizer(&api, FINALIZER, repo, |event| async {
+        match event {
+            Finalizer::Apply(repo) => apply(&repo, &api, &ctx).await,
+            Finalizer::Cleanup(repo) => cleanup(&repo, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| Error::Finalizer(Box::new(e)));
+    if deleting {
+        ctx.metrics.forget(&labels);
+    } else {
+        let outcome = result
+            .as_ref()
+            .map_or_else(|e| e.metric_label(), |_| "success");
+        ctx.metrics
+            .observe(labels, "imagerepository", outcome, started);
+    }
+    result
+}
+
+/// Suspend, reconcile, write the status, send the event, decide the next run.
+async fn apply(
+    repo: &ImageRepository,
+    api: &Api<ImageRepository>,
+    ctx: &Context,
+) -> Result<Action, Error> {
+    let old = repo.status.clone().unwrap_or_default();
+    if repo.spec.suspend == Some(true) {
+        tracing::info!("reconciliation is suspended for this object");
+        patch_status(api, repo, &old, &suspended_status(repo, &old)).await?;
+        return Ok(Action::await_change());
+    }
+    let now = (ctx.clock)();
+    let env = RepositoryEnv {
+        reader: &ApiReader(ctx.client.clone()),
+        registries: &ctx.registries,
+        store: &ctx.store,
+        now,
+        object_level_workload_identity: ctx.settings.object_level_workload_identity,
+    };
+    let result = reconcile_repository(repo, &env).await;
+    tracing::info!("{}", result.summary);
+    patch_status(api, repo, &old, &result.status).await?;
+    let conditions = |s: &ImageRepositoryStatus| s.conditions.clone().unwrap_or_default();
+    if let Some(event) = transition_event(&conditions(&old), &conditions(&result.status)) {
+        let age = unchanged_for(&conditions(&old), &event, now);
+        if let Err(err) = ctx
+            .recorder
+            .publish(&repo.object_ref(&()), &event, age, now)
+            .await
+        {
+            tracing::warn!(error = %err, "could not record the event");
+        }
+    }
+    let key = object_key(repo);
+    match result.next {
+        Next::After(delay) => {
+            ctx.backoff.reset(&key);
+            Ok(Action::requeue(delay))
+        }
+        Next::AwaitChange => {
+            ctx.backoff.reset(&key);
+            Ok(Action::await_change())
+        }
+        Next::Retry(message) => Err(Error::Reconcile(message)),
+        Next::RetryAt(until) => Err(Error::RateLimited {
+            message: result.summary,
+            until,
+        }),
+    }
+}
+
+/// Deletion: the stored tags go with the object (§3.10).
+async fn cleanup(repo: &ImageRepository, ctx: &Context) -> Result<Action, Error> {
+    let key = object_key(repo);
+    ctx.backoff.reset(&key);
+    ctx.recorder.repeats.forget(&key);
+    if let Ok(store_key) = RepoKey::new(repo.namespace().unwrap_or_default(), repo.name_any()) {
+        let store = ctx.store.clone();
+        tokio::task::spawn_blocking(move || store.delete(&store_key))
+            .await
+            .map_err(|e| Error::Store(e.to_string()))?
+            .map_err(|e| Error::Store(e.to_string()))?;
+    }
+    Ok(Action::await_change())
+}
+
+/// When to try again after an error: decided by its kind.
+pub fn error_policy(repo: Arc<ImageRepository>, err: &Error, ctx: Arc<Context>) -> Action {
+    match err.kind() {
+        ErrorKind::Conflict => Action::requeue(Duration::from_secs(1)),
+        ErrorKind::RateLimited(until) => Action::requeue(
+            until
+                .duration_since(SystemTime::now())
+                .unwrap_or_default()
+                .max(Duration::from_secs(1)),
+        ),
+        ErrorKind::Transient => {
+            tracing::warn!(error = %err, "reconcile failed");
+            Action::requeue(ctx.backoff.next_delay(&object_key(&repo)))
+        }
+    }
+}
+
+/// A suspended object: only `lastHandledReconcileAt`, and observedGeneration when its
+/// conditions still say Ready (Flux's final patch on the suspend path, §2.4).
+fn suspended_status(repo: &ImageRepository, old: &ImageRepositoryStatus) -> ImageRepositoryStatus {
+    let mut status = old.clone();
+    if let Some(token) = requested_at(repo) {
+        status.last_handled_reconcile_at = Some(token.to_string());
+    }
+    let ready = old
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == crate::api::ConditionStatus::True)
+        && !old
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ != "Ready" && c.status == crate::api::ConditionStatus::True);
+    if ready {
+        status.observed_generation = repo.metadata.generation;
+    }
+    status
+}
+
+fn object_key(repo: &ImageRepository) -> String {
+    format!(
+        "ImageRepository/{}/{}",
+        repo.namespace().unwrap_or_default(),
+        repo.name_any()
+    )
+}
+
+/// What triggers a reconcile (Flux §3.1): a new generation, a changed
+/// `reconcile.fluxcd.io/requestedAt`, plus our finalizer and deletion (kube's finalizer helper
+/// waits for its own patch to come back). Status-only writes do not.
+fn trigger_hash(repo: &ImageRepository) -> Option<u64> {
+    let mut h = DefaultHasher::new();
+    repo.metadata.generation.hash(&mut h);
+    requested_at(repo).hash(&mut h);
+    repo.finalizers().hash(&mut h);
+    repo.metadata.deletion_timestamp.is_some().hash(&mut h);
+    Some(h.finish())
+}
+
+/// The running controller. `synced` is marked once the initial list is in the cache.
+// (Not `Store::wait_until_ready`: its one-shot keeps only the last waiter's waker, and the
+// controller's runner waits on it too.)
+pub fn controller(
+    api: Api<ImageRepository>,
+    watch: watcher::Config,
+    ctx: Arc<Context>,
+    concurrency: u16,
+    shutdown: CancellationToken,
+    synced: Readiness,
+) -> impl std::future::Future<Output = ()> {
+    let (reader, writer) = reflector::store();
+    let triggers = watcher(api, watch)
+        .default_backoff()
+        .reflect(writer)
+        .inspect_ok(move |event| {
+            if matches!(event, watcher::Event::InitDone) {
+                synced.set_ready();
+            }
+        })
+        .applied_objects()
+        .predicate_filter(trigger_hash, Default::default());
+    Controller::for_stream(triggers, reader)
+        .with_config(Config::default().concurrency(concurrency))
+        .graceful_shutdown_on(shutdown.cancelled_owned())
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(err) = result {
+                tracing::debug!(error = %err, "reconcile ended with an error");
+            }
+        })
+}

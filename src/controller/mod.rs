@@ -1,0 +1,21 @@
+//! The reconcilers. What they decide comes from pure functions of (object, cluster objects,
+//! registry answers, stored tags, clock): `conditions`, `finalize`, `should_scan`,
+//! `repository`, `events`; the kube plumbing (`image_repository`, `status`, `context`) only
+//! feeds them and writes the result. Uses `api`, `policy`, `registry` and `store`; nothing
+//! there uses this module.
+
+pub mod backoff;
+pub mod conditions;
+pub mod context;
+pub mod credentials;
+pub mod error;
+pub mod events;
+pub mod finalize;
+pub mod image_repository;
+pub mod repository;
+pub mod should_scan;
+pub mod status;
+
+pub use context::{Context, Settings};
+pub use error::Error;
+pub use status::{FIELD_MANAGER, FINALIZER, REQUESTED_AT_ANNOTATION};

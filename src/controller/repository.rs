@@ -1,0 +1,336 @@
+//! The ImageRepository reconcile as a function of (object, cluster objects, registry answers,
+//! tag store, clock): Flux's inner flow (flux-compat.md §3.3) with decisions.md's changes,
+//! returning the status to write and what to do next. No API-server writes happen here, so
+//! the controller and `image-reflector scan` share it, and tests call it directly.
+
+use super::conditions::{carry_transition_times, whole_seconds, ConditionType, Conditions, Reason};
+use super::credentials::{client_options, ObjectReader};
+use super::finalize::{finalize, Outcome};
+use super::should_scan::{should_scan, ScanInputs, ScanReason};
+use super::status::REQUESTED_AT_ANNOTATION;
+use crate::api::{
+    format_go_duration, parse_go_duration, ImageRepository, ImageRepositoryStatus, Provider,
+    ScanResult, DEFAULT_EXCLUSION_LIST,
+};
+use crate::policy::go_style_regex_error;
+use crate::registry::{ImageReference, Registries, RegistryClient, RegistryError};
+use crate::store::{RepoKey, TagList, TagStore};
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use regex::Regex;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// Flux's `FeatureGateDisabled` message for an ImageRepository.
+pub const FEATURE_GATE_MESSAGE: &str = "to use spec.serviceAccountName for provider authentication please enable the ObjectLevelWorkloadIdentity feature gate in the controller";
+
+/// What a reconcile reads besides the object.
+pub struct RepositoryEnv<'a, R> {
+    pub reader: &'a R,
+    pub registries: &'a Arc<Registries>,
+    pub store: &'a Arc<dyn TagStore>,
+    pub now: Timestamp,
+    /// The `ObjectLevelWorkloadIdentity` feature gate.
+    pub object_level_workload_identity: bool,
+}
+
+/// When to reconcile again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Ready: the next scan is due after this.
+    After(Duration),
+    /// Stalled: only a spec change helps.
+    AwaitChange,
+    /// A transient failure (the message is in Ready): retry with backoff.
+    Retry(String),
+    /// The registry asked us to wait until then.
+    RetryAt(SystemTime),
+}
+
+/// The status to write and what to do next.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RepositoryResult {
+    pub status: ImageRepositoryStatus,
+    pub next: Next,
+    /// What happened, for the log (Flux's trace message when nothing failed).
+    pub summary: String,
+}
+
+/// Runs one reconcile of `repo` and returns its status.
+pub async fn reconcile_repository<R: ObjectReader>(
+    repo: &ImageRepository,
+    env: &RepositoryEnv<'_, R>,
+) -> RepositoryResult {
+    let old = repo.status.clone().unwrap_or_default();
+    let generation = repo.metadata.generation.unwrap_or(0);
+    let mut status = old.clone();
+    let mut list = old.conditions.clone().unwrap_or_default();
+    let mut conditions = Conditions::new(&mut list, generation, env.now);
+    let (outcome, next, summary) = run_steps(repo, env, &mut conditions, &mut status).await;
+    let observed = finalize(
+        &mut conditions,
+        &outcome,
+        generation,
+        old.observed_generation,
+    );
+    carry_transition_times(old.conditions.as_deref().unwrap_or_default(), &mut list);
+    status.conditions = Some(list);
+    status.observed_generation = observed;
+    if let Some(token) = repo.annotations().get(REQUESTED_AT_ANNOTATION) {
+        status.last_handled_reconcile_at = Some(token.clone());
+    }
+    RepositoryResult {
+        status,
+        next,
+        summary,
+    }
+}
+
+/// The steps of §3.3, each ending the reconcile on failure.
+async fn run_steps<R: ObjectReader>(
+    repo: &ImageRepository,
+    env: &RepositoryEnv<'_, R>,
+    c: &mut Conditions<'_>,
+    status: &mut ImageRepositoryStatus,
+) -> (Outcome, Next, String) {
+    let stalled = |c: &mut Conditions<'_>, reason: Reason, message: String| {
+        c.mark_stalled(reason, &message);
+        (Outcome::Stalled, Next::AwaitChange, message)
+    };
+    let failed = |c: &mut Conditions<'_>, reason: Reason, message: String| {
+        c.mark_false(reason, &message);
+        let outcome = Outcome::Failed {
+            error: message.clone(),
+        };
+        (outcome, Next::Retry(message.clone()), message)
+    };
+    let spec = &repo.spec;
+    if needs_workload_identity_gate(repo) && !env.object_level_workload_identity {
+        return stalled(c, Reason::FeatureGateDisabled, FEATURE_GATE_MESSAGE.into());
+    }
+    mark_progress(repo, c, status);
+    let image = match ImageReference::parse(&spec.image, spec.insecure.unwrap_or(false)) {
+        Ok(image) => image,
+        Err(err) => return stalled(c, Reason::ImageUrlInvalid, err.to_string()),
+    };
+    c.delete(ConditionType::Stalled);
+    let exclusions = effective_exclusions(repo);
+    let filters = match compile_exclusions(&exclusions) {
+        Ok(filters) => filters,
+        Err(message) => return stalled(c, Reason::InvalidExclusionList, message),
+    };
+    let (interval, timeout) = match intervals(repo) {
+        Ok(pair) => pair,
+        Err(message) => return stalled(c, Reason::Failed, message),
+    };
+    let canonical = image.canonical();
+    let namespace = repo.namespace().unwrap_or_default();
+    let options = match client_options(repo, &namespace, &canonical, env.reader, timeout).await {
+        Ok(options) => options,
+        Err(err) => {
+            let message = format!("failed to configure authentication options: {err}");
+            return failed(c, Reason::AuthenticationFailed, message);
+        }
+    };
+    let key = match RepoKey::new(namespace.as_str(), repo.name_any()) {
+        Ok(key) => key,
+        Err(err) => return stalled(c, Reason::Failed, err.to_string()),
+    };
+    let inputs = ScanInputs {
+        requested_at: repo
+            .annotations()
+            .get(REQUESTED_AT_ANNOTATION)
+            .map(String::as_str),
+        canonical: &canonical,
+        exclusions: &exclusions,
+        interval,
+        now: env.now,
+    };
+    let decision = match should_scan(status, &inputs, || stored_tag_count(env.store, &key)) {
+        Ok(decision) => decision,
+        Err(err) => {
+            let message = format!("failed to determine if it's scan time: {err}");
+            return failed(c, Reason::Failure, message);
+        }
+    };
+    let next_in = format_go_duration(decision.next);
+    let summary = match decision.reason {
+        None => {
+            format!("no change in repository configuration since last scan, next scan in {next_in}")
+        }
+        Some(reason) => {
+            let progress = format!("scanning: {}", reason.as_str());
+            c.mark_reconciling(Reason::Progressing, &progress);
+            if reason == ScanReason::NoTagsInDatabase {
+                c.set(
+                    ConditionType::Ready,
+                    crate::api::ConditionStatus::Unknown,
+                    Reason::Progressing,
+                    &progress,
+                );
+            }
+            let client = RegistryClient::new(options, env.registries.clone());
+            let scanned = match client {
+                Ok(client) => {
+                    scan(&client, &image, &filters, env.store, &key, timeout, env.now).await
+                }
+                Err(err) => Err(ScanError::Registry(err)),
+            };
+            let result = match scanned {
+                Ok(result) => result,
+                Err(ScanError::Registry(err @ RegistryError::RateLimited { retry_at, .. })) => {
+                    let message = format!("scan failed: {err}");
+                    c.mark_false(Reason::RateLimited, &message);
+                    let outcome = Outcome::Failed {
+                        error: message.clone(),
+                    };
+                    return (outcome, Next::RetryAt(retry_at), message);
+                }
+                Err(err) => {
+                    let message = match err {
+                        ScanError::Store(text) => {
+                            format!("scan failed: failed to set tags for \"{canonical}\": {text}")
+                        }
+                        other => format!("scan failed: {other}"),
+                    };
+                    return failed(c, Reason::ReadOperationFailed, message);
+                }
+            };
+            let unchanged = status
+                .last_scan_result
+                .as_ref()
+                .is_some_and(|old| old.revision == result.revision);
+            status.last_scan_result = Some(result);
+            match unchanged {
+                true => format!("tags did not change, next scan in {next_in}"),
+                false => format!("successful scan, next scan in {next_in}"),
+            }
+        }
+    };
+    status.canonical_image_name = Some(canonical);
+    status.observed_exclusion_list = Some(exclusions);
+    c.delete(ConditionType::Ready);
+    let scan = status.last_scan_result.clone().unwrap_or_default();
+    let message = format!(
+        "successful scan: found {} tags with checksum {}",
+        scan.tag_count,
+        scan.revision.unwrap_or_default()
+    );
+    (
+        Outcome::Succeeded { message },
+        Next::After(decision.next),
+        summary,
+    )
+}
+
+/// Reconciling=True/Progressing and Ready=Unknown if unset; a new generation says so.
+fn mark_progress(repo: &ImageRepository, c: &mut Conditions<'_>, status: &ImageRepositoryStatus) {
+    let generation = repo.metadata.generation.unwrap_or(0);
+    let observed = status.observed_generation.unwrap_or(-1);
+    let message = if generation != observed {
+        format!("processing object: new generation {observed} -> {generation}")
+    } else {
+        "reconciliation in progress".to_string()
+    };
+    c.mark_reconciling(Reason::Progressing, &message);
+    c.mark_unknown_if_unset(Reason::Progressing, &message);
+}
+
+/// A cloud provider with a ServiceAccount is object-level workload identity. Unlike Flux
+/// (§7 item 11), an absent provider counts as `generic`, as everywhere else.
+fn needs_workload_identity_gate(repo: &ImageRepository) -> bool {
+    repo.spec.provider.is_some_and(|p| p != Provider::Generic)
+        && repo
+            .spec
+            .service_account_name
+            .as_deref()
+            .is_some_and(|s| !s.is_empty())
+}
+
+/// `spec.exclusionList`, or the default when it is absent or empty (§1.6).
+pub fn effective_exclusions(repo: &ImageRepository) -> Vec<String> {
+    match &repo.spec.exclusion_list {
+        Some(list) if !list.is_empty() => list.clone(),
+        _ => DEFAULT_EXCLUSION_LIST
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    }
+}
+
+/// Compiles the exclusion list before any registry call (decisions.md), with Flux's text.
+fn compile_exclusions(patterns: &[String]) -> Result<Vec<Regex>, String> {
+    patterns
+        .iter()
+        .map(|p| {
+            Regex::new(p).map_err(|e| {
+                format!(
+                    "failed to compile regex {p}: {}",
+                    go_style_regex_error(&e, p)
+                )
+            })
+        })
+        .collect()
+}
+
+/// The scan interval and the effective timeout (`timeout` or the interval, at least 1s).
+fn intervals(repo: &ImageRepository) -> Result<(Duration, Duration), String> {
+    let interval = parse_go_duration(&repo.spec.interval)
+        .map_err(|e| format!("invalid spec.interval: {e}"))?;
+    let timeout = match &repo.spec.timeout {
+        Some(t) => parse_go_duration(t).map_err(|e| format!("invalid spec.timeout: {e}"))?,
+        None => interval,
+    };
+    Ok((interval, timeout.max(Duration::from_secs(1))))
+}
+
+fn stored_tag_count(store: &Arc<dyn TagStore>, key: &RepoKey) -> Result<usize, String> {
+    store
+        .get(key)
+        .map(|(tags, _)| tags.len())
+        .map_err(|e| e.to_string())
+}
+
+#[derive(Debug, thiserror::Error)]
+enum ScanError {
+    #[error(transparent)]
+    Registry(RegistryError),
+    #[error("{0}")]
+    Store(String),
+    #[error("the scan did not finish within {0} (spec.timeout)")]
+    Timeout(String),
+}
+
+/// Lists, excludes, sorts and stores the tags under one deadline (§3.8).
+async fn scan(
+    client: &RegistryClient,
+    image: &ImageReference,
+    filters: &[Regex],
+    store: &Arc<dyn TagStore>,
+    key: &RepoKey,
+    timeout: Duration,
+    now: Timestamp,
+) -> Result<ScanResult, ScanError> {
+    let listing = tokio::time::timeout(
+        timeout,
+        client.list_tags_with(image, |tag| !filters.iter().any(|f| f.is_match(tag))),
+    )
+    .await
+    .map_err(|_| ScanError::Timeout(format_go_duration(timeout)))?
+    .map_err(ScanError::Registry)?;
+    let tags = TagList::new(&listing.tags).map_err(|e| ScanError::Store(e.to_string()))?;
+    let latest_tags = tags.first(10);
+    let count = tags.len();
+    let (store, key) = (store.clone(), key.clone());
+    // fsync and rename block: off the async workers.
+    let revision = tokio::task::spawn_blocking(move || store.set(&key, &tags))
+        .await
+        .map_err(|e| ScanError::Store(e.to_string()))?
+        .map_err(|e| ScanError::Store(e.to_string()))?;
+    Ok(ScanResult {
+        revision: Some(revision.as_str().to_string()),
+        tag_count: count as i64,
+        scan_time: Some(whole_seconds(now)),
+        latest_tags: (!latest_tags.is_empty()).then_some(latest_tags),
+    })
+}

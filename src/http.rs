@@ -1,0 +1,106 @@
+//! The controller's HTTP endpoints: `/metrics` (OpenMetrics text) on `--metrics-addr`, and
+//! `/healthz` and `/readyz` on `--health-addr`. `/readyz` answers 200 only once the caches have
+//! synced.
+
+use crate::telemetry::metrics::Metrics;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Whether the caches have synced.
+#[derive(Clone, Default)]
+pub struct Readiness(Arc<AtomicBool>);
+
+impl Readiness {
+    pub fn set_ready(&self) {
+        if !self.0.swap(true, Ordering::SeqCst) {
+            tracing::info!("caches synced");
+        }
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Parses Flux's address form (`:8080` means every interface).
+pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    let full = match text.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => text.to_string(),
+    };
+    full.parse()
+        .map_err(|_| format!("invalid address '{text}': use host:port or :port"))
+}
+
+/// The `/metrics` router.
+pub fn metrics_router(metrics: Arc<Metrics>) -> Router {
+    Router::new().route(
+        "/metrics",
+        get(move || {
+            let metrics = metrics.clone();
+            async move {
+                (
+                    [(
+                        header::CONTENT_TYPE,
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    )],
+                    metrics.encode(),
+                )
+            }
+        }),
+    )
+}
+
+/// The `/healthz` and `/readyz` router.
+pub fn health_router(readiness: Readiness) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            get(move || {
+                let ready = readiness.is_ready();
+                async move {
+                    if ready {
+                        (StatusCode::OK, "ok").into_response()
+                    } else {
+                        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced").into_response()
+                    }
+                }
+            }),
+        )
+}
+
+/// Binds `addr` and serves `router` until `shutdown`.
+pub async fn serve(
+    addr: SocketAddr,
+    router: Router,
+    shutdown: CancellationToken,
+) -> std::io::Result<impl std::future::Future<Output = std::io::Result<()>>> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    Ok(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .await
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_addr;
+
+    #[test]
+    fn parses_flux_addresses() {
+        assert_eq!(parse_addr(":8080").unwrap().to_string(), "0.0.0.0:8080");
+        assert_eq!(
+            parse_addr("127.0.0.1:9440").unwrap().to_string(),
+            "127.0.0.1:9440"
+        );
+        assert!(parse_addr("8080").is_err());
+    }
+}

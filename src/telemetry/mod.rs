@@ -1,0 +1,4 @@
+//! Logs and metrics of the running controller.
+
+pub mod logging;
+pub mod metrics;

@@ -1,0 +1,141 @@
+//! A mocked Kubernetes API server for reconciler tests (kube's own tower-test pattern): the
+//! test scripts the calls it expects, in order, with the answers to give; the mock records
+//! what was sent. A missing call times out; an extra call finds the mock gone, so the
+//! reconcile fails.
+
+use http::{Request, Response};
+use kube::client::Body;
+use kube::Client;
+use serde_json::{json, Value};
+use std::time::Duration;
+use tower_test::mock::Handle;
+
+/// One call the reconcile made (method and path were checked against the script).
+#[derive(Clone, Debug)]
+pub struct Call {
+    pub query: String,
+    pub body: Value,
+}
+
+/// Status and body of an answer, given the request body.
+type Answer = Box<dyn Fn(&Value) -> (u16, Value) + Send>;
+
+/// What the mock answers to one expected call.
+pub struct Expect {
+    pub method: &'static str,
+    pub path: String,
+    pub answer: Answer,
+}
+
+impl Expect {
+    /// A call answered 200 with `answer(request body)`.
+    pub fn ok(
+        method: &'static str,
+        path: impl Into<String>,
+        answer: impl Fn(&Value) -> Value + Send + 'static,
+    ) -> Self {
+        Expect {
+            method,
+            path: path.into(),
+            answer: Box::new(move |body| (200, answer(body))),
+        }
+    }
+
+    /// A call answered with a NotFound `Status`.
+    pub fn not_found(
+        method: &'static str,
+        path: impl Into<String>,
+        kind: &str,
+        name: &str,
+    ) -> Self {
+        let body = json!({
+            "kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "message": format!("{kind} \"{name}\" not found"), "reason": "NotFound", "code": 404
+        });
+        Expect {
+            method,
+            path: path.into(),
+            answer: Box::new(move |_| (404, body.clone())),
+        }
+    }
+
+    /// The status patch of an object: answered with `object` plus the patched status.
+    pub fn status_patch(plural: &str, namespace: &str, name: &str, object: Value) -> Self {
+        Expect::ok(
+            "PATCH",
+            format!(
+                "/apis/image.toolkit.fluxcd.io/v1/namespaces/{namespace}/{plural}/{name}/status"
+            ),
+            move |body| {
+                let mut object = object.clone();
+                object["status"] = body["status"].clone();
+                object
+            },
+        )
+    }
+
+    /// An event created in `namespace`: echoed back.
+    pub fn event(namespace: &str) -> Self {
+        Expect::ok(
+            "POST",
+            format!("/apis/events.k8s.io/v1/namespaces/{namespace}/events"),
+            |body| body.clone(),
+        )
+    }
+}
+
+/// A client whose API server is the script; await the returned task for the calls made.
+pub fn mock(script: Vec<Expect>) -> (Client, tokio::task::JoinHandle<Vec<Call>>) {
+    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let client = Client::new(service, "default");
+    (client, tokio::spawn(serve(handle, script)))
+}
+
+async fn serve(
+    mut handle: Handle<Request<Body>, Response<Body>>,
+    script: Vec<Expect>,
+) -> Vec<Call> {
+    let mut calls = Vec::new();
+    for expect in script {
+        let (request, send) = handle.next_request().await.unwrap_or_else(|| {
+            panic!(
+                "expected {} {}, but no call came",
+                expect.method, expect.path
+            )
+        });
+        let method = request.method().to_string();
+        let path = request.uri().path().to_string();
+        let query = request.uri().query().unwrap_or_default().to_string();
+        let bytes = request
+            .into_body()
+            .collect_bytes()
+            .await
+            .expect("request body");
+        let body: Value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).expect("JSON request body")
+        };
+        assert_eq!(
+            (method.as_str(), path.as_str()),
+            (expect.method, expect.path.as_str()),
+            "unexpected call; body: {body}"
+        );
+        let (status, answer) = (expect.answer)(&body);
+        calls.push(Call { query, body });
+        let response = Response::builder()
+            .status(status)
+            .body(Body::from(serde_json::to_vec(&answer).unwrap()))
+            .unwrap();
+        send.send_response(response);
+    }
+    calls
+}
+
+/// The calls, once the script is done (fails after a second: a call never came).
+pub async fn calls(task: tokio::task::JoinHandle<Vec<Call>>) -> Vec<Call> {
+    tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("the script finished in time")
+        .expect("the mock API server did not panic")
+}

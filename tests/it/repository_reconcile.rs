@@ -1,0 +1,551 @@
+//! The ImageRepository reconciler through its public entry points (`reconcile`,
+//! `error_policy`), against a mocked API server and an in-test registry: the exact status
+//! patches, events and requeues of each scenario.
+
+use crate::api_mock::{calls, mock, Call, Expect};
+use crate::fault_server::{FaultServer, Reply};
+use image_reflector::api::ImageRepository;
+use image_reflector::controller::image_repository::{error_policy, reconcile};
+use image_reflector::controller::{Context, Settings};
+use image_reflector::registry::{Registries, SchedulerConfig};
+use image_reflector::store::{MemoryStore, RepoKey, TagList, TagStore};
+use image_reflector::telemetry::metrics::Metrics;
+use kube::runtime::controller::Action;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+const NS: &str = "team";
+const STATUS_PATH: &str = "imagerepositories";
+
+/// An ImageRepository named `app` in `team` that already carries the finalizer.
+fn object(spec: Value) -> Value {
+    json!({
+        "apiVersion": "image.toolkit.fluxcd.io/v1",
+        "kind": "ImageRepository",
+        "metadata": {
+            "name": "app", "namespace": NS, "uid": "u-1", "generation": 1,
+            "resourceVersion": "7", "finalizers": ["finalizers.fluxcd.io"]
+        },
+        "spec": spec,
+        "status": {"observedGeneration": -1}
+    })
+}
+
+fn context(client: kube::Client, store: Arc<dyn TagStore>) -> Arc<Context> {
+    Context::new(
+        client,
+        store,
+        Registries::new(SchedulerConfig::default()),
+        Arc::new(Metrics::default()),
+        Settings {
+            min_retry_delay: Duration::from_millis(750),
+            max_retry_delay: Duration::from_secs(900),
+            event_repeat_interval: Duration::from_secs(600),
+            object_level_workload_identity: false,
+            instance: "test".into(),
+        },
+    )
+}
+
+/// A registry listing `tags` for every repository.
+async fn registry(tags: &[&str]) -> FaultServer {
+    let tags: Vec<String> = tags.iter().map(|t| t.to_string()).collect();
+    FaultServer::start(move |_| Reply::json(200, json!({ "name": "demo/app", "tags": tags }))).await
+}
+
+/// Reconciles `obj` against `script`; returns the result and the calls.
+async fn run(
+    obj: &Value,
+    script: Vec<Expect>,
+    store: Arc<dyn TagStore>,
+) -> (
+    Result<Action, image_reflector::controller::Error>,
+    Vec<Call>,
+    Arc<Context>,
+) {
+    let (client, server) = mock(script);
+    let ctx = context(client, store);
+    let repo: ImageRepository = serde_json::from_value(obj.clone()).unwrap();
+    let result = reconcile(Arc::new(repo), ctx.clone()).await;
+    (result, calls(server).await, ctx)
+}
+
+fn patch(obj: &Value) -> Expect {
+    Expect::status_patch(STATUS_PATH, NS, "app", obj.clone())
+}
+
+/// The Ready condition of a status patch body.
+fn ready(call: &Call) -> (String, String, String) {
+    let conditions = call.body["status"]["conditions"].as_array().unwrap();
+    let c = conditions
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .expect("Ready");
+    (
+        c["status"].as_str().unwrap().into(),
+        c["reason"].as_str().unwrap().into(),
+        c["message"].as_str().unwrap().into(),
+    )
+}
+
+fn condition_types(call: &Call) -> Vec<String> {
+    call.body["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The delay of a requeue (kube's `Action` shows it only through `Debug`).
+fn requeue_secs(action: &Action) -> f64 {
+    let text = format!("{action:?}");
+    let inner = text
+        .split("Some(")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .unwrap_or_else(|| panic!("a requeue: {text}"));
+    let (number, unit) = inner.split_at(inner.find(|c: char| c.is_alphabetic()).unwrap());
+    let value: f64 = number.parse().unwrap();
+    match unit {
+        "s" => value,
+        "ms" => value / 1e3,
+        other => panic!("unit {other} in {text}"),
+    }
+}
+
+fn memory() -> Arc<dyn TagStore> {
+    Arc::new(MemoryStore::new())
+}
+
+#[tokio::test]
+async fn first_scan_writes_the_scan_result_and_one_normal_event() {
+    let reg = registry(&["1.0.0", "2.0.0", "1.0.0.sig", "latest"]).await;
+    let obj = object(json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m"}));
+    let store = memory();
+    let (result, calls, _) = run(&obj, vec![patch(&obj), Expect::event(NS)], store.clone()).await;
+    assert_eq!(result.unwrap(), Action::requeue(Duration::from_secs(300)));
+    let status = &calls[0].body["status"];
+    assert!(
+        calls[0]
+            .query
+            .contains("fieldManager=image-reflector-controller"),
+        "{}",
+        calls[0].query
+    );
+    let revision = status["lastScanResult"]["revision"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(status["lastScanResult"]["tagCount"], 3);
+    assert_eq!(
+        status["lastScanResult"]["latestTags"],
+        json!(["latest", "2.0.0", "1.0.0"])
+    );
+    assert_eq!(
+        status["canonicalImageName"],
+        format!("{}/demo/app", reg.host())
+    );
+    assert_eq!(status["observedExclusionList"], json!(["^.*\\.sig$"]));
+    assert_eq!(status["observedGeneration"], 1);
+    let message = format!("successful scan: found 3 tags with checksum {revision}");
+    assert_eq!(
+        ready(&calls[0]),
+        ("True".into(), "Succeeded".into(), message.clone())
+    );
+    assert_eq!(condition_types(&calls[0]), ["Ready"]);
+    assert_eq!(calls[1].body["type"], "Normal");
+    assert_eq!(calls[1].body["reason"], "Succeeded");
+    assert_eq!(calls[1].body["note"], message);
+    assert_eq!(
+        calls[1].body["reportingController"],
+        "image-reflector-controller"
+    );
+    assert_eq!(calls[1].body["regarding"]["name"], "app");
+    let (stored, stored_revision) = store.get(&RepoKey::new(NS, "app").unwrap()).unwrap();
+    assert_eq!(
+        stored.iter().collect::<Vec<_>>(),
+        ["latest", "2.0.0", "1.0.0"]
+    );
+    assert_eq!(stored_revision.as_str(), revision);
+}
+
+/// The object as the first scan left it, `ago` seconds after its scan.
+async fn scanned(spec: Value, tags: &[&str], ago: i64) -> (Value, Arc<dyn TagStore>) {
+    let store = memory();
+    let list = TagList::new(tags).unwrap();
+    let revision = store.set(&RepoKey::new(NS, "app").unwrap(), &list).unwrap();
+    let image = spec["image"].as_str().unwrap().to_string();
+    let scan_time = k8s_openapi::jiff::Timestamp::now()
+        .checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(ago))
+        .unwrap();
+    let scan_time = format!("{}", scan_time.strftime("%Y-%m-%dT%H:%M:%SZ"));
+    let message = format!(
+        "successful scan: found {} tags with checksum {}",
+        tags.len(),
+        revision.as_str()
+    );
+    let mut obj = object(spec);
+    obj["status"] = json!({
+        "observedGeneration": 1,
+        "canonicalImageName": image,
+        "observedExclusionList": ["^.*\\.sig$"],
+        "lastScanResult": {"revision": revision.as_str(), "tagCount": tags.len(), "scanTime": scan_time},
+        "conditions": [{"type": "Ready", "status": "True", "reason": "Succeeded", "message": message,
+                        "observedGeneration": 1, "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+    });
+    (obj, store)
+}
+
+#[tokio::test]
+async fn a_reconcile_that_changes_nothing_writes_nothing() {
+    let reg = registry(&["1.0.0"]).await;
+    let spec = json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m"});
+    let (obj, store) = scanned(spec, &["1.0.0"], 60).await;
+    let (result, calls, _) = run(&obj, vec![], store).await;
+    let secs = requeue_secs(&result.expect("no API call was made"));
+    assert!(
+        (235.0..=240.0).contains(&secs),
+        "the remaining interval: {secs}"
+    );
+    assert!(calls.is_empty());
+    assert!(reg.seen().is_empty(), "no registry call: {:?}", reg.seen());
+}
+
+#[tokio::test]
+async fn an_elapsed_interval_rescans_without_an_event_when_tags_are_unchanged() {
+    let reg = registry(&["1.0.0"]).await;
+    let spec = json!({"image": format!("{}/demo/app", reg.host()), "interval": "1m"});
+    let (obj, store) = scanned(spec, &["1.0.0"], 120).await;
+    let (result, calls, _) = run(&obj, vec![patch(&obj)], store).await;
+    assert_eq!(result.unwrap(), Action::requeue(Duration::from_secs(60)));
+    let status = &calls[0].body["status"];
+    assert_ne!(
+        status["lastScanResult"]["scanTime"],
+        obj["status"]["lastScanResult"]["scanTime"]
+    );
+    assert_eq!(
+        status["conditions"][0]["lastTransitionTime"], "2026-01-01T00:00:00Z",
+        "an unchanged Ready keeps its transition time"
+    );
+}
+
+#[tokio::test]
+async fn a_reconcile_request_rescans_and_records_the_token() {
+    let reg = registry(&["1.0.0", "1.1.0"]).await;
+    let spec = json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m"});
+    let (mut obj, store) = scanned(spec, &["1.0.0"], 10).await;
+    obj["metadata"]["annotations"] = json!({"reconcile.fluxcd.io/requestedAt": "now-1"});
+    let (result, calls, _) = run(&obj, vec![patch(&obj), Expect::event(NS)], store).await;
+    assert_eq!(result.unwrap(), Action::requeue(Duration::from_secs(300)));
+    assert_eq!(calls[0].body["status"]["lastHandledReconcileAt"], "now-1");
+    assert_eq!(calls[0].body["status"]["lastScanResult"]["tagCount"], 2);
+    assert_eq!(
+        calls[1].body["type"], "Normal",
+        "the message changed: one event"
+    );
+}
+
+#[tokio::test]
+async fn an_image_or_exclusion_change_rescans() {
+    let reg = registry(&["1.0.0", "1.0.0-alpha"]).await;
+    let old = json!({"image": "ghcr.io/old/name", "interval": "5m"});
+    let (mut obj, store) = scanned(old, &["1.0.0"], 10).await;
+    obj["metadata"]["generation"] = json!(2);
+    obj["spec"]["image"] = json!(format!("{}/demo/app", reg.host()));
+    obj["spec"]["exclusionList"] = json!(["-alpha$"]);
+    let (result, calls, _) = run(&obj, vec![patch(&obj)], store).await;
+    assert_eq!(result.unwrap(), Action::requeue(Duration::from_secs(300)));
+    let status = &calls[0].body["status"];
+    assert_eq!(
+        status["canonicalImageName"],
+        format!("{}/demo/app", reg.host())
+    );
+    assert_eq!(status["observedExclusionList"], json!(["-alpha$"]));
+    assert_eq!(status["lastScanResult"]["tagCount"], 1);
+    assert_eq!(status["observedGeneration"], 2);
+    assert_eq!(
+        reg.seen()
+            .iter()
+            .filter(|s| s.path().ends_with("/tags/list"))
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_suspended_repository_is_not_scanned_and_keeps_its_status() {
+    let reg = registry(&["1.0.0"]).await;
+    let spec =
+        json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m", "suspend": true});
+    let obj = object(spec);
+    let (result, calls, _) = run(&obj, vec![], memory()).await;
+    assert_eq!(result.unwrap(), Action::await_change());
+    assert!(calls.is_empty() && reg.seen().is_empty());
+    // A reconcile request is still acknowledged.
+    let mut asked = obj.clone();
+    asked["metadata"]["annotations"] = json!({"reconcile.fluxcd.io/requestedAt": "t"});
+    let (_, calls, _) = run(&asked, vec![patch(&asked)], memory()).await;
+    assert_eq!(calls[0].body["status"]["lastHandledReconcileAt"], "t");
+    assert!(calls[0].body["status"].get("conditions").is_none());
+}
+
+#[tokio::test]
+async fn invalid_images_stall_without_a_registry_call() {
+    let cases = [
+        (
+            "https://example.com/app",
+            "image 'https://example.com/app' should not include URL scheme; remove 'https://'",
+        ),
+        (
+            "example.com/app:1.0",
+            "image 'example.com/app:1.0' should not include a tag; remove ':1.0'",
+        ),
+        ("Not An Image", "could not parse reference: Not An Image"),
+    ];
+    for (image, message) in cases {
+        let obj = object(json!({"image": image, "interval": "5m"}));
+        let (result, calls, _) = run(&obj, vec![patch(&obj), Expect::event(NS)], memory()).await;
+        assert_eq!(result.unwrap(), Action::await_change(), "{image}");
+        let expected = ("False".into(), "ImageURLInvalid".into(), message.into());
+        assert_eq!(ready(&calls[0]), expected, "{image}");
+        assert_eq!(condition_types(&calls[0]), ["Stalled", "Ready"], "{image}");
+        assert_eq!(calls[0].body["status"]["observedGeneration"], 1);
+        assert_eq!(
+            (
+                calls[1].body["type"].as_str(),
+                calls[1].body["reason"].as_str()
+            ),
+            (Some("Warning"), Some("ImageURLInvalid"))
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_invalid_exclusion_stalls_before_any_registry_call() {
+    let reg = registry(&["1.0.0"]).await;
+    let obj = object(
+        json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m", "exclusionList": ["("]}),
+    );
+    let (result, calls, _) = run(&obj, vec![patch(&obj), Expect::event(NS)], memory()).await;
+    assert_eq!(result.unwrap(), Action::await_change());
+    let (status, reason, message) = ready(&calls[0]);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "InvalidExclusionList")
+    );
+    assert!(
+        message.starts_with("failed to compile regex (: error parsing regexp: "),
+        "{message}"
+    );
+    assert!(reg.seen().is_empty());
+}
+
+fn secret_path(name: &str) -> String {
+    format!("/api/v1/namespaces/{NS}/secrets/{name}")
+}
+
+#[tokio::test]
+async fn a_missing_secret_fails_authentication_and_retries() {
+    let reg = registry(&["1.0.0"]).await;
+    let obj = object(
+        json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m", "secretRef": {"name": "creds"}}),
+    );
+    let script = vec![
+        Expect::not_found("GET", secret_path("creds"), "secrets", "creds"),
+        patch(&obj),
+        Expect::event(NS),
+    ];
+    let (result, calls, ctx) = run(&obj, script, memory()).await;
+    let err = result.unwrap_err();
+    let expected = (
+        "False".into(),
+        "AuthenticationFailed".into(),
+        "failed to configure authentication options: secrets \"creds\" not found".into(),
+    );
+    assert_eq!(ready(&calls[1]), expected);
+    assert_eq!(condition_types(&calls[1]), ["Reconciling", "Ready"]);
+    assert_eq!(
+        calls[1].body["status"]["conditions"][0]["reason"],
+        "ProgressingWithRetry"
+    );
+    assert_eq!(calls[1].body["status"]["observedGeneration"], -1);
+    assert_eq!(calls[2].body["type"], "Warning");
+    assert!(reg.seen().is_empty());
+    // Backoff: 750ms, then doubling.
+    let repo: Arc<ImageRepository> = Arc::new(serde_json::from_value(obj).unwrap());
+    let first = error_policy(repo.clone(), &err, ctx.clone());
+    let second = error_policy(repo, &err, ctx);
+    assert_eq!(first, Action::requeue(Duration::from_millis(750)));
+    assert_eq!(second, Action::requeue(Duration::from_millis(1500)));
+}
+
+/// A registry that wants Basic credentials `user:right`.
+async fn basic_registry() -> FaultServer {
+    FaultServer::start(|seen| match seen.header("Authorization") {
+        Some("Basic dXNlcjpyaWdodA==") => Reply::json(200, json!({"tags": ["1.0.0"]})),
+        _ => Reply::json(
+            401,
+            json!({"errors": [{"code": "UNAUTHORIZED", "message": "authentication required"}]}),
+        )
+        .header("WWW-Authenticate", "Basic realm=\"test\""),
+    })
+    .await
+}
+
+fn docker_secret(host: &str, password: &str) -> Value {
+    use base64::Engine;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let config = json!({"auths": {host: {"auth": b64(&format!("user:{password}"))}}}).to_string();
+    json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "creds", "namespace": NS},
+        "type": "kubernetes.io/dockerconfigjson",
+        "data": {".dockerconfigjson": b64(&config)}
+    })
+}
+
+#[tokio::test]
+async fn credentials_from_the_secret_are_used_and_a_wrong_password_is_named() {
+    let reg = basic_registry().await;
+    let spec = json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m", "secretRef": {"name": "creds"}});
+    let obj = object(spec);
+    let right = docker_secret(&reg.host(), "right");
+    let script = vec![
+        Expect::ok("GET", secret_path("creds"), move |_| right.clone()),
+        patch(&obj),
+        Expect::event(NS),
+    ];
+    let (result, calls, _) = run(&obj, script, memory()).await;
+    assert!(result.is_ok());
+    assert_eq!(ready(&calls[1]).0, "True");
+
+    let wrong = docker_secret(&reg.host(), "wrong");
+    let script = vec![
+        Expect::ok("GET", secret_path("creds"), move |_| wrong.clone()),
+        patch(&obj),
+        Expect::event(NS),
+    ];
+    let (result, calls, _) = run(&obj, script, memory()).await;
+    assert!(result.is_err());
+    let (status, reason, message) = ready(&calls[1]);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "ReadOperationFailed")
+    );
+    assert!(message.starts_with("scan failed: GET "), "{message}");
+    assert!(message.contains("401 Unauthorized"), "{message}");
+    assert!(message.contains("rejected the credentials"), "{message}");
+    assert!(
+        !message.contains("wrong") && !message.contains("d3Jvbmc"),
+        "no secret in {message}"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_repository_is_a_read_failure_with_the_registry_status() {
+    let reg = FaultServer::start(|_| {
+        Reply::json(404, json!({"errors": [{"code": "NAME_UNKNOWN", "message": "repository name not known to registry"}]}))
+    })
+    .await;
+    let obj = object(json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m"}));
+    let (result, calls, _) = run(&obj, vec![patch(&obj), Expect::event(NS)], memory()).await;
+    assert!(matches!(
+        result,
+        Err(image_reflector::controller::Error::Finalizer(_))
+    ));
+    let (_, reason, message) = ready(&calls[0]);
+    assert_eq!(reason, "ReadOperationFailed");
+    assert!(
+        message.contains("404 Not Found") && message.contains("NAME_UNKNOWN"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_rate_limited_registry_sets_rate_limited_and_requeues_at_retry_after() {
+    let reg = FaultServer::start(|_| Reply::status(429).header("Retry-After", "120")).await;
+    let obj = object(json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m"}));
+    let (result, calls, ctx) = run(&obj, vec![patch(&obj), Expect::event(NS)], memory()).await;
+    let err = result.unwrap_err();
+    let (status, reason, message) = ready(&calls[0]);
+    assert_eq!((status.as_str(), reason.as_str()), ("False", "RateLimited"));
+    assert!(message.contains("rate limiting"), "{message}");
+    let repo = Arc::new(serde_json::from_value(obj).unwrap());
+    let secs = requeue_secs(&error_policy(repo, &err, ctx));
+    assert!(
+        (115.0..=120.0).contains(&secs),
+        "requeued at Retry-After, not sooner: {secs}"
+    );
+    let list_calls = reg
+        .seen()
+        .iter()
+        .filter(|s| s.path().ends_with("/tags/list"))
+        .count();
+    assert_eq!(list_calls, 1, "no retry against a 120s Retry-After");
+}
+
+#[tokio::test]
+async fn a_registry_that_does_not_answer_in_time_fails_the_scan() {
+    let reg = FaultServer::start(|_| {
+        Reply::json(200, json!({"tags": ["1"]})).delayed(Duration::from_secs(5))
+    })
+    .await;
+    let obj = object(
+        json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m", "timeout": "1s"}),
+    );
+    let (result, calls, _) = run(&obj, vec![patch(&obj), Expect::event(NS)], memory()).await;
+    assert!(result.is_err());
+    let (_, reason, message) = ready(&calls[0]);
+    assert_eq!(reason, "ReadOperationFailed");
+    assert!(message.contains("1s"), "{message}");
+}
+
+#[tokio::test]
+async fn a_new_object_gets_the_finalizer_first() {
+    let mut obj = object(json!({"image": "ghcr.io/a/b", "interval": "5m"}));
+    obj["metadata"]["finalizers"] = json!(null);
+    let answered = obj.clone();
+    let script = vec![Expect::ok(
+        "PATCH",
+        format!("/apis/image.toolkit.fluxcd.io/v1/namespaces/{NS}/imagerepositories/app"),
+        move |_| answered.clone(),
+    )];
+    let (result, calls, _) = run(&obj, script, memory()).await;
+    assert_eq!(result.unwrap(), Action::await_change());
+    assert_eq!(
+        calls[0].body,
+        json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": null},
+            {"op": "add", "path": "/metadata/finalizers", "value": ["finalizers.fluxcd.io"]}
+        ])
+    );
+}
+
+#[tokio::test]
+async fn deletion_removes_the_stored_tags_and_the_finalizer() {
+    let (mut obj, store) = scanned(
+        json!({"image": "ghcr.io/a/b", "interval": "5m"}),
+        &["1.0.0"],
+        10,
+    )
+    .await;
+    obj["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+    let answered = obj.clone();
+    let script = vec![Expect::ok(
+        "PATCH",
+        format!("/apis/image.toolkit.fluxcd.io/v1/namespaces/{NS}/imagerepositories/app"),
+        move |_| answered.clone(),
+    )];
+    let (result, calls, _) = run(&obj, script, store.clone()).await;
+    assert_eq!(result.unwrap(), Action::await_change());
+    assert_eq!(
+        calls[0].body,
+        json!([
+            {"op": "test", "path": "/metadata/finalizers/0", "value": "finalizers.fluxcd.io"},
+            {"op": "remove", "path": "/metadata/finalizers/0"}
+        ])
+    );
+    assert!(store.keys().unwrap().is_empty(), "the store entry is gone");
+}
