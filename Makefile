@@ -45,9 +45,18 @@ run:
 		-f config/samples/imagepolicy_semver.yaml \
 		--tags-file docs/examples/podinfo-tags.txt --explain
 
-# End-to-end against a real cluster; needs KUBECONFIG (and kubectl).
-e2e:
-	@test -n "$$KUBECONFIG" || { echo "make e2e needs KUBECONFIG pointing at a test cluster" >&2; exit 2; }
+# End-to-end against a real API server: the cluster in KUBECONFIG, else the one
+# ../shared/tools/kube starts on loopback. Runs `image-reflector run` as a local process.
+e2e: deps
+	@if [ -z "$$KUBECONFIG" ]; then \
+		if [ -x $(SHARED)/tools/kube/apiserver ]; then \
+			eval "$$($(SHARED)/tools/kube/apiserver start | grep '^export ')"; \
+		else \
+			echo "make e2e needs KUBECONFIG, or $(SHARED)/tools/kube/apiserver to start an API server" >&2; exit 2; \
+		fi; \
+	fi; \
+	command -v kubectl >/dev/null || { echo "make e2e needs kubectl" >&2; exit 2; }; \
+	echo "e2e against $$KUBECONFIG"; \
 	$(CARGO) test --locked --test it -- --ignored e2e
 
 bench:

@@ -30,8 +30,9 @@ pub enum Error {
     /// Removing the object's stored tags failed.
     #[error("deleting the stored tags: {0}")]
     Store(String),
-    /// kube's finalizer helper, boxed to break the type cycle with this enum.
-    #[error("finalizer: {0}")]
+    /// kube's finalizer helper, boxed to break the type cycle with this enum. Shows the
+    /// reconcile's own error when that is what failed.
+    #[error("{}", finalizer_text(.0))]
     Finalizer(#[source] Box<kube::runtime::finalizer::Error<Error>>),
 }
 
@@ -58,6 +59,14 @@ impl Error {
             ErrorKind::RateLimited(_) => "rate_limited",
             ErrorKind::Transient => "transient",
         }
+    }
+}
+
+fn finalizer_text(err: &kube::runtime::finalizer::Error<Error>) -> String {
+    use kube::runtime::finalizer::Error as F;
+    match err {
+        F::ApplyFailed(e) | F::CleanupFailed(e) => e.to_string(),
+        other => format!("finalizer {}: {other}", super::FINALIZER),
     }
 }
 

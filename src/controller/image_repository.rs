@@ -21,9 +21,21 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
-/// One reconcile: finalizer first, then apply or clean up.
+/// One reconcile: finalizer first, then apply or clean up. Every log line of it carries the
+/// object's kind, namespace and name.
 pub async fn reconcile(repo: Arc<ImageRepository>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let span = tracing::info_span!(
+        "reconcile",
+        controller = "imagerepository",
+        namespace = %repo.namespace().unwrap_or_default(),
+        name = %repo.name_any(),
+    );
+    reconcile_object(repo, ctx).instrument(span).await
+}
+
+async fn reconcile_object(repo: Arc<ImageRepository>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
     let namespace = repo.namespace().unwrap_or_default();
     let api = Api::<ImageRepository>::namespaced(ctx.client.clone(), &namespace);
@@ -127,7 +139,14 @@ pub fn error_policy(repo: Arc<ImageRepository>, err: &Error, ctx: Arc<Context>) 
                 .max(Duration::from_secs(1)),
         ),
         ErrorKind::Transient => {
-            tracing::warn!(error = %err, "reconcile failed");
+            let _span = tracing::info_span!(
+                "reconcile",
+                controller = "imagerepository",
+                namespace = %repo.namespace().unwrap_or_default(),
+                name = %repo.name_any(),
+            )
+            .entered();
+            tracing::warn!(error = %err, "reconcile failed; retrying with backoff");
             Action::requeue(ctx.backoff.next_delay(&object_key(&repo)))
         }
     }

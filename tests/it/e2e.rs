@@ -127,3 +127,255 @@ fn e2e_crds_install_default_validate_and_serve_v1beta2() {
     assert_eq!(got["apiVersion"], "image.toolkit.fluxcd.io/v1");
     assert_eq!(got["spec"]["digestReflectionPolicy"], "Never");
 }
+
+/// The controller as a local process watching one namespace; SIGTERM on drop.
+struct Controller {
+    child: std::process::Child,
+    _storage: tempfile::TempDir,
+    pub storage: std::path::PathBuf,
+}
+
+impl Controller {
+    fn start(namespace: &str) -> Controller {
+        let storage = tempfile::tempdir().unwrap();
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_image-reflector"))
+            .args([
+                "run",
+                "--watch-all-namespaces=false",
+                "--metrics-addr=127.0.0.1:0",
+                "--health-addr=127.0.0.1:0",
+                "--log-encoding=console",
+                "--min-retry-delay=200ms",
+                "--storage-path",
+            ])
+            .arg(storage.path())
+            .env("RUNTIME_NAMESPACE", namespace)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("image-reflector run starts");
+        Controller {
+            child,
+            storage: storage.path().to_path_buf(),
+            _storage: storage,
+        }
+    }
+
+    /// SIGTERM, and the exit status.
+    fn stop(mut self) -> std::process::ExitStatus {
+        let _ = run("kill", &["-TERM", &self.child.id().to_string()], None);
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `kubectl wait` for a JSONPath value (the API server watch; no polling here).
+fn wait_for(ns: &str, object: &str, jsonpath: &str, value: &str) {
+    ok(kubectl(
+        &[
+            "wait",
+            "-n",
+            ns,
+            object,
+            &format!("--for=jsonpath={jsonpath}={value}"),
+            "--timeout=60s",
+        ],
+        None,
+    ));
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: make e2e"]
+async fn e2e_controller_scans_stalls_reports_events_and_cleans_up() {
+    use crate::distribution::{Distribution, Variant};
+    ok(kubectl(
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "-f",
+            root().join("crds/crds.yaml").to_str().unwrap(),
+        ],
+        None,
+    ));
+    ok(kubectl(
+        &[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/imagerepositories.image.toolkit.fluxcd.io",
+        ],
+        None,
+    ));
+    let registry = Distribution::start(Variant::default());
+    let tags: Vec<String> = ["1.0.0", "1.1.0", "2.0.0", "2.0.0.sig"]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+    registry.push_image("demo/app", &tags).await;
+    let ns = Namespace(format!("image-reflector-run-{}", std::process::id()));
+    ok(kubectl(&["create", "namespace", &ns.0], None));
+    let manifests = format!(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: {ns}}}\n\
+         spec: {{image: {host}/demo/app, interval: 5m}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: bad, namespace: {ns}}}\n\
+         spec: {{image: 'https://{host}/demo/app', interval: 5m}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: nosecret, namespace: {ns}}}\n\
+         spec: {{image: {host}/demo/app, interval: 5m, secretRef: {{name: missing}}}}\n",
+        ns = ns.0,
+        host = registry.host
+    );
+    ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
+    let controller = Controller::start(&ns.0);
+
+    let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
+    let reason = "{.status.conditions[?(@.type==\"Ready\")].reason}";
+    wait_for(&ns.0, "imagerepository/app", ready, "True");
+    wait_for(
+        &ns.0,
+        "imagerepository/bad",
+        "{.status.conditions[?(@.type==\"Stalled\")].reason}",
+        "ImageURLInvalid",
+    );
+    wait_for(
+        &ns.0,
+        "imagerepository/nosecret",
+        reason,
+        "AuthenticationFailed",
+    );
+
+    let app: serde_json::Value = serde_json::from_str(&ok(kubectl(
+        &["get", "imagerepository", "app", "-n", &ns.0, "-o", "json"],
+        None,
+    )))
+    .unwrap();
+    assert_eq!(
+        app["metadata"]["finalizers"],
+        serde_json::json!(["finalizers.fluxcd.io"])
+    );
+    let status = &app["status"];
+    assert_eq!(status["lastScanResult"]["tagCount"], 3);
+    assert_eq!(
+        status["lastScanResult"]["latestTags"],
+        serde_json::json!(["2.0.0", "1.1.0", "1.0.0"])
+    );
+    assert_eq!(
+        status["canonicalImageName"],
+        format!("{}/demo/app", registry.host)
+    );
+    assert_eq!(status["observedGeneration"], 1);
+    let revision = status["lastScanResult"]["revision"].as_str().unwrap();
+    assert!(revision.starts_with("sha256:"), "{revision}");
+
+    // The columns Flux users read.
+    let table = ok(kubectl(&["get", "imagerepositories", "-n", &ns.0], None));
+    let line = table
+        .lines()
+        .find(|l| l.starts_with("app "))
+        .expect("a row for app");
+    let expected = format!("successful scan: found 3 tags with checksum {revision}");
+    assert!(
+        line.contains(&format!("{}/demo/app", registry.host))
+            && line.contains("True")
+            && line.contains(&expected),
+        "{table}"
+    );
+    let bad = table
+        .lines()
+        .find(|l| l.starts_with("bad "))
+        .expect("a row for bad");
+    assert!(
+        bad.contains("False") && bad.contains("should not include URL scheme; remove 'https://'"),
+        "{table}"
+    );
+    let nosecret = table
+        .lines()
+        .find(|l| l.starts_with("nosecret "))
+        .expect("a row for nosecret");
+    assert!(
+        nosecret
+            .contains("failed to configure authentication options: secrets \"missing\" not found"),
+        "{table}"
+    );
+
+    // Events, as kubectl shows them.
+    let events = ok(kubectl(&["get", "events", "-n", &ns.0, "-o", "json"], None));
+    let events: serde_json::Value = serde_json::from_str(&events).unwrap();
+    let of = |name: &str| -> Vec<(String, String)> {
+        events["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["involvedObject"]["name"] == name)
+            .map(|e| {
+                (
+                    e["type"].as_str().unwrap().to_string(),
+                    e["reason"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(of("app"), [("Normal".to_string(), "Succeeded".to_string())]);
+    assert_eq!(
+        of("bad"),
+        [("Warning".to_string(), "ImageURLInvalid".to_string())]
+    );
+    assert!(of("nosecret")
+        .iter()
+        .all(|e| *e == ("Warning".to_string(), "AuthenticationFailed".to_string())));
+    assert_eq!(
+        of("nosecret").len(),
+        1,
+        "an identical failure is not repeated"
+    );
+
+    // A reconcile request is handled and acknowledged.
+    ok(kubectl(
+        &[
+            "annotate",
+            "--overwrite",
+            "-n",
+            &ns.0,
+            "imagerepository/app",
+            "reconcile.fluxcd.io/requestedAt=e2e-1",
+        ],
+        None,
+    ));
+    wait_for(
+        &ns.0,
+        "imagerepository/app",
+        "{.status.lastHandledReconcileAt}",
+        "e2e-1",
+    );
+
+    // Deletion removes the stored tags, then the finalizer.
+    let stored = controller
+        .storage
+        .join("imagerepository")
+        .join(&ns.0)
+        .join("app");
+    assert!(stored.exists(), "tags stored at {}", stored.display());
+    ok(kubectl(
+        &[
+            "delete",
+            "-n",
+            &ns.0,
+            "imagerepository/app",
+            "--timeout=60s",
+        ],
+        None,
+    ));
+    assert!(!stored.exists(), "the store entry went with the object");
+
+    let status = controller.stop();
+    assert!(
+        status.success(),
+        "SIGTERM ends the controller cleanly: {status}"
+    );
+}
