@@ -2,7 +2,7 @@
 CARGO ?= cargo
 SHARED ?= ../shared
 
-.PHONY: all build test lint fmt crds run e2e bench conformance deps
+.PHONY: all build test lint fmt crds run e2e bench conformance deps image image-deps image-smoke
 
 all: build
 
@@ -27,6 +27,32 @@ deps:
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
+# The container image, built from scratch with buildah (no base image is pulled): the release
+# binary, the libraries it links, Debian's Mozilla CA set, a nonroot user. See docs/install.md.
+IMAGE ?= localhost/image-reflector:dev
+
+image: image-deps
+	$(CARGO) build --release --locked
+	hack/build-image.sh target/release/image-reflector $(IMAGE)
+
+# Pushes the image to a local Distribution registry and runs `image-reflector run --help` from it.
+image-smoke: deps image
+	hack/image-smoke.sh $(IMAGE)
+
+# Debian's image tools (and ca-certificates for the CA set), installed when missing.
+image-deps:
+	@missing=""; \
+	for tool in buildah:buildah skopeo:skopeo umoci:umoci podman:podman runc:runc; do \
+		command -v $${tool%%:*} >/dev/null || missing="$$missing $${tool##*:}"; \
+	done; \
+	[ -d /usr/share/ca-certificates/mozilla ] || missing="$$missing ca-certificates"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get -o DPkg::Lock::Timeout=300 update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends $$missing; \
+	fi
+
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
@@ -38,12 +64,11 @@ fmt:
 crds:
 	$(CARGO) run --quiet --locked -- crds > crds/crds.yaml
 
-# The main job. Until the controller lands, it is the offline election: which tag would the
-# sample ImagePolicy pick from the example tag list, and why.
-run:
-	$(CARGO) run --quiet --release --locked -- select \
-		-f config/samples/imagepolicy_semver.yaml \
-		--tags-file docs/examples/podinfo-tags.txt --explain
+# The main job: a local registry with a few tags, scanned by `image-reflector scan` exactly as
+# the controller reconciles an ImageRepository, then the ImagePolicy election over the stored tags.
+run: deps
+	$(CARGO) build --locked
+	hack/demo.sh target/debug/image-reflector
 
 # End-to-end against a real API server: the cluster in KUBECONFIG, else the one
 # ../shared/tools/kube starts on loopback. Runs `image-reflector run` as a local process.
@@ -63,6 +88,7 @@ bench:
 	$(CARGO) bench --locked --bench select -- --output-format bencher
 	$(CARGO) bench --locked --bench store
 	$(CARGO) bench --locked --bench registry
+	$(CARGO) bench --locked --bench controller
 
 # Runs Flux's policy vectors through the binary (needs ../shared beside the checkout).
 conformance:

@@ -13,6 +13,7 @@ use crate::controller::credentials::ObjectReader;
 use crate::controller::repository::{reconcile_repository, Next, RepositoryEnv};
 use crate::registry::{Registries, SchedulerConfig};
 use crate::store::{FsStore, TagStore, DEFAULT_COMPRESSION_THRESHOLD};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -45,6 +46,9 @@ pub struct ScanArgs {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = ScanOutput::Table)]
     pub output: ScanOutput,
+    /// Repositories reconciled at once (as the controller's --concurrent).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrent: u16,
 }
 
 /// Runs `scan`.
@@ -70,18 +74,26 @@ pub fn run(args: &ScanArgs, out: &mut impl Write) -> Result<(), CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::failed(format!("starting the async runtime: {e}")))?;
-    let mut results = Vec::new();
-    for repo in &manifests.repositories {
-        let env = RepositoryEnv {
-            reader: &manifests,
-            registries: &registries,
-            store: &store,
-            now: Timestamp::now(),
-            object_level_workload_identity: false,
-        };
-        let result = runtime.block_on(reconcile_repository(repo, &env));
-        results.push((repo, result.status, result.next));
-    }
+    // Results in input order; up to --concurrent reconciles at a time.
+    let reconciles = manifests.repositories.iter().map(|repo| {
+        let (manifests, registries, store) = (&manifests, &registries, &store);
+        async move {
+            let env = RepositoryEnv {
+                reader: manifests,
+                registries,
+                store,
+                now: Timestamp::now(),
+                object_level_workload_identity: false,
+            };
+            let result = reconcile_repository(repo, &env).await;
+            (repo, result.status, result.next)
+        }
+    });
+    let results: Vec<_> = runtime.block_on(
+        futures::stream::iter(reconciles)
+            .buffered(usize::from(args.concurrent))
+            .collect(),
+    );
     let written = match args.output {
         ScanOutput::Table => write_table(out, &results),
         ScanOutput::Yaml => write_yaml(out, &results),
@@ -243,10 +255,10 @@ impl Manifests {
             }
             return Ok(());
         }
-        if doc.pointer("/metadata/namespace").is_none() {
-            if let Some(meta) = doc.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.insert("namespace".into(), namespace.into());
-            }
+        if let Some(meta) = doc.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.entry("namespace").or_insert_with(|| namespace.into());
+            // What the API server gives a new object.
+            meta.entry("generation").or_insert_with(|| 1.into());
         }
         let invalid = |e: serde_json::Error| CliError::invalid(format!("{file}: {kind}: {e}"));
         match kind.as_str() {

@@ -18,24 +18,80 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Instant, SystemTime};
 
-/// State shared by every client of the process: the per-host scheduler, tokens and challenges.
+/// State shared by every client of the process: the per-host scheduler, tokens and challenges,
+/// and which scheme each HTTPS-then-HTTP host speaks (a property of the host, so a reconcile's
+/// fresh client does not try HTTPS again on a plain-HTTP registry).
 #[derive(Debug, Default)]
 pub struct Registries {
     scheduler: Scheduler,
     auth: AuthCache,
+    schemes: Mutex<HashMap<String, &'static str>>,
+    /// One HTTP client per distinct TLS, proxy and timeout setting (credentials travel per
+    /// request, so they are not part of it): building one loads and parses the system roots,
+    /// and a shared one keeps connections to a registry alive between reconciles.
+    http: Mutex<HashMap<[u8; 32], reqwest::Client>>,
 }
+
+/// How many distinct HTTP clients are kept; past that the cache starts over.
+const MAX_HTTP_CLIENTS: usize = 256;
 
 impl Registries {
     pub fn new(config: SchedulerConfig) -> Arc<Self> {
         Arc::new(Registries {
             scheduler: Scheduler::new(config),
             auth: AuthCache::default(),
+            schemes: Mutex::default(),
+            http: Mutex::default(),
         })
     }
 
     pub fn scheduler(&self) -> &Scheduler {
         &self.scheduler
     }
+
+    /// The HTTP client for `options`' TLS, proxy and timeout, built on first use.
+    fn http_client(&self, options: &ClientOptions) -> Result<reqwest::Client, RegistryError> {
+        use sha2::{Digest, Sha256};
+        let mut hasher = Sha256::new();
+        hasher.update(options.timeout.as_nanos().to_le_bytes());
+        if let Some(tls) = &options.tls {
+            hasher.update(b"tls");
+            tls.hash_into(&mut hasher);
+        }
+        if let Some(proxy) = &options.proxy {
+            hasher.update(b"proxy");
+            hasher.update(proxy.url_text().as_bytes());
+        }
+        let key: [u8; 32] = hasher.finalize().into();
+        if let Some(client) = self.http.lock().expect("http clients lock").get(&key) {
+            return Ok(client.clone());
+        }
+        let client = build_http_client(options)?;
+        let mut clients = self.http.lock().expect("http clients lock");
+        if clients.len() >= MAX_HTTP_CLIENTS {
+            clients.clear();
+        }
+        clients.insert(key, client.clone());
+        Ok(client)
+    }
+}
+
+fn build_http_client(options: &ClientOptions) -> Result<reqwest::Client, RegistryError> {
+    let mut builder = reqwest::Client::builder()
+        .user_agent(concat!("image-reflector/", env!("CARGO_PKG_VERSION")))
+        .timeout(options.timeout)
+        .connect_timeout(options.timeout.min(std::time::Duration::from_secs(30)))
+        // Registries redirect blob downloads; tags and manifests may be redirected too.
+        .redirect(reqwest::redirect::Policy::limited(5));
+    if let Some(tls) = &options.tls {
+        builder = tls.apply(builder)?;
+    }
+    if let Some(proxy) = &options.proxy {
+        builder = proxy.apply(builder)?;
+    }
+    builder
+        .build()
+        .map_err(|e| super::ConfigError::Client(chain(&e)).into())
 }
 
 /// A client for one set of settings (credentials, TLS, proxy, timeout).
@@ -44,8 +100,6 @@ pub struct RegistryClient {
     http: reqwest::Client,
     pub(super) options: ClientOptions,
     shared: Arc<Registries>,
-    /// The scheme that worked for each HTTPS-then-HTTP host.
-    schemes: Mutex<HashMap<String, &'static str>>,
 }
 
 /// Where a request goes: a path under the registry root, or a URL the registry gave us.
@@ -66,26 +120,11 @@ pub fn install_crypto_provider() {
 impl RegistryClient {
     pub fn new(options: ClientOptions, shared: Arc<Registries>) -> Result<Self, RegistryError> {
         install_crypto_provider();
-        let mut builder = reqwest::Client::builder()
-            .user_agent(concat!("image-reflector/", env!("CARGO_PKG_VERSION")))
-            .timeout(options.timeout)
-            .connect_timeout(options.timeout.min(std::time::Duration::from_secs(30)))
-            // Registries redirect blob downloads; tags and manifests may be redirected too.
-            .redirect(reqwest::redirect::Policy::limited(5));
-        if let Some(tls) = &options.tls {
-            builder = tls.apply(builder)?;
-        }
-        if let Some(proxy) = &options.proxy {
-            builder = proxy.apply(builder)?;
-        }
-        let http = builder
-            .build()
-            .map_err(|e| super::ConfigError::Client(chain(&e)))?;
+        let http = shared.http_client(&options)?;
         Ok(RegistryClient {
             http,
             options,
             shared,
-            schemes: Mutex::default(),
         })
     }
 
@@ -106,11 +145,18 @@ impl RegistryClient {
             Target::Path(path) => path,
         };
         let host = image.registry();
+        let known = self
+            .shared
+            .schemes
+            .lock()
+            .expect("schemes lock")
+            .get(host)
+            .copied();
         let schemes: &[&'static str] = match image.scheme() {
             Scheme::Https => &["https"],
             Scheme::Http => &["http"],
-            Scheme::HttpsThenHttp => match self.schemes.lock().expect("schemes lock").get(host) {
-                Some(&"http") => &["http"],
+            Scheme::HttpsThenHttp => match known {
+                Some("http") => &["http"],
                 Some(_) => &["https"],
                 None => &["https", "http"],
             },
@@ -128,12 +174,23 @@ impl RegistryClient {
             match self.execute(&method, image, url.clone(), accept).await {
                 Ok(response) => {
                     if image.scheme() == Scheme::HttpsThenHttp {
-                        self.schemes
+                        self.shared
+                            .schemes
                             .lock()
                             .expect("schemes lock")
                             .insert(host.to_string(), scheme);
                     }
                     return Ok((url, response));
+                }
+                // The remembered scheme no longer connects (the registry changed): forget
+                // it, so the next request tries both again.
+                Err(err @ RegistryError::Transport { .. }) if known.is_some() => {
+                    self.shared
+                        .schemes
+                        .lock()
+                        .expect("schemes lock")
+                        .remove(host);
+                    return Err(err);
                 }
                 // Only a failed connection (e.g. a TLS handshake with a plain-HTTP server)
                 // falls back; an answer over HTTPS is final.

@@ -59,6 +59,11 @@ impl ProxySettings {
         Ok(ProxySettings { url })
     }
 
+    /// The URL, credentials included (never shown; for identifying an HTTP client).
+    pub(super) fn url_text(&self) -> &str {
+        self.url.as_str()
+    }
+
     /// Routes every request of the client through the proxy (the environment is ignored then).
     pub(super) fn apply(
         &self,

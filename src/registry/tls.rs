@@ -72,6 +72,16 @@ impl TlsMaterial {
         Ok(TlsMaterial { ca, identity })
     }
 
+    /// Feeds the material into `hasher`: the identity of an HTTP client built with it.
+    pub(super) fn hash_into(&self, hasher: &mut sha2::Sha256) {
+        use sha2::Digest;
+        for part in [&self.ca, &self.identity] {
+            let bytes = part.as_deref().unwrap_or_default();
+            hasher.update((bytes.len() as u64).to_le_bytes());
+            hasher.update(bytes);
+        }
+    }
+
     /// Adds the CA to the system roots and presents the client certificate.
     pub(super) fn apply(
         &self,

@@ -11,6 +11,7 @@ mod registry_cli;
 mod registry_faults;
 mod registry_real;
 mod repository_reconcile;
+mod scan_cli;
 mod select_cli;
 mod store;
 mod support;

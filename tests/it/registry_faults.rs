@@ -560,11 +560,14 @@ async fn local_hosts_try_https_first_then_plain_http() {
     let server = FaultServer::start(|_| Reply::json(200, json!({ "tags": ["1.0"] }))).await;
     // Not insecure: a loopback host is HTTPS-then-HTTP.
     let img = ImageReference::parse(&format!("{}/a/b", server.host()), false).unwrap();
-    let c = client(&shared(), |_| {});
+    // Two clients of one process (each reconcile builds its own): the scheme is the host's.
+    let registries = shared();
+    let c = client(&registries, |_| {});
     assert_eq!(c.list_tags(&img).await.unwrap(), ["1.0"]);
-    assert_eq!(c.list_tags(&img).await.unwrap(), ["1.0"]);
+    let c2 = client(&registries, |_| {});
+    assert_eq!(c2.list_tags(&img).await.unwrap(), ["1.0"]);
     // The TLS attempt never reaches the request log; both listings went over HTTP, and the
-    // second did not try HTTPS again.
+    // second client did not try HTTPS again.
     assert_eq!(server.seen().len(), 2);
     assert_eq!(
         server.connections(),

@@ -1,0 +1,102 @@
+//! Controller benchmark: `cargo bench --bench controller`. N ImageRepositories of 1,000 tags
+//! each, on the in-test HTTP registry, reconciled in one scan cycle by the controller's own
+//! reconcile in its own process: `image-reflector scan` (4 at a time, as `run --concurrent 4`,
+//! with the filesystem tag store). Reports the cycle's wall time, registry requests per scan,
+//! the process's CPU time and peak RSS (from wait4's rusage), and TCP connections.
+//!
+//! What this leaves out of `run`: the API server's watch cache of the N objects and the status
+//! writes; the registry, credentials, store and reconcile paths are the same code.
+
+// Only `run_scenarios` is used here.
+#[allow(dead_code)]
+mod common;
+#[path = "../tests/it/fault_server.rs"]
+#[allow(dead_code)]
+mod fault_server;
+
+use common::run_scenarios;
+use fault_server::{FaultServer, Reply};
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+const TAGS: usize = 1000;
+
+fn scenario(name: &str) {
+    let repositories: usize = name.parse().expect("a repository count");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let tags: Vec<String> = (0..TAGS)
+        .map(|i| format!("1.{}.{}", i / 100, i % 100))
+        .collect();
+    let body =
+        serde_json::to_vec(&serde_json::json!({ "name": "bench/app", "tags": tags })).unwrap();
+    let server = runtime.block_on(FaultServer::start(move |_| {
+        Reply::status(200).body(body.clone())
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("repositories.yaml");
+    let mut file = std::fs::File::create(&manifests).unwrap();
+    for i in 0..repositories {
+        writeln!(
+            file,
+            "---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\n\
+             metadata: {{name: app-{i}, namespace: bench}}\nspec: {{image: {}/bench/app-{i}, interval: 5m}}",
+            server.host()
+        )
+        .unwrap();
+    }
+    drop(file);
+    let started = Instant::now();
+    // Reaped by `wait4` below, which also gives its rusage (std's `wait` does not).
+    #[allow(clippy::zombie_processes)]
+    let child = Command::new(env!("CARGO_BIN_EXE_image-reflector"))
+        .args(["scan", "--concurrent", "4", "-f"])
+        .arg(&manifests)
+        .arg("--storage-path")
+        .arg(dir.path().join("store"))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (status, usage) = wait4(child.id() as i32);
+    let wall = started.elapsed();
+    assert_eq!(status, 0, "scan failed");
+    let requests = server.seen().len();
+    let cpu = usage.ru_utime.tv_sec as f64
+        + usage.ru_utime.tv_usec as f64 / 1e6
+        + usage.ru_stime.tv_sec as f64
+        + usage.ru_stime.tv_usec as f64 / 1e6;
+    println!(
+        "| {repositories} × {TAGS} | {wall:.2?} | {:.2} | {cpu:.2} s | {:.1} MiB | {} |",
+        requests as f64 / repositories as f64,
+        usage.ru_maxrss as f64 / 1024.0,
+        server.connections(),
+    );
+    let stored = std::fs::read_dir(dir.path().join("store/imagerepository/bench"))
+        .unwrap()
+        .count();
+    assert_eq!(stored, repositories, "every repository's tags were stored");
+}
+
+/// Waits for the child and returns its exit code and resource usage.
+fn wait4(pid: i32) -> (i32, libc::rusage) {
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: pid is a child of this process that has not been waited for.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4");
+    (libc::WEXITSTATUS(status), usage)
+}
+
+fn main() {
+    run_scenarios(
+        "controller",
+        "| repositories × tags | scan cycle (wall) | registry requests per scan | CPU (user+sys) | peak RSS | TCP connections |\n|---|---|---|---|---|---|",
+        &["100", "1000"],
+        scenario,
+    );
+}

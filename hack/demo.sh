@@ -1,0 +1,82 @@
+#!/bin/sh
+# The main job (`make run`): a local Distribution registry with a few tags of demo/app, pushed
+# with curl through the registry API; `image-reflector scan` reconciles an ImageRepository for
+# it exactly as the controller would and prints the status; then `image-reflector select` elects
+# the latest 6.x tag from the stored tags, as an ImagePolicy would.
+# usage: hack/demo.sh BINARY
+set -eu
+bin=$1
+work=$(mktemp -d)
+registry_pid=""
+cleanup() {
+  [ -z "$registry_pid" ] || kill "$registry_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat > "$work/registry.yml" <<YAML
+version: 0.1
+log: {level: warn}
+storage: {filesystem: {rootdirectory: $work/data}}
+http: {addr: 127.0.0.1:$port, secret: demo-only}
+YAML
+docker-registry serve "$work/registry.yml" > "$work/registry.log" 2>&1 &
+registry_pid=$!
+registry="http://127.0.0.1:$port"
+i=0
+until curl -sf -o /dev/null "$registry/v2/"; do
+  i=$((i + 1)); [ $i -lt 100 ] || { cat "$work/registry.log" >&2; exit 1; }
+  sleep 0.1
+done
+
+# One blob upload (monolithic POST then PUT), by content.
+upload() {
+  digest="sha256:$(sha256sum "$1" | cut -d' ' -f1)"
+  location=$(curl -sf -X POST -D - -o /dev/null "$registry/v2/demo/app/blobs/uploads/" | tr -d '\r' | awk 'tolower($1)=="location:" {print $2}')
+  case "$location" in http*) ;; *) location="$registry$location" ;; esac
+  curl -sf -X PUT -H 'Content-Type: application/octet-stream' --data-binary "@$1" "$location&digest=$digest" -o /dev/null
+  echo "$digest"
+}
+printf '{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}' > "$work/config.json"
+printf 'demo' | gzip -n > "$work/layer.tar.gz"
+config=$(upload "$work/config.json")
+layer=$(upload "$work/layer.tar.gz")
+printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"%s","size":%s}]}' \
+  "$config" "$(wc -c < "$work/config.json")" "$layer" "$(wc -c < "$work/layer.tar.gz")" > "$work/manifest.json"
+for tag in 5.9.0 6.0.0 6.1.0 6.1.1 6.2.0-rc.1 6.2.0 latest sha256-2f4e.sig; do
+  curl -sf -X PUT -H 'Content-Type: application/vnd.oci.image.manifest.v1+json' \
+    --data-binary "@$work/manifest.json" "$registry/v2/demo/app/manifests/$tag" -o /dev/null
+done
+echo "# a local registry at 127.0.0.1:$port holds demo/app with 8 tags"
+
+cat > "$work/repository.yaml" <<YAML
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata:
+  name: app
+  namespace: demo
+spec:
+  image: 127.0.0.1:$port/demo/app
+  interval: 5m
+YAML
+cat > "$work/policy.yaml" <<YAML
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata:
+  name: app
+  namespace: demo
+spec:
+  imageRepositoryRef:
+    name: app
+  policy:
+    semver:
+      range: 6.x
+YAML
+echo "# image-reflector scan -f repository.yaml   (the controller's reconcile, offline)"
+"$bin" scan -f "$work/repository.yaml" --storage-path "$work/store"
+echo
+echo "# image-reflector scan -o yaml: the status the controller would write"
+"$bin" scan -f "$work/repository.yaml" --storage-path "$work/store" -o yaml
+echo
+echo "# image-reflector select: the ImagePolicy's election over the stored tags"
+"$bin" select -f "$work/policy.yaml" --tags-file "$work/store/imagerepository/demo/app/tags.txt" --explain

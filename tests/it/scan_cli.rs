@@ -1,0 +1,210 @@
+//! `image-reflector scan`: the controller's reconcile, offline, over manifest files, against a
+//! real Distribution registry (TLS + Basic auth, credentials from a Secret in the manifests).
+
+use crate::distribution::{Distribution, Pki, Variant};
+use crate::support::{run_bin, write};
+use base64::Engine;
+
+fn b64(text: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+#[tokio::test]
+async fn scan_reconciles_manifests_with_their_secrets_and_prints_the_status() {
+    let pki = Pki::new();
+    let registry = Distribution::start(Variant {
+        tls: Some(&pki),
+        basic: Some(("scanner", "s3cret")),
+        ..Default::default()
+    });
+    let tags: Vec<String> = ["1.0.0", "1.1.0", "1.1.0.sig"]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+    registry.push_image("team/app", &tags).await;
+    let host = &registry.host;
+    let config =
+        serde_json::json!({"auths": {host.as_str(): {"auth": b64("scanner:s3cret")}}}).to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("manifests");
+    std::fs::create_dir(&manifests).unwrap();
+    // A multi-document file: the repository, its credentials and its CA.
+    write(
+        &manifests,
+        "app.yaml",
+        &format!(
+            "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
+             spec: {{image: {host}/team/app, interval: 5m, secretRef: {{name: creds}}, certSecretRef: {{name: ca}}}}\n---\n\
+             apiVersion: v1\nkind: Secret\nmetadata: {{name: creds, namespace: team}}\ntype: kubernetes.io/dockerconfigjson\n\
+             data: {{.dockerconfigjson: {}}}\n---\n\
+             apiVersion: v1\nkind: Secret\nmetadata: {{name: ca, namespace: team}}\nstringData:\n  ca.crt: |\n{}",
+            b64(&config),
+            pki.ca.lines().map(|l| format!("    {l}\n")).collect::<String>()
+        ),
+    );
+    // A `kind: List` (what kubectl get -o yaml prints) with a repository lacking its Secret.
+    write(
+        &manifests,
+        "list.yaml",
+        &format!(
+            "apiVersion: v1\nkind: List\nitems:\n- apiVersion: image.toolkit.fluxcd.io/v1\n  kind: ImageRepository\n  \
+             metadata: {{name: anonymous, namespace: team}}\n  spec: {{image: {host}/team/app, interval: 5m, certSecretRef: {{name: ca}}}}\n"
+        ),
+    );
+    let storage = dir.path().join("store");
+    let storage = storage.to_str().unwrap();
+    let manifests = manifests.to_str().unwrap();
+
+    let out = run_bin(
+        &[
+            "scan",
+            "-f",
+            manifests,
+            "--storage-path",
+            storage,
+            "-o",
+            "yaml",
+        ],
+        None,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "one repository failed: {stderr}"
+    );
+    assert!(stderr.contains("not ready: team/anonymous"), "{stderr}");
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&stdout).unwrap();
+    let by_name = |name: &str| {
+        docs.iter()
+            .find(|d| d["metadata"]["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let app = by_name("app");
+    assert_eq!(app["kind"], "ImageRepository");
+    assert_eq!(app["status"]["lastScanResult"]["tagCount"], 2);
+    assert_eq!(
+        app["status"]["lastScanResult"]["latestTags"],
+        serde_json::json!(["1.1.0", "1.0.0"])
+    );
+    assert_eq!(
+        app["status"]["canonicalImageName"],
+        format!("{host}/team/app")
+    );
+    let ready = &app["status"]["conditions"][0];
+    assert_eq!(
+        (ready["type"].as_str(), ready["status"].as_str()),
+        (Some("Ready"), Some("True"))
+    );
+    let anonymous = by_name("anonymous");
+    let ready = &anonymous["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap()
+        .clone();
+    assert_eq!(ready["reason"], "ReadOperationFailed");
+    let message = ready["message"].as_str().unwrap();
+    assert!(
+        message.contains("401 Unauthorized") && message.contains("wants credentials"),
+        "{message}"
+    );
+    assert!(
+        !stdout.contains("s3cret") && !stdout.contains(&b64("scanner:s3cret")),
+        "no secret in the output"
+    );
+
+    // The tags are in the store, in Flux's layout.
+    let stored =
+        std::fs::read_to_string(format!("{storage}/imagerepository/team/app/tags.txt")).unwrap();
+    assert_eq!(stored, "1.1.0\n1.0.0\n");
+
+    // The table, for one file.
+    let out = run_bin(
+        &[
+            "scan",
+            "-f",
+            &format!("{manifests}/app.yaml"),
+            "--storage-path",
+            storage,
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAMESPACE", "NAME", "IMAGE", "TAGS", "READY", "STATUS"]
+    );
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        &row[..6],
+        [
+            "team",
+            "app",
+            &format!("{host}/team/app"),
+            "2",
+            "True",
+            "successful"
+        ]
+    );
+}
+
+#[test]
+fn scan_stalls_invalid_repositories_without_a_registry_and_rejects_empty_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(
+        dir.path(),
+        "bad.yaml",
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {name: bad}\n\
+         spec: {image: 'ghcr.io/org/app:1.0', interval: 5m}\n",
+    );
+    let storage = dir.path().join("store");
+    let out = run_bin(
+        &[
+            "scan",
+            "-f",
+            &bad,
+            "--storage-path",
+            storage.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("default") && table.contains("False"),
+        "{table}"
+    );
+    assert!(
+        table.contains("image 'ghcr.io/org/app:1.0' should not include a tag; remove ':1.0'"),
+        "{table}"
+    );
+
+    let empty = write(
+        dir.path(),
+        "empty.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    );
+    let out = run_bin(
+        &[
+            "scan",
+            "-f",
+            &empty,
+            "--storage-path",
+            storage.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no ImageRepository in"));
+}
