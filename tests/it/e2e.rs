@@ -135,8 +135,48 @@ struct Controller {
     pub storage: std::path::PathBuf,
 }
 
+/// Installs `config/default` (RBAC, namespace, Deployment: no node runs it here) and returns a
+/// kubeconfig for its ServiceAccount, so the controller runs with exactly the permissions the
+/// install grants.
+fn install_and_controller_kubeconfig(dir: &std::path::Path) -> std::path::PathBuf {
+    let rendered = ok(kubectl(
+        &["kustomize", root().join("config/default").to_str().unwrap()],
+        None,
+    ));
+    ok(kubectl(
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        Some(&rendered),
+    ));
+    let token = ok(kubectl(
+        &[
+            "create",
+            "token",
+            "image-reflector-controller",
+            "-n",
+            "image-reflector-system",
+        ],
+        None,
+    ));
+    let view: serde_json::Value = serde_json::from_str(&ok(kubectl(
+        &["config", "view", "--raw", "--minify", "-o", "json"],
+        None,
+    )))
+    .unwrap();
+    let cluster = &view["clusters"][0]["cluster"];
+    let config = serde_json::json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "c", "cluster": cluster}],
+        "users": [{"name": "controller", "user": {"token": token.trim()}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "controller"}}],
+        "current-context": "c"
+    });
+    let path = dir.join("controller.kubeconfig");
+    std::fs::write(&path, config.to_string()).unwrap();
+    path
+}
+
 impl Controller {
-    fn start(namespace: &str) -> Controller {
+    fn start(namespace: &str, kubeconfig: &std::path::Path) -> Controller {
         let storage = tempfile::tempdir().unwrap();
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_image-reflector"))
             .args([
@@ -150,6 +190,7 @@ impl Controller {
             ])
             .arg(storage.path())
             .env("RUNTIME_NAMESPACE", namespace)
+            .env("KUBECONFIG", kubeconfig)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::inherit())
             .spawn()
@@ -232,7 +273,9 @@ async fn e2e_controller_scans_stalls_reports_events_and_cleans_up() {
         host = registry.host
     );
     ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
-    let controller = Controller::start(&ns.0);
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = install_and_controller_kubeconfig(dir.path());
+    let controller = Controller::start(&ns.0, &kubeconfig);
 
     let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
     let reason = "{.status.conditions[?(@.type==\"Ready\")].reason}";

@@ -549,3 +549,117 @@ async fn deletion_removes_the_stored_tags_and_the_finalizer() {
     );
     assert!(store.keys().unwrap().is_empty(), "the store entry is gone");
 }
+
+#[tokio::test]
+async fn service_account_pull_secrets_supply_the_credentials() {
+    let reg = basic_registry().await;
+    let spec = json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m", "serviceAccountName": "puller"});
+    let obj = object(spec);
+    let account = json!({
+        "apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "puller", "namespace": NS},
+        "imagePullSecrets": [{"name": "creds"}]
+    });
+    let secret = docker_secret(&reg.host(), "right");
+    let script = vec![
+        Expect::ok(
+            "GET",
+            format!("/api/v1/namespaces/{NS}/serviceaccounts/puller"),
+            move |_| account.clone(),
+        ),
+        Expect::ok("GET", secret_path("creds"), move |_| secret.clone()),
+        patch(&obj),
+        Expect::event(NS),
+    ];
+    let (result, calls, _) = run(&obj, script, memory()).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(ready(&calls[2]).0, "True");
+    let listed = reg
+        .seen()
+        .into_iter()
+        .filter(|s| s.path().ends_with("/tags/list"))
+        .last()
+        .unwrap();
+    assert_eq!(
+        listed.header("Authorization"),
+        Some("Basic dXNlcjpyaWdodA==")
+    );
+
+    // A pull secret the ServiceAccount names but that does not exist.
+    let account = json!({
+        "apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "puller", "namespace": NS},
+        "imagePullSecrets": [{"name": "gone"}]
+    });
+    let script = vec![
+        Expect::ok(
+            "GET",
+            format!("/api/v1/namespaces/{NS}/serviceaccounts/puller"),
+            move |_| account.clone(),
+        ),
+        Expect::not_found("GET", secret_path("gone"), "secrets", "gone"),
+        patch(&obj),
+        Expect::event(NS),
+    ];
+    let (_, calls, _) = run(&obj, script, memory()).await;
+    let expected =
+        "failed to configure authentication options: failed to get image pull secret 'gone' \
+                    for serviceaccount 'team/puller': secrets \"gone\" not found";
+    assert_eq!(
+        ready(&calls[2]),
+        (
+            "False".into(),
+            "AuthenticationFailed".into(),
+            expected.into()
+        )
+    );
+}
+
+#[tokio::test]
+async fn anonymous_access_to_a_private_registry_says_credentials_are_wanted() {
+    let reg = basic_registry().await;
+    let obj = object(json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m"}));
+    let (result, calls, _) = run(&obj, vec![patch(&obj), Expect::event(NS)], memory()).await;
+    assert!(result.is_err());
+    let (_, reason, message) = ready(&calls[0]);
+    assert_eq!(reason, "ReadOperationFailed");
+    assert!(
+        message.contains("401 Unauthorized")
+            && message.contains("wants credentials: set spec.secretRef"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn cloud_providers_fail_authentication_without_a_registry_call() {
+    let reg = registry(&["1.0.0"]).await;
+    let obj = object(
+        json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m", "provider": "aws"}),
+    );
+    let (result, calls, _) = run(&obj, vec![patch(&obj), Expect::event(NS)], memory()).await;
+    assert!(result.is_err());
+    let (_, reason, message) = ready(&calls[0]);
+    assert_eq!(reason, "AuthenticationFailed");
+    assert!(
+        message.starts_with(
+            "failed to configure authentication options: spec.provider 'aws' is not supported yet"
+        ),
+        "{message}"
+    );
+    assert!(reg.seen().is_empty());
+    // With a ServiceAccount, it is object-level workload identity: Stalled behind the gate.
+    let obj = object(
+        json!({"image": "ghcr.io/a/b", "interval": "5m", "provider": "aws", "serviceAccountName": "sa"}),
+    );
+    let (result, calls, _) = run(&obj, vec![patch(&obj), Expect::event(NS)], memory()).await;
+    assert_eq!(result.unwrap(), Action::await_change());
+    let expected = "to use spec.serviceAccountName for provider authentication please enable the ObjectLevelWorkloadIdentity feature gate in the controller";
+    assert_eq!(
+        ready(&calls[0]),
+        (
+            "False".into(),
+            "FeatureGateDisabled".into(),
+            expected.into()
+        )
+    );
+}
