@@ -577,8 +577,8 @@ async fn service_account_pull_secrets_supply_the_credentials() {
     let listed = reg
         .seen()
         .into_iter()
-        .filter(|s| s.path().ends_with("/tags/list"))
-        .last()
+        .rev()
+        .find(|s| s.path().ends_with("/tags/list"))
         .unwrap();
     assert_eq!(
         listed.header("Authorization"),
