@@ -73,9 +73,70 @@ impl RegistryClient {
             )
             .await);
         }
+        let media_type = get
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
         let body = read_limited(&Method::GET, &url, &host, get, MAX_MANIFEST_BYTES).await?;
+        check_manifest(&media_type, &body).map_err(|detail| RegistryError::InvalidResponse {
+            method: "GET",
+            url: url.to_string(),
+            host: host.clone(),
+            detail,
+        })?;
         Ok(format!("sha256:{}", hex(&Sha256::digest(&body))))
     }
+}
+
+/// A digest is only taken from a manifest: an OCI or Docker manifest or index, by media type
+/// (the `Content-Type`, or the body's `mediaType` when the header is generic JSON), whose body
+/// parses as one. An HTML login page, a proxy's error page or a truncated body is an error.
+fn check_manifest(content_type: &str, body: &[u8]) -> Result<(), String> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Manifest {
+        schema_version: u32,
+        #[serde(default)]
+        media_type: Option<String>,
+        #[serde(default)]
+        config: Option<serde_json::Value>,
+        #[serde(default)]
+        layers: Option<Vec<serde_json::Value>>,
+        #[serde(default)]
+        manifests: Option<Vec<serde_json::Value>>,
+        #[serde(default)]
+        fs_layers: Option<Vec<serde_json::Value>>,
+    }
+    let declared = content_type.split(';').next().unwrap_or_default().trim();
+    let generic = declared.is_empty() || declared == "application/json";
+    if !generic && !MANIFEST_ACCEPT.split(", ").any(|t| t == declared) {
+        return Err(format!(
+            "the answer is not a manifest (Content-Type '{declared}'); a login page or a proxy in the way?"
+        ));
+    }
+    let manifest: Manifest = serde_json::from_slice(body).map_err(|e| {
+        format!("the manifest does not parse ({e}); a truncated or non-manifest answer")
+    })?;
+    let media_type = manifest.media_type.as_deref().unwrap_or(declared);
+    let known = media_type.is_empty()
+        || media_type == "application/json"
+        || MANIFEST_ACCEPT.split(", ").any(|t| t == media_type);
+    let shaped = match manifest.schema_version {
+        1 => manifest.fs_layers.is_some(),
+        2 => {
+            manifest.manifests.is_some() || (manifest.config.is_some() && manifest.layers.is_some())
+        }
+        _ => false,
+    };
+    if !known || !shaped {
+        return Err(format!(
+            "the answer is not an image manifest or index (schemaVersion {}, mediaType '{media_type}')",
+            manifest.schema_version
+        ));
+    }
+    Ok(())
 }
 
 fn header_digest(response: &Response) -> Option<String> {
@@ -106,6 +167,34 @@ fn valid(digest: String, url: &reqwest::Url, host: &str) -> Result<String, Regis
             host: host.into(),
             detail: format!("Docker-Content-Digest '{digest}' is not a digest"),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_manifest;
+
+    #[test]
+    fn only_manifests_give_a_digest() {
+        let oci = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{},"layers":[]}"#;
+        let index = br#"{"schemaVersion":2,"manifests":[]}"#;
+        assert!(check_manifest("application/vnd.oci.image.manifest.v1+json", oci).is_ok());
+        assert!(check_manifest("application/vnd.oci.image.index.v1+json", index).is_ok());
+        assert!(check_manifest("application/json", oci).is_ok());
+        assert!(check_manifest("", oci).is_ok());
+        let html = b"<html><body>Please log in</body></html>";
+        assert!(check_manifest("text/html; charset=utf-8", html)
+            .unwrap_err()
+            .contains("not a manifest"));
+        assert!(check_manifest("application/json", html)
+            .unwrap_err()
+            .contains("does not parse"));
+        let truncated = &oci[..oci.len() - 10];
+        assert!(check_manifest("application/vnd.oci.image.manifest.v1+json", truncated).is_err());
+        let other = br#"{"schemaVersion":2,"mediaType":"application/vnd.example+json","config":{},"layers":[]}"#;
+        assert!(check_manifest("application/json", other).is_err());
+        let shapeless = br#"{"schemaVersion":2}"#;
+        assert!(check_manifest("application/vnd.oci.image.manifest.v1+json", shapeless).is_err());
     }
 }
 

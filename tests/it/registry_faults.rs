@@ -394,8 +394,7 @@ async fn a_slow_registry_times_out() {
 
 #[tokio::test]
 async fn head_without_a_digest_header_falls_back_to_get() {
-    let manifest =
-        br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json"}"#;
+    let manifest = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"digest":"sha256:0"},"layers":[]}"#;
     let server = FaultServer::start(move |seen| match seen.method.as_str() {
         "HEAD" => {
             Reply::status(200).header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
@@ -415,6 +414,40 @@ async fn head_without_a_digest_header_falls_back_to_get() {
         .iter()
         .all(|s| s.header("Accept") == Some(MANIFEST_ACCEPT)));
     assert_eq!(seen[0].path(), "/v2/a/b/manifests/1.0");
+}
+
+#[tokio::test]
+async fn a_digest_is_never_taken_from_an_html_page_or_a_truncated_answer() {
+    let answers: [(&str, &[u8], &str); 2] = [
+        (
+            "text/html",
+            b"<html><body>Sign in</body></html>",
+            "not a manifest",
+        ),
+        (
+            "application/vnd.oci.image.manifest.v1+json",
+            br#"{"schemaVersion":2,"config":{"dig"#,
+            "does not parse",
+        ),
+    ];
+    for (content_type, body, expected) in answers {
+        let server = FaultServer::start(move |seen| match seen.method.as_str() {
+            "HEAD" => Reply::status(200).header("Content-Type", content_type),
+            _ => Reply::status(200)
+                .header("Content-Type", content_type)
+                .body(body.to_vec()),
+        })
+        .await;
+        let err = client(&shared(), |_| {})
+            .digest(&image(&server, "a/b"), "1.0")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, RegistryError::InvalidResponse { .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains(expected), "{err}");
+    }
 }
 
 #[tokio::test]
