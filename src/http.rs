@@ -8,23 +8,46 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// Whether the caches have synced.
+/// Whether every cache has synced: each watch holds a [`ReadyPart`].
 #[derive(Clone, Default)]
-pub struct Readiness(Arc<AtomicBool>);
+pub struct Readiness {
+    parts: Arc<AtomicUsize>,
+    done: Arc<AtomicUsize>,
+}
+
+/// One cache's share of [`Readiness`].
+#[derive(Clone)]
+pub struct ReadyPart {
+    fired: Arc<AtomicBool>,
+    done: Arc<AtomicUsize>,
+}
 
 impl Readiness {
-    pub fn set_ready(&self) {
-        if !self.0.swap(true, Ordering::SeqCst) {
-            tracing::info!("caches synced");
+    /// A new part that must report before the whole is ready.
+    pub fn part(&self) -> ReadyPart {
+        self.parts.fetch_add(1, Ordering::SeqCst);
+        ReadyPart {
+            fired: Arc::default(),
+            done: self.done.clone(),
         }
     }
 
     pub fn is_ready(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        let parts = self.parts.load(Ordering::SeqCst);
+        parts > 0 && self.done.load(Ordering::SeqCst) >= parts
+    }
+}
+
+impl ReadyPart {
+    /// Marks this cache synced (again is a no-op: a re-list does not count twice).
+    pub fn set_ready(&self) {
+        if !self.fired.swap(true, Ordering::SeqCst) {
+            self.done.fetch_add(1, Ordering::SeqCst);
+        }
     }
 }
 
@@ -93,6 +116,18 @@ pub async fn serve(
 #[cfg(test)]
 mod tests {
     use super::parse_addr;
+
+    #[test]
+    fn ready_once_every_part_synced() {
+        let readiness = super::Readiness::default();
+        assert!(!readiness.is_ready(), "no part yet");
+        let (a, b) = (readiness.part(), readiness.part());
+        a.set_ready();
+        a.set_ready();
+        assert!(!readiness.is_ready(), "one part twice is not two");
+        b.set_ready();
+        assert!(readiness.is_ready());
+    }
 
     #[test]
     fn parses_flux_addresses() {

@@ -1,11 +1,12 @@
 //! `image-reflector run`: the controller. Flags carry Flux's names and defaults, so Flux's
 //! Deployment arguments work unchanged. Start-up: logging, the tag store, the API client and a
 //! pre-flight check that the CRDs are installed, the HTTP endpoints, then the ImageRepository
-//! controller until SIGTERM or SIGINT, when in-flight reconciles finish before exit.
+//! and ImagePolicy controllers until SIGTERM or SIGINT, when in-flight reconciles finish before
+//! exit.
 
 use super::error::CliError;
-use crate::api::{parse_go_duration, ImageRepository};
-use crate::controller::{image_repository, Context, Settings};
+use crate::api::{parse_go_duration, ImagePolicy, ImageRepository};
+use crate::controller::{image_policy, image_repository, Context, Settings};
 use crate::http::{self, Readiness};
 use crate::registry::{install_crypto_provider, Registries, SchedulerConfig};
 use crate::store::{FsStore, TagStore};
@@ -58,6 +59,15 @@ pub struct RunArgs {
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogEncoding::Json)]
     pub log_encoding: LogEncoding,
+    /// The notification-controller's event webhook; empty: events are not forwarded.
+    #[arg(long, default_value = "")]
+    pub events_addr: String,
+    /// How long an ImagePolicy waits before looking again at a repository without tags.
+    #[arg(long, default_value = "30s", value_parser = parse_go_duration)]
+    pub requeue_dependency: Duration,
+    /// Forbid ImagePolicies to refer to ImageRepositories in other namespaces.
+    #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub no_cross_namespace_refs: bool,
     /// Accepted for Flux's Deployment; leader election is not built yet, so run one replica.
     #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub enable_leader_election: bool,
@@ -88,8 +98,10 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
             "connecting to Kubernetes: {e}; run in a cluster or set KUBECONFIG"
         ))
     })?;
-    let api = repositories_api(&client, args)?;
-    preflight(&api).await?;
+    let repositories: Api<ImageRepository> = scoped_api(&client, args)?;
+    let policies: Api<ImagePolicy> = scoped_api(&client, args)?;
+    preflight(&repositories).await?;
+    preflight(&policies).await?;
     let metrics = Arc::new(Metrics::default());
     let ctx = Context::new(
         client,
@@ -97,7 +109,8 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
         Registries::new(SchedulerConfig::default()),
         metrics.clone(),
         settings(args),
-    );
+    )
+    .map_err(CliError::invalid)?;
     let shutdown = shutdown_on_signal();
     let readiness = Readiness::default();
     let serve = |addr, router| http::serve(addr, router, shutdown.clone());
@@ -107,17 +120,32 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
     let health_server = serve(health_addr, http::health_router(readiness.clone()))
         .await
         .map_err(|e| CliError::failed(format!("listening on {}: {e}", args.health_addr)))?;
-    let repositories = image_repository::controller(
-        api,
+    let concurrency = args.concurrent.max(1);
+    let policy_controller = image_policy::controller(
+        policies,
+        repositories.clone(),
+        watcher::Config::default(),
+        ctx.clone(),
+        concurrency,
+        shutdown.clone(),
+        readiness.part(),
+        readiness.part(),
+    );
+    let repository_controller = image_repository::controller(
+        repositories,
         watcher::Config::default(),
         ctx,
-        args.concurrent.max(1),
+        concurrency,
         shutdown.clone(),
-        readiness,
+        readiness.part(),
     );
     tracing::info!(storage = %args.storage_path, "image-reflector controller started");
-    let (_, metrics_result, health_result) =
-        tokio::join!(repositories, metrics_server, health_server);
+    let (_, _, metrics_result, health_result) = tokio::join!(
+        repository_controller,
+        policy_controller,
+        metrics_server,
+        health_server
+    );
     metrics_result
         .and(health_result)
         .map_err(|e| CliError::failed(format!("serving HTTP: {e}")))?;
@@ -136,7 +164,12 @@ fn open_store(args: &RunArgs) -> Result<Arc<dyn TagStore>, CliError> {
     Ok(Arc::new(store))
 }
 
-fn repositories_api(client: &Client, args: &RunArgs) -> Result<Api<ImageRepository>, CliError> {
+/// All namespaces, or only RUNTIME_NAMESPACE with `--watch-all-namespaces=false`.
+fn scoped_api<K>(client: &Client, args: &RunArgs) -> Result<Api<K>, CliError>
+where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
     if args.watch_all_namespaces {
         return Ok(Api::all(client.clone()));
     }
@@ -148,16 +181,21 @@ fn repositories_api(client: &Client, args: &RunArgs) -> Result<Api<ImageReposito
     Ok(Api::namespaced(client.clone(), &args.runtime_namespace))
 }
 
-/// Fails with the fix when the CRDs are missing or the controller may not list them.
-async fn preflight(api: &Api<ImageRepository>) -> Result<(), CliError> {
+/// Fails with the fix when a CRD is missing or the controller may not list its objects.
+async fn preflight<K>(api: &Api<K>) -> Result<(), CliError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let kind = K::kind(&K::DynamicType::default()).to_string();
     match api.list_metadata(&ListParams::default().limit(1)).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 404 => Err(CliError::failed(
-            "the ImageRepository CRD is not installed: kubectl apply -f crds/crds.yaml \
-             (or kubectl apply -k config/default)",
-        )),
+        Err(kube::Error::Api(status)) if status.code == 404 => Err(CliError::failed(format!(
+            "the {kind} CRD is not installed: kubectl apply -f crds/crds.yaml \
+             (or kubectl apply -k config/default)"
+        ))),
         Err(e) => Err(CliError::failed(format!(
-            "listing ImageRepositories: {e}; check the controller's RBAC (config/rbac)"
+            "listing {kind}s: {e}; check the controller's RBAC (config/rbac)"
         ))),
     }
 }
@@ -173,6 +211,9 @@ fn settings(args: &RunArgs) -> Settings {
         event_repeat_interval: args.event_repeat_interval,
         object_level_workload_identity: false,
         instance,
+        events_addr: Some(args.events_addr.clone()).filter(|a| !a.is_empty()),
+        requeue_dependency: args.requeue_dependency,
+        no_cross_namespace_refs: args.no_cross_namespace_refs,
     }
 }
 

@@ -5,13 +5,16 @@
 use super::backoff::Backoff;
 use super::credentials::ObjectReader;
 use super::events::EventRecorder;
+use super::notify::Notifier;
 use crate::registry::Registries;
-use crate::store::TagStore;
+use crate::store::{RepoKey, TagStore};
 use crate::telemetry::metrics::Metrics;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, Client};
+use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Settings from the command line that reconciles read.
@@ -24,6 +27,12 @@ pub struct Settings {
     pub object_level_workload_identity: bool,
     /// `reportingInstance` of events: the pod name.
     pub instance: String,
+    /// `--events-addr`: the notification-controller's webhook, when set.
+    pub events_addr: Option<String>,
+    /// `--requeue-dependency`: an ImagePolicy's wait for a repository without tags.
+    pub requeue_dependency: Duration,
+    /// `--no-cross-namespace-refs`.
+    pub no_cross_namespace_refs: bool,
 }
 
 /// Shared by every reconcile of both kinds.
@@ -37,21 +46,29 @@ pub struct Context {
     pub settings: Settings,
     /// Now; tests pin it.
     pub clock: fn() -> Timestamp,
+    /// Repositories reconciled successfully since start (decisions.md, warm start).
+    scanned: Mutex<HashSet<RepoKey>>,
 }
 
 impl Context {
+    /// Fails only on an `--events-addr` that is not a URL.
     pub fn new(
         client: Client,
         store: Arc<dyn TagStore>,
         registries: Arc<Registries>,
         metrics: Arc<Metrics>,
         settings: Settings,
-    ) -> Arc<Self> {
-        Arc::new(Context {
+    ) -> Result<Arc<Self>, String> {
+        let notifier = match &settings.events_addr {
+            Some(address) => Some(Notifier::new(address, settings.instance.clone())?),
+            None => None,
+        };
+        Ok(Arc::new(Context {
             recorder: EventRecorder::new(
                 client.clone(),
                 settings.instance.clone(),
                 settings.event_repeat_interval,
+                notifier,
             ),
             backoff: Backoff::new(settings.min_retry_delay, settings.max_retry_delay),
             client,
@@ -60,7 +77,18 @@ impl Context {
             metrics,
             settings,
             clock: Timestamp::now,
-        })
+            scanned: Mutex::default(),
+        }))
+    }
+
+    /// Records that `key`'s repository reconciled successfully since start (warm start).
+    pub fn mark_scanned(&self, key: RepoKey) {
+        self.scanned.lock().expect("scanned lock").insert(key);
+    }
+
+    /// Whether `key`'s repository reconciled successfully since start.
+    pub fn was_scanned(&self, key: &RepoKey) -> bool {
+        self.scanned.lock().expect("scanned lock").contains(key)
     }
 }
 

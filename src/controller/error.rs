@@ -62,6 +62,29 @@ impl Error {
     }
 }
 
+/// When to try again after `err` for the object `key`: decided by the error's kind.
+pub fn retry_action(
+    err: &Error,
+    key: &str,
+    backoff: &super::backoff::Backoff,
+) -> kube::runtime::controller::Action {
+    use kube::runtime::controller::Action;
+    use std::time::Duration;
+    match err.kind() {
+        ErrorKind::Conflict => Action::requeue(Duration::from_secs(1)),
+        ErrorKind::RateLimited(until) => Action::requeue(
+            until
+                .duration_since(SystemTime::now())
+                .unwrap_or_default()
+                .max(Duration::from_secs(1)),
+        ),
+        ErrorKind::Transient => {
+            tracing::warn!(error = %err, "reconcile failed; retrying with backoff");
+            Action::requeue(backoff.next_delay(key))
+        }
+    }
+}
+
 fn finalizer_text(err: &kube::runtime::finalizer::Error<Error>) -> String {
     use kube::runtime::finalizer::Error as F;
     match err {

@@ -5,13 +5,14 @@
 //! Unlike Flux, only transitions produce events: no Trace event on a reconcile that changed
 //! nothing, and an identical Warning is written at most once per repeat interval.
 
+use super::notify::{event_metadata, Involved, Notifier};
 use crate::api::{Condition, ConditionStatus};
-use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::PostParams;
-use kube::{Api, Client};
+use kube::{Api, Client, Resource, ResourceExt};
+use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -152,31 +153,42 @@ impl RepeatFilter {
     }
 }
 
-/// Writes events as `image-reflector-controller`, thinning repeated Warnings.
+/// Writes events as `image-reflector-controller`, thinning repeated Warnings, and forwards
+/// them to the notification-controller when `--events-addr` is set.
 pub struct EventRecorder {
     client: Client,
     instance: String,
     pub repeats: RepeatFilter,
+    notifier: Option<Notifier>,
 }
 
 impl EventRecorder {
-    pub fn new(client: Client, instance: String, repeat_interval: Duration) -> Self {
+    pub fn new(
+        client: Client,
+        instance: String,
+        repeat_interval: Duration,
+        notifier: Option<Notifier>,
+    ) -> Self {
         EventRecorder {
             client,
             instance,
             repeats: RepeatFilter::new(repeat_interval),
+            notifier,
         }
     }
 
-    /// Logs `event` and writes it to the API server, unless it repeats a recent Warning
-    /// (`unchanged_for`: see [`RepeatFilter::should_send`]).
-    pub async fn publish(
+    /// Logs `event`, writes it to the API server and forwards it, unless it repeats a recent
+    /// Warning (`unchanged_for`: see [`RepeatFilter::should_send`]). `extra` metadata (tag,
+    /// digest, ...) goes with the object's `event.toolkit.fluxcd.io/*` annotations.
+    pub async fn publish<K: Resource<DynamicType = ()>>(
         &self,
-        regarding: &ObjectReference,
+        obj: &K,
         event: &EventSpec,
         unchanged_for: Option<Duration>,
         now: Timestamp,
+        extra: BTreeMap<String, String>,
     ) -> Result<(), kube::Error> {
+        let regarding = obj.object_ref(&());
         let key = format!(
             "{}/{}/{}",
             regarding.kind.as_deref().unwrap_or_default(),
@@ -192,6 +204,17 @@ impl EventRecorder {
             }
             EventType::Normal => tracing::info!(reason = %event.reason, "{}", event.message),
         }
+        let metadata = event_metadata(obj.annotations(), extra);
+        if let Some(notifier) = &self.notifier {
+            let involved = Involved {
+                kind: K::kind(&()).to_string(),
+                namespace: obj.namespace().unwrap_or_default(),
+                name: obj.name_any(),
+                uid: obj.uid().unwrap_or_default(),
+                resource_version: obj.resource_version().unwrap_or_default(),
+            };
+            notifier.spawn_send(notifier.payload(&involved, event, &metadata, now));
+        }
         let namespace = regarding
             .namespace
             .clone()
@@ -204,6 +227,7 @@ impl EventRecorder {
                     now.as_nanosecond()
                 )),
                 namespace: Some(namespace.clone()),
+                annotations: (!metadata.is_empty()).then_some(metadata),
                 ..Default::default()
             },
             event_time: Some(MicroTime(now)),
@@ -212,7 +236,7 @@ impl EventRecorder {
             // The Events API caps a note at 1 kB.
             note: Some(cut(&event.message, 1024)),
             action: Some("Reconcile".into()),
-            regarding: Some(regarding.clone()),
+            regarding: Some(regarding),
             reporting_controller: Some(REPORTING_CONTROLLER.into()),
             reporting_instance: Some(self.instance.clone()),
             ..Default::default()

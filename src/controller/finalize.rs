@@ -4,6 +4,7 @@
 
 use super::conditions::{ConditionType, Conditions, Reason};
 use crate::api::ConditionStatus;
+use std::time::{Duration, SystemTime};
 
 /// How a reconcile ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,6 +18,19 @@ pub enum Outcome {
     Failed { error: String },
     /// Neither success nor error: retried after a fixed delay (ImagePolicy "no tags").
     Waiting,
+}
+
+/// When to reconcile again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Done: again after this (the next scan, or an `Always` policy's interval).
+    After(Duration),
+    /// Done, or stalled: only a change of the object (or a watched one) helps.
+    AwaitChange,
+    /// A transient failure (the message is in Ready): retry with backoff.
+    Retry(String),
+    /// The registry asked us to wait until then.
+    RetryAt(SystemTime),
 }
 
 /// The final conditions and observedGeneration for `outcome`, in Flux's order of steps.

@@ -3,12 +3,15 @@
 //! the status is written only when it changed, an event only on a transition.
 
 use super::context::{ApiReader, Context};
-use super::error::{Error, ErrorKind};
+use super::error::{retry_action, Error};
 use super::events::{transition_event, unchanged_for};
 use super::repository::{reconcile_repository, Next, RepositoryEnv};
-use super::status::{object_labels, patch_status, requested_at, FINALIZER};
+use super::status::{
+    object_key, object_labels, patch_status, requested_at, suspended_observed_generation,
+    trigger_hash, FINALIZER,
+};
 use crate::api::{ImageRepository, ImageRepositoryStatus};
-use crate::http::Readiness;
+use crate::http::ReadyPart;
 use crate::store::RepoKey;
 use futures::StreamExt;
 use futures::TryStreamExt;
@@ -17,21 +20,15 @@ use kube::runtime::finalizer::{finalizer, Event as Finalizer};
 use kube::runtime::reflector;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Resource, ResourceExt};
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 /// One reconcile: finalizer first, then apply or clean up. Every log line of it carries the
 /// object's kind, namespace and name.
 pub async fn reconcile(repo: Arc<ImageRepository>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let span = tracing::info_span!(
-        "reconcile",
-        controller = "imagerepository",
-        namespace = %repo.namespace().unwrap_or_default(),
-        name = %repo.name_any(),
-    );
+    let span = reconcile_span(&repo);
     reconcile_object(repo, ctx).instrument(span).await
 }
 
@@ -87,11 +84,11 @@ async fn apply(
     let conditions = |s: &ImageRepositoryStatus| s.conditions.clone().unwrap_or_default();
     if let Some(event) = transition_event(&conditions(&old), &conditions(&result.status)) {
         let age = unchanged_for(&conditions(&old), &event, now);
-        if let Err(err) = ctx
+        let published = ctx
             .recorder
-            .publish(&repo.object_ref(&()), &event, age, now)
-            .await
-        {
+            .publish(repo, &event, age, now, Default::default())
+            .await;
+        if let Err(err) = published {
             tracing::warn!(error = %err, "could not record the event");
         }
     }
@@ -99,6 +96,10 @@ async fn apply(
     match result.next {
         Next::After(delay) => {
             ctx.backoff.reset(&key);
+            if let Ok(scanned) = RepoKey::new(repo.namespace().unwrap_or_default(), repo.name_any())
+            {
+                ctx.mark_scanned(scanned);
+            }
             Ok(Action::requeue(delay))
         }
         Next::AwaitChange => {
@@ -130,69 +131,32 @@ async fn cleanup(repo: &ImageRepository, ctx: &Context) -> Result<Action, Error>
 
 /// When to try again after an error: decided by its kind.
 pub fn error_policy(repo: Arc<ImageRepository>, err: &Error, ctx: Arc<Context>) -> Action {
-    match err.kind() {
-        ErrorKind::Conflict => Action::requeue(Duration::from_secs(1)),
-        ErrorKind::RateLimited(until) => Action::requeue(
-            until
-                .duration_since(SystemTime::now())
-                .unwrap_or_default()
-                .max(Duration::from_secs(1)),
-        ),
-        ErrorKind::Transient => {
-            let _span = tracing::info_span!(
-                "reconcile",
-                controller = "imagerepository",
-                namespace = %repo.namespace().unwrap_or_default(),
-                name = %repo.name_any(),
-            )
-            .entered();
-            tracing::warn!(error = %err, "reconcile failed; retrying with backoff");
-            Action::requeue(ctx.backoff.next_delay(&object_key(&repo)))
-        }
-    }
+    let _span = reconcile_span(&repo).entered();
+    retry_action(err, &object_key(repo.as_ref()), &ctx.backoff)
 }
 
 /// A suspended object: only `lastHandledReconcileAt`, and observedGeneration when its
-/// conditions still say Ready (Flux's final patch on the suspend path, §2.4).
+/// conditions still say Ready.
 fn suspended_status(repo: &ImageRepository, old: &ImageRepositoryStatus) -> ImageRepositoryStatus {
     let mut status = old.clone();
     if let Some(token) = requested_at(repo) {
         status.last_handled_reconcile_at = Some(token.to_string());
     }
-    let ready = old
-        .conditions
-        .iter()
-        .flatten()
-        .any(|c| c.type_ == "Ready" && c.status == crate::api::ConditionStatus::True)
-        && !old
-            .conditions
-            .iter()
-            .flatten()
-            .any(|c| c.type_ != "Ready" && c.status == crate::api::ConditionStatus::True);
-    if ready {
-        status.observed_generation = repo.metadata.generation;
-    }
+    status.observed_generation = suspended_observed_generation(
+        old.conditions.as_deref().unwrap_or_default(),
+        repo.metadata.generation,
+        old.observed_generation,
+    );
     status
 }
 
-fn object_key(repo: &ImageRepository) -> String {
-    format!(
-        "ImageRepository/{}/{}",
-        repo.namespace().unwrap_or_default(),
-        repo.name_any()
+fn reconcile_span(repo: &ImageRepository) -> tracing::Span {
+    tracing::info_span!(
+        "reconcile",
+        controller = "imagerepository",
+        namespace = %repo.namespace().unwrap_or_default(),
+        name = %repo.name_any(),
     )
-}
-
-/// What triggers a reconcile (Flux §3.1): a new generation, a changed
-/// `reconcile.fluxcd.io/requestedAt`, plus our finalizer and deletion (kube's finalizer helper
-/// waits for its own patch to come back). Status-only writes do not.
-fn trigger_hash(repo: &ImageRepository) -> Option<u64> {
-    let mut h = DefaultHasher::new();
-    repo.metadata.generation.hash(&mut h);
-    requested_at(repo).hash(&mut h);
-    repo.finalizers().hash(&mut h);
-    repo.metadata.deletion_timestamp.is_some().hash(&mut h);
-    Some(h.finish())
 }
 
 /// The running controller. `synced` is marked once the initial list is in the cache.
@@ -204,7 +168,7 @@ pub fn controller(
     ctx: Arc<Context>,
     concurrency: u16,
     shutdown: CancellationToken,
-    synced: Readiness,
+    synced: ReadyPart,
 ) -> impl std::future::Future<Output = ()> {
     let (reader, writer) = reflector::store();
     let triggers = watcher(api, watch)

@@ -4,6 +4,7 @@
 //! feeds them and writes the result. Uses `api`, `policy`, `registry` and `store`; nothing
 //! there uses this module.
 
+pub mod access;
 pub mod backoff;
 pub mod conditions;
 pub mod context;
@@ -11,7 +12,11 @@ pub mod credentials;
 pub mod error;
 pub mod events;
 pub mod finalize;
+pub mod image_policy;
 pub mod image_repository;
+pub mod migrate;
+pub mod notify;
+pub mod policy;
 pub mod repository;
 pub mod should_scan;
 pub mod status;

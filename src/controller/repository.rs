@@ -5,6 +5,7 @@
 
 use super::conditions::{carry_transition_times, whole_seconds, ConditionType, Conditions, Reason};
 use super::credentials::{client_options, ObjectReader};
+pub use super::finalize::Next;
 use super::finalize::{finalize, Outcome};
 use super::should_scan::{should_scan, ScanInputs, ScanReason};
 use super::status::REQUESTED_AT_ANNOTATION;
@@ -19,7 +20,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use regex::Regex;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// Flux's `FeatureGateDisabled` message for an ImageRepository.
 pub const FEATURE_GATE_MESSAGE: &str = "to use spec.serviceAccountName for provider authentication please enable the ObjectLevelWorkloadIdentity feature gate in the controller";
@@ -32,19 +33,6 @@ pub struct RepositoryEnv<'a, R> {
     pub now: Timestamp,
     /// The `ObjectLevelWorkloadIdentity` feature gate.
     pub object_level_workload_identity: bool,
-}
-
-/// When to reconcile again.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Next {
-    /// Ready: the next scan is due after this.
-    After(Duration),
-    /// Stalled: only a spec change helps.
-    AwaitChange,
-    /// A transient failure (the message is in Ready): retry with backoff.
-    Retry(String),
-    /// The registry asked us to wait until then.
-    RetryAt(SystemTime),
 }
 
 /// The status to write and what to do next.
@@ -274,7 +262,7 @@ fn compile_exclusions(patterns: &[String]) -> Result<Vec<Regex>, String> {
 }
 
 /// The scan interval and the effective timeout (`timeout` or the interval, at least 1s).
-fn intervals(repo: &ImageRepository) -> Result<(Duration, Duration), String> {
+pub(super) fn intervals(repo: &ImageRepository) -> Result<(Duration, Duration), String> {
     let interval = parse_go_duration(&repo.spec.interval)
         .map_err(|e| format!("invalid spec.interval: {e}"))?;
     let timeout = match &repo.spec.timeout {

@@ -50,6 +50,50 @@ where
     Ok(true)
 }
 
+/// `Kind/namespace/name`: the key of per-object state (backoff, repeated events).
+pub fn object_key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
+    format!(
+        "{}/{}/{}",
+        K::kind(&()),
+        obj.namespace().unwrap_or_default(),
+        obj.name_any()
+    )
+}
+
+/// What triggers a reconcile of either kind (Flux §3.1, §4.1): a new generation, a changed
+/// `reconcile.fluxcd.io/requestedAt`, plus our finalizer and deletion (kube's finalizer helper
+/// waits for its own patch to come back). Status-only writes do not.
+pub fn trigger_hash<K: Resource>(obj: &K) -> Option<u64> {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut h = DefaultHasher::new();
+    obj.meta().generation.hash(&mut h);
+    requested_at(obj).hash(&mut h);
+    obj.finalizers().hash(&mut h);
+    obj.meta().deletion_timestamp.is_some().hash(&mut h);
+    Some(h.finish())
+}
+
+/// The observedGeneration of a suspended object: the generation when its conditions still
+/// say Ready, as Flux's final patch on the suspend path does (§2.4).
+pub fn suspended_observed_generation(
+    conditions: &[crate::api::Condition],
+    generation: Option<i64>,
+    observed: Option<i64>,
+) -> Option<i64> {
+    use crate::api::ConditionStatus::True;
+    let ready = conditions
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == True)
+        && !conditions
+            .iter()
+            .any(|c| c.type_ != "Ready" && c.status == True);
+    if ready {
+        generation
+    } else {
+        observed
+    }
+}
+
 /// The labels of an object's metric series.
 pub fn object_labels<K: Resource>(kind: &str, obj: &K) -> ObjectLabels {
     ObjectLabels {

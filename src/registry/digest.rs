@@ -170,6 +170,10 @@ fn valid(digest: String, url: &reqwest::Url, host: &str) -> Result<String, Regis
     }
 }
 
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::check_manifest;
@@ -196,8 +200,4 @@ mod tests {
         let shapeless = br#"{"schemaVersion":2}"#;
         assert!(check_manifest("application/vnd.oci.image.manifest.v1+json", shapeless).is_err());
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

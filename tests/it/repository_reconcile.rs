@@ -44,8 +44,12 @@ fn context(client: kube::Client, store: Arc<dyn TagStore>) -> Arc<Context> {
             event_repeat_interval: Duration::from_secs(600),
             object_level_workload_identity: false,
             instance: "test".into(),
+            events_addr: None,
+            requeue_dependency: Duration::from_secs(30),
+            no_cross_namespace_refs: false,
         },
     )
+    .unwrap()
 }
 
 /// A registry listing `tags` for every repository.

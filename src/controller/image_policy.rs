@@ -1,0 +1,514 @@
+//! The ImagePolicy controller: kube plumbing around [`reconcile_policy`]. It reads as Flux's
+//! outer flow (§4.2): finalizer, deletion, migration of deprecated fields (its own patch,
+//! first), suspend, then the reconcile. Policies are re-triggered when their repository's
+//! `lastScanResult.revision` or canonical name changes (decisions.md), through an index from
+//! repository to policies.
+
+use super::context::{ApiReader, Context};
+use super::credentials::ObjectReader;
+use super::error::{retry_action, Error};
+use super::events::{transition_event, unchanged_for};
+use super::migrate::{migrate_status, migration_patch};
+use super::policy::{reconcile_policy, PolicyEnv, PolicyReader};
+use super::repository::Next;
+use super::status::{
+    object_key, object_labels, patch_status, requested_at, suspended_observed_generation,
+    trigger_hash, FIELD_MANAGER, FINALIZER,
+};
+use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository};
+use crate::http::ReadyPart;
+use crate::store::RepoKey;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::finalizer::{finalizer, Event as Finalizer};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Api, Resource, ResourceExt};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+/// What the ImagePolicy reconciles share: the common context and the repositories' cache.
+pub struct PolicyContext {
+    pub shared: Arc<Context>,
+    pub repositories: Store<ImageRepository>,
+    /// Set once the repositories' cache holds the initial list: before that a policy would
+    /// wrongly find its repository missing.
+    pub repositories_synced: Arc<AtomicBool>,
+}
+
+/// How soon a policy looks again while the repositories' cache is still loading.
+const CACHE_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// One reconcile: finalizer first, then apply or clean up.
+pub async fn reconcile(policy: Arc<ImagePolicy>, ctx: Arc<PolicyContext>) -> Result<Action, Error> {
+    let span = reconcile_span(&policy);
+    reconcile_object(policy, ctx).instrument(span).await
+}
+
+async fn reconcile_object(
+    policy: Arc<ImagePolicy>,
+    ctx: Arc<PolicyContext>,
+) -> Result<Action, Error> {
+    let started = Instant::now();
+    let api = Api::<ImagePolicy>::namespaced(
+        ctx.shared.client.clone(),
+        &policy.namespace().unwrap_or_default(),
+    );
+    let deleting = policy.meta().deletion_timestamp.is_some();
+    let labels = object_labels("ImagePolicy", policy.as_ref());
+    let result = finalizer(&api, FINALIZER, policy, |event| async {
+        match event {
+            Finalizer::Apply(policy) => apply(&policy, &api, &ctx).await,
+            Finalizer::Cleanup(policy) => cleanup(&policy, &ctx.shared),
+        }
+    })
+    .await
+    .map_err(|e| Error::Finalizer(Box::new(e)));
+    if deleting {
+        ctx.shared.metrics.forget(&labels);
+    } else {
+        let outcome = result
+            .as_ref()
+            .map_or_else(|e| e.metric_label(), |_| "success");
+        ctx.shared
+            .metrics
+            .observe(labels, "imagepolicy", outcome, started);
+    }
+    result
+}
+
+/// Migrate, suspend, reconcile, write the status, send the event, decide the next run.
+async fn apply(
+    policy: &ImagePolicy,
+    api: &Api<ImagePolicy>,
+    ctx: &PolicyContext,
+) -> Result<Action, Error> {
+    let shared = &ctx.shared;
+    if !ctx.repositories_synced.load(Ordering::SeqCst) {
+        return Ok(Action::requeue(CACHE_WAIT));
+    }
+    let mut policy = policy.clone();
+    if let Some(migrated) = policy.status.as_ref().and_then(migrate_status) {
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..Default::default()
+        };
+        api.patch_status(
+            &policy.name_any(),
+            &params,
+            &Patch::Merge(&migration_patch(&migrated)),
+        )
+        .await?;
+        tracing::info!("migrated the deprecated status fields latestImage/observedPreviousImage");
+        policy.status = Some(migrated);
+    }
+    let old = policy.status.clone().unwrap_or_default();
+    if policy.spec.suspend == Some(true) {
+        tracing::info!("reconciliation is suspended for this object");
+        patch_status(api, &policy, &old, &suspended_status(&policy, &old)).await?;
+        return Ok(Action::await_change());
+    }
+    let now = (shared.clock)();
+    let reader = ClusterReader {
+        api: ApiReader(shared.client.clone()),
+        repositories: ctx.repositories.clone(),
+    };
+    let scanned = |key: &RepoKey| shared.was_scanned(key);
+    let env = PolicyEnv {
+        reader: &reader,
+        registries: &shared.registries,
+        store: &shared.store,
+        now,
+        object_level_workload_identity: shared.settings.object_level_workload_identity,
+        no_cross_namespace_refs: shared.settings.no_cross_namespace_refs,
+        requeue_dependency: shared.settings.requeue_dependency,
+        repository_scanned: &scanned,
+    };
+    let result = reconcile_policy(&policy, &env).await;
+    tracing::info!("{}", result.summary);
+    patch_status(api, &policy, &old, &result.status).await?;
+    let conditions = |s: &ImagePolicyStatus| s.conditions.clone().unwrap_or_default();
+    if let Some(event) = transition_event(&conditions(&old), &conditions(&result.status)) {
+        let age = unchanged_for(&conditions(&old), &event, now);
+        let metadata = ref_metadata(&result.status);
+        if let Err(err) = shared
+            .recorder
+            .publish(&policy, &event, age, now, metadata)
+            .await
+        {
+            tracing::warn!(error = %err, "could not record the event");
+        }
+    }
+    let key = object_key(&policy);
+    match result.next {
+        Next::After(delay) => {
+            shared.backoff.reset(&key);
+            Ok(Action::requeue(delay))
+        }
+        Next::AwaitChange => {
+            shared.backoff.reset(&key);
+            Ok(Action::await_change())
+        }
+        Next::Retry(message) => Err(Error::Reconcile(message)),
+        Next::RetryAt(until) => Err(Error::RateLimited {
+            message: result.summary,
+            until,
+        }),
+    }
+}
+
+/// Deletion: nothing is stored per policy; per-object state goes.
+fn cleanup(policy: &ImagePolicy, ctx: &Context) -> Result<Action, Error> {
+    let key = object_key(policy);
+    ctx.backoff.reset(&key);
+    ctx.recorder.repeats.forget(&key);
+    Ok(Action::await_change())
+}
+
+/// When to try again after an error: decided by its kind.
+pub fn error_policy(policy: Arc<ImagePolicy>, err: &Error, ctx: Arc<PolicyContext>) -> Action {
+    let _span = reconcile_span(&policy).entered();
+    retry_action(err, &object_key(policy.as_ref()), &ctx.shared.backoff)
+}
+
+/// The Alert metadata of a policy event: `tag`, `digest`, `previousTag`, `previousDigest`.
+pub fn ref_metadata(status: &ImagePolicyStatus) -> BTreeMap<String, String> {
+    let mut metadata = BTreeMap::new();
+    let mut put = |key: &str, value: Option<&String>| {
+        if let Some(value) = value.filter(|v| !v.is_empty()) {
+            metadata.insert(key.to_string(), value.clone());
+        }
+    };
+    if let Some(latest) = &status.latest_ref {
+        put("tag", Some(&latest.tag));
+        put("digest", latest.digest.as_ref());
+    }
+    if let Some(previous) = &status.observed_previous_ref {
+        put("previousTag", Some(&previous.tag));
+        put("previousDigest", previous.digest.as_ref());
+    }
+    metadata
+}
+
+fn suspended_status(policy: &ImagePolicy, old: &ImagePolicyStatus) -> ImagePolicyStatus {
+    let mut status = old.clone();
+    if let Some(token) = requested_at(policy) {
+        status.last_handled_reconcile_at = Some(token.to_string());
+    }
+    status.observed_generation = suspended_observed_generation(
+        old.conditions.as_deref().unwrap_or_default(),
+        policy.metadata.generation,
+        old.observed_generation,
+    );
+    status
+}
+
+fn reconcile_span(policy: &ImagePolicy) -> tracing::Span {
+    tracing::info_span!(
+        "reconcile",
+        controller = "imagepolicy",
+        namespace = %policy.namespace().unwrap_or_default(),
+        name = %policy.name_any(),
+    )
+}
+
+/// Repositories from the watch cache (as Flux reads them), namespaces and Secrets live.
+struct ClusterReader {
+    api: ApiReader,
+    repositories: Store<ImageRepository>,
+}
+
+impl ObjectReader for ClusterReader {
+    async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, String> {
+        self.api.secret(namespace, name).await
+    }
+
+    async fn service_account(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<ServiceAccount>, String> {
+        self.api.service_account(namespace, name).await
+    }
+}
+
+impl PolicyReader for ClusterReader {
+    async fn image_repository(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<ImageRepository>, String> {
+        let key = ObjectRef::<ImageRepository>::new(name).within(namespace);
+        Ok(self.repositories.get(&key).map(|r| r.as_ref().clone()))
+    }
+
+    async fn namespace_labels(
+        &self,
+        namespace: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, String> {
+        Api::<Namespace>::all(self.api.0.clone())
+            .get_opt(namespace)
+            .await
+            .map(|ns| ns.map(|ns| ns.labels().clone()))
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Which policies refer to which repository, kept from the policies' watch.
+#[derive(Clone, Default)]
+pub struct PolicyIndex(Arc<RwLock<IndexMaps>>);
+
+#[derive(Default)]
+struct IndexMaps {
+    repository_of: HashMap<ObjectRef<ImagePolicy>, (String, String)>,
+    policies_of: HashMap<(String, String), HashSet<ObjectRef<ImagePolicy>>>,
+}
+
+impl PolicyIndex {
+    /// Follows one event of the policies' watch.
+    pub fn observe(&self, event: &watcher::Event<ImagePolicy>) {
+        match event {
+            watcher::Event::Apply(policy) | watcher::Event::InitApply(policy) => self.apply(policy),
+            watcher::Event::Delete(policy) => self.remove(&ObjectRef::from_obj(policy)),
+            watcher::Event::Init | watcher::Event::InitDone => {}
+        }
+    }
+
+    fn apply(&self, policy: &ImagePolicy) {
+        let key = ObjectRef::from_obj(policy);
+        let reference = &policy.spec.image_repository_ref;
+        let repository = (
+            reference
+                .namespace
+                .clone()
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| policy.namespace().unwrap_or_default()),
+            reference.name.clone(),
+        );
+        self.remove(&key);
+        let mut maps = self.0.write().expect("policy index lock");
+        maps.policies_of
+            .entry(repository.clone())
+            .or_default()
+            .insert(key.clone());
+        maps.repository_of.insert(key, repository);
+    }
+
+    fn remove(&self, key: &ObjectRef<ImagePolicy>) {
+        let mut maps = self.0.write().expect("policy index lock");
+        if let Some(repository) = maps.repository_of.remove(key) {
+            if let Some(set) = maps.policies_of.get_mut(&repository) {
+                set.remove(key);
+                if set.is_empty() {
+                    maps.policies_of.remove(&repository);
+                }
+            }
+        }
+    }
+
+    /// The policies that refer to `repository`.
+    pub fn policies_for(&self, repository: &ImageRepository) -> Vec<ObjectRef<ImagePolicy>> {
+        let key = (
+            repository.namespace().unwrap_or_default(),
+            repository.name_any(),
+        );
+        let maps = self.0.read().expect("policy index lock");
+        maps.policies_of
+            .get(&key)
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// What re-triggers a repository's policies: a new scan revision or canonical name, and
+/// deletion (decisions.md: Flux looks at the revision only).
+fn repository_change_hash(repo: &ImageRepository) -> Option<u64> {
+    let mut h = DefaultHasher::new();
+    let status = repo.status.as_ref();
+    status
+        .and_then(|s| s.last_scan_result.as_ref())
+        .and_then(|r| r.revision.as_ref())
+        .hash(&mut h);
+    status
+        .and_then(|s| s.canonical_image_name.as_ref())
+        .hash(&mut h);
+    repo.metadata.deletion_timestamp.is_some().hash(&mut h);
+    Some(h.finish())
+}
+
+/// The running controller; each `synced` part is marked once its cache has the initial list.
+#[allow(clippy::too_many_arguments)]
+pub fn controller(
+    policies: Api<ImagePolicy>,
+    repositories: Api<ImageRepository>,
+    watch: watcher::Config,
+    ctx: Arc<Context>,
+    concurrency: u16,
+    shutdown: CancellationToken,
+    policies_synced: ReadyPart,
+    repositories_synced: ReadyPart,
+) -> impl std::future::Future<Output = ()> {
+    let index = PolicyIndex::default();
+    let (policy_reader, policy_writer) = reflector::store();
+    let observed = index.clone();
+    let policy_triggers = watcher(policies, watch.clone())
+        .default_backoff()
+        .reflect(policy_writer)
+        .inspect_ok(move |event| {
+            observed.observe(event);
+            if matches!(event, watcher::Event::InitDone) {
+                policies_synced.set_ready();
+            }
+        })
+        .applied_objects()
+        .predicate_filter(trigger_hash, Default::default());
+    let (repo_reader, repo_writer) = reflector::store();
+    let synced = Arc::new(AtomicBool::new(false));
+    let synced_flag = synced.clone();
+    let repository_changes = watcher(repositories, watch)
+        .default_backoff()
+        .reflect(repo_writer)
+        .inspect_ok(move |event| {
+            if matches!(event, watcher::Event::InitDone) {
+                synced_flag.store(true, Ordering::SeqCst);
+                repositories_synced.set_ready();
+            }
+        })
+        .touched_objects()
+        .predicate_filter(repository_change_hash, Default::default());
+    let ctx = Arc::new(PolicyContext {
+        shared: ctx,
+        repositories: repo_reader,
+        repositories_synced: synced,
+    });
+    Controller::for_stream(policy_triggers, policy_reader)
+        .watches_stream(repository_changes, move |repo| index.policies_for(&repo))
+        .with_config(Config::default().concurrency(concurrency))
+        .graceful_shutdown_on(shutdown.cancelled_owned())
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(err) = result {
+                tracing::debug!(error = %err, "reconcile ended with an error");
+            }
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{ImagePolicySpec, ImageRef, NamespacedObjectReference};
+
+    fn policy(ns: &str, name: &str, repo_ns: Option<&str>, repo: &str) -> ImagePolicy {
+        let mut p = ImagePolicy::new(
+            name,
+            ImagePolicySpec {
+                image_repository_ref: NamespacedObjectReference {
+                    name: repo.into(),
+                    namespace: repo_ns.map(String::from),
+                },
+                policy: Default::default(),
+                filter_tags: None,
+                digest_reflection_policy: None,
+                interval: None,
+                suspend: None,
+            },
+        );
+        p.metadata.namespace = Some(ns.into());
+        p
+    }
+
+    fn repository(ns: &str, name: &str) -> ImageRepository {
+        let mut r: ImageRepository = serde_json::from_value(serde_json::json!({
+            "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImageRepository",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"image": "a/b", "interval": "5m"}
+        }))
+        .unwrap();
+        r.metadata.namespace = Some(ns.into());
+        r
+    }
+
+    fn names(refs: Vec<ObjectRef<ImagePolicy>>) -> Vec<String> {
+        let mut names: Vec<String> = refs
+            .into_iter()
+            .map(|r| format!("{}/{}", r.namespace.unwrap(), r.name))
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn the_index_maps_repositories_to_their_policies() {
+        let index = PolicyIndex::default();
+        index.observe(&watcher::Event::InitApply(policy(
+            "apps", "p1", None, "app",
+        )));
+        index.observe(&watcher::Event::Apply(policy(
+            "team",
+            "p2",
+            Some("apps"),
+            "app",
+        )));
+        index.observe(&watcher::Event::Apply(policy(
+            "apps",
+            "p3",
+            Some(""),
+            "other",
+        )));
+        assert_eq!(
+            names(index.policies_for(&repository("apps", "app"))),
+            ["apps/p1", "team/p2"]
+        );
+        assert_eq!(
+            names(index.policies_for(&repository("apps", "other"))),
+            ["apps/p3"]
+        );
+        // A policy that moves to another repository, and one deleted.
+        index.observe(&watcher::Event::Apply(policy("apps", "p1", None, "other")));
+        index.observe(&watcher::Event::Delete(policy(
+            "team",
+            "p2",
+            Some("apps"),
+            "app",
+        )));
+        assert!(index.policies_for(&repository("apps", "app")).is_empty());
+        assert_eq!(
+            names(index.policies_for(&repository("apps", "other"))),
+            ["apps/p1", "apps/p3"]
+        );
+    }
+
+    #[test]
+    fn alert_metadata_names_tags_and_digests() {
+        let status = ImagePolicyStatus {
+            latest_ref: Some(ImageRef {
+                name: "a/b".into(),
+                tag: "1.1".into(),
+                digest: Some("sha256:new".into()),
+            }),
+            observed_previous_ref: Some(ImageRef {
+                name: "a/b".into(),
+                tag: "1.0".into(),
+                digest: None,
+            }),
+            ..Default::default()
+        };
+        let metadata = ref_metadata(&status);
+        let expected: BTreeMap<String, String> = [
+            ("tag", "1.1"),
+            ("digest", "sha256:new"),
+            ("previousTag", "1.0"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(metadata, expected);
+    }
+}

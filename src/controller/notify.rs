@@ -1,0 +1,142 @@
+//! Forwarding events to Flux's notification-controller (`--events-addr`, flux-compat.md §5.4):
+//! Flux's event JSON, POSTed in the background so a reconcile never waits on it. Connection
+//! errors and 5xx are retried (1s, 2s, 4s, 8s, as go-retryablehttp); a 429 means the
+//! notification-controller already has the event and is not retried. Failures are logged.
+
+use super::events::{EventSpec, EventType, REPORTING_CONTROLLER};
+use k8s_openapi::jiff::Timestamp;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The annotation prefix whose keys are copied into the event's metadata.
+pub const METADATA_ANNOTATION_PREFIX: &str = "event.toolkit.fluxcd.io/";
+
+/// The involved object of a notification.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Involved {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub resource_version: String,
+}
+
+/// Sends events to the notification-controller's webhook.
+#[derive(Clone, Debug)]
+pub struct Notifier {
+    http: reqwest::Client,
+    url: reqwest::Url,
+    instance: String,
+    retry_base: Duration,
+}
+
+impl Notifier {
+    /// A notifier for `address` (`http://notification-controller.flux-system.svc.cluster.local./`).
+    pub fn new(address: &str, instance: String) -> Result<Self, String> {
+        crate::registry::install_crypto_provider();
+        let url = reqwest::Url::parse(address)
+            .map_err(|e| format!("--events-addr '{address}' is not a URL: {e}"))?;
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|e| format!("building the events client: {e}"))?;
+        Ok(Notifier {
+            http,
+            url,
+            instance,
+            retry_base: Duration::from_secs(1),
+        })
+    }
+
+    /// The same notifier with a shorter first retry delay (tests).
+    pub fn with_retry_base(mut self, base: Duration) -> Self {
+        self.retry_base = base;
+        self
+    }
+
+    /// Flux's event JSON for `event` about `involved`.
+    pub fn payload(
+        &self,
+        involved: &Involved,
+        event: &EventSpec,
+        metadata: &BTreeMap<String, String>,
+        now: Timestamp,
+    ) -> Value {
+        let mut payload = json!({
+            "involvedObject": {
+                "kind": involved.kind,
+                "namespace": involved.namespace,
+                "name": involved.name,
+                "uid": involved.uid,
+                "apiVersion": "image.toolkit.fluxcd.io/v1",
+                "resourceVersion": involved.resource_version,
+            },
+            "severity": match event.type_ { EventType::Normal => "info", EventType::Warning => "error" },
+            "timestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            "message": event.message,
+            "reason": event.reason,
+            "reportingController": REPORTING_CONTROLLER,
+            "reportingInstance": self.instance,
+        });
+        if !metadata.is_empty() {
+            payload["metadata"] = json!(metadata);
+        }
+        payload
+    }
+
+    /// POSTs `payload`, retrying connection errors and 5xx; returns the final outcome.
+    pub async fn send(&self, payload: &Value) -> Result<(), String> {
+        let body = serde_json::to_vec(payload).map_err(|e| e.to_string())?;
+        let mut delay = self.retry_base;
+        let mut last_error = String::new();
+        for attempt in 0..5 {
+            if attempt > 0 {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(30));
+            }
+            let request = self
+                .http
+                .post(self.url.clone())
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone());
+            match request.send().await {
+                Ok(response) if response.status().is_success() => return Ok(()),
+                // Already recorded by the notification-controller (its duplicate check).
+                Ok(response) if response.status().as_u16() == 429 => return Ok(()),
+                Ok(response) if response.status().is_server_error() => {
+                    last_error = format!("{} answered {}", self.url, response.status());
+                }
+                Ok(response) => {
+                    return Err(format!("{} answered {}", self.url, response.status()));
+                }
+                Err(err) => last_error = format!("posting to {}: {err}", self.url),
+            }
+        }
+        Err(last_error)
+    }
+
+    /// Sends in the background; a failure is logged.
+    pub fn spawn_send(&self, payload: Value) {
+        let notifier = self.clone();
+        tokio::spawn(async move {
+            if let Err(err) = notifier.send(&payload).await {
+                tracing::warn!(error = %err, "could not forward the event to the notification-controller");
+            }
+        });
+    }
+}
+
+/// The `event.toolkit.fluxcd.io/*` annotations of an object, then `extra` (ours win).
+pub fn event_metadata(
+    annotations: &BTreeMap<String, String>,
+    extra: impl IntoIterator<Item = (String, String)>,
+) -> BTreeMap<String, String> {
+    let mut metadata: BTreeMap<String, String> = annotations
+        .iter()
+        .filter(|(k, _)| k.starts_with(METADATA_ANNOTATION_PREFIX))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    metadata.extend(extra);
+    metadata
+}

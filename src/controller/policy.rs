@@ -1,0 +1,432 @@
+//! The ImagePolicy reconcile as a function of (policy, cluster objects, stored tags, registry
+//! answers, clock): Flux's flow (flux-compat.md §4.2–4.8) with decisions.md's changes (warm
+//! start, digest reflection honouring `insecure`, no stale failure message). It returns the
+//! status to write and when to run again; the controller and `image-reflector scan` share it.
+
+use super::access::{check_acl, check_cross_namespace};
+use super::conditions::{carry_transition_times, ConditionType, Conditions, Reason};
+use super::credentials::{client_options, ObjectReader};
+use super::finalize::{finalize, Next, Outcome};
+use super::repository::intervals;
+use super::status::REQUESTED_AT_ANNOTATION;
+use crate::api::{
+    format_go_duration, parse_go_duration, ImagePolicy, ImagePolicyStatus, ImageRef,
+    ImageRepository, Provider, ReflectionPolicy,
+};
+use crate::registry::{ImageReference, Registries, RegistryClient};
+use crate::store::{RepoKey, TagStore};
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Flux's `FeatureGateDisabled` message for an ImagePolicy.
+pub const FEATURE_GATE_MESSAGE: &str = "to use spec.serviceAccountName in the ImageRepository for provider authentication please enable the ObjectLevelWorkloadIdentity feature gate in the controller";
+
+/// The requeue of an `Always` policy whose interval is zero (§1.6).
+const DEFAULT_POLICY_INTERVAL: Duration = Duration::from_secs(600);
+
+/// Reads what a policy refers to, besides Secrets: its ImageRepository and namespace labels.
+pub trait PolicyReader: ObjectReader {
+    fn image_repository(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<ImageRepository>, String>> + Send;
+
+    /// The labels of a namespace (`Ok(None)`: no such namespace).
+    fn namespace_labels(
+        &self,
+        namespace: &str,
+    ) -> impl Future<Output = Result<Option<BTreeMap<String, String>>, String>> + Send;
+}
+
+/// What a policy reconcile reads besides the object.
+pub struct PolicyEnv<'a, R> {
+    pub reader: &'a R,
+    pub registries: &'a Arc<Registries>,
+    pub store: &'a Arc<dyn TagStore>,
+    pub now: Timestamp,
+    pub object_level_workload_identity: bool,
+    pub no_cross_namespace_refs: bool,
+    /// `--requeue-dependency`: how soon to look again when the repository has no tags.
+    pub requeue_dependency: Duration,
+    /// Whether the repository was scanned since this process started (warm start).
+    pub repository_scanned: &'a (dyn Fn(&RepoKey) -> bool + Sync),
+}
+
+/// The status to write and what to do next.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyResult {
+    pub status: ImagePolicyStatus,
+    pub next: Next,
+    /// What happened, for the log.
+    pub summary: String,
+}
+
+/// How the steps ended: with an outcome, or holding the status as it is (warm start).
+enum Step {
+    Done(Outcome, Next, String),
+    Hold(Next, String),
+}
+
+/// Runs one reconcile of `policy` and returns its status.
+pub async fn reconcile_policy<R: PolicyReader>(
+    policy: &ImagePolicy,
+    env: &PolicyEnv<'_, R>,
+) -> PolicyResult {
+    let old = policy.status.clone().unwrap_or_default();
+    let generation = policy.metadata.generation.unwrap_or(0);
+    let mut status = old.clone();
+    let mut list = old.conditions.clone().unwrap_or_default();
+    let mut conditions = Conditions::new(&mut list, generation, env.now);
+    let (outcome, next, summary) = match run_steps(policy, env, &mut conditions, &mut status).await
+    {
+        Step::Done(outcome, next, summary) => (outcome, next, summary),
+        Step::Hold(next, summary) => {
+            return PolicyResult {
+                status: old,
+                next,
+                summary,
+            }
+        }
+    };
+    let observed = finalize(
+        &mut conditions,
+        &outcome,
+        generation,
+        old.observed_generation,
+    );
+    carry_transition_times(old.conditions.as_deref().unwrap_or_default(), &mut list);
+    status.conditions = Some(list);
+    status.observed_generation = observed;
+    if let Some(token) = policy.annotations().get(REQUESTED_AT_ANNOTATION) {
+        status.last_handled_reconcile_at = Some(token.clone());
+    }
+    PolicyResult {
+        status,
+        next,
+        summary,
+    }
+}
+
+fn stalled(c: &mut Conditions<'_>, reason: Reason, message: String) -> Step {
+    c.mark_stalled(reason, &message);
+    Step::Done(Outcome::Stalled, Next::AwaitChange, message)
+}
+
+fn failed(c: &mut Conditions<'_>, reason: Reason, message: String) -> Step {
+    c.mark_false(reason, &message);
+    let outcome = Outcome::Failed {
+        error: message.clone(),
+    };
+    Step::Done(outcome, Next::Retry(message.clone()), message)
+}
+
+/// The steps of §4.2, each ending the reconcile on failure.
+async fn run_steps<R: PolicyReader>(
+    policy: &ImagePolicy,
+    env: &PolicyEnv<'_, R>,
+    c: &mut Conditions<'_>,
+    status: &mut ImagePolicyStatus,
+) -> Step {
+    let spec = &policy.spec;
+    let always = spec.digest_reflection_policy == Some(ReflectionPolicy::Always);
+    let interval = match (always, spec.interval.as_deref()) {
+        (true, None) => {
+            let message =
+                "spec.interval must be set when spec.digestReflectionPolicy is set to 'Always'";
+            return stalled(c, Reason::IntervalNotConfigured, message.into());
+        }
+        (true, Some(text)) => match parse_go_duration(text) {
+            Ok(d) if d.is_zero() => Some(DEFAULT_POLICY_INTERVAL),
+            Ok(d) => Some(d),
+            Err(e) => {
+                return stalled(
+                    c,
+                    Reason::InvalidPolicy,
+                    format!("invalid spec.interval: {e}"),
+                )
+            }
+        },
+        (false, _) => None,
+    };
+    mark_progress(policy, c, status);
+    let repo = match find_repository(policy, env).await {
+        Ok(repo) => repo,
+        Err((reason, err)) => {
+            let message = format!("failed to get the referred ImageRepository: {err}");
+            return failed(c, reason, message);
+        }
+    };
+    let image = match ImageReference::parse(&repo.spec.image, repo.spec.insecure.unwrap_or(false)) {
+        Ok(image) => image,
+        Err(err) => return stalled(c, Reason::ImageUrlInvalid, err.to_string()),
+    };
+    let workload_identity = repo.spec.provider.is_some_and(|p| p != Provider::Generic)
+        && repo
+            .spec
+            .service_account_name
+            .as_deref()
+            .is_some_and(|s| !s.is_empty());
+    if workload_identity && !env.object_level_workload_identity {
+        return stalled(c, Reason::FeatureGateDisabled, FEATURE_GATE_MESSAGE.into());
+    }
+    let selection = match spec.selection_policy() {
+        Ok(selection) => selection,
+        Err(err) => return stalled(c, Reason::InvalidPolicy, err.to_string()),
+    };
+    let repo_namespace = repo.namespace().unwrap_or_default();
+    let key = match RepoKey::new(repo_namespace.as_str(), repo.name_any()) {
+        Ok(key) => key,
+        Err(err) => return failed(c, Reason::Failure, err.to_string()),
+    };
+    let store = env.store.clone();
+    let read_key = key.clone();
+    let read = tokio::task::spawn_blocking(move || store.get(&read_key)).await;
+    let tags = match read {
+        Ok(Ok((tags, _))) => tags,
+        Ok(Err(err)) => {
+            return failed(
+                c,
+                Reason::Failure,
+                format!("failed to read tags from database: {err}"),
+            )
+        }
+        Err(err) => {
+            return failed(
+                c,
+                Reason::Failure,
+                format!("failed to read tags from database: {err}"),
+            )
+        }
+    };
+    if tags.is_empty() {
+        // Warm start (decisions.md): an empty store after a restart is not news; keep the last
+        // election until the repository's first scan, which re-triggers this policy.
+        if status.latest_ref.is_some() && !(env.repository_scanned)(&key) {
+            let summary = format!(
+                "waiting for the first scan of {key} since start; keeping the last election"
+            );
+            return Step::Hold(Next::After(env.requeue_dependency), summary);
+        }
+        let wait = format_go_duration(Duration::from_secs(
+            env.requeue_dependency.as_secs_f64().round() as u64,
+        ));
+        let message = format!("retrying in {wait} error: no tags in database");
+        c.mark_false(Reason::DependencyNotReady, &message);
+        return Step::Done(
+            Outcome::Waiting,
+            Next::After(env.requeue_dependency),
+            message,
+        );
+    }
+    let tag = match selection.select_sorted(tags.iter()) {
+        Ok(tag) => tag.to_string(),
+        Err(err) => return failed(c, Reason::Failure, err.to_string()),
+    };
+    let name = repo.spec.image.clone();
+    let digest = match reflected_digest(policy, &repo, &image, &name, &tag, status, env).await {
+        Ok(digest) => digest,
+        Err(message) => return failed(c, Reason::Failed, message),
+    };
+    let elected = ImageRef { name, tag, digest };
+    if status.latest_ref.as_ref() != Some(&elected) {
+        status.observed_previous_ref = status.latest_ref.replace(elected);
+    }
+    c.delete(ConditionType::Ready);
+    let message = ready_message(status);
+    let next = interval.map_or(Next::AwaitChange, Next::After);
+    Step::Done(
+        Outcome::Succeeded {
+            message: message.clone(),
+        },
+        next,
+        message,
+    )
+}
+
+/// Reconciling=True/Progressing and Ready=Unknown if unset; a new generation says so.
+fn mark_progress(policy: &ImagePolicy, c: &mut Conditions<'_>, status: &ImagePolicyStatus) {
+    let generation = policy.metadata.generation.unwrap_or(0);
+    let observed = status.observed_generation.unwrap_or(-1);
+    let message = if generation != observed {
+        format!("processing object: new generation {observed} -> {generation}")
+    } else {
+        "reconciliation in progress".to_string()
+    };
+    c.mark_reconciling(Reason::Progressing, &message);
+    c.mark_unknown_if_unset(Reason::Progressing, &message);
+}
+
+/// The repository, after the cross-namespace flag and the ACL (§4.3); on failure the Ready
+/// reason and the error.
+async fn find_repository<R: PolicyReader>(
+    policy: &ImagePolicy,
+    env: &PolicyEnv<'_, R>,
+) -> Result<ImageRepository, (Reason, String)> {
+    let policy_namespace = policy.namespace().unwrap_or_default();
+    let reference = &policy.spec.image_repository_ref;
+    let namespace = reference
+        .namespace
+        .clone()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| policy_namespace.clone());
+    let denied = |e: super::access::AccessError| (Reason::AccessDenied, e.to_string());
+    check_cross_namespace(
+        &policy_namespace,
+        &namespace,
+        &reference.name,
+        env.no_cross_namespace_refs,
+    )
+    .map_err(denied)?;
+    let repo = env
+        .reader
+        .image_repository(&namespace, &reference.name)
+        .await
+        // decisions.md: a read error is reported and retried (Flux swallows it).
+        .map_err(|e| (Reason::Failure, e))?
+        .ok_or_else(|| {
+            let err = format!(
+                "referenced ImageRepository does not exist: ImageRepository.image.toolkit.fluxcd.io \"{}\" not found",
+                reference.name
+            );
+            (Reason::DependencyNotReady, err)
+        })?;
+    let labels = if namespace != policy_namespace && repo.spec.access_from.is_some() {
+        match env.reader.namespace_labels(&policy_namespace).await {
+            Ok(Some(labels)) => Ok(labels),
+            Ok(None) => Err(format!("namespaces \"{policy_namespace}\" not found")),
+            Err(e) => Err(e),
+        }
+    } else {
+        Ok(BTreeMap::new())
+    };
+    check_acl(
+        &policy_namespace,
+        &namespace,
+        &reference.name,
+        repo.spec.access_from.as_ref(),
+        || labels,
+    )
+    .map_err(denied)?;
+    Ok(repo)
+}
+
+/// The digest per `digestReflectionPolicy` (§4.7): `Never` none, `IfNotPresent` the recorded
+/// one when name and tag are unchanged, `Always` (and the rest of `IfNotPresent`) fetched with
+/// the repository's credentials, TLS, proxy, `insecure` and timeout.
+async fn reflected_digest<R: PolicyReader>(
+    policy: &ImagePolicy,
+    repo: &ImageRepository,
+    image: &ImageReference,
+    name: &str,
+    tag: &str,
+    status: &ImagePolicyStatus,
+    env: &PolicyEnv<'_, R>,
+) -> Result<Option<String>, String> {
+    let recorded = status
+        .latest_ref
+        .as_ref()
+        .filter(|r| r.name == name && r.tag == tag)
+        .and_then(|r| r.digest.clone())
+        .filter(|d| !d.is_empty());
+    match policy.spec.digest_reflection_policy.unwrap_or_default() {
+        ReflectionPolicy::Never => return Ok(None),
+        ReflectionPolicy::IfNotPresent if recorded.is_some() => return Ok(recorded),
+        _ => {}
+    }
+    let fail = |err: String| format!("failed fetching digest of {name}:{tag}: {err}");
+    let (_, timeout) = intervals(repo).map_err(fail)?;
+    let namespace = repo.namespace().unwrap_or_default();
+    let options = client_options(repo, &namespace, &image.canonical(), env.reader, timeout)
+        .await
+        .map_err(|e| fail(format!("failed to configure authentication options: {e}")))?;
+    let client =
+        RegistryClient::new(options, env.registries.clone()).map_err(|e| fail(e.to_string()))?;
+    let reference = format!("{name}:{tag}");
+    let descriptor = |err: String| {
+        fail(format!(
+            "failed fetching descriptor for \"{reference}\": {err}"
+        ))
+    };
+    match tokio::time::timeout(timeout, client.digest(image, tag)).await {
+        Ok(Ok(digest)) => Ok(Some(digest)),
+        Ok(Err(err)) => Err(descriptor(err.to_string())),
+        Err(_) => Err(descriptor(format!(
+            "no answer within {} (the ImageRepository's spec.timeout)",
+            format_go_duration(timeout)
+        ))),
+    }
+}
+
+/// `Latest image tag for <name> resolved to <tag>[ with digest <d>][ (previously
+/// <name>:<tag>[@<digest>])]` (§4.8).
+pub fn ready_message(status: &ImagePolicyStatus) -> String {
+    let Some(latest) = &status.latest_ref else {
+        return String::new();
+    };
+    let mut message = format!(
+        "Latest image tag for {} resolved to {}",
+        latest.name, latest.tag
+    );
+    if let Some(digest) = latest.digest.as_deref().filter(|d| !d.is_empty()) {
+        message.push_str(&format!(" with digest {digest}"));
+    }
+    if let Some(previous) = status
+        .observed_previous_ref
+        .as_ref()
+        .filter(|p| *p != latest)
+    {
+        message.push_str(&format!(" (previously {}:{}", previous.name, previous.tag));
+        if let Some(digest) = previous.digest.as_deref().filter(|d| !d.is_empty()) {
+            message.push_str(&format!("@{digest}"));
+        }
+        message.push(')');
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(tag: &str, digest: Option<&str>) -> ImageRef {
+        ImageRef {
+            name: "foo/bar".into(),
+            tag: tag.into(),
+            digest: digest.map(String::from),
+        }
+    }
+
+    #[test]
+    fn ready_messages_are_fluxs() {
+        let status = |latest, previous| ImagePolicyStatus {
+            latest_ref: Some(latest),
+            observed_previous_ref: previous,
+            ..Default::default()
+        };
+        assert_eq!(
+            ready_message(&status(r("1.1.0", None), Some(r("1.0.0", None)))),
+            "Latest image tag for foo/bar resolved to 1.1.0 (previously foo/bar:1.0.0)"
+        );
+        assert_eq!(
+            ready_message(&status(
+                r("1.0.0", Some("sha256:1234567890abcdef")),
+                Some(r("1.0.0", Some("sha256:abcdef1234567890")))
+            )),
+            "Latest image tag for foo/bar resolved to 1.0.0 with digest sha256:1234567890abcdef (previously foo/bar:1.0.0@sha256:abcdef1234567890)"
+        );
+        assert_eq!(
+            ready_message(&status(r("1.0.0", None), None)),
+            "Latest image tag for foo/bar resolved to 1.0.0"
+        );
+        assert_eq!(
+            ready_message(&status(r("1.0.0", None), Some(r("1.0.0", None)))),
+            "Latest image tag for foo/bar resolved to 1.0.0",
+            "a previous ref equal to the latest is not shown"
+        );
+    }
+}
