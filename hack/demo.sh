@@ -1,8 +1,8 @@
 #!/bin/sh
 # The main job (`make run`): a local Distribution registry with a few tags of demo/app, pushed
-# with curl through the registry API; `image-reflector scan` reconciles an ImageRepository for
-# it exactly as the controller would and prints the status; then `image-reflector select` elects
-# the latest 6.x tag from the stored tags, as an ImagePolicy would.
+# with curl through the registry API; `image-reflector scan` reconciles an ImageRepository and
+# an ImagePolicy for it exactly as the controller would and prints their status; then
+# `image-reflector select --explain` shows why the policy elected that tag.
 # usage: hack/demo.sh BINARY
 set -eu
 bin=$1
@@ -71,12 +71,13 @@ spec:
   policy:
     semver:
       range: 6.x
+  digestReflectionPolicy: IfNotPresent
 YAML
-echo "# image-reflector scan -f repository.yaml   (the controller's reconcile, offline)"
-"$bin" scan -f "$work/repository.yaml" --storage-path "$work/store"
+echo "# image-reflector scan -f repository.yaml -f policy.yaml   (the controller's reconciles, offline)"
+"$bin" scan -f "$work/repository.yaml" -f "$work/policy.yaml" --storage-path "$work/store"
 echo
 echo "# image-reflector scan -o yaml: the status the controller would write"
-"$bin" scan -f "$work/repository.yaml" --storage-path "$work/store" -o yaml
+"$bin" scan -f "$work/repository.yaml" -f "$work/policy.yaml" --storage-path "$work/store" -o yaml
 echo
-echo "# image-reflector select: the ImagePolicy's election over the stored tags"
+echo "# image-reflector select --explain: why the policy elected that tag"
 "$bin" select -f "$work/policy.yaml" --tags-file "$work/store/imagerepository/demo/app/tags.txt" --explain

@@ -2,6 +2,7 @@
 
 pub mod crds;
 pub mod error;
+mod manifests;
 pub mod reference;
 pub mod registry;
 pub mod run;

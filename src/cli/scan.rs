@@ -1,27 +1,27 @@
-//! `image-reflector scan -f <file|dir>`: reconciles the ImageRepositories of some manifests
-//! offline, with the controller's own reconcile (same credentials, same status), and prints a
-//! table like `kubectl get imagerepositories`, or with `-o yaml` the status the controller
-//! would write. Secrets and ServiceAccounts are taken from the same manifests; tags go to the
-//! embedded store (`--storage-path`).
+//! `image-reflector scan -f <file|dir>`: reconciles the ImageRepositories and then the
+//! ImagePolicies of some manifests offline, with the controller's own reconciles (same
+//! credentials, same status), and prints tables like `kubectl get`, or with `-o yaml` the
+//! status the controller would write. Secrets, ServiceAccounts and Namespaces are taken from
+//! the same manifests; tags go to the embedded store (`--storage-path`).
 //!
-//! Exit codes: 0 every repository is Ready, 2 invalid input or a Stalled repository, 3 a
-//! repository failed to scan.
+//! Exit codes: 0 everything is Ready, 2 invalid input or a Stalled object, 3 a failure (a scan,
+//! credentials, a digest, a policy that elects nothing).
 
-use super::error::{read_input, CliError};
-use crate::api::{ConditionStatus, ImageRepository, ImageRepositoryStatus};
-use crate::controller::credentials::ObjectReader;
+use super::error::CliError;
+use super::manifests::Manifests;
+use crate::api::ConditionStatus;
+use crate::controller::policy::{reconcile_policy, PolicyEnv};
 use crate::controller::repository::{reconcile_repository, Next, RepositoryEnv};
 use crate::registry::{Registries, SchedulerConfig};
-use crate::store::{FsStore, TagStore, DEFAULT_COMPRESSION_THRESHOLD};
+use crate::store::{FsStore, RepoKey, TagStore, DEFAULT_COMPRESSION_THRESHOLD};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use serde_json::Value;
-use std::collections::BTreeMap;
+use serde_json::{json, Value};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Output of `scan`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,12 +51,22 @@ pub struct ScanArgs {
     pub concurrent: u16,
 }
 
+/// One reconciled object.
+struct Reconciled {
+    kind: &'static str,
+    namespace: String,
+    name: String,
+    spec: Value,
+    status: Value,
+    next: Next,
+}
+
 /// Runs `scan`.
 pub fn run(args: &ScanArgs, out: &mut impl Write) -> Result<(), CliError> {
-    let manifests = Manifests::read(&args.files, &args.namespace)?;
-    if manifests.repositories.is_empty() {
+    let mut manifests = Manifests::read(&args.files, &args.namespace)?;
+    if manifests.repositories.is_empty() && manifests.policies.is_empty() {
         return Err(CliError::invalid(format!(
-            "no ImageRepository in {}",
+            "no ImageRepository or ImagePolicy in {}",
             args.files.join(", ")
         )));
     }
@@ -74,133 +84,233 @@ pub fn run(args: &ScanArgs, out: &mut impl Write) -> Result<(), CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::failed(format!("starting the async runtime: {e}")))?;
-    // Results in input order; up to --concurrent reconciles at a time.
-    let reconciles = manifests.repositories.iter().map(|repo| {
-        let (manifests, registries, store) = (&manifests, &registries, &store);
-        async move {
-            let env = RepositoryEnv {
-                reader: manifests,
-                registries,
-                store,
-                now: Timestamp::now(),
-                object_level_workload_identity: false,
-            };
-            let result = reconcile_repository(repo, &env).await;
-            (repo, result.status, result.next)
-        }
-    });
-    let results: Vec<_> = runtime.block_on(
-        futures::stream::iter(reconciles)
-            .buffered(usize::from(args.concurrent))
-            .collect(),
+    let concurrency = usize::from(args.concurrent);
+    // Repositories first, in input order, up to --concurrent at a time; their new status is
+    // what the policies then read, as in a cluster.
+    let scanned: Vec<_> = runtime.block_on(
+        futures::stream::iter(manifests.repositories.iter().map(|repo| {
+            let (manifests, registries, store) = (&manifests, &registries, &store);
+            async move {
+                let env = RepositoryEnv {
+                    reader: manifests,
+                    registries,
+                    store,
+                    now: Timestamp::now(),
+                    object_level_workload_identity: false,
+                };
+                reconcile_repository(repo, &env).await
+            }
+        }))
+        .buffered(concurrency)
+        .collect(),
     );
+    let mut results = Vec::new();
+    for (repo, result) in manifests.repositories.iter_mut().zip(scanned) {
+        repo.status = Some(result.status.clone());
+        results.push(reconciled(repo, &repo.spec, &result.status, result.next));
+    }
+    let scanned_here = |_: &RepoKey| true;
+    let policies: Vec<_> = runtime.block_on(
+        futures::stream::iter(manifests.policies.iter().map(|policy| {
+            let (manifests, registries, store, scanned_here) =
+                (&manifests, &registries, &store, &scanned_here);
+            async move {
+                let env = PolicyEnv {
+                    reader: manifests,
+                    registries,
+                    store,
+                    now: Timestamp::now(),
+                    object_level_workload_identity: false,
+                    no_cross_namespace_refs: false,
+                    requeue_dependency: Duration::from_secs(30),
+                    repository_scanned: scanned_here,
+                };
+                reconcile_policy(policy, &env).await
+            }
+        }))
+        .buffered(concurrency)
+        .collect(),
+    );
+    for (policy, result) in manifests.policies.iter().zip(policies) {
+        results.push(reconciled(
+            policy,
+            &policy.spec,
+            &result.status,
+            result.next,
+        ));
+    }
     let written = match args.output {
-        ScanOutput::Table => write_table(out, &results),
+        ScanOutput::Table => write_tables(out, &results),
         ScanOutput::Yaml => write_yaml(out, &results),
     };
     written.map_err(|e| CliError::failed(format!("writing output: {e}")))?;
     exit_status(&results)
 }
 
+fn reconciled<K, S, T>(obj: &K, spec: &S, status: &T, next: Next) -> Reconciled
+where
+    K: kube::Resource<DynamicType = ()>,
+    S: serde::Serialize,
+    T: serde::Serialize,
+{
+    Reconciled {
+        kind: if K::kind(&()) == "ImagePolicy" {
+            "ImagePolicy"
+        } else {
+            "ImageRepository"
+        },
+        namespace: obj.namespace().unwrap_or_default(),
+        name: obj.name_any(),
+        spec: serde_json::to_value(spec).unwrap_or_default(),
+        status: serde_json::to_value(status).unwrap_or_default(),
+        next,
+    }
+}
+
 /// Exit 0 when all are Ready; else 2 if any is Stalled, 3 otherwise.
-fn exit_status(
-    results: &[(&ImageRepository, ImageRepositoryStatus, Next)],
-) -> Result<(), CliError> {
-    let failing: Vec<String> = results
-        .iter()
-        .filter(|(_, _, next)| !matches!(next, Next::After(_)))
-        .map(|(repo, _, _)| {
-            format!(
-                "{}/{}",
-                repo.namespace().unwrap_or_default(),
-                repo.name_any()
-            )
-        })
-        .collect();
-    if failing.is_empty() {
+fn exit_status(results: &[Reconciled]) -> Result<(), CliError> {
+    let not_ready: Vec<&Reconciled> = results.iter().filter(|r| ready(r).0 != "True").collect();
+    if not_ready.is_empty() {
         return Ok(());
     }
-    let message = format!("not ready: {}", failing.join(", "));
-    if results
+    let names: Vec<String> = not_ready
         .iter()
-        .any(|(_, _, next)| *next == Next::AwaitChange)
-    {
+        .map(|r| format!("{} {}/{}", r.kind, r.namespace, r.name))
+        .collect();
+    let message = format!("not ready: {}", names.join(", "));
+    if not_ready.iter().any(|r| r.next == Next::AwaitChange) {
         Err(CliError::invalid(message))
     } else {
         Err(CliError::failed(message))
     }
 }
 
-fn ready_condition(status: &ImageRepositoryStatus) -> (String, String) {
-    status
-        .conditions
-        .iter()
+/// The Ready condition's status and message.
+fn ready(r: &Reconciled) -> (String, String) {
+    r.status["conditions"]
+        .as_array()
+        .into_iter()
         .flatten()
-        .find(|c| c.type_ == "Ready")
+        .find(|c| c["type"] == "Ready")
         .map(|c| {
-            let s = match c.status {
+            let status =
+                serde_json::from_value(c["status"].clone()).unwrap_or(ConditionStatus::Unknown);
+            let text = match status {
                 ConditionStatus::True => "True",
                 ConditionStatus::False => "False",
                 ConditionStatus::Unknown => "Unknown",
             };
-            (s.to_string(), c.message.clone())
+            (
+                text.to_string(),
+                c["message"].as_str().unwrap_or_default().to_string(),
+            )
         })
         .unwrap_or_default()
 }
 
-/// The columns of `kubectl get imagerepositories`, with the namespace first.
-fn write_table(
-    out: &mut impl Write,
-    results: &[(&ImageRepository, ImageRepositoryStatus, Next)],
-) -> std::io::Result<()> {
-    let mut rows = vec![[
-        "NAMESPACE".to_string(),
-        "NAME".into(),
-        "IMAGE".into(),
-        "TAGS".into(),
-        "READY".into(),
-        "STATUS".into(),
-    ]];
-    for (repo, status, _) in results {
-        let (ready, message) = ready_condition(status);
-        let tags = status
-            .last_scan_result
-            .as_ref()
-            .map(|s| s.tag_count.to_string())
-            .unwrap_or_default();
-        rows.push([
-            repo.namespace().unwrap_or_default(),
-            repo.name_any(),
-            repo.spec.image.clone(),
-            tags,
-            ready,
-            message,
-        ]);
-    }
-    let widths: Vec<usize> = (0..5)
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+/// `kubectl get`'s columns per kind, with the namespace first (and the digest for policies).
+fn write_tables(out: &mut impl Write, results: &[Reconciled]) -> std::io::Result<()> {
+    let text = |v: &Value| {
+        v.as_str().map(String::from).unwrap_or_else(|| {
+            if v.is_null() {
+                String::new()
+            } else {
+                v.to_string()
+            }
+        })
+    };
+    let repositories: Vec<Vec<String>> = results
+        .iter()
+        .filter(|r| r.kind == "ImageRepository")
+        .map(|r| {
+            let (ready, message) = ready(r);
+            let tags = text(&r.status["lastScanResult"]["tagCount"]);
+            vec![
+                r.namespace.clone(),
+                r.name.clone(),
+                text(&r.spec["image"]),
+                tags,
+                ready,
+                message,
+            ]
+        })
         .collect();
-    for row in rows {
-        for (i, cell) in row.iter().enumerate().take(5) {
-            write!(out, "{cell:<width$}   ", width = widths[i])?;
+    let policies: Vec<Vec<String>> = results
+        .iter()
+        .filter(|r| r.kind == "ImagePolicy")
+        .map(|r| {
+            let (ready, message) = ready(r);
+            let latest = &r.status["latestRef"];
+            let cells = [&latest["name"], &latest["tag"], &latest["digest"]].map(text);
+            let [image, tag, digest] = cells;
+            vec![
+                r.namespace.clone(),
+                r.name.clone(),
+                image,
+                tag,
+                digest,
+                ready,
+                message,
+            ]
+        })
+        .collect();
+    let mut first = true;
+    for (header, rows) in [
+        (
+            &["NAMESPACE", "NAME", "IMAGE", "TAGS", "READY", "STATUS"][..],
+            repositories,
+        ),
+        (
+            &[
+                "NAMESPACE",
+                "NAME",
+                "IMAGE",
+                "TAG",
+                "DIGEST",
+                "READY",
+                "STATUS",
+            ][..],
+            policies,
+        ),
+    ] {
+        if rows.is_empty() {
+            continue;
         }
-        writeln!(out, "{}", row[5])?;
+        if !first {
+            writeln!(out)?;
+        }
+        first = false;
+        let mut all = vec![header.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
+        all.extend(rows);
+        write_aligned(out, &all)?;
     }
     Ok(())
 }
 
-/// Each repository with the status the controller would write, as YAML documents.
-fn write_yaml(
-    out: &mut impl Write,
-    results: &[(&ImageRepository, ImageRepositoryStatus, Next)],
-) -> std::io::Result<()> {
-    for (repo, status, _) in results {
-        let doc = serde_json::json!({
+/// Columns padded to their widest cell, three spaces apart; the last one as it is.
+fn write_aligned(out: &mut impl Write, rows: &[Vec<String>]) -> std::io::Result<()> {
+    let columns = rows[0].len();
+    let widths: Vec<usize> = (0..columns - 1)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in rows {
+        for (cell, width) in row.iter().zip(&widths) {
+            write!(out, "{cell:<width$}   ")?;
+        }
+        writeln!(out, "{}", row[columns - 1])?;
+    }
+    Ok(())
+}
+
+/// Each object with the status the controller would write, as YAML documents.
+fn write_yaml(out: &mut impl Write, results: &[Reconciled]) -> std::io::Result<()> {
+    for r in results {
+        let doc = json!({
             "apiVersion": "image.toolkit.fluxcd.io/v1",
-            "kind": "ImageRepository",
-            "metadata": {"name": repo.name_any(), "namespace": repo.namespace()},
-            "spec": repo.spec,
-            "status": status,
+            "kind": r.kind,
+            "metadata": {"name": r.name, "namespace": r.namespace},
+            "spec": r.spec,
+            "status": r.status,
         });
         let text = serde_saphyr::to_string(&doc).map_err(std::io::Error::other)?;
         write!(out, "---\n{text}")?;
@@ -216,110 +326,4 @@ fn default_storage_path() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
         .unwrap_or_else(std::env::temp_dir);
     base.join("image-reflector")
-}
-
-/// The objects of a set of manifests.
-#[derive(Default)]
-struct Manifests {
-    repositories: Vec<ImageRepository>,
-    secrets: BTreeMap<(String, String), Secret>,
-    accounts: BTreeMap<(String, String), ServiceAccount>,
-}
-
-impl Manifests {
-    fn read(paths: &[String], namespace: &str) -> Result<Self, CliError> {
-        let mut manifests = Manifests::default();
-        for path in paths {
-            for file in files_of(path)? {
-                let text = read_input(&file)?;
-                let docs: Vec<Value> = serde_saphyr::from_multiple(&text)
-                    .map_err(|e| CliError::invalid(format!("{file}: {e}")))?;
-                for doc in docs {
-                    manifests.add(doc, namespace, &file)?;
-                }
-            }
-        }
-        Ok(manifests)
-    }
-
-    fn add(&mut self, mut doc: Value, namespace: &str, file: &str) -> Result<(), CliError> {
-        let kind = doc
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        if kind == "List" || kind.ends_with("List") {
-            let items = doc.get_mut("items").map(Value::take).unwrap_or_default();
-            for item in items.as_array().into_iter().flatten() {
-                self.add(item.clone(), namespace, file)?;
-            }
-            return Ok(());
-        }
-        if let Some(meta) = doc.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.entry("namespace").or_insert_with(|| namespace.into());
-            // What the API server gives a new object.
-            meta.entry("generation").or_insert_with(|| 1.into());
-        }
-        let invalid = |e: serde_json::Error| CliError::invalid(format!("{file}: {kind}: {e}"));
-        match kind.as_str() {
-            "ImageRepository" => self
-                .repositories
-                .push(serde_json::from_value(doc).map_err(invalid)?),
-            "Secret" => {
-                let secret: Secret = serde_json::from_value(doc).map_err(invalid)?;
-                self.secrets.insert(key(&secret), secret);
-            }
-            "ServiceAccount" => {
-                let account: ServiceAccount = serde_json::from_value(doc).map_err(invalid)?;
-                self.accounts.insert(key(&account), account);
-            }
-            // Other kinds (ImagePolicies, Namespaces, ...) are not scanned.
-            _ => {}
-        }
-        Ok(())
-    }
-}
-
-fn key<K: kube::Resource>(obj: &K) -> (String, String) {
-    (obj.namespace().unwrap_or_default(), obj.name_any())
-}
-
-impl ObjectReader for Manifests {
-    async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, String> {
-        Ok(self.secrets.get(&(namespace.into(), name.into())).cloned())
-    }
-
-    async fn service_account(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Option<ServiceAccount>, String> {
-        Ok(self.accounts.get(&(namespace.into(), name.into())).cloned())
-    }
-}
-
-/// A file, `-`, or the manifest files under a directory (sorted, so output is stable).
-fn files_of(path: &str) -> Result<Vec<String>, CliError> {
-    if path == "-" || !Path::new(path).is_dir() {
-        return Ok(vec![path.to_string()]);
-    }
-    let mut found = Vec::new();
-    let mut dirs = vec![PathBuf::from(path)];
-    while let Some(dir) = dirs.pop() {
-        let entries = std::fs::read_dir(&dir)
-            .map_err(|e| CliError::invalid(format!("reading {}: {e}", dir.display())))?;
-        for entry in entries.flatten() {
-            let p = entry.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("yaml" | "yml" | "json")
-            ) {
-                found.push(p.to_string_lossy().into_owned());
-            }
-        }
-    }
-    found.sort();
-    Ok(found)
 }

@@ -21,7 +21,7 @@ async fn scan_reconciles_manifests_with_their_secrets_and_prints_the_status() {
         .iter()
         .map(|t| t.to_string())
         .collect();
-    registry.push_image("team/app", &tags).await;
+    let digest = registry.push_image("team/app", &tags).await;
     let host = &registry.host;
     let config =
         serde_json::json!({"auths": {host.as_str(): {"auth": b64("scanner:s3cret")}}}).to_string();
@@ -37,6 +37,8 @@ async fn scan_reconciles_manifests_with_their_secrets_and_prints_the_status() {
              spec: {{image: {host}/team/app, interval: 5m, secretRef: {{name: creds}}, certSecretRef: {{name: ca}}}}\n---\n\
              apiVersion: v1\nkind: Secret\nmetadata: {{name: creds, namespace: team}}\ntype: kubernetes.io/dockerconfigjson\n\
              data: {{.dockerconfigjson: {}}}\n---\n\
+             apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: latest-1x, namespace: team}}\n\
+             spec: {{imageRepositoryRef: {{name: app}}, policy: {{semver: {{range: 1.x}}}}, digestReflectionPolicy: IfNotPresent}}\n---\n\
              apiVersion: v1\nkind: Secret\nmetadata: {{name: ca, namespace: team}}\nstringData:\n  ca.crt: |\n{}",
             b64(&config),
             pki.ca.lines().map(|l| format!("    {l}\n")).collect::<String>()
@@ -74,7 +76,7 @@ async fn scan_reconciles_manifests_with_their_secrets_and_prints_the_status() {
         Some(3),
         "one repository failed: {stderr}"
     );
-    assert!(stderr.contains("not ready: team/anonymous"), "{stderr}");
+    assert!(stderr.contains("not ready: ImageRepository team/anonymous"), "{stderr}");
     let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&stdout).unwrap();
     let by_name = |name: &str| {
         docs.iter()
@@ -97,6 +99,12 @@ async fn scan_reconciles_manifests_with_their_secrets_and_prints_the_status() {
     assert_eq!(
         (ready["type"].as_str(), ready["status"].as_str()),
         (Some("Ready"), Some("True"))
+    );
+    let policy = by_name("latest-1x");
+    assert_eq!(policy["kind"], "ImagePolicy");
+    assert_eq!(
+        policy["status"]["latestRef"],
+        serde_json::json!({"name": format!("{host}/team/app"), "tag": "1.1.0", "digest": digest})
     );
     let anonymous = by_name("anonymous");
     let ready = &anonymous["status"]["conditions"]
@@ -206,5 +214,5 @@ fn scan_stalls_invalid_repositories_without_a_registry_and_rejects_empty_input()
         None,
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no ImageRepository in"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no ImageRepository or ImagePolicy in"));
 }

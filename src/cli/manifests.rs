@@ -1,0 +1,159 @@
+//! Kubernetes manifests read from files for `image-reflector scan`: multi-document YAML or
+//! JSON, `kind: List`, directories. The objects found answer the reconciles' lookups (Secrets,
+//! ServiceAccounts, ImageRepositories, Namespaces) as the API server would.
+
+use super::error::{read_input, CliError};
+use crate::api::{ImagePolicy, ImageRepository};
+use crate::controller::credentials::ObjectReader;
+use crate::controller::policy::PolicyReader;
+use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
+use kube::ResourceExt;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The objects of a set of manifests.
+#[derive(Default)]
+pub struct Manifests {
+    pub repositories: Vec<ImageRepository>,
+    pub policies: Vec<ImagePolicy>,
+    secrets: BTreeMap<(String, String), Secret>,
+    accounts: BTreeMap<(String, String), ServiceAccount>,
+    namespaces: BTreeMap<String, Namespace>,
+}
+
+impl Manifests {
+    /// Reads every file of `paths` (`-` is standard input); objects without a namespace get
+    /// `namespace`, and a new object's generation 1.
+    pub fn read(paths: &[String], namespace: &str) -> Result<Self, CliError> {
+        let mut manifests = Manifests::default();
+        for path in paths {
+            for file in files_of(path)? {
+                let text = read_input(&file)?;
+                let docs: Vec<Value> = serde_saphyr::from_multiple(&text)
+                    .map_err(|e| CliError::invalid(format!("{file}: {e}")))?;
+                for doc in docs {
+                    manifests.add(doc, namespace, &file)?;
+                }
+            }
+        }
+        Ok(manifests)
+    }
+
+    fn add(&mut self, mut doc: Value, namespace: &str, file: &str) -> Result<(), CliError> {
+        let kind = doc
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if kind == "List" || kind.ends_with("List") {
+            let items = doc.get_mut("items").map(Value::take).unwrap_or_default();
+            for item in items.as_array().into_iter().flatten() {
+                self.add(item.clone(), namespace, file)?;
+            }
+            return Ok(());
+        }
+        if let Some(meta) = doc.get_mut("metadata").and_then(Value::as_object_mut) {
+            if kind != "Namespace" {
+                meta.entry("namespace").or_insert_with(|| namespace.into());
+            }
+            // What the API server gives a new object.
+            meta.entry("generation").or_insert_with(|| 1.into());
+        }
+        let invalid = |e: serde_json::Error| CliError::invalid(format!("{file}: {kind}: {e}"));
+        match kind.as_str() {
+            "ImageRepository" => self
+                .repositories
+                .push(serde_json::from_value(doc).map_err(invalid)?),
+            "ImagePolicy" => self
+                .policies
+                .push(serde_json::from_value(doc).map_err(invalid)?),
+            "Secret" => {
+                let secret: Secret = serde_json::from_value(doc).map_err(invalid)?;
+                self.secrets.insert(key(&secret), secret);
+            }
+            "ServiceAccount" => {
+                let account: ServiceAccount = serde_json::from_value(doc).map_err(invalid)?;
+                self.accounts.insert(key(&account), account);
+            }
+            "Namespace" => {
+                let ns: Namespace = serde_json::from_value(doc).map_err(invalid)?;
+                self.namespaces.insert(ns.name_any(), ns);
+            }
+            // Other kinds are not needed.
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+fn key<K: kube::Resource>(obj: &K) -> (String, String) {
+    (obj.namespace().unwrap_or_default(), obj.name_any())
+}
+
+impl ObjectReader for Manifests {
+    async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, String> {
+        Ok(self.secrets.get(&(namespace.into(), name.into())).cloned())
+    }
+
+    async fn service_account(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<ServiceAccount>, String> {
+        Ok(self.accounts.get(&(namespace.into(), name.into())).cloned())
+    }
+}
+
+impl PolicyReader for Manifests {
+    async fn image_repository(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<ImageRepository>, String> {
+        Ok(self
+            .repositories
+            .iter()
+            .find(|r| r.namespace().as_deref() == Some(namespace) && r.name_any() == name)
+            .cloned())
+    }
+
+    /// A namespace not in the manifests is taken to exist without labels.
+    async fn namespace_labels(
+        &self,
+        namespace: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, String> {
+        Ok(Some(
+            self.namespaces
+                .get(namespace)
+                .map(|ns| ns.labels().clone())
+                .unwrap_or_default(),
+        ))
+    }
+}
+
+/// A file, `-`, or the manifest files under a directory (sorted, so output is stable).
+fn files_of(path: &str) -> Result<Vec<String>, CliError> {
+    if path == "-" || !Path::new(path).is_dir() {
+        return Ok(vec![path.to_string()]);
+    }
+    let mut found = Vec::new();
+    let mut dirs = vec![PathBuf::from(path)];
+    while let Some(dir) = dirs.pop() {
+        let entries = std::fs::read_dir(&dir)
+            .map_err(|e| CliError::invalid(format!("reading {}: {e}", dir.display())))?;
+        for entry in entries.flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml" | "json")
+            ) {
+                found.push(p.to_string_lossy().into_owned());
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
