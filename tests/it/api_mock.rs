@@ -139,3 +139,30 @@ pub async fn calls(task: tokio::task::JoinHandle<Vec<Call>>) -> Vec<Call> {
         .expect("the script finished in time")
         .expect("the mock API server did not panic")
 }
+
+/// A controller context over `client` with the defaults of `run`, changed by `settings`.
+pub fn context(
+    client: Client,
+    store: std::sync::Arc<dyn image_reflector::store::TagStore>,
+    settings: impl FnOnce(&mut image_reflector::controller::Settings),
+) -> std::sync::Arc<image_reflector::controller::Context> {
+    let mut s = image_reflector::controller::Settings {
+        min_retry_delay: Duration::from_millis(750),
+        max_retry_delay: Duration::from_secs(900),
+        event_repeat_interval: Duration::from_secs(600),
+        object_level_workload_identity: false,
+        instance: "test".into(),
+        events_addr: None,
+        requeue_dependency: Duration::from_secs(30),
+        no_cross_namespace_refs: false,
+    };
+    settings(&mut s);
+    image_reflector::controller::Context::new(
+        client,
+        store,
+        image_reflector::registry::Registries::new(Default::default()),
+        std::sync::Arc::new(image_reflector::telemetry::metrics::Metrics::default()),
+        s,
+    )
+    .unwrap()
+}

@@ -215,9 +215,20 @@ impl Distribution {
 
     /// Pushes a single-platform image under every tag of `tags`; returns the manifest digest.
     pub async fn push_image(&self, repository: &str, tags: &[String]) -> String {
+        self.push_image_variant(repository, tags, "").await
+    }
+
+    /// As [`Distribution::push_image`], with `variant` in the layer: another variant is another
+    /// image (a re-pushed tag moves to a new digest).
+    pub async fn push_image_variant(
+        &self,
+        repository: &str,
+        tags: &[String],
+        variant: &str,
+    ) -> String {
         let (client, _) = self.pusher(repository).await;
-        let manifest =
-            push_platform(&client, &self.reference(repository, "x"), "amd64", false).await;
+        let reference = self.reference(repository, "x");
+        let manifest = push_platform(&client, &reference, "amd64", false, variant).await;
         let mut tasks = tokio::task::JoinSet::new();
         for chunk in tags.chunks(tags.len().div_ceil(8).max(1)) {
             let (client, manifest, chunk) = (client.clone(), manifest.clone(), chunk.to_vec());
@@ -252,7 +263,7 @@ impl Distribution {
         };
         let mut entries = Vec::new();
         for arch in ["amd64", "arm64"] {
-            let manifest = push_platform(&client, &reference, arch, docker).await;
+            let manifest = push_platform(&client, &reference, arch, docker, "").await;
             entries.push(serde_json::json!({
                 "mediaType": child_kind,
                 "digest": digest(&manifest),
@@ -301,13 +312,14 @@ async fn push_platform(
     reference: &Reference,
     arch: &str,
     docker: bool,
+    variant: &str,
 ) -> Vec<u8> {
     let config = serde_json::to_vec(&serde_json::json!({
         "architecture": arch, "os": "linux",
         "rootfs": { "type": "layers", "diff_ids": [] },
     }))
     .unwrap();
-    let layer = format!("layer for {arch}").into_bytes();
+    let layer = format!("layer for {arch}{variant}").into_bytes();
     for blob in [&config, &layer] {
         client
             .push_blob(reference, blob.clone(), &digest(blob))

@@ -17,6 +17,8 @@ pub struct Seen {
     /// The request target: `/v2/...?n=1000`, or `http://host/...` through a proxy.
     pub target: String,
     pub headers: Vec<(String, String)>,
+    /// The request body (by `Content-Length`).
+    pub body: Vec<u8>,
 }
 
 impl Seen {
@@ -201,14 +203,28 @@ async fn serve(
     let mut request_line = lines.next().unwrap_or("").split(' ');
     let method = request_line.next().unwrap_or("").to_string();
     let target = request_line.next().unwrap_or("").to_string();
-    let headers = lines
+    let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
         .collect();
+    let length = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = buf[head_end + 4..].to_vec();
+    while body.len() < length {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
     let seen = Seen {
         method,
         target,
         headers,
+        body,
     };
     log.lock().unwrap().push(seen.clone());
     // Requests being answered: counted from the request to just before the answer is

@@ -2,10 +2,12 @@
 
 mod api;
 mod api_mock;
+mod digest_transitions;
 mod distribution;
 mod e2e;
 mod fault_server;
 mod policy_props;
+mod policy_reconcile;
 mod ref_cli;
 mod registry_cli;
 mod registry_faults;

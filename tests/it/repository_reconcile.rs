@@ -6,10 +6,8 @@ use crate::api_mock::{calls, mock, Call, Expect};
 use crate::fault_server::{FaultServer, Reply};
 use image_reflector::api::ImageRepository;
 use image_reflector::controller::image_repository::{error_policy, reconcile};
-use image_reflector::controller::{Context, Settings};
-use image_reflector::registry::{Registries, SchedulerConfig};
+use image_reflector::controller::Context;
 use image_reflector::store::{MemoryStore, RepoKey, TagList, TagStore};
-use image_reflector::telemetry::metrics::Metrics;
 use kube::runtime::controller::Action;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -33,23 +31,7 @@ fn object(spec: Value) -> Value {
 }
 
 fn context(client: kube::Client, store: Arc<dyn TagStore>) -> Arc<Context> {
-    Context::new(
-        client,
-        store,
-        Registries::new(SchedulerConfig::default()),
-        Arc::new(Metrics::default()),
-        Settings {
-            min_retry_delay: Duration::from_millis(750),
-            max_retry_delay: Duration::from_secs(900),
-            event_repeat_interval: Duration::from_secs(600),
-            object_level_workload_identity: false,
-            instance: "test".into(),
-            events_addr: None,
-            requeue_dependency: Duration::from_secs(30),
-            no_cross_namespace_refs: false,
-        },
-    )
-    .unwrap()
+    crate::api_mock::context(client, store, |_| {})
 }
 
 /// A registry listing `tags` for every repository.

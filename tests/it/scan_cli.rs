@@ -76,7 +76,10 @@ async fn scan_reconciles_manifests_with_their_secrets_and_prints_the_status() {
         Some(3),
         "one repository failed: {stderr}"
     );
-    assert!(stderr.contains("not ready: ImageRepository team/anonymous"), "{stderr}");
+    assert!(
+        stderr.contains("not ready: ImageRepository team/anonymous"),
+        "{stderr}"
+    );
     let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&stdout).unwrap();
     let by_name = |name: &str| {
         docs.iter()

@@ -1,0 +1,285 @@
+//! flux-compat.md §6.1's digest-reflection transition table, against a real Distribution
+//! registry: semver `v1.x` over `v1.0.0 v1.1.0 v1.1.1 v2.0.0`; a first reconcile, then every tag
+//! is re-pushed with new content (new digests) and a second reconcile with the second policy.
+//! Runs the ImagePolicy reconcile itself (no API server: the status is carried by hand).
+
+use crate::distribution::{Distribution, Variant};
+use image_reflector::api::{ImagePolicy, ImageRef, ImageRepository};
+use image_reflector::controller::credentials::ObjectReader;
+use image_reflector::controller::finalize::Next;
+use image_reflector::controller::policy::{reconcile_policy, PolicyEnv, PolicyReader};
+use image_reflector::registry::Registries;
+use image_reflector::store::{MemoryStore, RepoKey, TagList, TagStore};
+use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+struct Repositories(Vec<ImageRepository>);
+
+impl ObjectReader for Repositories {
+    async fn secret(&self, _: &str, _: &str) -> Result<Option<Secret>, String> {
+        Ok(None)
+    }
+    async fn service_account(&self, _: &str, _: &str) -> Result<Option<ServiceAccount>, String> {
+        Ok(None)
+    }
+}
+
+impl PolicyReader for Repositories {
+    async fn image_repository(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<ImageRepository>, String> {
+        Ok(self
+            .0
+            .iter()
+            .find(|r| {
+                r.metadata.namespace.as_deref() == Some(namespace)
+                    && r.metadata.name.as_deref() == Some(name)
+            })
+            .cloned())
+    }
+    async fn namespace_labels(&self, _: &str) -> Result<Option<BTreeMap<String, String>>, String> {
+        Ok(Some(BTreeMap::new()))
+    }
+}
+
+fn policy(reflection: Option<&str>, range: &str) -> ImagePolicy {
+    let mut spec =
+        json!({"imageRepositoryRef": {"name": "app"}, "policy": {"semver": {"range": range}}});
+    if let Some(r) = reflection {
+        spec["digestReflectionPolicy"] = json!(r);
+        if r == "Always" {
+            spec["interval"] = json!("10m");
+        }
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImagePolicy",
+        "metadata": {"name": "p", "namespace": "team", "generation": 1},
+        "spec": spec,
+    }))
+    .unwrap()
+}
+
+/// Reconciles `policy` (with `status` carried over) and returns it with its new status.
+async fn reconcile(
+    mut policy: ImagePolicy,
+    status: Option<image_reflector::api::ImagePolicyStatus>,
+    reader: &Repositories,
+    store: &Arc<dyn TagStore>,
+    registries: &Arc<Registries>,
+) -> (ImagePolicy, Next) {
+    policy.status = status;
+    let scanned = |_: &RepoKey| true;
+    let env = PolicyEnv {
+        reader,
+        registries,
+        store,
+        now: k8s_openapi::jiff::Timestamp::now(),
+        object_level_workload_identity: false,
+        no_cross_namespace_refs: false,
+        requeue_dependency: Duration::from_secs(30),
+        repository_scanned: &scanned,
+    };
+    let result = reconcile_policy(&policy, &env).await;
+    let ready = result
+        .status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "Ready")
+        .unwrap();
+    assert_eq!(
+        ready.status,
+        image_reflector::api::ConditionStatus::True,
+        "{}",
+        ready.message
+    );
+    policy.status = Some(result.status);
+    (policy, result.next)
+}
+
+#[tokio::test]
+async fn the_digest_reflection_transition_table() {
+    let registry = Distribution::start(Variant::default());
+    let tags: Vec<String> = ["v1.0.0", "v1.1.0", "v1.1.1", "v2.0.0"]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+    let registries = Registries::new(Default::default());
+    const TEN_MINUTES: Next = Next::After(Duration::from_secs(600));
+    // (first policy, second policy, second range, second digest, previous ref after the second, requeues)
+    let rows: [(
+        Option<&str>,
+        Option<&str>,
+        &str,
+        &str,
+        Option<(&str, &str)>,
+        (Next, Next),
+    ); 11] = [
+        (
+            None,
+            None,
+            "v1.x",
+            "",
+            None,
+            (Next::AwaitChange, Next::AwaitChange),
+        ),
+        (
+            Some("Never"),
+            Some("Never"),
+            "v1.x",
+            "",
+            None,
+            (Next::AwaitChange, Next::AwaitChange),
+        ),
+        (
+            Some("Always"),
+            Some("Always"),
+            "v1.x",
+            "new",
+            Some(("v1.1.1", "old")),
+            (TEN_MINUTES, TEN_MINUTES),
+        ),
+        (
+            Some("IfNotPresent"),
+            Some("IfNotPresent"),
+            "v2.x",
+            "new",
+            Some(("v1.1.1", "old")),
+            (Next::AwaitChange, Next::AwaitChange),
+        ),
+        (
+            Some("IfNotPresent"),
+            Some("IfNotPresent"),
+            "v1.x",
+            "old",
+            None,
+            (Next::AwaitChange, Next::AwaitChange),
+        ),
+        (
+            Some("Never"),
+            Some("IfNotPresent"),
+            "v1.x",
+            "new",
+            Some(("v1.1.1", "")),
+            (Next::AwaitChange, Next::AwaitChange),
+        ),
+        (
+            Some("Always"),
+            Some("Never"),
+            "v1.x",
+            "",
+            Some(("v1.1.1", "old")),
+            (TEN_MINUTES, Next::AwaitChange),
+        ),
+        (
+            Some("IfNotPresent"),
+            Some("Never"),
+            "v1.x",
+            "",
+            Some(("v1.1.1", "old")),
+            (Next::AwaitChange, Next::AwaitChange),
+        ),
+        (
+            Some("IfNotPresent"),
+            Some("Always"),
+            "v1.x",
+            "new",
+            Some(("v1.1.1", "old")),
+            (Next::AwaitChange, TEN_MINUTES),
+        ),
+        (
+            Some("Always"),
+            Some("IfNotPresent"),
+            "v1.x",
+            "old",
+            None,
+            (TEN_MINUTES, Next::AwaitChange),
+        ),
+        (
+            Some("IfNotPresent"),
+            Some("IfNotPresent"),
+            "=v1.1.1",
+            "old",
+            None,
+            (Next::AwaitChange, Next::AwaitChange),
+        ),
+    ];
+    for (i, (first, second, range, expected_digest, expected_previous, (requeue1, requeue2))) in
+        rows.into_iter().enumerate()
+    {
+        let repository = format!("row{i}/app");
+        let old = registry.push_image_variant(&repository, &tags, "old").await;
+        let image = format!("{}/{repository}", registry.host);
+        let repo: ImageRepository = serde_json::from_value(json!({
+            "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImageRepository",
+            "metadata": {"name": "app", "namespace": "team"},
+            "spec": {"image": image, "interval": "5m"}
+        }))
+        .unwrap();
+        let reader = Repositories(vec![repo]);
+        let store: Arc<dyn TagStore> = Arc::new(MemoryStore::new());
+        store
+            .set(
+                &RepoKey::new("team", "app").unwrap(),
+                &TagList::new(&tags).unwrap(),
+            )
+            .unwrap();
+
+        let (after_first, next) =
+            reconcile(policy(first, "v1.x"), None, &reader, &store, &registries).await;
+        assert_eq!(next, requeue1, "row {i}: first requeue");
+        let first_ref = after_first
+            .status
+            .as_ref()
+            .unwrap()
+            .latest_ref
+            .clone()
+            .unwrap();
+        assert_eq!(first_ref.tag, "v1.1.1", "row {i}");
+        let first_digest = if first.is_some_and(|f| f != "Never") {
+            Some(old.clone())
+        } else {
+            None
+        };
+        assert_eq!(first_ref.digest, first_digest, "row {i}: first digest");
+
+        let new = registry.push_image_variant(&repository, &tags, "new").await;
+        assert_ne!(old, new);
+        let (after_second, next) = reconcile(
+            policy(second, range),
+            after_first.status.clone(),
+            &reader,
+            &store,
+            &registries,
+        )
+        .await;
+        assert_eq!(next, requeue2, "row {i}: second requeue");
+        let status = after_second.status.unwrap();
+        let digest_of = |which: &str| match which {
+            "old" => Some(old.clone()),
+            "new" => Some(new.clone()),
+            _ => None,
+        };
+        let latest = status.latest_ref.unwrap();
+        let expected_tag = if range == "v2.x" { "v2.0.0" } else { "v1.1.1" };
+        assert_eq!(
+            (latest.tag.as_str(), latest.digest.clone()),
+            (expected_tag, digest_of(expected_digest)),
+            "row {i}: second ref"
+        );
+        let expected_previous = expected_previous.map(|(tag, digest)| ImageRef {
+            name: image.clone(),
+            tag: tag.into(),
+            digest: digest_of(digest),
+        });
+        assert_eq!(
+            status.observed_previous_ref, expected_previous,
+            "row {i}: observedPreviousRef"
+        );
+    }
+}

@@ -1,0 +1,596 @@
+//! The ImagePolicy reconciler through its public entry point, against a mocked API server, a
+//! repositories cache fed by hand, the tag store and an in-test registry: the exact status
+//! patches, events, notifications and requeues of each row of flux-compat.md §4.9, migration,
+//! warm start and the thinning of events.
+
+use crate::api_mock::{calls, context, mock, Call, Expect};
+use crate::fault_server::{FaultServer, Reply};
+use image_reflector::api::{ImagePolicy, ImageRepository};
+use image_reflector::controller::image_policy::{reconcile, PolicyContext};
+use image_reflector::controller::Settings;
+use image_reflector::store::{MemoryStore, RepoKey, TagList, TagStore};
+use kube::runtime::controller::Action;
+use kube::runtime::{reflector, watcher};
+use serde_json::{json, Value};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const NS: &str = "team";
+
+fn repository(namespace: &str, image: &str, extra: Value) -> ImageRepository {
+    let mut spec = json!({"image": image, "interval": "5m"});
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        spec[k] = v.clone();
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImageRepository",
+        "metadata": {"name": "app", "namespace": namespace, "uid": "r-1", "generation": 1},
+        "spec": spec,
+    }))
+    .unwrap()
+}
+
+/// A finalized ImagePolicy `p` in `team` with `spec` and `status`.
+fn policy(spec: Value, status: Value) -> Value {
+    json!({
+        "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImagePolicy",
+        "metadata": {"name": "p", "namespace": NS, "uid": "p-1", "generation": 1,
+                     "resourceVersion": "3", "finalizers": ["finalizers.fluxcd.io"]},
+        "spec": spec,
+        "status": status,
+    })
+}
+
+fn semver(range: &str) -> Value {
+    json!({"imageRepositoryRef": {"name": "app"}, "policy": {"semver": {"range": range}}})
+}
+
+fn store_with(namespace: &str, tags: &[&str]) -> Arc<dyn TagStore> {
+    let store = MemoryStore::new();
+    if !tags.is_empty() {
+        store
+            .set(
+                &RepoKey::new(namespace, "app").unwrap(),
+                &TagList::new(tags).unwrap(),
+            )
+            .unwrap();
+    }
+    Arc::new(store)
+}
+
+struct Run {
+    result: Result<Action, image_reflector::controller::Error>,
+    calls: Vec<Call>,
+}
+
+async fn run_with(
+    obj: &Value,
+    repos: &[ImageRepository],
+    script: Vec<Expect>,
+    store: Arc<dyn TagStore>,
+    settings: impl FnOnce(&mut Settings),
+) -> Run {
+    let (client, server) = mock(script);
+    let (reader, mut writer) = reflector::store();
+    for repo in repos {
+        writer.apply_watcher_event(&watcher::Event::Apply(repo.clone()));
+    }
+    let ctx = Arc::new(PolicyContext {
+        shared: context(client, store, settings),
+        repositories: reader,
+        repositories_synced: Arc::new(AtomicBool::new(true)),
+    });
+    let policy: ImagePolicy = serde_json::from_value(obj.clone()).unwrap();
+    let result = reconcile(Arc::new(policy), ctx).await;
+    Run {
+        result,
+        calls: calls(server).await,
+    }
+}
+
+async fn run(
+    obj: &Value,
+    repos: &[ImageRepository],
+    script: Vec<Expect>,
+    store: Arc<dyn TagStore>,
+) -> Run {
+    run_with(obj, repos, script, store, |_| {}).await
+}
+
+fn patch(obj: &Value) -> Expect {
+    Expect::status_patch("imagepolicies", NS, "p", obj.clone())
+}
+
+fn ready(call: &Call) -> (String, String, String) {
+    let c = call.body["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .expect("Ready")
+        .clone();
+    (
+        c["status"].as_str().unwrap().into(),
+        c["reason"].as_str().unwrap().into(),
+        c["message"].as_str().unwrap().into(),
+    )
+}
+
+const IMAGE: &str = "registry.example.com/team/app";
+
+fn scanned_repo() -> ImageRepository {
+    repository(NS, IMAGE, json!({}))
+}
+
+#[tokio::test]
+async fn a_new_election_writes_latest_ref_and_one_normal_event() {
+    let obj = policy(semver("1.x"), json!({"observedGeneration": -1}));
+    let run = run(
+        &obj,
+        &[scanned_repo()],
+        vec![patch(&obj), Expect::event(NS)],
+        store_with(NS, &["1.0.0", "1.1.0", "2.0.0"]),
+    )
+    .await;
+    assert_eq!(
+        run.result.unwrap(),
+        Action::await_change(),
+        "no periodic requeue without Always"
+    );
+    let status = &run.calls[0].body["status"];
+    assert_eq!(status["latestRef"], json!({"name": IMAGE, "tag": "1.1.0"}));
+    assert!(status.get("observedPreviousRef").is_none());
+    assert_eq!(status["observedGeneration"], 1);
+    let message = format!("Latest image tag for {IMAGE} resolved to 1.1.0");
+    assert_eq!(
+        ready(&run.calls[0]),
+        ("True".into(), "Succeeded".into(), message.clone())
+    );
+    assert_eq!(run.calls[1].body["type"], "Normal");
+    assert_eq!(run.calls[1].body["note"], message);
+    assert_eq!(run.calls[1].body["metadata"]["annotations"]["tag"], "1.1.0");
+}
+
+fn elected_status(tag: &str, digest: Option<&str>, previous: Option<Value>) -> Value {
+    let mut latest = json!({"name": IMAGE, "tag": tag});
+    if let Some(d) = digest {
+        latest["digest"] = json!(d);
+    }
+    let mut status = json!({
+        "observedGeneration": 1,
+        "latestRef": latest,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "Succeeded",
+                        "message": format!("Latest image tag for {IMAGE} resolved to {tag}"),
+                        "observedGeneration": 1, "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+    });
+    if let Some(p) = previous {
+        status["observedPreviousRef"] = p;
+    }
+    status
+}
+
+#[tokio::test]
+async fn a_hundred_reconciles_that_change_nothing_make_no_call_and_no_event() {
+    let obj = policy(semver("1.x"), elected_status("1.1.0", None, None));
+    let store = store_with(NS, &["1.0.0", "1.1.0"]);
+    for i in 0..100 {
+        let run = run(&obj, &[scanned_repo()], vec![], store.clone()).await;
+        assert_eq!(
+            run.result.expect("no API call"),
+            Action::await_change(),
+            "reconcile {i}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn deprecated_fields_are_migrated_first_in_their_own_patch() {
+    for previous in [Some(format!("{IMAGE}:0.9.0")), None] {
+        let mut status = json!({"observedGeneration": 1, "latestImage": format!("{IMAGE}:1.0.0")});
+        if let Some(p) = &previous {
+            status["observedPreviousImage"] = json!(p);
+        }
+        let obj = policy(semver("1.x"), status);
+        let run = run(
+            &obj,
+            &[scanned_repo()],
+            vec![patch(&obj), patch(&obj), Expect::event(NS)],
+            store_with(NS, &["1.0.0", "1.1.0"]),
+        )
+        .await;
+        assert!(run.result.is_ok());
+        let migration = &run.calls[0].body["status"];
+        assert_eq!(
+            migration["latestRef"],
+            json!({"name": IMAGE, "tag": "1.0.0"})
+        );
+        assert_eq!(migration["latestImage"], Value::Null);
+        assert!(
+            migration.as_object().unwrap().contains_key("latestImage"),
+            "deleted with null"
+        );
+        assert!(
+            migration.get("conditions").is_none(),
+            "nothing but the migration"
+        );
+        let expected_previous = previous
+            .as_ref()
+            .map(|_| json!({"name": IMAGE, "tag": "0.9.0"}))
+            .unwrap_or(Value::Null);
+        assert_eq!(migration["observedPreviousRef"], expected_previous);
+        let status = &run.calls[1].body["status"];
+        assert_eq!(status["latestRef"]["tag"], "1.1.0");
+        assert_eq!(
+            status["observedPreviousRef"],
+            json!({"name": IMAGE, "tag": "1.0.0"}),
+            "the migrated ref is the previous one"
+        );
+        let expected =
+            format!("Latest image tag for {IMAGE} resolved to 1.1.0 (previously {IMAGE}:1.0.0)");
+        assert_eq!(run.calls[2].body["note"], expected);
+    }
+}
+
+#[tokio::test]
+async fn warm_start_keeps_the_last_election_without_a_call() {
+    let obj = policy(semver("1.x"), elected_status("1.1.0", None, None));
+    let run = run(&obj, &[scanned_repo()], vec![], store_with(NS, &[])).await;
+    assert_eq!(
+        run.result.unwrap(),
+        Action::requeue(Duration::from_secs(30))
+    );
+}
+
+#[tokio::test]
+async fn no_tags_is_dependency_not_ready_retried_after_requeue_dependency() {
+    let obj = policy(semver("1.x"), json!({"observedGeneration": -1}));
+    let run = run(
+        &obj,
+        &[scanned_repo()],
+        vec![patch(&obj), Expect::event(NS)],
+        store_with(NS, &[]),
+    )
+    .await;
+    assert_eq!(
+        run.result.unwrap(),
+        Action::requeue(Duration::from_secs(30)),
+        "no error: a fixed requeue"
+    );
+    let expected = (
+        "False".into(),
+        "DependencyNotReady".into(),
+        "retrying in 30s error: no tags in database".into(),
+    );
+    assert_eq!(ready(&run.calls[0]), expected);
+    assert_eq!(
+        run.calls[0].body["status"]["conditions"][0]["reason"],
+        "ProgressingWithRetry"
+    );
+    assert_eq!(run.calls[1].body["type"], "Warning");
+}
+
+#[tokio::test]
+async fn an_invalid_range_or_regex_after_a_good_election_stalls_and_keeps_latest_ref() {
+    let bad_range = semver("^^1");
+    let mut bad_regex = semver("1.x");
+    bad_regex["filterTags"] = json!({"pattern": "(", "extract": ""});
+    for (spec, expected) in [
+        (bad_range, "invalid policy: improper constraint: \"^^1\""),
+        (
+            bad_regex,
+            "failed to filter tags: invalid regular expression pattern '(': ",
+        ),
+    ] {
+        let mut obj = policy(spec, elected_status("1.1.0", None, None));
+        obj["metadata"]["generation"] = json!(2);
+        let run = run(
+            &obj,
+            &[scanned_repo()],
+            vec![patch(&obj), Expect::event(NS)],
+            store_with(NS, &["1.1.0"]),
+        )
+        .await;
+        assert_eq!(run.result.unwrap(), Action::await_change(), "no retry loop");
+        let (status, reason, message) = ready(&run.calls[0]);
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("False", "InvalidPolicy")
+        );
+        assert!(message.starts_with(expected), "{message}");
+        assert_eq!(
+            run.calls[0].body["status"]["latestRef"],
+            json!({"name": IMAGE, "tag": "1.1.0"}),
+            "kept"
+        );
+        assert_eq!(
+            run.calls[0].body["status"]["conditions"][0]["type"],
+            "Stalled"
+        );
+        assert_eq!(run.calls[0].body["status"]["observedGeneration"], 2);
+    }
+}
+
+/// One row of §4.9 that ends with a status patch and a Warning.
+async fn failing_row(
+    obj: &Value,
+    repos: &[ImageRepository],
+    store: Arc<dyn TagStore>,
+    settings: impl FnOnce(&mut Settings),
+) -> (
+    Result<Action, image_reflector::controller::Error>,
+    (String, String, String),
+) {
+    let run = run_with(
+        obj,
+        repos,
+        vec![patch(obj), Expect::event(NS)],
+        store,
+        settings,
+    )
+    .await;
+    assert_eq!(run.calls[1].body["type"], "Warning");
+    (run.result, ready(&run.calls[0]))
+}
+
+#[tokio::test]
+async fn the_error_rows_of_the_status_mapping() {
+    let tags = || store_with(NS, &["1.0.0"]);
+    let fresh = json!({"observedGeneration": -1});
+    // Repository missing: DependencyNotReady, retried.
+    let (result, (_, reason, message)) =
+        failing_row(&policy(semver("1.x"), fresh.clone()), &[], tags(), |_| {}).await;
+    assert!(result.is_err());
+    assert_eq!(reason, "DependencyNotReady");
+    assert_eq!(message, "failed to get the referred ImageRepository: referenced ImageRepository does not exist: ImageRepository.image.toolkit.fluxcd.io \"app\" not found");
+    // Cross-namespace reference blocked by the flag.
+    let mut spec = semver("1.x");
+    spec["imageRepositoryRef"]["namespace"] = json!("repos");
+    let (result, (_, reason, message)) = failing_row(
+        &policy(spec.clone(), fresh.clone()),
+        &[repository("repos", IMAGE, json!({}))],
+        store_with("repos", &["1.0.0"]),
+        |s| s.no_cross_namespace_refs = true,
+    )
+    .await;
+    assert!(result.is_err());
+    assert_eq!((reason.as_str(), message.as_str()), ("AccessDenied", "failed to get the referred ImageRepository: cannot access 'ImageRepository/repos/app', cross-namespace references have been blocked"));
+    // No accessFrom on the repository.
+    let (_, (_, reason, message)) = failing_row(
+        &policy(spec, fresh.clone()),
+        &[repository("repos", IMAGE, json!({}))],
+        store_with("repos", &["1.0.0"]),
+        |_| {},
+    )
+    .await;
+    assert_eq!((reason.as_str(), message.as_str()), ("AccessDenied", "failed to get the referred ImageRepository: access denied: 'repos/app' can't be accessed due to missing ACL labels on 'accessFrom'"));
+    // The repository's image does not parse: Stalled.
+    let (result, (_, reason, _)) = failing_row(
+        &policy(semver("1.x"), fresh.clone()),
+        &[repository(NS, "https://x/y", json!({}))],
+        tags(),
+        |_| {},
+    )
+    .await;
+    assert_eq!(
+        (result.unwrap(), reason.as_str()),
+        (Action::await_change(), "ImageURLInvalid")
+    );
+    // Object-level workload identity without the gate: Stalled.
+    let gated = repository(
+        NS,
+        IMAGE,
+        json!({"provider": "aws", "serviceAccountName": "sa"}),
+    );
+    let (result, (_, reason, message)) = failing_row(
+        &policy(semver("1.x"), fresh.clone()),
+        &[gated],
+        tags(),
+        |_| {},
+    )
+    .await;
+    assert_eq!(
+        (result.unwrap(), reason.as_str()),
+        (Action::await_change(), "FeatureGateDisabled")
+    );
+    assert_eq!(message, "to use spec.serviceAccountName in the ImageRepository for provider authentication please enable the ObjectLevelWorkloadIdentity feature gate in the controller");
+    // Always without an interval (CEL normally rejects it): Stalled.
+    let mut always = semver("1.x");
+    always["digestReflectionPolicy"] = json!("Always");
+    let (result, (_, reason, message)) = failing_row(
+        &policy(always, fresh.clone()),
+        &[scanned_repo()],
+        tags(),
+        |_| {},
+    )
+    .await;
+    assert_eq!(
+        (result.unwrap(), reason.as_str()),
+        (Action::await_change(), "IntervalNotConfigured")
+    );
+    assert_eq!(
+        message,
+        "spec.interval must be set when spec.digestReflectionPolicy is set to 'Always'"
+    );
+    // No policy at all: Stalled InvalidPolicy.
+    let none = json!({"imageRepositoryRef": {"name": "app"}, "policy": {}});
+    let (_, (_, reason, message)) = failing_row(
+        &policy(none, fresh.clone()),
+        &[scanned_repo()],
+        tags(),
+        |_| {},
+    )
+    .await;
+    assert_eq!(
+        (reason.as_str(), message.as_str()),
+        (
+            "InvalidPolicy",
+            "invalid policy: given ImagePolicyChoice object is invalid"
+        )
+    );
+    // Nothing elected: Failure, retried.
+    let (result, (_, reason, message)) = failing_row(
+        &policy(semver("5.x"), fresh),
+        &[scanned_repo()],
+        tags(),
+        |_| {},
+    )
+    .await;
+    assert!(result.is_err());
+    assert_eq!(
+        (reason.as_str(), message.as_str()),
+        (
+            "Failure",
+            "unable to determine latest version from provided list"
+        )
+    );
+}
+
+#[tokio::test]
+async fn the_acl_admits_a_namespace_whose_labels_match() {
+    let repo = repository(
+        "repos",
+        IMAGE,
+        json!({"accessFrom": {"namespaceSelectors": [{"matchLabels": {"team": "b"}}, {"matchLabels": {"team": "a"}}]}}),
+    );
+    let mut spec = semver("1.x");
+    spec["imageRepositoryRef"]["namespace"] = json!("repos");
+    let obj = policy(spec, json!({"observedGeneration": -1}));
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS, "labels": {"team": "a"}}});
+    let script = vec![
+        Expect::ok("GET", format!("/api/v1/namespaces/{NS}"), move |_| {
+            namespace.clone()
+        }),
+        patch(&obj),
+        Expect::event(NS),
+    ];
+    let run = run(&obj, &[repo], script, store_with("repos", &["1.0.0"])).await;
+    assert!(run.result.is_ok());
+    assert_eq!(ready(&run.calls[1]).0, "True");
+}
+
+/// A registry whose tags all point at the digest in `digest`, and answers 404 for `missing`.
+async fn digest_registry(digest: Arc<Mutex<String>>) -> FaultServer {
+    FaultServer::start(move |seen| {
+        if seen.path().contains("/manifests/missing") {
+            return Reply::json(404, json!({"errors": [{"code": "MANIFEST_UNKNOWN"}]}));
+        }
+        Reply::status(200)
+            .header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+            .header("Docker-Content-Digest", &digest.lock().unwrap())
+    })
+    .await
+}
+
+const OLD: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+const NEW: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
+
+#[tokio::test]
+async fn a_digest_only_change_sends_one_event_and_one_notification() {
+    let digest = Arc::new(Mutex::new(NEW.to_string()));
+    let reg = digest_registry(digest.clone()).await;
+    let (sent_tx, sent_rx) = std::sync::mpsc::channel::<Value>();
+    let sent_tx = Mutex::new(sent_tx);
+    let receiver = FaultServer::start(move |seen| {
+        let _ = sent_tx.lock().unwrap().send(json!(seen.target));
+        Reply::status(200)
+    })
+    .await;
+    let image = format!("{}/team/app", reg.host());
+    let repo = repository(NS, &image, json!({}));
+    let mut spec = semver("1.x");
+    spec["digestReflectionPolicy"] = json!("Always");
+    spec["interval"] = json!("1m");
+    let mut status = elected_status("1.1.0", Some(OLD), None);
+    status["latestRef"]["name"] = json!(image);
+    status["conditions"][0]["message"] = json!(format!(
+        "Latest image tag for {image} resolved to 1.1.0 with digest {OLD}"
+    ));
+    let mut obj = policy(spec, status);
+    obj["metadata"]["annotations"] = json!({"event.toolkit.fluxcd.io/cluster": "prod-eu"});
+    let events_addr = format!("http://{}/", receiver.host());
+    let store = store_with(NS, &["1.0.0", "1.1.0"]);
+    let script = vec![patch(&obj), Expect::event(NS)];
+    let addr = events_addr.clone();
+    let run = run_with(&obj, &[repo.clone()], script, store.clone(), move |s| {
+        s.events_addr = Some(addr)
+    })
+    .await;
+    assert_eq!(
+        run.result.unwrap(),
+        Action::requeue(Duration::from_secs(60)),
+        "Always requeues at its interval"
+    );
+    let status = &run.calls[0].body["status"];
+    assert_eq!(
+        status["latestRef"],
+        json!({"name": image, "tag": "1.1.0", "digest": NEW})
+    );
+    assert_eq!(
+        status["observedPreviousRef"],
+        json!({"name": image, "tag": "1.1.0", "digest": OLD})
+    );
+    let message = format!("Latest image tag for {image} resolved to 1.1.0 with digest {NEW} (previously {image}:1.1.0@{OLD})");
+    assert_eq!(run.calls[1].body["type"], "Normal");
+    assert_eq!(run.calls[1].body["note"], message);
+
+    // Exactly one notification, in Flux's event format.
+    tokio::task::spawn_blocking(move || {
+        sent_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a notification")
+    })
+    .await
+    .unwrap();
+    let seen = receiver.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].method, "POST");
+    assert_eq!(seen[0].header("Content-Type"), Some("application/json"));
+    let body: Value = serde_json::from_slice(&seen[0].body).unwrap();
+    assert_eq!(
+        body["involvedObject"],
+        json!({"kind": "ImagePolicy", "namespace": NS, "name": "p", "uid": "p-1", "apiVersion": "image.toolkit.fluxcd.io/v1", "resourceVersion": "3"})
+    );
+    assert_eq!(
+        (body["severity"].as_str(), body["reason"].as_str()),
+        (Some("info"), Some("Succeeded"))
+    );
+    assert_eq!(body["message"], message);
+    assert_eq!(body["reportingController"], "image-reflector-controller");
+    assert_eq!(
+        body["metadata"],
+        json!({"tag": "1.1.0", "digest": NEW, "previousTag": "1.1.0", "previousDigest": OLD, "event.toolkit.fluxcd.io/cluster": "prod-eu"})
+    );
+
+    // The same digest again: no write, no event, no notification.
+    let mut settled = obj.clone();
+    settled["status"] = run.calls[0].body["status"].clone();
+    let run = run_with(&settled, &[repo], vec![], store, move |s| {
+        s.events_addr = Some(events_addr)
+    })
+    .await;
+    assert!(run.result.is_ok());
+    assert_eq!(receiver.seen().len(), 1);
+}
+
+#[tokio::test]
+async fn a_digest_that_cannot_be_fetched_fails_the_reconcile() {
+    let reg = digest_registry(Arc::new(Mutex::new(NEW.to_string()))).await;
+    let image = format!("{}/team/app", reg.host());
+    let spec = json!({"imageRepositoryRef": {"name": "app"}, "policy": {"alphabetical": {}}, "digestReflectionPolicy": "IfNotPresent"});
+    let obj = policy(spec, json!({"observedGeneration": -1}));
+    let run = run_with(
+        &obj,
+        &[repository(NS, &image, json!({}))],
+        vec![patch(&obj), Expect::event(NS)],
+        store_with(NS, &["missing"]),
+        |_| {},
+    )
+    .await;
+    assert!(run.result.is_err());
+    let (status, reason, message) = ready(&run.calls[0]);
+    assert_eq!((status.as_str(), reason.as_str()), ("False", "Failed"));
+    let prefix = format!("failed fetching digest of {image}:missing: failed fetching descriptor for \"{image}:missing\": HEAD ");
+    assert!(message.starts_with(&prefix), "{message}");
+    assert!(message.contains("404"), "{message}");
+}
