@@ -102,6 +102,17 @@ async fn reconcile(
     (policy, result.next)
 }
 
+/// First policy, second policy, second range, second digest (`old`/`new`/none), the
+/// observedPreviousRef after the second pass (tag, digest), and the two requeues.
+type Row<'a> = (
+    Option<&'a str>,
+    Option<&'a str>,
+    &'a str,
+    &'a str,
+    Option<(&'a str, &'a str)>,
+    (Next, Next),
+);
+
 #[tokio::test]
 async fn the_digest_reflection_transition_table() {
     let registry = Distribution::start(Variant::default());
@@ -112,14 +123,7 @@ async fn the_digest_reflection_transition_table() {
     let registries = Registries::new(Default::default());
     const TEN_MINUTES: Next = Next::After(Duration::from_secs(600));
     // (first policy, second policy, second range, second digest, previous ref after the second, requeues)
-    let rows: [(
-        Option<&str>,
-        Option<&str>,
-        &str,
-        &str,
-        Option<(&str, &str)>,
-        (Next, Next),
-    ); 11] = [
+    let rows: [Row<'_>; 11] = [
         (
             None,
             None,

@@ -512,9 +512,13 @@ async fn a_digest_only_change_sends_one_event_and_one_notification() {
     let store = store_with(NS, &["1.0.0", "1.1.0"]);
     let script = vec![patch(&obj), Expect::event(NS)];
     let addr = events_addr.clone();
-    let run = run_with(&obj, &[repo.clone()], script, store.clone(), move |s| {
-        s.events_addr = Some(addr)
-    })
+    let run = run_with(
+        &obj,
+        std::slice::from_ref(&repo),
+        script,
+        store.clone(),
+        move |s| s.events_addr = Some(addr),
+    )
     .await;
     assert_eq!(
         run.result.unwrap(),
