@@ -6,6 +6,7 @@ mod digest_transitions;
 mod distribution;
 mod e2e;
 mod fault_server;
+mod notify;
 mod policy_props;
 mod policy_reconcile;
 mod ref_cli;
