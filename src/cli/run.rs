@@ -121,6 +121,7 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
         .await
         .map_err(|e| CliError::failed(format!("listening on {}: {e}", args.health_addr)))?;
     let concurrency = args.concurrent.max(1);
+    let recorder_ctx = ctx.clone();
     let policy_controller = image_policy::controller(
         policies,
         repositories.clone(),
@@ -146,6 +147,7 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
         metrics_server,
         health_server
     );
+    recorder_ctx.recorder.flush(Duration::from_secs(5)).await;
     metrics_result
         .and(health_result)
         .map_err(|e| CliError::failed(format!("serving HTTP: {e}")))?;

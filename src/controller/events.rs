@@ -177,6 +177,13 @@ impl EventRecorder {
         }
     }
 
+    /// Waits (at most `limit`) for the notifications still being forwarded.
+    pub async fn flush(&self, limit: Duration) {
+        if let Some(notifier) = &self.notifier {
+            notifier.flush(limit).await;
+        }
+    }
+
     /// Logs `event`, writes it to the API server and forwards it, unless it repeats a recent
     /// Warning (`unchanged_for`: see [`RepeatFilter::should_send`]). `extra` metadata (tag,
     /// digest, ...) goes with the object's `event.toolkit.fluxcd.io/*` annotations.

@@ -7,7 +7,10 @@ use super::events::{EventSpec, EventType, REPORTING_CONTROLLER};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Notify;
 
 /// The annotation prefix whose keys are copied into the event's metadata.
 pub const METADATA_ANNOTATION_PREFIX: &str = "event.toolkit.fluxcd.io/";
@@ -29,6 +32,8 @@ pub struct Notifier {
     url: reqwest::Url,
     instance: String,
     retry_base: Duration,
+    /// Notifications being sent, so shutdown can wait for them.
+    in_flight: Arc<(AtomicUsize, Notify)>,
 }
 
 impl Notifier {
@@ -46,6 +51,7 @@ impl Notifier {
             url,
             instance,
             retry_base: Duration::from_secs(1),
+            in_flight: Arc::default(),
         })
     }
 
@@ -119,11 +125,31 @@ impl Notifier {
     /// Sends in the background; a failure is logged.
     pub fn spawn_send(&self, payload: Value) {
         let notifier = self.clone();
+        self.in_flight.0.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
             if let Err(err) = notifier.send(&payload).await {
                 tracing::warn!(error = %err, "could not forward the event to the notification-controller");
             }
+            notifier.in_flight.0.fetch_sub(1, Ordering::SeqCst);
+            notifier.in_flight.1.notify_waiters();
         });
+    }
+
+    /// Waits until every notification sent so far is delivered or given up, at most `limit`
+    /// (shutdown: pending notifications are in-flight work).
+    pub async fn flush(&self, limit: Duration) {
+        let drained = async {
+            loop {
+                let notified = self.in_flight.1.notified();
+                if self.in_flight.0.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        if tokio::time::timeout(limit, drained).await.is_err() {
+            tracing::warn!("shutting down with notifications still unsent");
+        }
     }
 }
 

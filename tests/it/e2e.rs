@@ -177,6 +177,10 @@ fn install_and_controller_kubeconfig(dir: &std::path::Path) -> std::path::PathBu
 
 impl Controller {
     fn start(namespace: &str, kubeconfig: &std::path::Path) -> Controller {
+        Controller::start_with(namespace, kubeconfig, &[])
+    }
+
+    fn start_with(namespace: &str, kubeconfig: &std::path::Path, extra: &[&str]) -> Controller {
         let storage = tempfile::tempdir().unwrap();
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_image-reflector"))
             .args([
@@ -189,6 +193,7 @@ impl Controller {
                 "--storage-path",
             ])
             .arg(storage.path())
+            .args(extra)
             .env("RUNTIME_NAMESPACE", namespace)
             .env("KUBECONFIG", kubeconfig)
             .stdout(std::process::Stdio::null())
@@ -421,4 +426,164 @@ async fn e2e_controller_scans_stalls_reports_events_and_cleans_up() {
         status.success(),
         "SIGTERM ends the controller cleanly: {status}"
     );
+}
+
+fn get_json(ns: &str, object: &str) -> serde_json::Value {
+    serde_json::from_str(&ok(kubectl(&["get", "-n", ns, object, "-o", "json"], None))).unwrap()
+}
+
+// Multi-threaded: the notification receiver must answer while this thread blocks in kubectl.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster: make e2e"]
+async fn e2e_policies_elect_reflect_digests_migrate_and_notify() {
+    use crate::distribution::{Distribution, Variant};
+    use crate::fault_server::{FaultServer, Reply};
+    ok(kubectl(
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "-f",
+            root().join("crds/crds.yaml").to_str().unwrap(),
+        ],
+        None,
+    ));
+    ok(kubectl(
+        &[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/imagepolicies.image.toolkit.fluxcd.io",
+        ],
+        None,
+    ));
+    let registry = Distribution::start(Variant::default());
+    let tags: Vec<String> = ["1.0.0", "1.1.0", "7", "12"]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+    let old = registry.push_image_variant("demo/app", &tags, "old").await;
+    let receiver = FaultServer::start(|_| Reply::status(200)).await;
+    let ns = Namespace(format!("image-reflector-policies-{}", std::process::id()));
+    ok(kubectl(&["create", "namespace", &ns.0], None));
+    let host = &registry.host;
+    let manifests = format!(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: {ns}}}\n\
+         spec: {{image: {host}/demo/app, interval: 5m}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: semver, namespace: {ns}}}\n\
+         spec: {{imageRepositoryRef: {{name: app}}, policy: {{semver: {{range: 1.x}}}}, digestReflectionPolicy: Always, interval: 10m}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: alphabetical, namespace: {ns}}}\n\
+         spec: {{imageRepositoryRef: {{name: app}}, policy: {{alphabetical: {{order: asc}}}}}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: numerical, namespace: {ns}}}\n\
+         spec: {{imageRepositoryRef: {{name: app}}, filterTags: {{pattern: '^[0-9]+$'}}, policy: {{numerical: {{order: asc}}}}}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1beta2\nkind: ImagePolicy\nmetadata: {{name: migrated, namespace: {ns}}}\n\
+         spec: {{imageRepositoryRef: {{name: app}}, policy: {{semver: {{range: 1.x}}}}}}\n",
+        ns = ns.0
+    );
+    ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
+    // A status written in v1beta2 form (Flux v0.x): the deprecated fields only.
+    let v1beta2_status = format!(
+        "{{\"status\": {{\"latestImage\": \"{host}/demo/app:1.0.0\", \"observedPreviousImage\": \"{host}/demo/app:0.9.0\"}}}}"
+    );
+    ok(kubectl(
+        &[
+            "patch",
+            "-n",
+            &ns.0,
+            "imagepolicies.v1beta2.image.toolkit.fluxcd.io/migrated",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &v1beta2_status,
+        ],
+        None,
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = install_and_controller_kubeconfig(dir.path());
+    let events_addr = format!("--events-addr=http://{}/", receiver.host());
+    let controller = Controller::start_with(&ns.0, &kubeconfig, &[&events_addr]);
+
+    let tag = "{.status.latestRef.tag}";
+    wait_for(&ns.0, "imagepolicy/semver", tag, "1.1.0");
+    wait_for(&ns.0, "imagepolicy/alphabetical", tag, "7");
+    wait_for(&ns.0, "imagepolicy/numerical", tag, "12");
+    wait_for(&ns.0, "imagepolicy/migrated", tag, "1.1.0");
+    let semver = get_json(&ns.0, "imagepolicy/semver");
+    assert_eq!(
+        semver["status"]["latestRef"],
+        serde_json::json!({"name": format!("{host}/demo/app"), "tag": "1.1.0", "digest": old})
+    );
+    let migrated = get_json(&ns.0, "imagepolicy/migrated");
+    assert!(
+        migrated["status"].get("latestImage").is_none(),
+        "{}",
+        migrated["status"]
+    );
+    assert!(migrated["status"].get("observedPreviousImage").is_none());
+    assert_eq!(
+        migrated["status"]["observedPreviousRef"],
+        serde_json::json!({"name": format!("{host}/demo/app"), "tag": "1.0.0"})
+    );
+    let table = ok(kubectl(&["get", "imagepolicies", "-n", &ns.0], None));
+    let row = table.lines().find(|l| l.starts_with("semver ")).unwrap();
+    assert!(
+        row.contains(&format!("{host}/demo/app")) && row.contains("1.1.0") && row.contains("True"),
+        "{table}"
+    );
+
+    // The tag is overwritten in the registry: a reconcile request sees the new digest.
+    let new = registry.push_image_variant("demo/app", &tags, "new").await;
+    ok(kubectl(
+        &[
+            "annotate",
+            "--overwrite",
+            "-n",
+            &ns.0,
+            "imagepolicy/semver",
+            "reconcile.fluxcd.io/requestedAt=e2e-digest",
+        ],
+        None,
+    ));
+    wait_for(
+        &ns.0,
+        "imagepolicy/semver",
+        "{.status.latestRef.digest}",
+        &new,
+    );
+    let expected = format!("Latest image tag for {host}/demo/app resolved to 1.1.0 with digest {new} (previously {host}/demo/app:1.1.0@{old})");
+    wait_for(
+        &ns.0,
+        "imagepolicy/semver",
+        "{.status.conditions[?(@.type==\"Ready\")].message}",
+        &expected,
+    );
+    let events: serde_json::Value = serde_json::from_str(&ok(kubectl(
+        &["get", "events", "-n", &ns.0, "-o", "json"],
+        None,
+    )))
+    .unwrap();
+    let notes: Vec<&str> = events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["involvedObject"]["name"] == "semver" && e["type"] == "Normal")
+        .filter_map(|e| e["message"].as_str())
+        .collect();
+    assert!(notes.contains(&expected.as_str()), "{notes:?}");
+    let status = controller.stop();
+    assert!(status.success());
+    // Forwarded to the notification-controller stand-in (sent before the Kubernetes Event).
+    let forwarded: Vec<serde_json::Value> = receiver
+        .seen()
+        .iter()
+        .map(|s| serde_json::from_slice(&s.body).unwrap())
+        .collect();
+    let digest_change = forwarded
+        .iter()
+        .find(|n| n["message"] == expected.as_str())
+        .unwrap_or_else(|| panic!("the digest change was forwarded: {forwarded:?}"));
+    assert_eq!(digest_change["involvedObject"]["kind"], "ImagePolicy");
+    assert_eq!(digest_change["severity"], "info");
+    assert_eq!(digest_change["metadata"]["previousDigest"], old);
+    assert_eq!(digest_change["metadata"]["digest"], new);
 }
