@@ -6,6 +6,7 @@ use super::backoff::Backoff;
 use super::credentials::ObjectReader;
 use super::events::EventRecorder;
 use super::notify::Notifier;
+use super::scan_order::ScanOrder;
 use crate::registry::Registries;
 use crate::store::{RepoKey, TagStore};
 use crate::telemetry::metrics::Metrics;
@@ -48,6 +49,8 @@ pub struct Context {
     pub clock: fn() -> Timestamp,
     /// Repositories reconciled successfully since start (decisions.md, warm start).
     scanned: Mutex<HashSet<RepoKey>>,
+    /// Repositories with policies are scanned first at start-up.
+    pub scan_order: ScanOrder,
 }
 
 impl Context {
@@ -78,6 +81,7 @@ impl Context {
             settings,
             clock: Timestamp::now,
             scanned: Mutex::default(),
+            scan_order: ScanOrder::default(),
         }))
     }
 

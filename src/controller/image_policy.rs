@@ -313,6 +313,15 @@ impl PolicyIndex {
         }
     }
 
+    /// Every repository some policy refers to.
+    pub fn referenced_repositories(&self) -> Vec<RepoKey> {
+        let maps = self.0.read().expect("policy index lock");
+        maps.policies_of
+            .keys()
+            .filter_map(|(namespace, name)| RepoKey::new(namespace.as_str(), name.as_str()).ok())
+            .collect()
+    }
+
     /// The policies that refer to `repository`.
     pub fn policies_for(&self, repository: &ImageRepository) -> Vec<ObjectRef<ImagePolicy>> {
         let key = (
@@ -358,12 +367,16 @@ pub fn controller(
     let index = PolicyIndex::default();
     let (policy_reader, policy_writer) = reflector::store();
     let observed = index.clone();
+    let order_ctx = ctx.clone();
     let policy_triggers = watcher(policies, watch.clone())
         .default_backoff()
         .reflect(policy_writer)
         .inspect_ok(move |event| {
             observed.observe(event);
             if matches!(event, watcher::Event::InitDone) {
+                order_ctx
+                    .scan_order
+                    .prioritize(observed.referenced_repositories());
                 policies_synced.set_ready();
             }
         })

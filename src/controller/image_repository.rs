@@ -6,6 +6,7 @@ use super::context::{ApiReader, Context};
 use super::error::{retry_action, Error};
 use super::events::{transition_event, unchanged_for};
 use super::repository::{reconcile_repository, Next, RepositoryEnv};
+use super::scan_order::STEP_BACK;
 use super::status::{
     object_key, object_labels, patch_status, requested_at, suspended_observed_generation,
     trigger_hash, FINALIZER,
@@ -70,6 +71,14 @@ async fn apply(
         patch_status(api, repo, &old, &suspended_status(repo, &old)).await?;
         return Ok(Action::await_change());
     }
+    let store_key = RepoKey::new(repo.namespace().unwrap_or_default(), repo.name_any()).ok();
+    if store_key
+        .as_ref()
+        .is_some_and(|k| ctx.scan_order.should_wait(k))
+    {
+        // Start-up: repositories that policies wait for go first.
+        return Ok(Action::requeue(STEP_BACK));
+    }
     let now = (ctx.clock)();
     let env = RepositoryEnv {
         reader: &ApiReader(ctx.client.clone()),
@@ -80,6 +89,9 @@ async fn apply(
     };
     let result = reconcile_repository(repo, &env).await;
     tracing::info!("{}", result.summary);
+    if let Some(k) = &store_key {
+        ctx.scan_order.reconciled(k);
+    }
     patch_status(api, repo, &old, &result.status).await?;
     let conditions = |s: &ImageRepositoryStatus| s.conditions.clone().unwrap_or_default();
     if let Some(event) = transition_event(&conditions(&old), &conditions(&result.status)) {

@@ -18,6 +18,7 @@ pub mod migrate;
 pub mod notify;
 pub mod policy;
 pub mod repository;
+pub mod scan_order;
 pub mod should_scan;
 pub mod status;
 
