@@ -12,8 +12,8 @@ use super::migrate::{migrate_status, migration_patch};
 use super::policy::{reconcile_policy, PolicyEnv, PolicyReader};
 use super::repository::Next;
 use super::status::{
-    object_key, object_labels, patch_status, requested_at, suspended_observed_generation,
-    trigger_hash, FIELD_MANAGER, FINALIZER,
+    object_key, object_labels, patch_status, suspended_status, trigger_hash, FIELD_MANAGER,
+    FINALIZER,
 };
 use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository};
 use crate::http::ReadyPart;
@@ -195,19 +195,6 @@ pub fn ref_metadata(status: &ImagePolicyStatus) -> BTreeMap<String, String> {
         put("previousDigest", previous.digest.as_ref());
     }
     metadata
-}
-
-fn suspended_status(policy: &ImagePolicy, old: &ImagePolicyStatus) -> ImagePolicyStatus {
-    let mut status = old.clone();
-    if let Some(token) = requested_at(policy) {
-        status.last_handled_reconcile_at = Some(token.to_string());
-    }
-    status.observed_generation = suspended_observed_generation(
-        old.conditions.as_deref().unwrap_or_default(),
-        policy.metadata.generation,
-        old.observed_generation,
-    );
-    status
 }
 
 fn reconcile_span(policy: &ImagePolicy) -> tracing::Span {

@@ -8,8 +8,7 @@ use super::events::{transition_event, unchanged_for};
 use super::repository::{reconcile_repository, Next, RepositoryEnv};
 use super::scan_order::STEP_BACK;
 use super::status::{
-    object_key, object_labels, patch_status, requested_at, suspended_observed_generation,
-    trigger_hash, FINALIZER,
+    object_key, object_labels, patch_status, suspended_status, trigger_hash, FINALIZER,
 };
 use crate::api::{ImageRepository, ImageRepositoryStatus};
 use crate::http::ReadyPart;
@@ -145,21 +144,6 @@ async fn cleanup(repo: &ImageRepository, ctx: &Context) -> Result<Action, Error>
 pub fn error_policy(repo: Arc<ImageRepository>, err: &Error, ctx: Arc<Context>) -> Action {
     let _span = reconcile_span(&repo).entered();
     retry_action(err, &object_key(repo.as_ref()), &ctx.backoff)
-}
-
-/// A suspended object: only `lastHandledReconcileAt`, and observedGeneration when its
-/// conditions still say Ready.
-fn suspended_status(repo: &ImageRepository, old: &ImageRepositoryStatus) -> ImageRepositoryStatus {
-    let mut status = old.clone();
-    if let Some(token) = requested_at(repo) {
-        status.last_handled_reconcile_at = Some(token.to_string());
-    }
-    status.observed_generation = suspended_observed_generation(
-        old.conditions.as_deref().unwrap_or_default(),
-        repo.metadata.generation,
-        old.observed_generation,
-    );
-    status
 }
 
 fn reconcile_span(repo: &ImageRepository) -> tracing::Span {

@@ -4,11 +4,11 @@
 //! status to write and when to run again; the controller and `image-reflector scan` share it.
 
 use super::access::{check_acl, check_cross_namespace};
-use super::conditions::{carry_transition_times, ConditionType, Conditions, Reason};
+use super::conditions::{ConditionType, Conditions, Reason};
 use super::credentials::{client_options, ObjectReader};
-use super::finalize::{finalize, Next, Outcome};
+use super::finalize::{Next, Outcome};
 use super::repository::intervals;
-use super::status::REQUESTED_AT_ANNOTATION;
+use super::status::finish_status;
 use crate::api::{
     format_go_duration, parse_go_duration, ImagePolicy, ImagePolicyStatus, ImageRef,
     ImageRepository, Provider, ReflectionPolicy,
@@ -93,18 +93,7 @@ pub async fn reconcile_policy<R: PolicyReader>(
             }
         }
     };
-    let observed = finalize(
-        &mut conditions,
-        &outcome,
-        generation,
-        old.observed_generation,
-    );
-    carry_transition_times(old.conditions.as_deref().unwrap_or_default(), &mut list);
-    status.conditions = Some(list);
-    status.observed_generation = observed;
-    if let Some(token) = policy.annotations().get(REQUESTED_AT_ANNOTATION) {
-        status.last_handled_reconcile_at = Some(token.clone());
-    }
+    finish_status(policy, &old, &mut status, list, &outcome, env.now);
     PolicyResult {
         status,
         next,

@@ -3,12 +3,12 @@
 //! returning the status to write and what to do next. No API-server writes happen here, so
 //! the controller and `image-reflector scan` share it, and tests call it directly.
 
-use super::conditions::{carry_transition_times, whole_seconds, ConditionType, Conditions, Reason};
+use super::conditions::{whole_seconds, ConditionType, Conditions, Reason};
 use super::credentials::{client_options, ObjectReader};
 pub use super::finalize::Next;
-use super::finalize::{finalize, Outcome};
+use super::finalize::Outcome;
 use super::should_scan::{should_scan, ScanInputs, ScanReason};
-use super::status::REQUESTED_AT_ANNOTATION;
+use super::status::{finish_status, REQUESTED_AT_ANNOTATION};
 use crate::api::{
     format_go_duration, parse_go_duration, ImageRepository, ImageRepositoryStatus, Provider,
     ScanResult, DEFAULT_EXCLUSION_LIST,
@@ -55,18 +55,7 @@ pub async fn reconcile_repository<R: ObjectReader>(
     let mut list = old.conditions.clone().unwrap_or_default();
     let mut conditions = Conditions::new(&mut list, generation, env.now);
     let (outcome, next, summary) = run_steps(repo, env, &mut conditions, &mut status).await;
-    let observed = finalize(
-        &mut conditions,
-        &outcome,
-        generation,
-        old.observed_generation,
-    );
-    carry_transition_times(old.conditions.as_deref().unwrap_or_default(), &mut list);
-    status.conditions = Some(list);
-    status.observed_generation = observed;
-    if let Some(token) = repo.annotations().get(REQUESTED_AT_ANNOTATION) {
-        status.last_handled_reconcile_at = Some(token.clone());
-    }
+    finish_status(repo, &old, &mut status, list, &outcome, env.now);
     RepositoryResult {
         status,
         next,

@@ -2,8 +2,12 @@
 //! subresource with field manager `image-reflector-controller`, sent only when the status
 //! changed, so a reconcile that changed nothing writes nothing.
 
+use super::conditions::{carry_transition_times, Conditions};
 use super::error::Error;
+use super::finalize::{finalize, Outcome};
+use crate::api::Condition;
 use crate::telemetry::metrics::ObjectLabels;
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -73,14 +77,75 @@ pub fn trigger_hash<K: Resource>(obj: &K) -> Option<u64> {
     Some(h.finish())
 }
 
-/// The observedGeneration of a suspended object: the generation when its conditions still
-/// say Ready, as Flux's final patch on the suspend path does (§2.4).
-pub fn suspended_observed_generation(
-    conditions: &[crate::api::Condition],
-    generation: Option<i64>,
-    observed: Option<i64>,
-) -> Option<i64> {
+/// The fields both kinds' statuses share, which Flux's final step writes.
+pub trait FluxStatus: Clone + Default + PartialEq {
+    fn conditions(&self) -> &[Condition];
+    fn set_conditions(&mut self, conditions: Vec<Condition>);
+    fn observed_generation(&self) -> Option<i64>;
+    fn set_observed_generation(&mut self, generation: Option<i64>);
+    fn set_last_handled_reconcile_at(&mut self, token: String);
+}
+
+macro_rules! flux_status {
+    ($status:ty) => {
+        impl FluxStatus for $status {
+            fn conditions(&self) -> &[Condition] {
+                self.conditions.as_deref().unwrap_or_default()
+            }
+            fn set_conditions(&mut self, conditions: Vec<Condition>) {
+                self.conditions = Some(conditions);
+            }
+            fn observed_generation(&self) -> Option<i64> {
+                self.observed_generation
+            }
+            fn set_observed_generation(&mut self, generation: Option<i64>) {
+                self.observed_generation = generation;
+            }
+            fn set_last_handled_reconcile_at(&mut self, token: String) {
+                self.last_handled_reconcile_at = Some(token);
+            }
+        }
+    };
+}
+flux_status!(crate::api::ImageRepositoryStatus);
+flux_status!(crate::api::ImagePolicyStatus);
+
+/// Flux's final step of a reconcile of `obj` (§2.3–2.4): the finalized conditions (edited in
+/// `list` by the steps), transition times kept where nothing changed, observedGeneration, and
+/// the handled reconcile request, written into `status`.
+pub fn finish_status<K: Resource, S: FluxStatus>(
+    obj: &K,
+    old: &S,
+    status: &mut S,
+    mut list: Vec<Condition>,
+    outcome: &Outcome,
+    now: Timestamp,
+) {
+    let generation = obj.meta().generation.unwrap_or(0);
+    let mut conditions = Conditions::new(&mut list, generation, now);
+    let observed = finalize(
+        &mut conditions,
+        outcome,
+        generation,
+        old.observed_generation(),
+    );
+    carry_transition_times(old.conditions(), &mut list);
+    status.set_conditions(list);
+    status.set_observed_generation(observed);
+    if let Some(token) = requested_at(obj) {
+        status.set_last_handled_reconcile_at(token.to_string());
+    }
+}
+
+/// A suspended object's status: only `lastHandledReconcileAt`, and observedGeneration when its
+/// conditions still say Ready, as Flux's final patch on the suspend path does (§2.4).
+pub fn suspended_status<K: Resource, S: FluxStatus>(obj: &K, old: &S) -> S {
     use crate::api::ConditionStatus::True;
+    let mut status = old.clone();
+    if let Some(token) = requested_at(obj) {
+        status.set_last_handled_reconcile_at(token.to_string());
+    }
+    let conditions = old.conditions();
     let ready = conditions
         .iter()
         .any(|c| c.type_ == "Ready" && c.status == True)
@@ -88,10 +153,9 @@ pub fn suspended_observed_generation(
             .iter()
             .any(|c| c.type_ != "Ready" && c.status == True);
     if ready {
-        generation
-    } else {
-        observed
+        status.set_observed_generation(obj.meta().generation);
     }
+    status
 }
 
 /// The labels of an object's metric series.
