@@ -7,27 +7,7 @@
 # usage: hack/image-smoke.sh IMAGE
 set -eu
 image=$1
-work=$(mktemp -d)
-registry_pid=""
-cleanup() {
-  [ -z "$registry_pid" ] || kill "$registry_pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat > "$work/registry.yml" <<YAML
-version: 0.1
-log: {level: warn}
-storage: {filesystem: {rootdirectory: $work/data}}
-http: {addr: 127.0.0.1:$port, secret: smoke-only}
-YAML
-docker-registry serve "$work/registry.yml" > "$work/registry.log" 2>&1 &
-registry_pid=$!
-i=0
-until curl -sf -o /dev/null "http://127.0.0.1:$port/v2/"; do
-  i=$((i + 1)); [ $i -lt 100 ] || { cat "$work/registry.log" >&2; exit 1; }
-  sleep 0.1
-done
+. "$(dirname "$0")/local-registry.sh"
 ref="127.0.0.1:$port/image-reflector:smoke"
 skopeo copy --quiet --dest-tls-verify=false "containers-storage:$image" "docker://$ref"
 echo "pushed $ref"

@@ -17,17 +17,8 @@ fn ok(out: Output) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-struct Namespace(String);
-
-impl Drop for Namespace {
-    fn drop(&mut self) {
-        let _ = kubectl(&["delete", "namespace", &self.0, "--wait=false"], None);
-    }
-}
-
-#[test]
-#[ignore = "needs a cluster: make e2e"]
-fn e2e_crds_install_default_validate_and_serve_v1beta2() {
+/// Applies `crds/` (server-side) and waits until both CRDs are served.
+fn install_crds() {
     let crds = root().join("crds/crds.yaml");
     ok(kubectl(
         &[
@@ -49,6 +40,20 @@ fn e2e_crds_install_default_validate_and_serve_v1beta2() {
         ],
         None,
     ));
+}
+
+struct Namespace(String);
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        let _ = kubectl(&["delete", "namespace", &self.0, "--wait=false"], None);
+    }
+}
+
+#[test]
+#[ignore = "needs a cluster: make e2e"]
+fn e2e_crds_install_default_validate_and_serve_v1beta2() {
+    install_crds();
     let ns = Namespace(format!("image-reflector-e2e-{}", std::process::id()));
     ok(kubectl(&["create", "namespace", &ns.0], None));
 
@@ -240,25 +245,7 @@ fn wait_for(ns: &str, object: &str, jsonpath: &str, value: &str) {
 #[ignore = "needs a cluster: make e2e"]
 async fn e2e_controller_scans_stalls_reports_events_and_cleans_up() {
     use crate::distribution::{Distribution, Variant};
-    ok(kubectl(
-        &[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "-f",
-            root().join("crds/crds.yaml").to_str().unwrap(),
-        ],
-        None,
-    ));
-    ok(kubectl(
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/imagerepositories.image.toolkit.fluxcd.io",
-        ],
-        None,
-    ));
+    install_crds();
     let registry = Distribution::start(Variant::default());
     let tags: Vec<String> = ["1.0.0", "1.1.0", "2.0.0", "2.0.0.sig"]
         .iter()
@@ -438,25 +425,7 @@ fn get_json(ns: &str, object: &str) -> serde_json::Value {
 async fn e2e_policies_elect_reflect_digests_migrate_and_notify() {
     use crate::distribution::{Distribution, Variant};
     use crate::fault_server::{FaultServer, Reply};
-    ok(kubectl(
-        &[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "-f",
-            root().join("crds/crds.yaml").to_str().unwrap(),
-        ],
-        None,
-    ));
-    ok(kubectl(
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/imagepolicies.image.toolkit.fluxcd.io",
-        ],
-        None,
-    ));
+    install_crds();
     let registry = Distribution::start(Variant::default());
     let tags: Vec<String> = ["1.0.0", "1.1.0", "7", "12"]
         .iter()
