@@ -107,8 +107,7 @@ async fn apply(
     match result.next {
         Next::After(delay) => {
             ctx.backoff.reset(&key);
-            if let Ok(scanned) = RepoKey::new(repo.namespace().unwrap_or_default(), repo.name_any())
-            {
+            if let Some(scanned) = store_key {
                 ctx.mark_scanned(scanned);
             }
             Ok(Action::requeue(delay))
