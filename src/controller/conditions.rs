@@ -181,6 +181,22 @@ impl<'a> Conditions<'a> {
         }
     }
 
+    /// The start of a reconcile (Flux §3.3 steps 3–4): Reconciling=True/Progressing, and
+    /// Ready=Unknown if unset; the message names a new generation when there is one.
+    pub fn mark_progress(&mut self, observed_generation: Option<i64>) {
+        let observed = observed_generation.unwrap_or(-1);
+        let message = if self.generation != observed {
+            format!(
+                "processing object: new generation {observed} -> {}",
+                self.generation
+            )
+        } else {
+            "reconciliation in progress".to_string()
+        };
+        self.mark_reconciling(Reason::Progressing, &message);
+        self.mark_unknown_if_unset(Reason::Progressing, &message);
+    }
+
     /// Ready absent or Unknown.
     pub fn is_unknown(&self, type_: ConditionType) -> bool {
         matches!(self.status(type_), None | Some(ConditionStatus::Unknown))
@@ -369,6 +385,30 @@ mod tests {
         Conditions::new(&mut changed, 2, at(20)).set(Ready, True, Reason::Succeeded, "n");
         carry_transition_times(&old, &mut changed);
         assert_eq!(changed[0].last_transition_time.0, at(20));
+    }
+
+    #[test]
+    fn progress_names_a_new_generation() {
+        let mut list = Vec::new();
+        let mut c = Conditions::new(&mut list, 3, at(1));
+        c.mark_progress(Some(2));
+        let reconciling = c.get(Reconciling).unwrap();
+        assert_eq!(
+            reconciling.message,
+            "processing object: new generation 2 -> 3"
+        );
+        assert_eq!(c.status(Ready), Some(Unknown));
+        c.mark_progress(Some(3));
+        assert_eq!(
+            c.get(Reconciling).unwrap().message,
+            "reconciliation in progress"
+        );
+        let mut fresh = Vec::new();
+        Conditions::new(&mut fresh, 1, at(1)).mark_progress(None);
+        assert_eq!(
+            fresh[0].message,
+            "processing object: new generation -1 -> 1"
+        );
     }
 
     #[test]

@@ -142,7 +142,7 @@ async fn run_steps<R: PolicyReader>(
         },
         (false, _) => None,
     };
-    mark_progress(policy, c, status);
+    c.mark_progress(status.observed_generation);
     let repo = match find_repository(policy, env).await {
         Ok(repo) => repo,
         Err((reason, err)) => {
@@ -235,19 +235,6 @@ async fn run_steps<R: PolicyReader>(
         next,
         message,
     )
-}
-
-/// Reconciling=True/Progressing and Ready=Unknown if unset; a new generation says so.
-fn mark_progress(policy: &ImagePolicy, c: &mut Conditions<'_>, status: &ImagePolicyStatus) {
-    let generation = policy.metadata.generation.unwrap_or(0);
-    let observed = status.observed_generation.unwrap_or(-1);
-    let message = if generation != observed {
-        format!("processing object: new generation {observed} -> {generation}")
-    } else {
-        "reconciliation in progress".to_string()
-    };
-    c.mark_reconciling(Reason::Progressing, &message);
-    c.mark_unknown_if_unset(Reason::Progressing, &message);
 }
 
 /// The repository, after the cross-namespace flag and the ACL (§4.3); on failure the Ready

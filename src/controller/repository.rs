@@ -85,7 +85,7 @@ async fn run_steps<R: ObjectReader>(
     if needs_workload_identity_gate(repo) && !env.object_level_workload_identity {
         return stalled(c, Reason::FeatureGateDisabled, FEATURE_GATE_MESSAGE.into());
     }
-    mark_progress(repo, c, status);
+    c.mark_progress(status.observed_generation);
     let image = match ImageReference::parse(&spec.image, spec.insecure.unwrap_or(false)) {
         Ok(image) => image,
         Err(err) => return stalled(c, Reason::ImageUrlInvalid, err.to_string()),
@@ -198,19 +198,6 @@ async fn run_steps<R: ObjectReader>(
         Next::After(decision.next),
         summary,
     )
-}
-
-/// Reconciling=True/Progressing and Ready=Unknown if unset; a new generation says so.
-fn mark_progress(repo: &ImageRepository, c: &mut Conditions<'_>, status: &ImageRepositoryStatus) {
-    let generation = repo.metadata.generation.unwrap_or(0);
-    let observed = status.observed_generation.unwrap_or(-1);
-    let message = if generation != observed {
-        format!("processing object: new generation {observed} -> {generation}")
-    } else {
-        "reconciliation in progress".to_string()
-    };
-    c.mark_reconciling(Reason::Progressing, &message);
-    c.mark_unknown_if_unset(Reason::Progressing, &message);
 }
 
 /// A cloud provider with a ServiceAccount is object-level workload identity. Unlike Flux
