@@ -62,6 +62,33 @@ impl Error {
     }
 }
 
+/// The controller's answer to a reconcile's [`Next`]: a requeue (and the object's backoff
+/// reset) when it ended well or stalled, an error (so [`retry_action`] decides) when not.
+pub fn next_action(
+    next: super::finalize::Next,
+    summary: String,
+    key: &str,
+    backoff: &super::backoff::Backoff,
+) -> Result<kube::runtime::controller::Action, Error> {
+    use super::finalize::Next;
+    use kube::runtime::controller::Action;
+    match next {
+        Next::After(delay) => {
+            backoff.reset(key);
+            Ok(Action::requeue(delay))
+        }
+        Next::AwaitChange => {
+            backoff.reset(key);
+            Ok(Action::await_change())
+        }
+        Next::Retry(message) => Err(Error::Reconcile(message)),
+        Next::RetryAt(until) => Err(Error::RateLimited {
+            message: summary,
+            until,
+        }),
+    }
+}
+
 /// When to try again after `err` for the object `key`: decided by the error's kind.
 pub fn retry_action(
     err: &Error,

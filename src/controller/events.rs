@@ -177,6 +177,25 @@ impl EventRecorder {
         }
     }
 
+    /// Publishes the event (if any) of a reconcile that moved the conditions from `old` to
+    /// `new`; a failure to record it is logged, never fails the reconcile.
+    pub async fn publish_transition<K: Resource<DynamicType = ()>>(
+        &self,
+        obj: &K,
+        old: &[Condition],
+        new: &[Condition],
+        now: Timestamp,
+        extra: BTreeMap<String, String>,
+    ) {
+        let Some(event) = transition_event(old, new) else {
+            return;
+        };
+        let age = unchanged_for(old, &event, now);
+        if let Err(err) = self.publish(obj, &event, age, now, extra).await {
+            tracing::warn!(error = %err, "could not record the event");
+        }
+    }
+
     /// Waits (at most `limit`) for the notifications still being forwarded.
     pub async fn flush(&self, limit: Duration) {
         if let Some(notifier) = &self.notifier {

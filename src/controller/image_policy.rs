@@ -6,11 +6,9 @@
 
 use super::context::{ApiReader, Context};
 use super::credentials::ObjectReader;
-use super::error::{retry_action, Error};
-use super::events::{transition_event, unchanged_for};
+use super::error::{next_action, retry_action, Error};
 use super::migrate::{migrate_status, migration_patch};
 use super::policy::{reconcile_policy, PolicyEnv, PolicyReader};
-use super::repository::Next;
 use super::status::{
     object_key, object_labels, patch_status, suspended_status, trigger_hash, FIELD_MANAGER,
     FINALIZER,
@@ -134,34 +132,22 @@ async fn apply(
     let result = reconcile_policy(&policy, &env).await;
     tracing::info!("{}", result.summary);
     patch_status(api, &policy, &old, &result.status).await?;
-    let conditions = |s: &ImagePolicyStatus| s.conditions.clone().unwrap_or_default();
-    if let Some(event) = transition_event(&conditions(&old), &conditions(&result.status)) {
-        let age = unchanged_for(&conditions(&old), &event, now);
-        let metadata = ref_metadata(&result.status);
-        if let Err(err) = shared
-            .recorder
-            .publish(&policy, &event, age, now, metadata)
-            .await
-        {
-            tracing::warn!(error = %err, "could not record the event");
-        }
-    }
-    let key = object_key(&policy);
-    match result.next {
-        Next::After(delay) => {
-            shared.backoff.reset(&key);
-            Ok(Action::requeue(delay))
-        }
-        Next::AwaitChange => {
-            shared.backoff.reset(&key);
-            Ok(Action::await_change())
-        }
-        Next::Retry(message) => Err(Error::Reconcile(message)),
-        Next::RetryAt(until) => Err(Error::RateLimited {
-            message: result.summary,
-            until,
-        }),
-    }
+    shared
+        .recorder
+        .publish_transition(
+            &policy,
+            old.conditions.as_deref().unwrap_or_default(),
+            result.status.conditions.as_deref().unwrap_or_default(),
+            now,
+            ref_metadata(&result.status),
+        )
+        .await;
+    next_action(
+        result.next,
+        result.summary,
+        &object_key(&policy),
+        &shared.backoff,
+    )
 }
 
 /// Deletion: nothing is stored per policy; per-object state goes.

@@ -3,14 +3,13 @@
 //! the status is written only when it changed, an event only on a transition.
 
 use super::context::{ApiReader, Context};
-use super::error::{retry_action, Error};
-use super::events::{transition_event, unchanged_for};
+use super::error::{next_action, retry_action, Error};
 use super::repository::{reconcile_repository, Next, RepositoryEnv};
 use super::scan_order::STEP_BACK;
 use super::status::{
     object_key, object_labels, patch_status, suspended_status, trigger_hash, FINALIZER,
 };
-use crate::api::{ImageRepository, ImageRepositoryStatus};
+use crate::api::ImageRepository;
 use crate::http::ReadyPart;
 use crate::store::RepoKey;
 use futures::StreamExt;
@@ -92,36 +91,19 @@ async fn apply(
         ctx.scan_order.reconciled(k);
     }
     patch_status(api, repo, &old, &result.status).await?;
-    let conditions = |s: &ImageRepositoryStatus| s.conditions.clone().unwrap_or_default();
-    if let Some(event) = transition_event(&conditions(&old), &conditions(&result.status)) {
-        let age = unchanged_for(&conditions(&old), &event, now);
-        let published = ctx
-            .recorder
-            .publish(repo, &event, age, now, Default::default())
-            .await;
-        if let Err(err) = published {
-            tracing::warn!(error = %err, "could not record the event");
-        }
+    ctx.recorder
+        .publish_transition(
+            repo,
+            old.conditions.as_deref().unwrap_or_default(),
+            result.status.conditions.as_deref().unwrap_or_default(),
+            now,
+            Default::default(),
+        )
+        .await;
+    if let (Next::After(_), Some(scanned)) = (&result.next, store_key) {
+        ctx.mark_scanned(scanned);
     }
-    let key = object_key(repo);
-    match result.next {
-        Next::After(delay) => {
-            ctx.backoff.reset(&key);
-            if let Some(scanned) = store_key {
-                ctx.mark_scanned(scanned);
-            }
-            Ok(Action::requeue(delay))
-        }
-        Next::AwaitChange => {
-            ctx.backoff.reset(&key);
-            Ok(Action::await_change())
-        }
-        Next::Retry(message) => Err(Error::Reconcile(message)),
-        Next::RetryAt(until) => Err(Error::RateLimited {
-            message: result.summary,
-            until,
-        }),
-    }
+    next_action(result.next, result.summary, &object_key(repo), &ctx.backoff)
 }
 
 /// Deletion: the stored tags go with the object (§3.10).
