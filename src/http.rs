@@ -1,6 +1,7 @@
 //! The controller's HTTP endpoints: `/metrics` (OpenMetrics text) on `--metrics-addr`, and
-//! `/healthz` and `/readyz` on `--health-addr`. `/readyz` answers 200 only once the caches have
-//! synced.
+//! `/healthz` and `/readyz` on `--health-addr`. `/readyz` answers 200 once the caches have
+//! synced, or while this replica waits as a leader-election stand-by (so a rollout of two
+//! replicas completes); `/healthz` fails when a reconcile loop ended or is stuck.
 
 use crate::telemetry::metrics::Metrics;
 use axum::http::{header, StatusCode};
@@ -17,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 pub struct Readiness {
     parts: Arc<AtomicUsize>,
     done: Arc<AtomicUsize>,
+    standby: Arc<AtomicBool>,
 }
 
 /// One cache's share of [`Readiness`].
@@ -38,7 +40,13 @@ impl Readiness {
 
     pub fn is_ready(&self) -> bool {
         let parts = self.parts.load(Ordering::SeqCst);
-        parts > 0 && self.done.load(Ordering::SeqCst) >= parts
+        self.standby.load(Ordering::SeqCst)
+            || (parts > 0 && self.done.load(Ordering::SeqCst) >= parts)
+    }
+
+    /// While waiting for the leader Lease this replica has no caches and is ready as it is.
+    pub fn set_standby(&self, standby: bool) {
+        self.standby.store(standby, Ordering::SeqCst);
     }
 }
 
@@ -80,10 +88,24 @@ pub fn metrics_router(metrics: Arc<Metrics>) -> Router {
     )
 }
 
+/// Why the process is unhealthy, if it is.
+pub type HealthCheck = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
 /// The `/healthz` and `/readyz` router.
-pub fn health_router(readiness: Readiness) -> Router {
+pub fn health_router(readiness: Readiness, health: HealthCheck) -> Router {
     Router::new()
-        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/healthz",
+            get(move || {
+                let problem = health();
+                async move {
+                    match problem {
+                        None => (StatusCode::OK, "ok".to_string()).into_response(),
+                        Some(why) => (StatusCode::INTERNAL_SERVER_ERROR, why).into_response(),
+                    }
+                }
+            }),
+        )
         .route(
             "/readyz",
             get(move || {
@@ -127,6 +149,9 @@ mod tests {
         assert!(!readiness.is_ready(), "one part twice is not two");
         b.set_ready();
         assert!(readiness.is_ready());
+        let standby = super::Readiness::default();
+        standby.set_standby(true);
+        assert!(standby.is_ready(), "a stand-by is ready without caches");
     }
 
     #[test]

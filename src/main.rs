@@ -23,13 +23,24 @@ enum Command {
     /// Print the digest a tag points at, as an ImagePolicy's digest reflection does.
     Digest(cli::registry::DigestArgs),
     /// Run the controller against the cluster in KUBECONFIG (or in-cluster).
-    Run(cli::run::RunArgs),
+    Run(Box<cli::run::RunArgs>),
     /// Reconcile the ImageRepositories of some manifests offline and print their status.
     Scan(cli::scan::ScanArgs),
 }
 
+/// Flux's Deployment passes its flags with no subcommand (its image's entrypoint is the
+/// controller): arguments that start with a flag other than help or version mean `run`.
+fn with_default_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let first = args.get(1).and_then(|a| a.to_str()).unwrap_or_default();
+    let meta = ["-h", "--help", "-V", "--version"];
+    if first.starts_with('-') && !meta.contains(&first) {
+        args.insert(1, "run".into());
+    }
+    args
+}
+
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = Args::parse_from(with_default_subcommand(std::env::args_os().collect()));
     let mut stdout = std::io::stdout().lock();
     let result = match args.command {
         Command::Crds => cli::crds::run(&mut stdout).map_err(CliError::failed),

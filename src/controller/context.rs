@@ -6,6 +6,7 @@ use super::backoff::Backoff;
 use super::credentials::ObjectReader;
 use super::events::EventRecorder;
 use super::notify::Notifier;
+use super::queue::{QueueSource, WorkQueue};
 use super::scan_order::ScanOrder;
 use crate::registry::Registries;
 use crate::store::{RepoKey, TagStore};
@@ -51,6 +52,10 @@ pub struct Context {
     scanned: Mutex<HashSet<RepoKey>>,
     /// Repositories with policies are scanned first at start-up.
     pub scan_order: ScanOrder,
+    /// The ImageRepository controller's queue, as metrics and `/healthz` see it.
+    pub repository_queue: Arc<WorkQueue>,
+    /// The ImagePolicy controller's queue.
+    pub policy_queue: Arc<WorkQueue>,
 }
 
 impl Context {
@@ -66,6 +71,12 @@ impl Context {
             Some(address) => Some(Notifier::new(address, settings.instance.clone())?),
             None => None,
         };
+        let repository_queue = Arc::new(WorkQueue::new("imagerepository"));
+        let policy_queue = Arc::new(WorkQueue::new("imagepolicy"));
+        metrics.add_source(Arc::new(QueueSource(vec![
+            repository_queue.clone(),
+            policy_queue.clone(),
+        ])));
         Ok(Arc::new(Context {
             recorder: EventRecorder::new(
                 client.clone(),
@@ -82,6 +93,8 @@ impl Context {
             clock: Timestamp::now,
             scanned: Mutex::default(),
             scan_order: ScanOrder::default(),
+            repository_queue,
+            policy_queue,
         }))
     }
 

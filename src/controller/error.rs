@@ -63,23 +63,22 @@ impl Error {
 }
 
 /// The controller's answer to a reconcile's [`Next`]: a requeue (and the object's backoff
-/// reset) when it ended well or stalled, an error (so [`retry_action`] decides) when not.
-pub fn next_action(
+/// reset) when it ended well or stalled, an error (so [`retry_delay`] decides) when not.
+pub fn next_requeue(
     next: super::finalize::Next,
     summary: String,
     key: &str,
     backoff: &super::backoff::Backoff,
-) -> Result<kube::runtime::controller::Action, Error> {
+) -> Result<super::frame::Requeue, Error> {
     use super::finalize::Next;
-    use kube::runtime::controller::Action;
     match next {
         Next::After(delay) => {
             backoff.reset(key);
-            Ok(Action::requeue(delay))
+            Ok(Some(delay))
         }
         Next::AwaitChange => {
             backoff.reset(key);
-            Ok(Action::await_change())
+            Ok(None)
         }
         Next::Retry(message) => Err(Error::Reconcile(message)),
         Next::RetryAt(until) => Err(Error::RateLimited {
@@ -90,24 +89,21 @@ pub fn next_action(
 }
 
 /// When to try again after `err` for the object `key`: decided by the error's kind.
-pub fn retry_action(
+pub fn retry_delay(
     err: &Error,
     key: &str,
     backoff: &super::backoff::Backoff,
-) -> kube::runtime::controller::Action {
-    use kube::runtime::controller::Action;
+) -> std::time::Duration {
     use std::time::Duration;
     match err.kind() {
-        ErrorKind::Conflict => Action::requeue(Duration::from_secs(1)),
-        ErrorKind::RateLimited(until) => Action::requeue(
-            until
-                .duration_since(SystemTime::now())
-                .unwrap_or_default()
-                .max(Duration::from_secs(1)),
-        ),
+        ErrorKind::Conflict => Duration::from_secs(1),
+        ErrorKind::RateLimited(until) => until
+            .duration_since(SystemTime::now())
+            .unwrap_or_default()
+            .max(Duration::from_secs(1)),
         ErrorKind::Transient => {
             tracing::warn!(error = %err, "reconcile failed; retrying with backoff");
-            Action::requeue(backoff.next_delay(key))
+            backoff.next_delay(key)
         }
     }
 }

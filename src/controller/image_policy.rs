@@ -6,31 +6,32 @@
 
 use super::context::{ApiReader, Context};
 use super::credentials::ObjectReader;
-use super::error::{next_action, retry_action, Error};
+use super::error::{next_requeue, Error};
+use super::frame::{reconcile_in_frame, retry, Requeue};
 use super::migrate::{migrate_status, migration_patch};
 use super::policy::{reconcile_policy, PolicyEnv, PolicyReader};
 use super::status::{
-    object_key, object_labels, patch_status, suspended_status, trigger_hash, FIELD_MANAGER,
-    FINALIZER,
+    is_ready, object_key, object_labels, patch_status, suspended_status, trigger_hash,
+    FIELD_MANAGER,
 };
 use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository};
 use crate::http::ReadyPart;
 use crate::store::RepoKey;
-use futures::{StreamExt, TryStreamExt};
+use crate::telemetry::metrics::PolicyInfo;
+use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::{Action, Config, Controller};
-use kube::runtime::finalizer::{finalizer, Event as Finalizer};
+use kube::runtime::finalizer::Event as Finalizer;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{watcher, WatchStreamExt};
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, ResourceExt};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 /// What the ImagePolicy reconciles share: the common context and the repositories' cache.
 pub struct PolicyContext {
@@ -44,42 +45,28 @@ pub struct PolicyContext {
 /// How soon a policy looks again while the repositories' cache is still loading.
 const CACHE_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
+const CONTROLLER: &str = "imagepolicy";
+
 /// One reconcile: finalizer first, then apply or clean up.
 pub async fn reconcile(policy: Arc<ImagePolicy>, ctx: Arc<PolicyContext>) -> Result<Action, Error> {
-    let span = reconcile_span(&policy);
-    reconcile_object(policy, ctx).instrument(span).await
-}
-
-async fn reconcile_object(
-    policy: Arc<ImagePolicy>,
-    ctx: Arc<PolicyContext>,
-) -> Result<Action, Error> {
-    let started = Instant::now();
     let api = Api::<ImagePolicy>::namespaced(
         ctx.shared.client.clone(),
         &policy.namespace().unwrap_or_default(),
     );
-    let deleting = policy.meta().deletion_timestamp.is_some();
-    let labels = object_labels("ImagePolicy", policy.as_ref());
-    let result = finalizer(&api, FINALIZER, policy, |event| async {
-        match event {
-            Finalizer::Apply(policy) => apply(&policy, &api, &ctx).await,
-            Finalizer::Cleanup(policy) => cleanup(&policy, &ctx.shared),
-        }
-    })
+    let shared = &ctx.shared;
+    reconcile_in_frame(
+        CONTROLLER,
+        policy,
+        shared,
+        &shared.policy_queue,
+        |event| async {
+            match event {
+                Finalizer::Apply(policy) => apply(&policy, &api, &ctx).await,
+                Finalizer::Cleanup(policy) => cleanup(&policy, shared),
+            }
+        },
+    )
     .await
-    .map_err(|e| Error::Finalizer(Box::new(e)));
-    if deleting {
-        ctx.shared.metrics.forget(&labels);
-    } else {
-        let outcome = result
-            .as_ref()
-            .map_or_else(|e| e.metric_label(), |_| "success");
-        ctx.shared
-            .metrics
-            .observe(labels, "imagepolicy", outcome, started);
-    }
-    result
 }
 
 /// Migrate, suspend, reconcile, write the status, send the event, decide the next run.
@@ -87,10 +74,10 @@ async fn apply(
     policy: &ImagePolicy,
     api: &Api<ImagePolicy>,
     ctx: &PolicyContext,
-) -> Result<Action, Error> {
+) -> Result<Requeue, Error> {
     let shared = &ctx.shared;
     if !ctx.repositories_synced.load(Ordering::SeqCst) {
-        return Ok(Action::requeue(CACHE_WAIT));
+        return Ok(Some(CACHE_WAIT));
     }
     let mut policy = policy.clone();
     if let Some(migrated) = policy.status.as_ref().and_then(migrate_status) {
@@ -111,7 +98,7 @@ async fn apply(
     if policy.spec.suspend == Some(true) {
         tracing::info!("reconciliation is suspended for this object");
         patch_status(api, &policy, &old, &suspended_status(&policy, &old)).await?;
-        return Ok(Action::await_change());
+        return Ok(None);
     }
     let now = (shared.clock)();
     let reader = ClusterReader {
@@ -132,6 +119,7 @@ async fn apply(
     let result = reconcile_policy(&policy, &env).await;
     tracing::info!("{}", result.summary);
     patch_status(api, &policy, &old, &result.status).await?;
+    record_metrics(&policy, &result.status, shared);
     shared
         .recorder
         .publish_transition(
@@ -142,7 +130,7 @@ async fn apply(
             ref_metadata(&result.status),
         )
         .await;
-    next_action(
+    next_requeue(
         result.next,
         result.summary,
         &object_key(&policy),
@@ -150,18 +138,42 @@ async fn apply(
     )
 }
 
+/// Ready, and what the policy elects now.
+fn record_metrics(policy: &ImagePolicy, status: &ImagePolicyStatus, ctx: &Context) {
+    let labels = object_labels("ImagePolicy", policy);
+    ctx.metrics.set_ready(
+        &labels,
+        is_ready(status.conditions.as_deref().unwrap_or_default()),
+    );
+    let info = status.latest_ref.as_ref().map(|latest| PolicyInfo {
+        name: labels.name.clone(),
+        namespace: labels.namespace.clone(),
+        image: latest.name.clone(),
+        tag: latest.tag.clone(),
+        digest: latest.digest.clone().unwrap_or_default(),
+    });
+    ctx.metrics
+        .set_policy(&labels.namespace, &labels.name, info);
+}
+
 /// Deletion: nothing is stored per policy; per-object state goes.
-fn cleanup(policy: &ImagePolicy, ctx: &Context) -> Result<Action, Error> {
+fn cleanup(policy: &ImagePolicy, ctx: &Context) -> Result<Requeue, Error> {
     let key = object_key(policy);
     ctx.backoff.reset(&key);
     ctx.recorder.repeats.forget(&key);
-    Ok(Action::await_change())
+    Ok(None)
 }
 
 /// When to try again after an error: decided by its kind.
 pub fn error_policy(policy: Arc<ImagePolicy>, err: &Error, ctx: Arc<PolicyContext>) -> Action {
-    let _span = reconcile_span(&policy).entered();
-    retry_action(err, &object_key(policy.as_ref()), &ctx.shared.backoff)
+    let shared = &ctx.shared;
+    retry(
+        CONTROLLER,
+        policy.as_ref(),
+        err,
+        shared,
+        &shared.policy_queue,
+    )
 }
 
 /// The Alert metadata of a policy event: `tag`, `digest`, `previousTag`, `previousDigest`.
@@ -181,15 +193,6 @@ pub fn ref_metadata(status: &ImagePolicyStatus) -> BTreeMap<String, String> {
         put("previousDigest", previous.digest.as_ref());
     }
     metadata
-}
-
-fn reconcile_span(policy: &ImagePolicy) -> tracing::Span {
-    tracing::info_span!(
-        "reconcile",
-        controller = "imagepolicy",
-        namespace = %policy.namespace().unwrap_or_default(),
-        name = %policy.name_any(),
-    )
 }
 
 /// Repositories from the watch cache (as Flux reads them), namespaces and Secrets live.
@@ -338,6 +341,8 @@ pub fn controller(
     repositories_synced: ReadyPart,
 ) -> impl std::future::Future<Output = ()> {
     let index = PolicyIndex::default();
+    let queue = ctx.policy_queue.clone();
+    let (enqueued, mapped) = (queue.clone(), queue.clone());
     let (policy_reader, policy_writer) = reflector::store();
     let observed = index.clone();
     let order_ctx = ctx.clone();
@@ -354,7 +359,8 @@ pub fn controller(
             }
         })
         .applied_objects()
-        .predicate_filter(trigger_hash, Default::default());
+        .predicate_filter(trigger_hash, Default::default())
+        .inspect_ok(move |policy| enqueued.add(object_key(policy), Instant::now()));
     let (repo_reader, repo_writer) = reflector::store();
     let synced = Arc::new(AtomicBool::new(false));
     let synced_flag = synced.clone();
@@ -374,16 +380,23 @@ pub fn controller(
         repositories: repo_reader,
         repositories_synced: synced,
     });
-    Controller::for_stream(policy_triggers, policy_reader)
-        .watches_stream(repository_changes, move |repo| index.policies_for(&repo))
+    let run = Controller::for_stream(policy_triggers, policy_reader)
+        .watches_stream(repository_changes, move |repo| {
+            let policies = index.policies_for(&repo);
+            for policy in &policies {
+                let key = format!(
+                    "ImagePolicy/{}/{}",
+                    policy.namespace.as_deref().unwrap_or_default(),
+                    policy.name
+                );
+                mapped.add(key, Instant::now());
+            }
+            policies
+        })
         .with_config(Config::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown.cancelled_owned())
-        .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(err) = result {
-                tracing::debug!(error = %err, "reconcile ended with an error");
-            }
-        })
+        .run(reconcile, error_policy, ctx);
+    queue.run_loop(run)
 }
 
 #[cfg(test)]

@@ -3,58 +3,47 @@
 //! the status is written only when it changed, an event only on a transition.
 
 use super::context::{ApiReader, Context};
-use super::error::{next_action, retry_action, Error};
+use super::error::{next_requeue, Error};
+use super::frame::{reconcile_in_frame, retry, Requeue};
 use super::repository::{reconcile_repository, Next, RepositoryEnv};
 use super::scan_order::STEP_BACK;
 use super::status::{
-    object_key, object_labels, patch_status, suspended_status, trigger_hash, FINALIZER,
+    is_ready, object_key, object_labels, patch_status, suspended_status, trigger_hash,
 };
 use crate::api::ImageRepository;
 use crate::http::ReadyPart;
 use crate::store::RepoKey;
-use futures::StreamExt;
 use futures::TryStreamExt;
 use kube::runtime::controller::{Action, Config, Controller};
-use kube::runtime::finalizer::{finalizer, Event as Finalizer};
+use kube::runtime::finalizer::Event as Finalizer;
 use kube::runtime::reflector;
 use kube::runtime::{watcher, WatchStreamExt};
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, ResourceExt};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
-/// One reconcile: finalizer first, then apply or clean up. Every log line of it carries the
-/// object's kind, namespace and name.
+const CONTROLLER: &str = "imagerepository";
+
+/// One reconcile: finalizer first, then apply or clean up.
 pub async fn reconcile(repo: Arc<ImageRepository>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let span = reconcile_span(&repo);
-    reconcile_object(repo, ctx).instrument(span).await
-}
-
-async fn reconcile_object(repo: Arc<ImageRepository>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let started = Instant::now();
-    let namespace = repo.namespace().unwrap_or_default();
-    let api = Api::<ImageRepository>::namespaced(ctx.client.clone(), &namespace);
-    let deleting = repo.meta().deletion_timestamp.is_some();
-    let labels = object_labels("ImageRepository", repo.as_ref());
-    let result = finalizer(&api, FINALIZER, repo, |event| async {
-        match event {
-            Finalizer::Apply(repo) => apply(&repo, &api, &ctx).await,
-            Finalizer::Cleanup(repo) => cleanup(&repo, &ctx).await,
-        }
-    })
+    let api = Api::<ImageRepository>::namespaced(
+        ctx.client.clone(),
+        &repo.namespace().unwrap_or_default(),
+    );
+    reconcile_in_frame(
+        CONTROLLER,
+        repo,
+        &ctx,
+        &ctx.repository_queue,
+        |event| async {
+            match event {
+                Finalizer::Apply(repo) => apply(&repo, &api, &ctx).await,
+                Finalizer::Cleanup(repo) => cleanup(&repo, &ctx).await,
+            }
+        },
+    )
     .await
-    .map_err(|e| Error::Finalizer(Box::new(e)));
-    if deleting {
-        ctx.metrics.forget(&labels);
-    } else {
-        let outcome = result
-            .as_ref()
-            .map_or_else(|e| e.metric_label(), |_| "success");
-        ctx.metrics
-            .observe(labels, "imagerepository", outcome, started);
-    }
-    result
 }
 
 /// Suspend, reconcile, write the status, send the event, decide the next run.
@@ -62,12 +51,12 @@ async fn apply(
     repo: &ImageRepository,
     api: &Api<ImageRepository>,
     ctx: &Context,
-) -> Result<Action, Error> {
+) -> Result<Requeue, Error> {
     let old = repo.status.clone().unwrap_or_default();
     if repo.spec.suspend == Some(true) {
         tracing::info!("reconciliation is suspended for this object");
         patch_status(api, repo, &old, &suspended_status(repo, &old)).await?;
-        return Ok(Action::await_change());
+        return Ok(None);
     }
     let store_key = RepoKey::new(repo.namespace().unwrap_or_default(), repo.name_any()).ok();
     if store_key
@@ -75,7 +64,7 @@ async fn apply(
         .is_some_and(|k| ctx.scan_order.should_wait(k))
     {
         // Start-up: repositories that policies wait for go first.
-        return Ok(Action::requeue(STEP_BACK));
+        return Ok(Some(STEP_BACK));
     }
     let now = (ctx.clock)();
     let env = RepositoryEnv {
@@ -91,6 +80,7 @@ async fn apply(
         ctx.scan_order.reconciled(k);
     }
     patch_status(api, repo, &old, &result.status).await?;
+    record_metrics(repo, &result.status, ctx);
     ctx.recorder
         .publish_transition(
             repo,
@@ -103,11 +93,32 @@ async fn apply(
     if let (Next::After(_), Some(scanned)) = (&result.next, store_key) {
         ctx.mark_scanned(scanned);
     }
-    next_action(result.next, result.summary, &object_key(repo), &ctx.backoff)
+    next_requeue(result.next, result.summary, &object_key(repo), &ctx.backoff)
+}
+
+/// Ready, and the tags and time of the last successful scan.
+fn record_metrics(
+    repo: &ImageRepository,
+    status: &crate::api::ImageRepositoryStatus,
+    ctx: &Context,
+) {
+    let labels = object_labels("ImageRepository", repo);
+    ctx.metrics.set_ready(
+        &labels,
+        is_ready(status.conditions.as_deref().unwrap_or_default()),
+    );
+    if let Some(scan) = &status.last_scan_result {
+        let at = scan
+            .scan_time
+            .as_ref()
+            .map_or(0.0, |t| t.0.as_second() as f64);
+        ctx.metrics
+            .set_scan(&labels.namespace, &labels.name, scan.tag_count as u64, at);
+    }
 }
 
 /// Deletion: the stored tags go with the object (§3.10).
-async fn cleanup(repo: &ImageRepository, ctx: &Context) -> Result<Action, Error> {
+async fn cleanup(repo: &ImageRepository, ctx: &Context) -> Result<Requeue, Error> {
     let key = object_key(repo);
     ctx.backoff.reset(&key);
     ctx.recorder.repeats.forget(&key);
@@ -118,22 +129,12 @@ async fn cleanup(repo: &ImageRepository, ctx: &Context) -> Result<Action, Error>
             .map_err(|e| Error::Store(e.to_string()))?
             .map_err(|e| Error::Store(e.to_string()))?;
     }
-    Ok(Action::await_change())
+    Ok(None)
 }
 
 /// When to try again after an error: decided by its kind.
 pub fn error_policy(repo: Arc<ImageRepository>, err: &Error, ctx: Arc<Context>) -> Action {
-    let _span = reconcile_span(&repo).entered();
-    retry_action(err, &object_key(repo.as_ref()), &ctx.backoff)
-}
-
-fn reconcile_span(repo: &ImageRepository) -> tracing::Span {
-    tracing::info_span!(
-        "reconcile",
-        controller = "imagerepository",
-        namespace = %repo.namespace().unwrap_or_default(),
-        name = %repo.name_any(),
-    )
+    retry(CONTROLLER, repo.as_ref(), err, &ctx, &ctx.repository_queue)
 }
 
 /// The running controller. `synced` is marked once the initial list is in the cache.
@@ -148,6 +149,8 @@ pub fn controller(
     synced: ReadyPart,
 ) -> impl std::future::Future<Output = ()> {
     let (reader, writer) = reflector::store();
+    let queue = ctx.repository_queue.clone();
+    let enqueued = queue.clone();
     let triggers = watcher(api, watch)
         .default_backoff()
         .reflect(writer)
@@ -157,14 +160,11 @@ pub fn controller(
             }
         })
         .applied_objects()
-        .predicate_filter(trigger_hash, Default::default());
-    Controller::for_stream(triggers, reader)
+        .predicate_filter(trigger_hash, Default::default())
+        .inspect_ok(move |repo| enqueued.add(object_key(repo), Instant::now()));
+    let run = Controller::for_stream(triggers, reader)
         .with_config(Config::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown.cancelled_owned())
-        .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(err) = result {
-                tracing::debug!(error = %err, "reconcile ended with an error");
-            }
-        })
+        .run(reconcile, error_policy, ctx);
+    queue.run_loop(run)
 }

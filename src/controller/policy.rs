@@ -174,7 +174,8 @@ async fn run_steps<R: PolicyReader>(
     };
     let store = env.store.clone();
     let read_key = key.clone();
-    let read = tokio::task::spawn_blocking(move || store.get(&read_key)).await;
+    let span = tracing::info_span!("store read");
+    let read = tokio::task::spawn_blocking(move || span.in_scope(|| store.get(&read_key))).await;
     let tags = match read {
         Ok(Ok((tags, _))) => tags,
         Ok(Err(err)) => {

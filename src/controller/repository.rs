@@ -287,7 +287,8 @@ async fn scan(
     let count = tags.len();
     let (store, key) = (store.clone(), key.clone());
     // fsync and rename block: off the async workers.
-    let revision = tokio::task::spawn_blocking(move || store.set(&key, &tags))
+    let span = tracing::info_span!("store write", tags = count);
+    let revision = tokio::task::spawn_blocking(move || span.in_scope(|| store.set(&key, &tags)))
         .await
         .map_err(|e| ScanError::Store(e.to_string()))?
         .map_err(|e| ScanError::Store(e.to_string()))?;

@@ -13,6 +13,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt::Debug;
+use tracing::Instrument;
 
 /// The field manager of every write, as Flux names it.
 pub const FIELD_MANAGER: &str = "image-reflector-controller";
@@ -50,6 +51,7 @@ where
     };
     let patch = serde_json::json!({ "status": desired });
     api.patch_status(&obj.name_any(), &params, &Patch::Merge(&patch))
+        .instrument(tracing::info_span!("status patch"))
         .await?;
     Ok(true)
 }
@@ -156,6 +158,13 @@ pub fn suspended_status<K: Resource, S: FluxStatus>(obj: &K, old: &S) -> S {
         status.set_observed_generation(obj.meta().generation);
     }
     status
+}
+
+/// Whether `conditions` say Ready=True.
+pub fn is_ready(conditions: &[Condition]) -> bool {
+    conditions
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == crate::api::ConditionStatus::True)
 }
 
 /// The labels of an object's metric series.

@@ -17,6 +17,7 @@ use serde::Deserialize;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Instant, SystemTime};
+use tracing::Instrument;
 
 /// State shared by every client of the process: the per-host scheduler, tokens and challenges,
 /// and which scheme each HTTPS-then-HTTP host speaks (a property of the host, so a reconcile's
@@ -289,7 +290,17 @@ impl RegistryClient {
     ) -> Result<(Response, Option<Instant>), RegistryError> {
         let scheduler = &self.shared.scheduler;
         let slot = scheduler.acquire(host).await?;
-        let result = request.send().await;
+        let span = tracing::info_span!(
+            "registry request",
+            http.method = %method,
+            host,
+            path = url.path(),
+            http.status_code = tracing::field::Empty,
+        );
+        let result = request.send().instrument(span.clone()).await;
+        if let Ok(response) = &result {
+            span.record("http.status_code", response.status().as_u16());
+        }
         drop(slot);
         let response = result.map_err(|err| {
             scheduler.record(host, None, None);

@@ -47,6 +47,8 @@ pub struct Scheduler {
     hosts: Mutex<HashMap<String, Arc<Host>>>,
     /// Requests per (host, status); the status is `error` when there was no answer.
     counts: Mutex<BTreeMap<(String, String), u64>>,
+    /// Requests not sent because the host's backoff outlasted `max_wait`, per host.
+    refused: Mutex<BTreeMap<String, u64>>,
 }
 
 #[derive(Debug)]
@@ -74,6 +76,7 @@ impl Scheduler {
             config,
             hosts: Mutex::default(),
             counts: Mutex::default(),
+            refused: Mutex::default(),
         }
     }
 
@@ -107,6 +110,12 @@ impl Scheduler {
                 Some(at) if at > now => {
                     let wait = at - now;
                     if wait > self.config.max_wait {
+                        *self
+                            .refused
+                            .lock()
+                            .expect("refused lock")
+                            .entry(host.to_string())
+                            .or_default() += 1;
                         return Err(RegistryError::RateLimited {
                             host: host.to_string(),
                             status,
@@ -176,6 +185,27 @@ impl Scheduler {
     /// Requests so far, per host and status (`200`, `429`, ..., `error`).
     pub fn request_counts(&self) -> BTreeMap<(String, String), u64> {
         self.counts.lock().expect("counts lock").clone()
+    }
+
+    /// Requests refused without being sent (the host's backoff was too long), per host.
+    pub fn refused_counts(&self) -> BTreeMap<String, u64> {
+        self.refused.lock().expect("refused lock").clone()
+    }
+
+    /// Every host the scheduler knows, with how long its backoff still lasts (zero: none).
+    pub fn backoffs(&self) -> BTreeMap<String, Duration> {
+        let hosts = self.hosts.lock().expect("scheduler lock");
+        let now = Instant::now();
+        hosts
+            .iter()
+            .map(|(host, state)| {
+                let b = state.backoff.lock().expect("backoff lock");
+                let left = b
+                    .not_before
+                    .map_or(Duration::ZERO, |at| at.saturating_duration_since(now));
+                (host.clone(), left)
+            })
+            .collect()
     }
 }
 
@@ -260,5 +290,12 @@ mod tests {
                 .get(&("r.example".to_string(), "429".to_string())),
             Some(&1)
         );
+        assert_eq!(s.refused_counts().get("r.example"), Some(&1));
+        let backoffs = s.backoffs();
+        assert!(
+            backoffs["r.example"] > Duration::from_secs(55),
+            "{backoffs:?}"
+        );
+        assert_eq!(backoffs["other.example"], Duration::ZERO);
     }
 }

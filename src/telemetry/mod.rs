@@ -1,4 +1,7 @@
-//! Logs and metrics of the running controller.
+//! Logs, metrics and traces of the running controller.
 
+pub mod collect;
 pub mod logging;
 pub mod metrics;
+pub mod registry;
+pub mod traces;

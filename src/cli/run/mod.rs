@@ -1,0 +1,386 @@
+//! `image-reflector run`: the controller. Flags carry Flux's names and defaults (see
+//! [`flags`]), so Flux's Deployment arguments work unchanged. Start-up, in Flux's order:
+//! flags and logging, the tag store, the API client (throttled unless the server has Priority
+//! and Fairness) and a pre-flight check that the CRDs are installed, the HTTP endpoints, then —
+//! once this replica holds the leader Lease, when election is on — the ImageRepository and
+//! ImagePolicy controllers and the storage GC. SIGTERM lets in-flight reconciles finish (for
+//! at most `--graceful-shutdown-timeout`), releases the Lease, flushes events and traces.
+
+mod flags;
+
+pub use flags::{FeatureGates, RunArgs};
+
+use super::error::CliError;
+use crate::api::{ImagePolicy, ImageRepository};
+use crate::controller::leader::{self, Elector, Ended, LeaseConfig};
+use crate::controller::queue::unhealthy;
+use crate::controller::{gc, image_policy, image_repository, throttle, Context, Settings};
+use crate::http::{self, Readiness};
+use crate::registry::{install_crypto_provider, Registries, SchedulerConfig};
+use crate::store::{FsStore, TagStore};
+use crate::telemetry::logging;
+use crate::telemetry::metrics::Metrics;
+use crate::telemetry::registry::RegistrySource;
+use crate::telemetry::traces::{self, Traces};
+use kube::api::ListParams;
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// Runs the controller until a signal, or until leadership is lost (exit 1, as Flux).
+pub fn run(args: &RunArgs) -> Result<(), CliError> {
+    install_crypto_provider();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::failed(format!("starting the async runtime: {e}")))?;
+    let tracing_endpoint = traces::endpoint(&args.otlp_endpoint, |v| std::env::var(v).ok());
+    let (traces, layer) = match tracing_endpoint {
+        Some(endpoint) => {
+            let (traces, layer) = Traces::start(endpoint).map_err(CliError::invalid)?;
+            (Some(traces), Some(layer))
+        }
+        None => (None, None),
+    };
+    logging::init(args.log_level, args.log_encoding, layer);
+    let result = args
+        .validate()
+        .map_err(CliError::invalid)
+        .and_then(|()| runtime.block_on(run_controller(args)));
+    if let Some(traces) = traces {
+        traces.shutdown();
+    }
+    result
+}
+
+async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
+    let ignored = args.without_effect();
+    if !ignored.is_empty() {
+        tracing::warn!(flags = %ignored.join(" "), "accepted for compatibility with Flux's Deployment, without effect here");
+    }
+    let metrics_addr = http::parse_addr(&args.metrics_addr).map_err(CliError::invalid)?;
+    let health_addr = http::parse_addr(&args.health_addr).map_err(CliError::invalid)?;
+    let store = open_store(args)?;
+    let client = connect(args).await?;
+    let repositories: Api<ImageRepository> = scoped_api(&client, args);
+    let policies: Api<ImagePolicy> = scoped_api(&client, args);
+    preflight(&repositories, &args.watch_label_selector).await?;
+    preflight(&policies, &args.watch_label_selector).await?;
+    let metrics = Arc::new(Metrics::default());
+    let registries = Registries::new(SchedulerConfig::default());
+    metrics.add_source(Arc::new(RegistrySource(registries.clone())));
+    let ctx = Context::new(
+        client.clone(),
+        store.clone(),
+        registries,
+        metrics.clone(),
+        settings(args),
+    )
+    .map_err(CliError::invalid)?;
+
+    let shutdown = shutdown_on_signal();
+    let stop_servers = CancellationToken::new();
+    let readiness = Readiness::default();
+    let health = health_check(&ctx, args.health_stuck_after);
+    let serve = |addr, router| http::serve(addr, router, stop_servers.clone());
+    let metrics_server = serve(metrics_addr, http::metrics_router(metrics.clone()))
+        .await
+        .map_err(|e| CliError::failed(format!("listening on {}: {e}", args.metrics_addr)))?;
+    let health_server = serve(health_addr, http::health_router(readiness.clone(), health))
+        .await
+        .map_err(|e| CliError::failed(format!("listening on {}: {e}", args.health_addr)))?;
+    let servers = tokio::spawn(async move { tokio::try_join!(metrics_server, health_server) });
+
+    let mut elector = match args.enable_leader_election {
+        true => Some(Elector::new(client.clone(), lease_config(args)?)),
+        false => None,
+    };
+    let ended = match &mut elector {
+        Some(elector) => {
+            readiness.set_standby(true);
+            metrics.set_leader(&elector.config.name, false);
+            let leading = elector.acquire(&shutdown).await;
+            readiness.set_standby(false);
+            if leading {
+                metrics.set_leader(&elector.config.name, true);
+                run_as_leader(
+                    args,
+                    &ctx,
+                    repositories,
+                    policies,
+                    &readiness,
+                    &shutdown,
+                    elector.hold(&shutdown),
+                )
+                .await
+            } else {
+                Ended::Cancelled
+            }
+        }
+        None => {
+            let cancelled = async {
+                shutdown.cancelled().await;
+                Ended::Cancelled
+            };
+            run_as_leader(
+                args,
+                &ctx,
+                repositories,
+                policies,
+                &readiness,
+                &shutdown,
+                cancelled,
+            )
+            .await
+        }
+    };
+    if let Some(elector) = &mut elector {
+        elector.release().await;
+        metrics.set_leader(&elector.config.name, false);
+    }
+    ctx.recorder.flush(Duration::from_secs(2)).await;
+    stop_servers.cancel();
+    match servers.await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => return Err(CliError::failed(format!("serving HTTP: {e}"))),
+        Err(e) => return Err(CliError::failed(format!("serving HTTP: {e}"))),
+    }
+    match ended {
+        Ended::Cancelled => {
+            tracing::info!("stopped");
+            Ok(())
+        }
+        Ended::Lost => Err(CliError::failed("leader election lost")),
+    }
+}
+
+/// Runs both controllers and the storage GC until `holding` ends (shutdown, or the Lease
+/// lost), then gives in-flight reconciles up to `--graceful-shutdown-timeout` to finish.
+async fn run_as_leader(
+    args: &RunArgs,
+    ctx: &Arc<Context>,
+    repositories: Api<ImageRepository>,
+    policies: Api<ImagePolicy>,
+    readiness: &Readiness,
+    shutdown: &CancellationToken,
+    holding: impl std::future::Future<Output = Ended>,
+) -> Ended {
+    let work = shutdown.child_token();
+    let watch = watch_config(args);
+    let concurrency = args.concurrent.max(1);
+    let policy_controller = image_policy::controller(
+        policies,
+        repositories.clone(),
+        watch.clone(),
+        ctx.clone(),
+        concurrency,
+        work.clone(),
+        readiness.part(),
+        readiness.part(),
+    );
+    let repository_controller = image_repository::controller(
+        repositories.clone(),
+        watch,
+        ctx.clone(),
+        concurrency,
+        work.clone(),
+        readiness.part(),
+    );
+    let gc = match args.gc_interval {
+        0 => None,
+        minutes => Some(gc::run(
+            repositories,
+            args.watch_label_selector.clone(),
+            ctx.store.clone(),
+            Duration::from_secs(u64::from(minutes) * 60),
+            work.clone(),
+        )),
+    };
+    let workers = tokio::spawn(async move {
+        let gc = async {
+            if let Some(gc) = gc {
+                gc.await
+            }
+        };
+        tokio::join!(repository_controller, policy_controller, gc);
+    });
+    tracing::info!(storage = %args.storage_path, selector = %args.watch_label_selector, "image-reflector controller started");
+    let ended = holding.await;
+    if ended == Ended::Lost {
+        tracing::error!("leader election lost: stopping reconciles");
+    } else {
+        tracing::info!("shutting down: finishing in-flight reconciles");
+    }
+    work.cancel();
+    let started = Instant::now();
+    if tokio::time::timeout(args.graceful_shutdown_timeout, workers)
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            waited_seconds = started.elapsed().as_secs(),
+            "in-flight reconciles did not finish within --graceful-shutdown-timeout; exiting"
+        );
+    }
+    ended
+}
+
+/// The API client, throttled by `--kube-api-qps`/`--kube-api-burst` unless the server has
+/// Priority and Fairness.
+async fn connect(args: &RunArgs) -> Result<Client, CliError> {
+    let config = kube::Config::infer().await.map_err(|e| {
+        CliError::failed(format!(
+            "connecting to Kubernetes: {e}; run in a cluster or set KUBECONFIG"
+        ))
+    })?;
+    throttle::client(config, args.kube_api_qps, args.kube_api_burst)
+        .await
+        .map_err(|e| CliError::failed(format!("connecting to Kubernetes: {e}")))
+}
+
+fn open_store(args: &RunArgs) -> Result<Arc<dyn TagStore>, CliError> {
+    let threshold = args.storage_compression_threshold as usize * 1024;
+    let store = FsStore::open(&args.storage_path, threshold).map_err(|e| {
+        CliError::failed(format!(
+            "opening the tag store at {}: {e}; set --storage-path to a writable directory",
+            args.storage_path
+        ))
+    })?;
+    Ok(Arc::new(store))
+}
+
+/// All namespaces, or only RUNTIME_NAMESPACE with `--watch-all-namespaces=false`.
+fn scoped_api<K>(client: &Client, args: &RunArgs) -> Api<K>
+where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    if args.watch_all_namespaces {
+        Api::all(client.clone())
+    } else {
+        Api::namespaced(client.clone(), &args.runtime_namespace)
+    }
+}
+
+/// Both kinds' watches: filtered by `--watch-label-selector` (sharding).
+fn watch_config(args: &RunArgs) -> watcher::Config {
+    match args.watch_label_selector.as_str() {
+        "" => watcher::Config::default(),
+        selector => watcher::Config::default().labels(selector),
+    }
+}
+
+/// The Lease: Flux's name (plus the selector's hash) in RUNTIME_NAMESPACE, or the pod's
+/// namespace from its service account.
+fn lease_config(args: &RunArgs) -> Result<LeaseConfig, CliError> {
+    let namespace = Some(args.runtime_namespace.clone())
+        .filter(|n| !n.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+                .ok()
+                .map(|n| n.trim().to_string())
+        })
+        .ok_or_else(|| {
+            CliError::invalid(
+                "--enable-leader-election needs the namespace of its Lease: set RUNTIME_NAMESPACE \
+                 (Flux's Deployment sets it from metadata.namespace)",
+            )
+        })?;
+    Ok(LeaseConfig {
+        name: leader::lease_name(&args.watch_label_selector),
+        namespace,
+        identity: leader::identity(),
+        lease_duration: args.leader_election_lease_duration,
+        renew_deadline: args.leader_election_renew_deadline,
+        retry_period: args.leader_election_retry_period,
+        release_on_cancel: args.leader_election_release_on_cancel,
+    })
+}
+
+/// Fails with the fix when a CRD is missing, the selector is invalid, or the controller may
+/// not list its objects.
+async fn preflight<K>(api: &Api<K>, selector: &str) -> Result<(), CliError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let kind = K::kind(&K::DynamicType::default()).to_string();
+    let mut params = ListParams::default().limit(1);
+    if !selector.is_empty() {
+        params = params.labels(selector);
+    }
+    match api.list_metadata(&params).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Err(CliError::failed(format!(
+            "the {kind} CRD is not installed: kubectl apply -f crds/crds.yaml \
+             (or kubectl apply -k config/default)"
+        ))),
+        Err(kube::Error::Api(status)) if status.code == 400 && !selector.is_empty() => {
+            Err(CliError::invalid(format!(
+                "--watch-label-selector '{selector}' is not a valid label selector: {}",
+                status.message
+            )))
+        }
+        Err(e) => Err(CliError::failed(format!(
+            "listing {kind}s: {e}; check the controller's RBAC (config/rbac)"
+        ))),
+    }
+}
+
+/// `/healthz`: both loops running, none stuck (only while they are meant to run).
+fn health_check(ctx: &Arc<Context>, stuck_after: Duration) -> http::HealthCheck {
+    let (repositories, policies) = (ctx.repository_queue.clone(), ctx.policy_queue.clone());
+    let started = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    Arc::new(move || {
+        let queues = [repositories.as_ref(), policies.as_ref()];
+        let running = queues.iter().all(|q| q.stats(Instant::now()).alive);
+        // Before leadership (a stand-by) the loops have not started: that is healthy.
+        if running {
+            started.store(true, std::sync::atomic::Ordering::SeqCst);
+        } else if !started.load(std::sync::atomic::Ordering::SeqCst) {
+            return None;
+        }
+        unhealthy(&queues, stuck_after, Instant::now())
+    })
+}
+
+fn settings(args: &RunArgs) -> Settings {
+    let instance = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "image-reflector-controller".into());
+    Settings {
+        min_retry_delay: args.min_retry_delay,
+        max_retry_delay: args.max_retry_delay,
+        event_repeat_interval: args.event_repeat_interval,
+        object_level_workload_identity: args.feature_gates.enabled("ObjectLevelWorkloadIdentity"),
+        instance,
+        events_addr: Some(args.events_addr.clone()).filter(|a| !a.is_empty()),
+        requeue_dependency: args.requeue_dependency,
+        no_cross_namespace_refs: args.no_cross_namespace_refs,
+    }
+}
+
+/// Cancelled on the first SIGTERM or SIGINT.
+fn shutdown_on_signal() -> CancellationToken {
+    let token = CancellationToken::new();
+    let trigger = token.clone();
+    tokio::spawn(async move {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(err) => {
+                    tracing::error!(error = %err, "cannot listen for SIGTERM");
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        trigger.cancel();
+    });
+    token
+}

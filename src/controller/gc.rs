@@ -1,0 +1,96 @@
+//! `--gc-interval`: removes the stored tags of ImageRepositories that no longer exist (their
+//! deletion was missed, e.g. while the controller was down). Runs on the leader only, over the
+//! repositories this instance watches (its namespace scope and label selector), so a shard
+//! never removes another's tags.
+
+use crate::api::ImageRepository;
+use crate::store::{RepoKey, TagStore};
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// The keys to remove: stored before the list was read, and not listed. A repository created
+/// after the list keeps its tags, since they were stored after the first snapshot.
+pub fn dead_keys(stored_before: &[RepoKey], live: &HashSet<RepoKey>) -> Vec<RepoKey> {
+    stored_before
+        .iter()
+        .filter(|k| !live.contains(k))
+        .cloned()
+        .collect()
+}
+
+/// One collection; returns how many keys were removed.
+pub async fn collect(
+    api: &Api<ImageRepository>,
+    selector: &str,
+    store: &Arc<dyn TagStore>,
+) -> Result<usize, String> {
+    let before = {
+        let store = store.clone();
+        tokio::task::spawn_blocking(move || store.keys())
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?
+    };
+    let mut params = ListParams::default();
+    if !selector.is_empty() {
+        params = params.labels(selector);
+    }
+    let listed = api
+        .list_metadata(&params)
+        .await
+        .map_err(|e| format!("listing ImageRepositories: {e}"))?;
+    let live: HashSet<RepoKey> = listed
+        .items
+        .iter()
+        .filter_map(|m| RepoKey::new(m.namespace().unwrap_or_default(), m.name_any()).ok())
+        .collect();
+    let dead = dead_keys(&before, &live);
+    let removed = dead.len();
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || dead.iter().try_for_each(|k| store.delete(k)))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    Ok(removed)
+}
+
+/// Collects every `interval` until cancelled.
+pub async fn run(
+    api: Api<ImageRepository>,
+    selector: String,
+    store: Arc<dyn TagStore>,
+    interval: Duration,
+    cancel: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tokio::time::sleep(interval) => {}
+        }
+        match collect(&api, &selector, &store).await {
+            Ok(0) => tracing::debug!("storage garbage collection: nothing to remove"),
+            Ok(n) => tracing::info!(
+                removed = n,
+                "storage garbage collection removed the tags of deleted ImageRepositories"
+            ),
+            Err(err) => tracing::warn!(error = %err, "storage garbage collection failed"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_keys_stored_before_the_list_and_not_listed_go() {
+        let key = |n: &str| RepoKey::new("apps", n).unwrap();
+        let before = vec![key("gone"), key("kept")];
+        let live: HashSet<RepoKey> = [key("kept"), key("new")].into_iter().collect();
+        assert_eq!(dead_keys(&before, &live), vec![key("gone")]);
+    }
+}
