@@ -83,6 +83,10 @@ where
         let deleting = obj.meta().deletion_timestamp.is_some();
         let labels = object_labels(&K::kind(&()), obj.as_ref());
         let mut requeue = None;
+        if deleting {
+            // Before the finalizer goes: once the object is gone, so are its series.
+            ctx.metrics.forget(&labels);
+        }
         let result = finalizer(&api, FINALIZER, obj, |event| async {
             requeue = handle(event).await?;
             Ok(to_action(requeue))
@@ -90,15 +94,13 @@ where
         .await
         .map_err(|e| Error::Finalizer(Box::new(e)));
         match &result {
-            Ok(_) if deleting => {
-                ctx.metrics.forget(&labels);
-                queue.forget(&key);
-            }
+            Ok(_) if deleting => queue.forget(&key),
             Ok(_) => {
                 ctx.metrics.observe(labels, controller, "success", started);
                 queue.finish(&key, requeue, Instant::now());
             }
             // The error policy decides the next run, and finishes the queue entry.
+            Err(_) if deleting => {}
             Err(err) => ctx
                 .metrics
                 .observe(labels, controller, err.metric_label(), started),

@@ -8,7 +8,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// tokio's clock: the same as std's in production, and virtual under a paused test runtime.
+use tokio::time::Instant;
 
 /// A token bucket: `qps` tokens a second, at most `burst` saved.
 #[derive(Debug)]
@@ -46,6 +48,17 @@ impl TokenBucket {
 /// The layer that throttles a kube client's requests.
 #[derive(Clone)]
 pub struct ThrottleLayer(Arc<TokenBucket>);
+
+impl ThrottleLayer {
+    /// `qps` requests a second after a burst of `burst`.
+    pub fn new(qps: f32, burst: u32) -> Self {
+        ThrottleLayer(Arc::new(TokenBucket::new(
+            f64::from(qps),
+            burst,
+            Instant::now(),
+        )))
+    }
+}
 
 impl<S> tower::Layer<S> for ThrottleLayer {
     type Service = Throttle<S>;
@@ -126,9 +139,8 @@ pub async fn client(config: Config, qps: f32, burst: u32) -> Result<Client, kube
         burst,
         "client-side API throttling on: the API server has no Priority and Fairness"
     );
-    let bucket = Arc::new(TokenBucket::new(f64::from(qps), burst, Instant::now()));
     Ok(ClientBuilder::try_from(config)?
-        .with_layer(&ThrottleLayer(bucket))
+        .with_layer(&ThrottleLayer::new(qps, burst))
         .build())
 }
 

@@ -4,11 +4,11 @@
 use crate::support::{root, run};
 use std::process::Output;
 
-fn kubectl(args: &[&str], stdin: Option<&str>) -> Output {
+pub fn kubectl(args: &[&str], stdin: Option<&str>) -> Output {
     run("kubectl", args, stdin)
 }
 
-fn ok(out: Output) -> String {
+pub fn ok(out: Output) -> String {
     assert!(
         out.status.success(),
         "kubectl failed: {}",
@@ -18,7 +18,7 @@ fn ok(out: Output) -> String {
 }
 
 /// Applies `crds/` (server-side) and waits until both CRDs are served.
-fn install_crds() {
+pub fn install_crds() {
     let crds = root().join("crds/crds.yaml");
     ok(kubectl(
         &[
@@ -42,7 +42,7 @@ fn install_crds() {
     ));
 }
 
-struct Namespace(String);
+pub struct Namespace(pub String);
 
 impl Drop for Namespace {
     fn drop(&mut self) {
@@ -143,7 +143,7 @@ struct Controller {
 /// Installs `config/default` (RBAC, namespace, Deployment: no node runs it here) and returns a
 /// kubeconfig for its ServiceAccount, so the controller runs with exactly the permissions the
 /// install grants.
-fn install_and_controller_kubeconfig(dir: &std::path::Path) -> std::path::PathBuf {
+pub fn install_and_controller_kubeconfig(dir: &std::path::Path) -> std::path::PathBuf {
     let rendered = ok(kubectl(
         &["kustomize", root().join("config/default").to_str().unwrap()],
         None,
@@ -227,7 +227,7 @@ impl Drop for Controller {
 }
 
 /// `kubectl wait` for a JSONPath value (the API server watch; no polling here).
-fn wait_for(ns: &str, object: &str, jsonpath: &str, value: &str) {
+pub fn wait_for(ns: &str, object: &str, jsonpath: &str, value: &str) {
     ok(kubectl(
         &[
             "wait",
@@ -415,7 +415,7 @@ async fn e2e_controller_scans_stalls_reports_events_and_cleans_up() {
     );
 }
 
-fn get_json(ns: &str, object: &str) -> serde_json::Value {
+pub fn get_json(ns: &str, object: &str) -> serde_json::Value {
     serde_json::from_str(&ok(kubectl(&["get", "-n", ns, object, "-o", "json"], None))).unwrap()
 }
 

@@ -238,10 +238,9 @@ impl RunArgs {
     /// What the start-up warning lists: flags and gates accepted but without effect here.
     pub fn without_effect(&self) -> Vec<String> {
         let mut names: Vec<String> = self.ignored.given().iter().map(|n| n.to_string()).collect();
-        for gate in ["CacheSecretsAndConfigMaps", "FluxStorage"] {
-            if self.feature_gates.enabled(gate) {
-                names.push(format!("--feature-gates={gate}=true"));
-            }
+        // FluxStorage is how the store always works here; Secrets are always read live.
+        if self.feature_gates.enabled("CacheSecretsAndConfigMaps") {
+            names.push("--feature-gates=CacheSecretsAndConfigMaps=true".into());
         }
         names
     }
