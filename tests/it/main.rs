@@ -2,6 +2,7 @@
 
 mod api;
 mod api_mock;
+mod dashboard;
 mod digest_transitions;
 mod distribution;
 mod e2e;

@@ -1,0 +1,115 @@
+//! `config/grafana/image-reflector.json` queries only metrics the controller exports (and the
+//! metric table of docs/operations.md names them all).
+
+use crate::support::root;
+use image_reflector::controller::queue::{QueueSource, WorkQueue};
+use image_reflector::registry::{Registries, SchedulerConfig};
+use image_reflector::telemetry::metrics::{Metrics, ObjectLabels, PolicyInfo};
+use image_reflector::telemetry::registry::RegistrySource;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Every metric name in the exposition (a histogram's `_bucket`/`_sum`/`_count` included).
+fn exported() -> BTreeSet<String> {
+    let metrics = Metrics::default();
+    metrics.add_source(Arc::new(QueueSource(vec![Arc::new(WorkQueue::new(
+        "imagerepository",
+    ))])));
+    metrics.add_source(Arc::new(RegistrySource(Registries::new(
+        SchedulerConfig::default(),
+    ))));
+    let object = ObjectLabels {
+        kind: "ImagePolicy".into(),
+        name: "p".into(),
+        namespace: "n".into(),
+    };
+    metrics.observe(object.clone(), "imagepolicy", "success", Instant::now());
+    metrics.observe(object.clone(), "imagepolicy", "transient", Instant::now());
+    metrics.set_ready(&object, true);
+    metrics.set_scan("n", "r", 1, 0.0);
+    metrics.set_leader("lease", true);
+    metrics.set_policy(
+        "n",
+        "p",
+        Some(PolicyInfo {
+            name: "p".into(),
+            namespace: "n".into(),
+            image: "i".into(),
+            tag: "t".into(),
+            digest: String::new(),
+        }),
+    );
+    let text = metrics.encode();
+    let mut names = BTreeSet::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut parts = rest.split(' ');
+            let (name, kind) = (parts.next().unwrap(), parts.next().unwrap());
+            match kind {
+                "counter" => {
+                    names.insert(format!("{name}_total"));
+                }
+                "histogram" => {
+                    for suffix in ["", "_bucket", "_sum", "_count"] {
+                        names.insert(format!("{name}{suffix}"));
+                    }
+                }
+                _ => {
+                    names.insert(name.to_string());
+                }
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn the_dashboard_and_the_docs_name_exported_metrics_only() {
+    let exported = exported();
+    let dashboard: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("config/grafana/image-reflector.json")).unwrap(),
+    )
+    .unwrap();
+    let mut queries = Vec::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            queries.push(target["expr"].as_str().unwrap().to_string());
+        }
+    }
+    assert!(queries.len() >= 10, "{queries:?}");
+    let prefixes = [
+        "image_reflector_",
+        "gotk_",
+        "workqueue_",
+        "controller_runtime_",
+        "leader_election_",
+    ];
+    let docs = std::fs::read_to_string(root().join("docs/operations.md")).unwrap();
+    let mut used = BTreeSet::new();
+    for text in queries.iter().map(String::as_str).chain([docs.as_str()]) {
+        for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if prefixes.iter().any(|p| word.starts_with(p)) {
+                used.insert(word.to_string());
+            }
+        }
+    }
+    // The prefix itself and a file name in the docs are not metrics.
+    used.retain(|w| !w.ends_with('_') && w != "leader_election_role");
+    let unknown: Vec<&String> = used.iter().filter(|u| !exported.contains(*u)).collect();
+    assert!(
+        unknown.is_empty(),
+        "not exported: {unknown:?}; exported: {exported:?}"
+    );
+    // Every metric we export appears in the docs' table.
+    for name in &exported {
+        let base = name
+            .trim_end_matches("_bucket")
+            .trim_end_matches("_sum")
+            .trim_end_matches("_count");
+        assert!(
+            docs.contains(base),
+            "{base} is not documented in docs/operations.md"
+        );
+    }
+}
