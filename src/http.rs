@@ -154,6 +154,35 @@ mod tests {
         assert!(standby.is_ready(), "a stand-by is ready without caches");
     }
 
+    #[tokio::test]
+    async fn healthz_fails_with_the_reason_and_readyz_follows_the_caches() {
+        use tower::Service;
+        let get = |path: &str| {
+            axum::http::Request::get(path)
+                .body(axum::body::Body::empty())
+                .unwrap()
+        };
+        let readiness = super::Readiness::default();
+        let problem = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+        let check = problem.clone();
+        let mut router = super::health_router(
+            readiness.clone(),
+            std::sync::Arc::new(move || check.lock().unwrap().clone()),
+        );
+        let status = |r: axum::response::Response| r.status().as_u16();
+        assert_eq!(status(router.call(get("/healthz")).await.unwrap()), 200);
+        assert_eq!(status(router.call(get("/readyz")).await.unwrap()), 503);
+        readiness.part().set_ready();
+        assert_eq!(status(router.call(get("/readyz")).await.unwrap()), 200);
+        *problem.lock().unwrap() = Some("the imagepolicy controller is not running".into());
+        let response = router.call(get("/healthz")).await.unwrap();
+        assert_eq!(response.status().as_u16(), 500);
+        let body = axum::body::to_bytes(response.into_body(), 1024)
+            .await
+            .unwrap();
+        assert_eq!(&body[..], b"the imagepolicy controller is not running");
+    }
+
     #[test]
     fn parses_flux_addresses() {
         assert_eq!(parse_addr(":8080").unwrap().to_string(), "0.0.0.0:8080");

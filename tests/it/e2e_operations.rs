@@ -28,6 +28,8 @@ struct Replica {
     metrics: u16,
     health: u16,
     _storage: tempfile::TempDir,
+    /// Its stderr: the JSON log lines (shown when a test fails).
+    log: tempfile::NamedTempFile,
 }
 
 impl Replica {
@@ -39,6 +41,7 @@ impl Replica {
     ) -> Replica {
         let storage = tempfile::tempdir().unwrap();
         let (metrics, health) = (free_port(), free_port());
+        let log = tempfile::NamedTempFile::new().unwrap();
         let mut command = Command::new(env!("CARGO_BIN_EXE_image-reflector"));
         command
             .args([
@@ -52,7 +55,7 @@ impl Replica {
             .args(args)
             .env("HOSTNAME", hostname)
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
+            .stderr(log.reopen().unwrap());
         if let Some(kubeconfig) = kubeconfig {
             command.env("KUBECONFIG", kubeconfig);
         }
@@ -64,7 +67,17 @@ impl Replica {
             metrics,
             health,
             _storage: storage,
+            log,
         }
+    }
+
+    /// The log lines so far, parsed.
+    fn log_lines(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.log.path())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
     }
 
     async fn get(&self, port: u16, path: &str) -> (u16, String) {
@@ -104,6 +117,10 @@ impl Replica {
 
 impl Drop for Replica {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(self.log.path()).unwrap_or_default();
+            eprintln!("--- replica log ---\n{log}");
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -434,7 +451,26 @@ async fn e2e_traces_reach_an_otlp_collector() {
     wait_for(&ns.0, "imagerepository/app", ready, "True");
     // Spans are batched: the exporter flushes at shutdown.
     replica.signal("-TERM");
+    let log = replica.log_lines();
     assert!(replica.wait().success());
+
+    // The log lines of a reconcile carry Flux's keys.
+    let scanned = log
+        .iter()
+        .find(|l| {
+            l["msg"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("successful scan"))
+        })
+        .unwrap_or_else(|| panic!("a successful scan is logged: {log:?}"));
+    assert_eq!(scanned["level"], "info");
+    assert_eq!(scanned["controller"], "imagerepository");
+    assert_eq!(scanned["controllerKind"], "ImageRepository");
+    assert_eq!(scanned["namespace"], ns.0.as_str());
+    assert_eq!(scanned["name"], "app");
+    assert!(scanned["reconcileID"]
+        .as_str()
+        .is_some_and(|id| !id.is_empty()));
 
     let mut spans = Vec::new();
     for request in collector.seen() {
