@@ -226,6 +226,21 @@ impl Drop for Controller {
     }
 }
 
+/// Asks for a reconcile of `object` with Flux's annotation, as `flux reconcile` does.
+pub fn request_reconcile(ns: &str, object: &str, token: &str) {
+    ok(kubectl(
+        &[
+            "annotate",
+            "--overwrite",
+            "-n",
+            ns,
+            object,
+            &format!("reconcile.fluxcd.io/requestedAt={token}"),
+        ],
+        None,
+    ));
+}
+
 /// `kubectl wait` for a JSONPath value (the API server watch; no polling here).
 pub fn wait_for(ns: &str, object: &str, jsonpath: &str, value: &str) {
     ok(kubectl(
@@ -371,17 +386,7 @@ async fn e2e_controller_scans_stalls_reports_events_and_cleans_up() {
     );
 
     // A reconcile request is handled and acknowledged.
-    ok(kubectl(
-        &[
-            "annotate",
-            "--overwrite",
-            "-n",
-            &ns.0,
-            "imagerepository/app",
-            "reconcile.fluxcd.io/requestedAt=e2e-1",
-        ],
-        None,
-    ));
+    request_reconcile(&ns.0, "imagerepository/app", "e2e-1");
     wait_for(
         &ns.0,
         "imagerepository/app",
@@ -502,17 +507,7 @@ async fn e2e_policies_elect_reflect_digests_migrate_and_notify() {
 
     // The tag is overwritten in the registry: a reconcile request sees the new digest.
     let new = registry.push_image_variant("demo/app", &tags, "new").await;
-    ok(kubectl(
-        &[
-            "annotate",
-            "--overwrite",
-            "-n",
-            &ns.0,
-            "imagepolicy/semver",
-            "reconcile.fluxcd.io/requestedAt=e2e-digest",
-        ],
-        None,
-    ));
+    request_reconcile(&ns.0, "imagepolicy/semver", "e2e-digest");
     wait_for(
         &ns.0,
         "imagepolicy/semver",

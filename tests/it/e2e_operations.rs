@@ -5,7 +5,8 @@
 
 use crate::distribution::{Distribution, Variant};
 use crate::e2e::{
-    install_and_controller_kubeconfig, install_crds, kubectl, ok, wait_for, Namespace,
+    install_and_controller_kubeconfig, install_crds, kubectl, ok, request_reconcile, wait_for,
+    Namespace,
 };
 use crate::fault_server::{FaultServer, Reply};
 use std::io::{BufRead, BufReader};
@@ -295,17 +296,7 @@ async fn e2e_two_replicas_one_leader_and_a_takeover() {
         |h| h.starts_with("replica-b_"),
     );
     assert!(taken.starts_with("replica-b_"));
-    ok(kubectl(
-        &[
-            "annotate",
-            "--overwrite",
-            "-n",
-            &ns.0,
-            "imagerepository/app",
-            "reconcile.fluxcd.io/requestedAt=after-takeover",
-        ],
-        None,
-    ));
+    request_reconcile(&ns.0, "imagerepository/app", "after-takeover");
     wait_for(
         &ns.0,
         "imagerepository/app",

@@ -97,44 +97,37 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
         true => Some(Elector::new(client.clone(), lease_config(args)?)),
         false => None,
     };
-    let ended = match &mut elector {
+    let leading = match &mut elector {
         Some(elector) => {
             readiness.set_standby(true);
             metrics.set_leader(&elector.config.name, false);
             let leading = elector.acquire(&shutdown).await;
             readiness.set_standby(false);
-            if leading {
-                metrics.set_leader(&elector.config.name, true);
-                run_as_leader(
-                    args,
-                    &ctx,
-                    repositories,
-                    policies,
-                    &readiness,
-                    &shutdown,
-                    elector.hold(&shutdown),
-                )
-                .await
-            } else {
-                Ended::Cancelled
+            metrics.set_leader(&elector.config.name, leading);
+            leading
+        }
+        None => true,
+    };
+    let ended = if leading {
+        // Leading lasts until shutdown or, with election, until the Lease is lost.
+        let holding = async {
+            match &mut elector {
+                Some(elector) => elector.hold(&shutdown).await,
+                None => {
+                    shutdown.cancelled().await;
+                    Ended::Cancelled
+                }
             }
-        }
-        None => {
-            let cancelled = async {
-                shutdown.cancelled().await;
-                Ended::Cancelled
-            };
-            run_as_leader(
-                args,
-                &ctx,
-                repositories,
-                policies,
-                &readiness,
-                &shutdown,
-                cancelled,
-            )
-            .await
-        }
+        };
+        let work = Work {
+            ctx: &ctx,
+            repositories,
+            policies,
+            readiness: &readiness,
+        };
+        run_as_leader(args, work, &shutdown, holding).await
+    } else {
+        Ended::Cancelled
     };
     if let Some(elector) = &mut elector {
         elector.release().await;
@@ -156,14 +149,24 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
     }
 }
 
+/// What the leader works on.
+struct Work<'a> {
+    ctx: &'a Arc<Context>,
+    repositories: Api<ImageRepository>,
+    policies: Api<ImagePolicy>,
+    readiness: &'a Readiness,
+}
+
 /// Runs both controllers and the storage GC until `holding` ends (shutdown, or the Lease
 /// lost), then gives in-flight reconciles up to `--graceful-shutdown-timeout` to finish.
 async fn run_as_leader(
     args: &RunArgs,
-    ctx: &Arc<Context>,
-    repositories: Api<ImageRepository>,
-    policies: Api<ImagePolicy>,
-    readiness: &Readiness,
+    Work {
+        ctx,
+        repositories,
+        policies,
+        readiness,
+    }: Work<'_>,
     shutdown: &CancellationToken,
     holding: impl std::future::Future<Output = Ended>,
 ) -> Ended {
