@@ -58,6 +58,7 @@ fn process_tag() -> u32 {
 pub async fn reconcile_in_frame<K, F, Fut>(
     controller: &'static str,
     obj: Arc<K>,
+    api: &Api<K>,
     ctx: &Context,
     queue: &WorkQueue,
     handle: F,
@@ -79,7 +80,6 @@ where
         let started = Instant::now();
         let key = object_key(obj.as_ref());
         queue.start(&key, started);
-        let api = Api::<K>::namespaced(ctx.client.clone(), &obj.namespace().unwrap_or_default());
         let deleting = obj.meta().deletion_timestamp.is_some();
         let labels = object_labels(&K::kind(&()), obj.as_ref());
         let mut requeue = None;
@@ -87,7 +87,7 @@ where
             // Before the finalizer goes: once the object is gone, so are its series.
             ctx.metrics.forget(&labels);
         }
-        let result = finalizer(&api, FINALIZER, obj, |event| async {
+        let result = finalizer(api, FINALIZER, obj, |event| async {
             requeue = handle(event).await?;
             Ok(to_action(requeue))
         })

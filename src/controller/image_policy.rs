@@ -11,7 +11,7 @@ use super::frame::{reconcile_in_frame, retry, Requeue};
 use super::migrate::{migrate_status, migration_patch};
 use super::policy::{reconcile_policy, PolicyEnv, PolicyReader};
 use super::status::{
-    is_ready, object_key, object_labels, patch_status, suspended_status, trigger_hash,
+    is_ready, key_of, object_key, object_labels, patch_status, suspended_status, trigger_hash,
     FIELD_MANAGER,
 };
 use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository};
@@ -57,6 +57,7 @@ pub async fn reconcile(policy: Arc<ImagePolicy>, ctx: Arc<PolicyContext>) -> Res
     reconcile_in_frame(
         CONTROLLER,
         policy,
+        &api,
         shared,
         &shared.policy_queue,
         |event| async {
@@ -384,11 +385,8 @@ pub fn controller(
         .watches_stream(repository_changes, move |repo| {
             let policies = index.policies_for(&repo);
             for policy in &policies {
-                let key = format!(
-                    "ImagePolicy/{}/{}",
-                    policy.namespace.as_deref().unwrap_or_default(),
-                    policy.name
-                );
+                let namespace = policy.namespace.as_deref().unwrap_or_default();
+                let key = key_of("ImagePolicy", namespace, &policy.name);
                 mapped.add(key, Instant::now());
             }
             policies

@@ -34,6 +34,7 @@ pub async fn reconcile(repo: Arc<ImageRepository>, ctx: Arc<Context>) -> Result<
     reconcile_in_frame(
         CONTROLLER,
         repo,
+        &api,
         &ctx,
         &ctx.repository_queue,
         |event| async {

@@ -28,18 +28,24 @@ pub fn lease_name(label_selector: &str) -> String {
     format!("{base}-{hex}")
 }
 
-/// `$HOSTNAME` (the pod name) or the system's host name, `_`, and a unique suffix.
-pub fn identity() -> String {
-    let host = std::env::var("HOSTNAME")
+/// `$HOSTNAME` (the pod name), else the system's host name: the Lease holder's prefix and
+/// events' `reportingInstance`.
+pub fn host_name() -> String {
+    std::env::var("HOSTNAME")
         .ok()
         .filter(|h| !h.is_empty())
         .or_else(|| {
             std::fs::read_to_string("/proc/sys/kernel/hostname")
                 .ok()
                 .map(|h| h.trim().to_string())
+                .filter(|h| !h.is_empty())
         })
-        .unwrap_or_else(|| "image-reflector-controller".into());
-    format!("{host}_{}", unique_suffix())
+        .unwrap_or_else(|| "image-reflector-controller".into())
+}
+
+/// [`host_name`], `_`, and a unique suffix.
+pub fn identity() -> String {
+    format!("{}_{}", host_name(), unique_suffix())
 }
 
 /// A random UUID-shaped suffix, as controller-runtime's.

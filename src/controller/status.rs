@@ -58,12 +58,16 @@ where
 
 /// `Kind/namespace/name`: the key of per-object state (backoff, repeated events).
 pub fn object_key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
-    format!(
-        "{}/{}/{}",
-        K::kind(&()),
-        obj.namespace().unwrap_or_default(),
-        obj.name_any()
+    key_of(
+        &K::kind(&()),
+        &obj.namespace().unwrap_or_default(),
+        &obj.name_any(),
     )
+}
+
+/// [`object_key`] from its parts (for an object known only by reference).
+pub fn key_of(kind: &str, namespace: &str, name: &str) -> String {
+    format!("{kind}/{namespace}/{name}")
 }
 
 /// What triggers a reconcile of either kind (Flux §3.1, §4.1): a new generation, a changed
@@ -148,9 +152,7 @@ pub fn suspended_status<K: Resource, S: FluxStatus>(obj: &K, old: &S) -> S {
         status.set_last_handled_reconcile_at(token.to_string());
     }
     let conditions = old.conditions();
-    let ready = conditions
-        .iter()
-        .any(|c| c.type_ == "Ready" && c.status == True)
+    let ready = is_ready(conditions)
         && !conditions
             .iter()
             .any(|c| c.type_ != "Ready" && c.status == True);

@@ -527,3 +527,32 @@ async fn e2e_traces_reach_an_otlp_collector() {
         Some(registry.host.as_str())
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster: make e2e"]
+async fn e2e_storage_gc_removes_only_deleted_repositories_in_scope() {
+    use image_reflector::controller::gc;
+    use image_reflector::store::{FsStore, RepoKey, TagList, TagStore};
+    use std::sync::Arc;
+    install_crds();
+    let ns = Namespace(format!("image-reflector-gc-{}", std::process::id()));
+    ok(kubectl(&["create", "namespace", &ns.0], None));
+    let manifests = repository(&ns.0, "kept", "ghcr.io/org/app", "shard: a")
+        + &repository(&ns.0, "other-shard", "ghcr.io/org/app", "shard: b");
+    ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn TagStore> = Arc::new(FsStore::open(dir.path(), 64 * 1024).unwrap());
+    let tags = TagList::new(["1.0.0"]).unwrap();
+    let key = |name: &str| RepoKey::new(ns.0.as_str(), name).unwrap();
+    for name in ["kept", "gone"] {
+        store.set(&key(name), &tags).unwrap();
+    }
+    let client = kube::Client::try_default().await.unwrap();
+    let api = kube::Api::namespaced(client, &ns.0);
+    // The shard of `shard=a`: `other-shard` is not its to see, `gone` no longer exists.
+    let removed = gc::collect(&api, "shard=a", &store).await.unwrap();
+    assert_eq!(removed, 1);
+    let mut left = store.keys().unwrap();
+    left.sort_by_key(|k| format!("{k:?}"));
+    assert_eq!(left, vec![key("kept")]);
+}

@@ -350,10 +350,7 @@ fn health_check(ctx: &Arc<Context>, stuck_after: Duration) -> http::HealthCheck 
 }
 
 fn settings(args: &RunArgs) -> Settings {
-    let instance = std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "image-reflector-controller".into());
+    let instance = leader::host_name();
     Settings {
         min_retry_delay: args.min_retry_delay,
         max_retry_delay: args.max_retry_delay,
