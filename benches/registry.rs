@@ -66,7 +66,7 @@ fn scenario(name: &str) {
     .unwrap();
     let list = || {
         runtime
-            .block_on(client.list_tags_with(&image, |t| {
+            .block_on(client.list_tags_with(&image, move |t| {
                 keep_every == 1 || t.bytes().map(usize::from).sum::<usize>() % keep_every == 0
             }))
             .unwrap()

@@ -8,12 +8,11 @@
 use super::error::CliError;
 use super::Output;
 use crate::api::parse_go_duration;
-use crate::policy::go_style_regex_error;
+use crate::policy::compile_exclusions;
 use crate::registry::{
     ClientOptions, ImageReference, Keyring, ProxySettings, Registries, RegistryClient,
     RegistryError, SchedulerConfig, TlsMaterial,
 };
-use regex::Regex;
 use std::io::Write;
 use std::time::Duration;
 
@@ -72,24 +71,13 @@ pub struct DigestArgs {
 
 /// Runs `tags`.
 pub fn run_tags(args: &TagsArgs, out: &mut impl Write) -> Result<(), CliError> {
-    let exclusions = args
-        .exclude
-        .iter()
-        .map(|p| {
-            Regex::new(p).map_err(|e| {
-                // Flux's scan-failure text for a bad exclusionList entry.
-                CliError::invalid(format!(
-                    "failed to compile regex {p}: {}",
-                    go_style_regex_error(&e, p)
-                ))
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    // Flux's scan-failure text for a bad exclusionList entry.
+    let exclusions = compile_exclusions(&args.exclude).map_err(CliError::invalid)?;
     let image =
         ImageReference::parse(&args.image, args.connect.insecure).map_err(CliError::invalid)?;
     let client = client(&args.connect, &image)?;
     let listing = runtime()?
-        .block_on(client.list_tags_with(&image, |t| !exclusions.iter().any(|r| r.is_match(t))))
+        .block_on(client.list_tags_with(&image, move |t| !exclusions.excludes(t)))
         .map_err(registry_error)?;
     let written = match args.output {
         Output::Text => listing.tags.iter().try_for_each(|t| writeln!(out, "{t}")),

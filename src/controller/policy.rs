@@ -8,13 +8,14 @@ use super::conditions::{ConditionType, Conditions, Reason};
 use super::credentials::{client_options, ObjectReader};
 use super::finalize::{Next, Outcome};
 use super::repository::intervals;
-use super::status::finish_status;
+use super::status::{finish_status, ready_message};
 use crate::api::{
     format_go_duration, parse_go_duration, ImagePolicy, ImagePolicyStatus, ImageRef,
     ImageRepository, Provider, ReflectionPolicy,
 };
+use crate::policy::NotElected;
 use crate::registry::{ImageReference, Registries, RegistryClient};
-use crate::store::{RepoKey, TagStore};
+use crate::store::{RepoKey, StoreError, TagStore};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use std::collections::BTreeMap;
@@ -163,37 +164,24 @@ async fn run_steps<R: PolicyReader>(
     if workload_identity && !env.object_level_workload_identity {
         return stalled(c, Reason::FeatureGateDisabled, FEATURE_GATE_MESSAGE.into());
     }
-    let selection = match spec.selection_policy() {
-        Ok(selection) => selection,
-        Err(err) => return stalled(c, Reason::InvalidPolicy, err.to_string()),
+    // The pattern and range are a tenant's: compiled on the blocking pool (docs/security.md).
+    let owned = spec.clone();
+    let compiled = tokio::task::spawn_blocking(move || owned.selection_policy()).await;
+    let selection = match compiled {
+        Ok(Ok(selection)) => selection,
+        Ok(Err(err)) => return stalled(c, Reason::InvalidPolicy, err.to_string()),
+        Err(err) => return failed(c, Reason::Failure, err.to_string()),
     };
     let repo_namespace = repo.namespace().unwrap_or_default();
     let key = match RepoKey::new(repo_namespace.as_str(), repo.name_any()) {
         Ok(key) => key,
         Err(err) => return failed(c, Reason::Failure, err.to_string()),
     };
-    let store = env.store.clone();
-    let read_key = key.clone();
-    let span = tracing::info_span!("store read");
-    let read = tokio::task::spawn_blocking(move || span.in_scope(|| store.get(&read_key))).await;
-    let tags = match read {
-        Ok(Ok((tags, _))) => tags,
-        Ok(Err(err)) => {
-            return failed(
-                c,
-                Reason::Failure,
-                format!("failed to read tags from database: {err}"),
-            )
-        }
-        Err(err) => {
-            return failed(
-                c,
-                Reason::Failure,
-                format!("failed to read tags from database: {err}"),
-            )
-        }
+    let elected = match read_and_elect(env.store.clone(), key.clone(), selection).await {
+        Ok(elected) => elected,
+        Err(message) => return failed(c, Reason::Failure, message),
     };
-    if tags.is_empty() {
+    let Some(elected) = elected else {
         // Warm start (decisions.md): an empty store after a restart is not news; keep the last
         // election until the repository's first scan, which re-triggers this policy.
         if status.latest_ref.is_some() && !(env.repository_scanned)(&key) {
@@ -212,9 +200,9 @@ async fn run_steps<R: PolicyReader>(
             Next::After(env.requeue_dependency),
             message,
         );
-    }
-    let tag = match selection.select_sorted(tags.iter()) {
-        Ok(tag) => tag.to_string(),
+    };
+    let tag = match elected {
+        Ok(tag) => tag,
         Err(err) => return failed(c, Reason::Failure, err.to_string()),
     };
     let name = repo.spec.image.clone();
@@ -236,6 +224,27 @@ async fn run_steps<R: PolicyReader>(
         next,
         message,
     )
+}
+
+/// The stored tags' election, `None` when there are none. Reading and electing run on the
+/// blocking pool: a repository may hold a million tags and the pattern is a tenant's
+/// (docs/security.md).
+async fn read_and_elect(
+    store: Arc<dyn TagStore>,
+    key: RepoKey,
+    selection: crate::policy::Policy,
+) -> Result<Option<Result<String, NotElected>>, String> {
+    let span = tracing::info_span!("store read");
+    let elect = move || {
+        let (tags, _) = span.in_scope(|| store.get(&key))?;
+        Ok::<_, StoreError>(
+            (!tags.is_empty()).then(|| selection.select_sorted(tags.iter()).map(str::to_string)),
+        )
+    };
+    let read = tokio::task::spawn_blocking(elect).await;
+    read.map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()))
+        .map_err(|e| format!("failed to read tags from database: {e}"))
 }
 
 /// The repository, after the cross-namespace flag and the ACL (§4.3); on failure the Ready
@@ -336,74 +345,5 @@ async fn reflected_digest<R: PolicyReader>(
             "no answer within {} (the ImageRepository's spec.timeout)",
             format_go_duration(timeout)
         ))),
-    }
-}
-
-/// `Latest image tag for <name> resolved to <tag>[ with digest <d>][ (previously
-/// <name>:<tag>[@<digest>])]` (§4.8).
-pub fn ready_message(status: &ImagePolicyStatus) -> String {
-    let Some(latest) = &status.latest_ref else {
-        return String::new();
-    };
-    let mut message = format!(
-        "Latest image tag for {} resolved to {}",
-        latest.name, latest.tag
-    );
-    if let Some(digest) = latest.digest.as_deref().filter(|d| !d.is_empty()) {
-        message.push_str(&format!(" with digest {digest}"));
-    }
-    if let Some(previous) = status
-        .observed_previous_ref
-        .as_ref()
-        .filter(|p| *p != latest)
-    {
-        message.push_str(&format!(" (previously {}:{}", previous.name, previous.tag));
-        if let Some(digest) = previous.digest.as_deref().filter(|d| !d.is_empty()) {
-            message.push_str(&format!("@{digest}"));
-        }
-        message.push(')');
-    }
-    message
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn r(tag: &str, digest: Option<&str>) -> ImageRef {
-        ImageRef {
-            name: "foo/bar".into(),
-            tag: tag.into(),
-            digest: digest.map(String::from),
-        }
-    }
-
-    #[test]
-    fn ready_messages_are_fluxs() {
-        let status = |latest, previous| ImagePolicyStatus {
-            latest_ref: Some(latest),
-            observed_previous_ref: previous,
-            ..Default::default()
-        };
-        assert_eq!(
-            ready_message(&status(r("1.1.0", None), Some(r("1.0.0", None)))),
-            "Latest image tag for foo/bar resolved to 1.1.0 (previously foo/bar:1.0.0)"
-        );
-        assert_eq!(
-            ready_message(&status(
-                r("1.0.0", Some("sha256:1234567890abcdef")),
-                Some(r("1.0.0", Some("sha256:abcdef1234567890")))
-            )),
-            "Latest image tag for foo/bar resolved to 1.0.0 with digest sha256:1234567890abcdef (previously foo/bar:1.0.0@sha256:abcdef1234567890)"
-        );
-        assert_eq!(
-            ready_message(&status(r("1.0.0", None), None)),
-            "Latest image tag for foo/bar resolved to 1.0.0"
-        );
-        assert_eq!(
-            ready_message(&status(r("1.0.0", None), Some(r("1.0.0", None)))),
-            "Latest image tag for foo/bar resolved to 1.0.0",
-            "a previous ref equal to the latest is not shown"
-        );
     }
 }

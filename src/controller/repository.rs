@@ -13,12 +13,11 @@ use crate::api::{
     format_go_duration, parse_go_duration, ImageRepository, ImageRepositoryStatus, Provider,
     ScanResult, DEFAULT_EXCLUSION_LIST,
 };
-use crate::policy::go_style_regex_error;
+use crate::policy::{compile_exclusions, Exclusions};
 use crate::registry::{ImageReference, Registries, RegistryClient, RegistryError};
 use crate::store::{RepoKey, TagList, TagStore};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use regex::Regex;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -92,7 +91,10 @@ async fn run_steps<R: ObjectReader>(
     };
     c.delete(ConditionType::Stalled);
     let exclusions = effective_exclusions(repo);
-    let filters = match compile_exclusions(&exclusions) {
+    // A tenant's list: compiled on the blocking pool, within one size bound (docs/security.md).
+    let list = exclusions.clone();
+    let compiled = tokio::task::spawn_blocking(move || compile_exclusions(&list)).await;
+    let filters = match compiled.unwrap_or_else(|e| Err(e.to_string())) {
         Ok(filters) => filters,
         Err(message) => return stalled(c, Reason::InvalidExclusionList, message),
     };
@@ -222,21 +224,6 @@ pub fn effective_exclusions(repo: &ImageRepository) -> Vec<String> {
     }
 }
 
-/// Compiles the exclusion list before any registry call (decisions.md), with Flux's text.
-fn compile_exclusions(patterns: &[String]) -> Result<Vec<Regex>, String> {
-    patterns
-        .iter()
-        .map(|p| {
-            Regex::new(p).map_err(|e| {
-                format!(
-                    "failed to compile regex {p}: {}",
-                    go_style_regex_error(&e, p)
-                )
-            })
-        })
-        .collect()
-}
-
 /// The scan interval and the effective timeout (`timeout` or the interval, at least 1s).
 pub(super) fn intervals(repo: &ImageRepository) -> Result<(Duration, Duration), String> {
     let interval = parse_go_duration(&repo.spec.interval)
@@ -269,26 +256,31 @@ enum ScanError {
 async fn scan(
     client: &RegistryClient,
     image: &ImageReference,
-    filters: &[Regex],
+    filters: &Exclusions,
     store: &Arc<dyn TagStore>,
     key: &RepoKey,
     timeout: Duration,
     now: Timestamp,
 ) -> Result<ScanResult, ScanError> {
+    let filters = filters.clone();
     let listing = tokio::time::timeout(
         timeout,
-        client.list_tags_with(image, |tag| !filters.iter().any(|f| f.is_match(tag))),
+        client.list_tags_with(image, move |tag| !filters.excludes(tag)),
     )
     .await
     .map_err(|_| ScanError::Timeout(format_go_duration(timeout)))?
     .map_err(ScanError::Registry)?;
-    let tags = TagList::new(&listing.tags).map_err(|e| ScanError::Store(e.to_string()))?;
-    let latest_tags = tags.first(10);
-    let count = tags.len();
     let (store, key) = (store.clone(), key.clone());
-    // fsync and rename block: off the async workers.
-    let span = tracing::info_span!("store write", tags = count);
-    let revision = tokio::task::spawn_blocking(move || span.in_scope(|| store.set(&key, &tags)))
+    // Sorting up to a million tags, fsync and rename: off the async workers.
+    let span = tracing::info_span!("store write", tags = listing.tags.len());
+    let write = move || {
+        span.in_scope(|| {
+            let tags = TagList::new(&listing.tags)?;
+            let revision = store.set(&key, &tags)?;
+            Ok::<_, crate::store::StoreError>((tags.first(10), tags.len(), revision))
+        })
+    };
+    let (latest_tags, count, revision) = tokio::task::spawn_blocking(write)
         .await
         .map_err(|e| ScanError::Store(e.to_string()))?
         .map_err(|e| ScanError::Store(e.to_string()))?;

@@ -177,3 +177,73 @@ pub fn object_labels<K: Resource>(kind: &str, obj: &K) -> ObjectLabels {
         namespace: obj.namespace().unwrap_or_default(),
     }
 }
+
+/// `Latest image tag for <name> resolved to <tag>[ with digest <d>][ (previously
+/// <name>:<tag>[@<digest>])]` (§4.8).
+pub fn ready_message(status: &crate::api::ImagePolicyStatus) -> String {
+    let Some(latest) = &status.latest_ref else {
+        return String::new();
+    };
+    let mut message = format!(
+        "Latest image tag for {} resolved to {}",
+        latest.name, latest.tag
+    );
+    if let Some(digest) = latest.digest.as_deref().filter(|d| !d.is_empty()) {
+        message.push_str(&format!(" with digest {digest}"));
+    }
+    if let Some(previous) = status
+        .observed_previous_ref
+        .as_ref()
+        .filter(|p| *p != latest)
+    {
+        message.push_str(&format!(" (previously {}:{}", previous.name, previous.tag));
+        if let Some(digest) = previous.digest.as_deref().filter(|d| !d.is_empty()) {
+            message.push_str(&format!("@{digest}"));
+        }
+        message.push(')');
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{ImagePolicyStatus, ImageRef};
+
+    fn r(tag: &str, digest: Option<&str>) -> ImageRef {
+        ImageRef {
+            name: "foo/bar".into(),
+            tag: tag.into(),
+            digest: digest.map(String::from),
+        }
+    }
+
+    #[test]
+    fn ready_messages_are_fluxs() {
+        let status = |latest, previous| ImagePolicyStatus {
+            latest_ref: Some(latest),
+            observed_previous_ref: previous,
+            ..Default::default()
+        };
+        assert_eq!(
+            ready_message(&status(r("1.1.0", None), Some(r("1.0.0", None)))),
+            "Latest image tag for foo/bar resolved to 1.1.0 (previously foo/bar:1.0.0)"
+        );
+        assert_eq!(
+            ready_message(&status(
+                r("1.0.0", Some("sha256:1234567890abcdef")),
+                Some(r("1.0.0", Some("sha256:abcdef1234567890")))
+            )),
+            "Latest image tag for foo/bar resolved to 1.0.0 with digest sha256:1234567890abcdef (previously foo/bar:1.0.0@sha256:abcdef1234567890)"
+        );
+        assert_eq!(
+            ready_message(&status(r("1.0.0", None), None)),
+            "Latest image tag for foo/bar resolved to 1.0.0"
+        );
+        assert_eq!(
+            ready_message(&status(r("1.0.0", None), Some(r("1.0.0", None)))),
+            "Latest image tag for foo/bar resolved to 1.0.0",
+            "a previous ref equal to the latest is not shown"
+        );
+    }
+}

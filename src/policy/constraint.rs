@@ -6,6 +6,7 @@
 //! is split on `||`, each group is split into comparators and each comparator keeps the
 //! "dirty" flags that give wildcards their meaning.
 
+use super::error::MAX_RANGE_BYTES;
 use super::version::{compare_prerelease, scan_identifiers, Version};
 use super::InvalidPolicy;
 use regex::Regex;
@@ -79,6 +80,9 @@ static HYPHEN_RANGE: LazyLock<Regex> = LazyLock::new(|| {
 impl Constraints {
     /// Parses a constraint; errors carry Masterminds' exact texts.
     pub fn parse(text: &str) -> Result<Self, InvalidPolicy> {
+        if text.len() > MAX_RANGE_BYTES {
+            return Err(InvalidPolicy::RangeTooLong(text.len()));
+        }
         let rewritten = rewrite_hyphen_ranges(text);
         let groups = rewritten
             .split("||")
@@ -474,5 +478,24 @@ mod tests {
         ] {
             assert!(Constraints::parse(range).is_ok(), "{range} should parse");
         }
+    }
+
+    #[test]
+    fn ranges_are_bounded() {
+        // The hyphen rewrite is quadratic: 64 KiB of hyphen ranges is the most it ever sees.
+        let mut range = String::new();
+        let mut i = 0;
+        while range.len() + 40 < MAX_RANGE_BYTES {
+            range.push_str(&format!("1.0.{i} - 2.0.{i} || "));
+            i += 1;
+        }
+        range.push_str("3.0.0");
+        let parsed = Constraints::parse(&range).unwrap();
+        assert!(parsed.matches(&Version::parse_tag("1.5.0").unwrap()));
+        let long = " ".repeat(MAX_RANGE_BYTES + 1);
+        assert_eq!(
+            Constraints::parse(&long).unwrap_err().to_string(),
+            "invalid policy: improper constraint: the range is 65537 bytes long; the limit is 65536 bytes"
+        );
     }
 }

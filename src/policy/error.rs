@@ -3,6 +3,10 @@
 
 use thiserror::Error;
 
+/// The longest semver range accepted: far beyond any real range (a few dozen bytes), small
+/// enough that parsing one costs milliseconds.
+pub const MAX_RANGE_BYTES: usize = 64 << 10;
+
 /// A policy that can never elect anything: the ImagePolicy must be fixed (Stalled).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum InvalidPolicy {
@@ -12,6 +16,13 @@ pub enum InvalidPolicy {
     /// The semver range does not follow the constraint grammar.
     #[error("invalid policy: improper constraint: {}", go_quote(.0))]
     ImproperConstraint(String),
+    /// Beyond Flux (docs/security.md): a range longer than [`MAX_RANGE_BYTES`]. Upstream's
+    /// hyphen-range rewrite is quadratic in the range's length.
+    #[error(
+        "invalid policy: improper constraint: the range is {0} bytes long; the limit is {max} bytes",
+        max = MAX_RANGE_BYTES
+    )]
+    RangeTooLong(usize),
     /// A comparator's version is not a version (e.g. `1x`).
     #[error("invalid policy: constraint parser error")]
     ConstraintParser,

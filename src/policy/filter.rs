@@ -7,6 +7,7 @@
 //! a missing or non-participating group expands to nothing. The template is compiled once.
 
 use super::linear::Linear;
+use super::regex::compile_go;
 use super::InvalidPolicy;
 use regex::{CaptureLocations, Regex};
 use regex_automata::dfa::onepass;
@@ -47,9 +48,9 @@ pub struct Scratch {
 impl Filter {
     /// Compiles `pattern` and the `extract` template.
     pub fn new(pattern: &str, extract: &str) -> Result<Self, InvalidPolicy> {
-        let regex = Regex::new(pattern).map_err(|err| InvalidPolicy::Filter {
+        let regex = compile_go(pattern).map_err(|reason| InvalidPolicy::Filter {
             pattern: pattern.to_string(),
-            reason: go_style_regex_error(&err, pattern),
+            reason,
         })?;
         let template = (!extract.is_empty()).then(|| compile_template(&regex, extract));
         let linear = Linear::new(pattern);
@@ -241,33 +242,6 @@ fn group_index(regex: &Regex, name: &str) -> Option<usize> {
         return (index < regex.captures_len()).then_some(index);
     }
     regex.capture_names().position(|n| n == Some(name))
-}
-
-/// Go's regexp errors read `error parsing regexp: <what>: `<where>``; the Rust parser's say the
-/// same things in other words. Map the common ones so condition messages read as Flux's do.
-pub fn go_style_regex_error(err: &regex::Error, pattern: &str) -> String {
-    let detail = match err {
-        regex::Error::Syntax(text) => text
-            .lines()
-            .rev()
-            .find_map(|l| l.strip_prefix("error: "))
-            .unwrap_or(text)
-            .to_string(),
-        regex::Error::CompiledTooBig(_) => "expression too large".to_string(),
-        other => other.to_string(),
-    };
-    let go = match detail.as_str() {
-        "unclosed group" => "missing closing )",
-        "unopened group" => "unexpected )",
-        "unclosed character class" => "missing closing ]",
-        "repetition operator missing expression" => "missing argument to repetition operator",
-        "unrecognized escape sequence" => "invalid escape sequence",
-        "invalid character class range, the start must be <= the end" => {
-            "invalid character class range"
-        }
-        other => other,
-    };
-    format!("error parsing regexp: {go}: `{pattern}`")
 }
 
 #[cfg(test)]

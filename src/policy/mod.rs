@@ -10,12 +10,16 @@ mod error;
 mod filter;
 mod linear;
 mod numeric;
+mod regex;
 mod select;
 mod version;
 
 pub use constraint::Constraints;
-pub use error::{InvalidPolicy, NotElected};
-pub use filter::{go_style_regex_error, Filter};
+pub use error::{InvalidPolicy, NotElected, MAX_RANGE_BYTES};
+pub use filter::Filter;
 pub use numeric::Number;
+pub use regex::{
+    compile_exclusions, compile_go, go_style_regex_error, Exclusions, REGEX_SIZE_LIMIT,
+};
 pub use select::{Candidate, Explanation, FilterSpec, Order, Policy, PolicyChoice};
 pub use version::Version;

@@ -93,21 +93,23 @@ impl RegistryClient {
 /// A digest is only taken from a manifest: an OCI or Docker manifest or index, by media type
 /// (the `Content-Type`, or the body's `mediaType` when the header is generic JSON), whose body
 /// parses as one. An HTML login page, a proxy's error page or a truncated body is an error.
-fn check_manifest(content_type: &str, body: &[u8]) -> Result<(), String> {
+pub(crate) fn check_manifest(content_type: &str, body: &[u8]) -> Result<(), String> {
+    use serde::de::IgnoredAny;
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Manifest {
         schema_version: u32,
         #[serde(default)]
         media_type: Option<String>,
+        // Only the shape is checked: nothing is built for the elements (docs/security.md).
         #[serde(default)]
-        config: Option<serde_json::Value>,
+        config: Option<IgnoredAny>,
         #[serde(default)]
-        layers: Option<Vec<serde_json::Value>>,
+        layers: Option<Vec<IgnoredAny>>,
         #[serde(default)]
-        manifests: Option<Vec<serde_json::Value>>,
+        manifests: Option<Vec<IgnoredAny>>,
         #[serde(default)]
-        fs_layers: Option<Vec<serde_json::Value>>,
+        fs_layers: Option<Vec<IgnoredAny>>,
     }
     let declared = content_type.split(';').next().unwrap_or_default().trim();
     let generic = declared.is_empty() || declared == "application/json";

@@ -196,16 +196,23 @@ fn urls_match(glob: &str, target: &str) -> bool {
 /// Go's `filepath.Match` on one host label: `*`, `?`, `[set]`, `[^set]`, `\` escapes.
 ///
 /// The pattern is a tenant's docker config key, so matching must not backtrack: it runs as a
-/// set of pattern positions advanced over the text, in O(pattern × text) time, however the
-/// stars are placed (Go's own matcher does not backtrack either).
+/// set of pattern positions advanced over the text. Runs of stars collapse to one, sets are
+/// 256-bit tables, and a pattern needing more bytes than the label has fails before the walk,
+/// so a lookup costs O(label²) per key whatever its length or shape (Go's own matcher does not
+/// backtrack either).
 fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
     let tokens = glob_tokens(pattern);
+    let needed = tokens.iter().filter(|t| **t != Glob::Star).count();
+    if needed > text.len() {
+        return false;
+    }
     // `live[i]`: the first `i` tokens can match the text read so far.
     let mut live = vec![false; tokens.len() + 1];
+    let mut next = live.clone();
     live[0] = true;
     close_stars(&tokens, &mut live);
     for &c in text {
-        let mut next = vec![false; tokens.len() + 1];
+        next.fill(false);
         for (i, token) in tokens.iter().enumerate() {
             if !live[i] {
                 continue;
@@ -220,7 +227,7 @@ fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
         if !next.iter().any(|&l| l) {
             return false;
         }
-        live = next;
+        std::mem::swap(&mut live, &mut next);
     }
     live[tokens.len()]
 }
@@ -240,11 +247,8 @@ enum Glob {
     Star,
     Any,
     Byte(u8),
-    /// `[...]`: single bytes and inclusive ranges, maybe negated.
-    Set {
-        negated: bool,
-        items: Vec<(u8, u8)>,
-    },
+    /// `[...]` (negation already applied): bit `c` is set when byte `c` matches.
+    Set([u64; 4]),
     /// A `[` without its `]`: Go reports ErrBadPattern, which is no match.
     Never,
 }
@@ -254,12 +258,34 @@ impl Glob {
         match self {
             Glob::Star | Glob::Any => true,
             Glob::Byte(b) => *b == c,
-            Glob::Set { negated, items } => {
-                items.iter().any(|(lo, hi)| (*lo..=*hi).contains(&c)) != *negated
-            }
+            Glob::Set(bits) => bits[usize::from(c >> 6)] & (1 << (c & 63)) != 0,
             Glob::Never => false,
         }
     }
+}
+
+/// The table of a set's body (`a-cx`), negated when it started with `^`.
+fn set_table(negated: bool, set: &[u8]) -> [u64; 4] {
+    let mut bits = [0u64; 4];
+    let mut add = |lo: u8, hi: u8| {
+        for c in lo..=hi {
+            bits[usize::from(c >> 6)] |= 1 << (c & 63);
+        }
+    };
+    let mut i = 0;
+    while i < set.len() {
+        if i + 2 < set.len() && set[i + 1] == b'-' {
+            add(set[i], set[i + 2]);
+            i += 3;
+        } else {
+            add(set[i], set[i]);
+            i += 1;
+        }
+    }
+    if negated {
+        bits.iter_mut().for_each(|b| *b = !*b);
+    }
+    bits
 }
 
 fn glob_tokens(pattern: &[u8]) -> Vec<Glob> {
@@ -268,6 +294,8 @@ fn glob_tokens(pattern: &[u8]) -> Vec<Glob> {
     while let Some((&p, after)) = rest.split_first() {
         rest = after;
         let token = match p {
+            // `**` matches what `*` matches.
+            b'*' if tokens.last() == Some(&Glob::Star) => continue,
             b'*' => Glob::Star,
             b'?' => Glob::Any,
             b'\\' if !rest.is_empty() => {
@@ -286,19 +314,8 @@ fn glob_tokens(pattern: &[u8]) -> Vec<Glob> {
                         Some((b'^', set)) => (true, set),
                         _ => (false, &rest[..close]),
                     };
-                    let mut items = Vec::new();
-                    let mut i = 0;
-                    while i < set.len() {
-                        if i + 2 < set.len() && set[i + 1] == b'-' {
-                            items.push((set[i], set[i + 2]));
-                            i += 3;
-                        } else {
-                            items.push((set[i], set[i]));
-                            i += 1;
-                        }
-                    }
                     rest = &rest[close + 1..];
-                    Glob::Set { negated, items }
+                    Glob::Set(set_table(negated, set))
                 }
             },
             other => Glob::Byte(other),
@@ -477,6 +494,16 @@ mod tests {
             );
         }
         assert!(glob_match(b"*a*a*a*", label.as_bytes()));
+        // Megabyte keys: stars collapse, sets are tables, and a key needing more bytes than
+        // the label has is refused before the walk.
+        for (pattern, want) in [
+            ("*".repeat(1 << 20), true),
+            (format!("{}b", "*a".repeat(1 << 19)), false),
+            (format!("[{}]*", "a-z".repeat(1 << 18)), true),
+            (format!("{}*", "?".repeat(1 << 20)), false),
+        ] {
+            assert_eq!(glob_match(pattern.as_bytes(), label.as_bytes()), want);
+        }
     }
 
     #[test]

@@ -61,11 +61,13 @@ impl RegistryClient {
     }
 
     /// Lists the tags, keeping those `keep` accepts (the exclusion list) as each page
-    /// arrives, so memory holds the kept tags and one page, never every raw body.
+    /// arrives, so memory holds the kept tags and one page, never every raw body. Parsing a
+    /// page and filtering it run on the blocking pool: a page may be 64 MiB and the
+    /// exclusion list is a tenant's.
     pub async fn list_tags_with(
         &self,
         image: &ImageReference,
-        mut keep: impl FnMut(&str) -> bool,
+        keep: impl Fn(&str) -> bool + Clone + Send + 'static,
     ) -> Result<Listing, RegistryError> {
         let limits = &self.options.limits;
         let stop = |detail: String| RegistryError::Listing {
@@ -108,20 +110,38 @@ impl RegistryClient {
                 }
                 return Err(err);
             }
-            let next = next_link(&url, response.headers());
-            let body =
-                read_limited(&Method::GET, &url, &host, response, limits.max_body_bytes).await?;
-            let page: Page =
-                serde_json::from_slice(&body).map_err(|e| RegistryError::InvalidResponse {
+            let next = next_link(&url, response.headers()).map_err(|detail| {
+                RegistryError::InvalidResponse {
                     method: "GET",
                     url: url.to_string(),
                     host: host.clone(),
-                    detail: format!("the tag list is not valid JSON ({e})"),
-                })?;
-            drop(body);
-            let tags = page.tags.unwrap_or_default();
-            listing.listed += tags.len();
-            listing.tags.extend(tags.into_iter().filter(|t| keep(t)));
+                    detail,
+                }
+            })?;
+            let body =
+                read_limited(&Method::GET, &url, &host, response, limits.max_body_bytes).await?;
+            let keep = keep.clone();
+            let span = tracing::debug_span!("tag page", bytes = body.len());
+            let parsed = tokio::task::spawn_blocking(move || {
+                let _entered = span.enter();
+                parse_page(&body).map(|tags| {
+                    let listed = tags.len();
+                    (
+                        listed,
+                        tags.into_iter().filter(|t| keep(t)).collect::<Vec<_>>(),
+                    )
+                })
+            })
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()));
+            let (listed, kept) = parsed.map_err(|detail| RegistryError::InvalidResponse {
+                method: "GET",
+                url: url.to_string(),
+                host: host.clone(),
+                detail,
+            })?;
+            listing.listed += listed;
+            listing.tags.extend(kept);
             if listing.listed > limits.max_tags {
                 return Err(stop(format!(
                     "more than {} tags; the listing was stopped and nothing is kept",
@@ -144,6 +164,13 @@ impl RegistryClient {
             target = Target::Url(next);
         }
     }
+}
+
+/// A `tags/list` body: `{"name": ..., "tags": [...]}`; `null` or missing tags is an empty page.
+pub(crate) fn parse_page(body: &[u8]) -> Result<Vec<String>, String> {
+    let page: Page = serde_json::from_slice(body)
+        .map_err(|e| format!("the tag list is not valid JSON ({e})"))?;
+    Ok(page.tags.unwrap_or_default())
 }
 
 /// Quay answers `400` with `TOO_MANY_TAGS_REQUESTED` when `n` is above its limit.
@@ -171,22 +198,44 @@ fn with_page_size(url: &Url, size: u32) -> Url {
     url
 }
 
-/// The `rel="next"` target of the `Link` headers (RFC 8288), resolved against `base`.
-fn next_link(base: &Url, headers: &reqwest::header::HeaderMap) -> Option<Url> {
-    headers
-        .get_all(LINK)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .find_map(|link| {
-            let (target, params) = link.trim().split_once('>')?;
-            let target = target.trim().strip_prefix('<')?;
-            let is_next = params.split(';').any(|p| {
+/// The `rel="next"` target of the `Link` headers (RFC 8288), resolved against `base`. A next
+/// page that is not an http(s) URL is an error: stopping there would keep part of the tags as
+/// if they were all of them.
+pub(crate) fn next_link(
+    base: &Url,
+    headers: &reqwest::header::HeaderMap,
+) -> Result<Option<Url>, String> {
+    for value in headers.get_all(LINK).iter().filter_map(|v| v.to_str().ok()) {
+        // `<target>; params, <target>; params`: targets may hold commas, so scan by brackets.
+        let mut rest = value;
+        while let Some(open) = rest.find('<') {
+            let after = &rest[open + 1..];
+            let Some(close) = after.find('>') else {
+                break;
+            };
+            let target = after[..close].trim();
+            let tail = &after[close + 1..];
+            let params_end = tail.find('<').unwrap_or(tail.len());
+            rest = &tail[params_end..];
+            let is_next = tail[..params_end].split([';', ',']).any(|p| {
                 let p = p.trim().to_ascii_lowercase();
                 p == "rel=\"next\"" || p == "rel=next"
             });
-            is_next.then(|| base.join(target).ok()).flatten()
-        })
+            if !is_next {
+                continue;
+            }
+            let url = base.join(target).map_err(|e| {
+                format!("the Link header's next page '{target}' is not a URL ({e})")
+            })?;
+            if !matches!(url.scheme(), "http" | "https") || !url.has_host() {
+                return Err(format!(
+                    "the Link header's next page '{target}' is not an http(s) URL"
+                ));
+            }
+            return Ok(Some(url));
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -198,7 +247,7 @@ mod tests {
         let base = Url::parse("https://r.example/v2/a/b/tags/list?n=1000").unwrap();
         let mut headers = HeaderMap::new();
         headers.insert(LINK, HeaderValue::from_str(value).unwrap());
-        next_link(&base, &headers).map(|u| u.to_string())
+        next_link(&base, &headers).unwrap().map(|u| u.to_string())
     }
 
     #[test]
@@ -216,6 +265,24 @@ mod tests {
             Some("https://r.example/next")
         );
         assert_eq!(link(r#"</x>; rel="prev""#), None);
+        assert_eq!(
+            link(r#"</v2/a/b/tags/list?last=a,b>; rel="next""#).as_deref(),
+            Some("https://r.example/v2/a/b/tags/list?last=a,b")
+        );
+    }
+
+    #[test]
+    fn a_next_page_that_is_not_http_is_an_error() {
+        let base = Url::parse("https://r.example/v2/a/b/tags/list").unwrap();
+        for value in [
+            r#"<htt0X:/-other.example/x>; rel=next"#,
+            r#"<mailto:me@x>; rel="next""#,
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(LINK, HeaderValue::from_str(value).unwrap());
+            let err = next_link(&base, &headers).unwrap_err();
+            assert!(err.contains("is not an http(s) URL"), "{err}");
+        }
     }
 
     #[test]
