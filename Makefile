@@ -2,7 +2,7 @@
 CARGO ?= cargo
 SHARED ?= ../shared
 
-.PHONY: all build test lint fmt crds run e2e bench conformance deps image image-deps image-smoke
+.PHONY: all build test lint fmt crds run e2e bench conformance deps image image-deps image-smoke fuzz
 
 all: build
 
@@ -95,3 +95,22 @@ conformance:
 	$(CARGO) build --locked
 	python3 $(SHARED)/tools/conformance --bin target/debug/image-reflector \
 		--deviations docs/conformance-deviations.txt
+
+# Every cargo-fuzz target for FUZZ_TIME seconds each. An input running longer than
+# FUZZ_TIMEOUT seconds is a finding, like a crash: libFuzzer writes it to
+# fuzz/regressions/<target>/, which `cargo test` replays (tests/it/fuzz_replay.rs); commit it
+# with the fix. New coverage goes to fuzz/target/corpus/<target> (not committed). cargo-fuzz
+# needs nightly features: RUSTC_BOOTSTRAP=1 lets the stable toolchain build it.
+FUZZ_TIME ?= 60
+FUZZ_TIMEOUT ?= 3
+FUZZ_TARGETS ?= $(sort $(basename $(notdir $(wildcard fuzz/fuzz_targets/*.rs))))
+
+fuzz:
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install --locked cargo-fuzz
+	cd fuzz && for target in $(FUZZ_TARGETS); do \
+		mkdir -p target/corpus/$$target regressions/$$target && \
+		echo "fuzz: $$target for $(FUZZ_TIME)s" && \
+		RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run -O $$target target/corpus/$$target corpus/$$target -- \
+			-max_total_time=$(FUZZ_TIME) -timeout=$(FUZZ_TIMEOUT) -rss_limit_mb=2048 \
+			-artifact_prefix=regressions/$$target/ -print_final_stats=1 || exit 1; \
+	done

@@ -7,6 +7,8 @@
 pub mod api;
 pub mod cli;
 pub mod controller;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod policy;
 pub mod registry;

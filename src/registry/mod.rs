@@ -11,6 +11,8 @@ mod auth;
 mod client;
 mod digest;
 mod error;
+#[doc(hidden)]
+pub mod fuzz;
 mod keyring;
 mod proxy;
 mod reference;

@@ -8,6 +8,7 @@ mod distribution;
 mod e2e;
 mod e2e_operations;
 mod fault_server;
+mod fuzz_replay;
 mod notify;
 mod policy_props;
 mod policy_reconcile;

@@ -1,0 +1,107 @@
+//! Every fuzz target, by name: the targets in `fuzz/` call these, and `cargo test` replays the
+//! checked-in corpora and past findings (`fuzz/corpus/<name>`, `fuzz/regressions/<name>`)
+//! through them under a watchdog (`tests/it/fuzz_replay.rs`). Each takes arbitrary bytes,
+//! must not panic, and asserts what must hold of its parser. Not an API.
+
+use crate::policy::{
+    compile_exclusions, Constraints, FilterSpec, InvalidPolicy, Order, Policy, PolicyChoice,
+    Version,
+};
+pub use crate::registry::fuzz::{
+    docker_config, image_reference, link_header, manifest, retry_after, tag_list_json, token_json,
+    www_authenticate,
+};
+
+/// A fuzz target: raw bytes in, a panic on a finding.
+pub type Target = fn(&[u8]);
+
+/// Every target, by the name of its binary in `fuzz/` and of its corpus directories.
+pub const TARGETS: &[(&str, Target)] = &[
+    ("constraint", constraint),
+    ("docker_config", docker_config),
+    ("exclusion_list", exclusion_list),
+    ("filter_extract", filter_extract),
+    ("image_reference", image_reference),
+    ("link_header", link_header),
+    ("manifest", manifest),
+    ("retry_after", retry_after),
+    ("tag_list_json", tag_list_json),
+    ("token_json", token_json),
+    ("www_authenticate", www_authenticate),
+];
+
+fn lines(data: &[u8]) -> Option<std::str::Split<'_, char>> {
+    std::str::from_utf8(data).ok().map(|t| t.split('\n'))
+}
+
+/// A semver range (first line) and a tag (second): errors are the documented kinds.
+pub fn constraint(data: &[u8]) {
+    let Some(mut lines) = lines(data) else { return };
+    let range = lines.next().unwrap_or_default();
+    let tag = lines.next().unwrap_or("1.2.3");
+    match Constraints::parse(range) {
+        Ok(c) => {
+            if let Some(v) = Version::parse_tag(tag) {
+                let _ = c.matches(&v);
+            }
+        }
+        Err(
+            InvalidPolicy::ImproperConstraint(_)
+            | InvalidPolicy::ConstraintParser
+            | InvalidPolicy::RangeTooLong(_),
+        ) => {}
+        Err(other) => panic!("unexpected error kind for a range: {other}"),
+    }
+}
+
+/// A pattern, a template, then tags, through `filterTags` and all three policies: `select`
+/// and `explain` elect the same tag.
+pub fn filter_extract(data: &[u8]) {
+    let Some(mut lines) = lines(data) else { return };
+    let pattern = lines.next().unwrap_or_default();
+    let extract = lines.next().unwrap_or_default();
+    let tags: Vec<&str> = lines.collect();
+    let filter = FilterSpec {
+        pattern: pattern.into(),
+        extract: extract.into(),
+    };
+    for choice in [
+        PolicyChoice {
+            semver: Some(">=0.0.0-0".into()),
+            ..Default::default()
+        },
+        PolicyChoice {
+            alphabetical: Some(Order::Asc),
+            ..Default::default()
+        },
+        PolicyChoice {
+            numerical: Some(Order::Desc),
+            ..Default::default()
+        },
+    ] {
+        if let Ok(policy) = Policy::new(&choice, Some(&filter)) {
+            let elected = policy.select(tags.iter().copied()).ok();
+            let explained = policy.explain(tags.iter().copied(), 2);
+            assert_eq!(elected, explained.elected.as_ref().map(|c| c.tag.as_str()));
+        }
+    }
+}
+
+/// An exclusion list (lines up to an empty line), then tags: compiles or fails with Flux's
+/// text naming an entry, and matches each tag.
+pub fn exclusion_list(data: &[u8]) {
+    let Some(text) = std::str::from_utf8(data).ok() else {
+        return;
+    };
+    let (patterns, tags) = text.split_once("\n\n").unwrap_or((text, "1.0.0\nlatest"));
+    let patterns: Vec<String> = patterns.split('\n').map(str::to_string).collect();
+    match compile_exclusions(&patterns) {
+        Ok(exclusions) => {
+            assert_eq!(exclusions.len(), patterns.len());
+            for tag in tags.split('\n') {
+                let _ = exclusions.excludes(tag);
+            }
+        }
+        Err(message) => assert!(message.starts_with("failed to compile "), "{message}"),
+    }
+}

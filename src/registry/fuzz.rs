@@ -1,0 +1,115 @@
+//! Fuzzing entry points for the registry's parsers of untrusted bytes (issue 15): what a
+//! tenant writes (`spec.image`, docker config Secrets) and what a registry answers (`Link`,
+//! `WWW-Authenticate`, `Retry-After`, token and tag-list JSON, manifests). The parsers stay
+//! private; each function here feeds one of them raw bytes and asserts what must hold. Used by
+//! the targets in `fuzz/` and replayed over the checked-in corpora by `tests/it/fuzz_replay.rs`.
+//! Not an API.
+
+use super::auth::{parse_challenge, Challenge, TokenResponse};
+use super::digest::check_manifest;
+use super::tags::{next_link, parse_page};
+use super::{parse_retry_after, ImageReference, Keyring};
+use reqwest::header::{HeaderMap, HeaderValue, LINK};
+use reqwest::Url;
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+fn text(data: &[u8]) -> &str {
+    std::str::from_utf8(data).unwrap_or_default()
+}
+
+/// Splits the first line off: a target's second input.
+fn first_line(data: &[u8]) -> (&[u8], &[u8]) {
+    match data.iter().position(|&b| b == b'\n') {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &[]),
+    }
+}
+
+/// `spec.image`: a parsed reference prints a canonical name that parses to itself.
+pub fn image_reference(data: &[u8]) {
+    let image = text(data);
+    for insecure in [false, true] {
+        if let Ok(parsed) = ImageReference::parse(image, insecure) {
+            let canonical = parsed.canonical();
+            let again = ImageReference::parse(&canonical, insecure)
+                .unwrap_or_else(|e| panic!("{canonical:?} (from {image:?}) does not parse: {e}"));
+            assert_eq!(again.canonical(), canonical);
+        }
+    }
+}
+
+/// A docker config Secret, then a lookup: the first line is the image looked up
+/// (`<registry>/<repository>`), the rest the Secret's JSON, read as both Secret types.
+pub fn docker_config(data: &[u8]) {
+    let (target, json) = first_line(data);
+    let target = text(target);
+    let mut ring = Keyring::new();
+    if ring.add_config_json(json).is_ok() {
+        let _ = ring.lookup(target);
+    }
+    let mut ring = Keyring::new();
+    let secret = BTreeMap::from([(".dockercfg".to_string(), json.to_vec())]);
+    if ring.add_secret("kubernetes.io/dockercfg", &secret).is_ok() {
+        let _ = ring.lookup(target);
+    }
+}
+
+/// `Link` headers of a tag listing: the next page, when there is one, is an http(s) URL with
+/// a host.
+pub fn link_header(data: &[u8]) {
+    let base = Url::parse("https://registry.example/v2/team/app/tags/list?n=1000").unwrap();
+    let mut headers = HeaderMap::new();
+    for line in data.split(|&b| b == b'\n') {
+        if let Ok(value) = HeaderValue::from_bytes(line) {
+            headers.append(LINK, value);
+        }
+    }
+    if let Ok(Some(next)) = next_link(&base, &headers) {
+        assert!(
+            matches!(next.scheme(), "http" | "https") && next.has_host(),
+            "{next}"
+        );
+    }
+}
+
+/// `WWW-Authenticate`: a Bearer challenge's realm and service come out of the header.
+pub fn www_authenticate(data: &[u8]) {
+    if let Some(Challenge::Bearer { realm, service }) = parse_challenge(text(data)) {
+        assert!(realm.len() + service.map_or(0, |s| s.len()) <= data.len());
+    }
+}
+
+/// `Retry-After`: never more than a day, whatever the registry says.
+pub fn retry_after(data: &[u8]) {
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    if let Some(wait) = parse_retry_after(text(data), now) {
+        assert!(wait <= Duration::from_secs(86_400), "{wait:?}");
+    }
+}
+
+/// A token endpoint's answer: a token is never empty and lives at least a second.
+pub fn token_json(data: &[u8]) {
+    if let Ok(response) = serde_json::from_slice::<TokenResponse>(data) {
+        if let Some((token, life)) = response.into_token() {
+            assert!(!token.is_empty());
+            assert!(life >= Duration::from_secs(1));
+        }
+    }
+}
+
+/// A `tags/list` page.
+pub fn tag_list_json(data: &[u8]) {
+    if let Ok(tags) = parse_page(data) {
+        assert!(tags.len() <= data.len());
+    }
+}
+
+/// The manifest check behind a digest taken with GET: the first line is the `Content-Type`;
+/// whatever passes is JSON.
+pub fn manifest(data: &[u8]) {
+    let (content_type, body) = first_line(data);
+    if check_manifest(text(content_type), body).is_ok() {
+        assert!(serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok());
+    }
+}
