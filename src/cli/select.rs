@@ -54,7 +54,7 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
                 let json = serde_json::to_string_pretty(&x).map_err(CliError::failed)?;
                 writeln!(out, "{json}").map_err(write_err)?;
             }
-            Output::Text => write_explanation(out, &x).map_err(write_err)?,
+            Output::Text => write_explanation(out, &x, &spec).map_err(write_err)?,
         }
         return match (&x.elected, x.error) {
             (Some(_), _) => Ok(()),
@@ -67,16 +67,41 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
     writeln!(out, "{tag}").map_err(write_err)
 }
 
-fn write_explanation(out: &mut impl Write, x: &crate::policy::Explanation) -> std::io::Result<()> {
+/// The counts that apply to the policy's kind: a filter's lines only with `filterTags`, the
+/// range's only for semver, unparsable values only where a value must parse.
+fn write_explanation(
+    out: &mut impl Write,
+    x: &crate::policy::Explanation,
+    spec: &ImagePolicySpec,
+) -> std::io::Result<()> {
     match &x.elected {
         Some(c) if c.value != c.tag => writeln!(out, "elected: {} (value {})", c.tag, c.value)?,
         Some(c) => writeln!(out, "elected: {}", c.tag)?,
         None => writeln!(out, "elected: none")?,
     }
+    let semver = spec.policy.semver.is_some();
+    let numerical =
+        !semver && spec.policy.alphabetical.is_none() && spec.policy.numerical.is_some();
+    let filter = spec.filter_tags.as_ref();
+    let extract = filter.is_some_and(|f| f.extract.as_deref().is_some_and(|e| !e.is_empty()));
     writeln!(out, "tags read: {}", x.read)?;
-    writeln!(out, "dropped by filterTags: {}", x.filtered_out)?;
-    writeln!(out, "skipped as unparsable: {}", x.unparsable)?;
-    writeln!(out, "outside the semver range: {}", x.out_of_range)?;
+    if filter.is_some() {
+        writeln!(out, "dropped by filterTags: {}", x.filtered_out)?;
+    }
+    if semver {
+        writeln!(out, "skipped as not a version: {}", x.unparsable)?;
+        writeln!(out, "outside the semver range: {}", x.out_of_range)?;
+    }
+    if numerical {
+        writeln!(out, "skipped as not a number: {}", x.unparsable)?;
+    }
+    if extract {
+        writeln!(
+            out,
+            "collided (a byte-smaller tag extracted the same value): {}",
+            x.collided
+        )?;
+    }
     writeln!(out, "candidates: {}", x.candidates)?;
     for (i, c) in x.runners_up.iter().enumerate() {
         if c.value != c.tag {
@@ -88,18 +113,70 @@ fn write_explanation(out: &mut impl Write, x: &crate::policy::Explanation) -> st
     Ok(())
 }
 
-/// Reads an ImagePolicy manifest of either served version and returns its spec.
+/// Reads the one ImagePolicy of a manifest file of either served version and returns its
+/// spec. The file may hold several YAML documents and `kind: List`s (what `kubectl get
+/// imagepolicies -o yaml` prints); exactly one ImagePolicy must be among them. When there were
+/// other documents, a note on standard error says which one was used.
 pub fn parse_manifest(text: &str, source: &str) -> Result<ImagePolicySpec, CliError> {
-    let doc: serde_json::Value = serde_saphyr::from_str(text)
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(text)
         .map_err(|e| CliError::invalid(format!("{source}: not a YAML or JSON document: {e}")))?;
-    let api_version = doc.get("apiVersion").and_then(|v| v.as_str()).unwrap_or("");
-    let kind = doc.get("kind").and_then(|v| v.as_str()).unwrap_or("");
+    let mut found = Vec::new();
+    let mut others = Vec::new();
+    for (i, doc) in docs.into_iter().enumerate() {
+        let place = format!("document {}", i + 1);
+        match doc.get("kind").and_then(|v| v.as_str()) {
+            Some("List") | Some("ImagePolicyList") => {
+                let items = doc.get("items").and_then(|v| v.as_array()).cloned();
+                for (j, item) in items.into_iter().flatten().enumerate() {
+                    sort_document(
+                        item,
+                        format!("{place}, item {}", j + 1),
+                        &mut found,
+                        &mut others,
+                    );
+                }
+            }
+            _ => sort_document(doc, place, &mut found, &mut others),
+        }
+    }
     let served = [STORAGE_VERSION, DEPRECATED_VERSION].map(|v| format!("{API_GROUP}/{v}"));
-    if kind != "ImagePolicy" || !served.iter().any(|v| v == api_version) {
+    let (place, doc) = match found.len() {
+        1 => found.remove(0),
+        0 => {
+            let seen = if others.is_empty() {
+                "no objects".to_string()
+            } else {
+                others.join(", ")
+            };
+            return Err(CliError::invalid(format!(
+                "{source}: expected kind ImagePolicy with apiVersion {} or {}, found {seen}",
+                served[0], served[1]
+            )));
+        }
+        n => {
+            let names: Vec<String> = found
+                .iter()
+                .map(|(p, d)| format!("{} ({p})", name_of(d)))
+                .collect();
+            return Err(CliError::invalid(format!(
+                "{source}: holds {n} ImagePolicies ({}); select elects for one: pass a file with only \
+                 that one, e.g. `kubectl get imagepolicy NAME -o yaml`",
+                names.join(", ")
+            )));
+        }
+    };
+    let api_version = doc.get("apiVersion").and_then(|v| v.as_str()).unwrap_or("");
+    if !served.iter().any(|v| v == api_version) {
         return Err(CliError::invalid(format!(
-            "{source}: expected kind ImagePolicy with apiVersion {} or {}, found kind {kind:?} apiVersion {api_version:?}",
+            "{source}: expected kind ImagePolicy with apiVersion {} or {}, found apiVersion {api_version:?} ({place})",
             served[0], served[1]
         )));
+    }
+    if !others.is_empty() {
+        eprintln!(
+            "select: using ImagePolicy {} ({place} of {source})",
+            name_of(&doc)
+        );
     }
     let spec = doc
         .get("spec")
@@ -107,4 +184,30 @@ pub fn parse_manifest(text: &str, source: &str) -> Result<ImagePolicySpec, CliEr
         .ok_or_else(|| CliError::invalid(format!("{source}: the ImagePolicy has no spec")))?;
     serde_json::from_value(spec)
         .map_err(|e| CliError::invalid(format!("{source}: invalid ImagePolicy spec: {e}")))
+}
+
+/// Files an object under the ImagePolicies found or, by kind, under the others.
+fn sort_document(
+    doc: serde_json::Value,
+    place: String,
+    found: &mut Vec<(String, serde_json::Value)>,
+    others: &mut Vec<String>,
+) {
+    match doc.get("kind").and_then(|v| v.as_str()) {
+        Some("ImagePolicy") => found.push((place, doc)),
+        Some(kind) => others.push(format!("kind {kind:?} ({place})")),
+        None if doc.is_null() => {}
+        None => others.push(format!("no kind ({place})")),
+    }
+}
+
+/// `namespace/name`, or `name`, or `(unnamed)`.
+fn name_of(doc: &serde_json::Value) -> String {
+    let meta = doc.get("metadata");
+    let field = |k: &str| meta.and_then(|m| m.get(k)).and_then(|v| v.as_str());
+    match (field("namespace"), field("name")) {
+        (Some(ns), Some(name)) => format!("{ns}/{name}"),
+        (None, Some(name)) => name.to_string(),
+        _ => "(unnamed)".to_string(),
+    }
 }

@@ -72,7 +72,10 @@ pub struct Explanation {
     pub unparsable: usize,
     /// Versions outside the semver range.
     pub out_of_range: usize,
-    /// Tags left to elect from.
+    /// Tags dropped because a byte-smaller tag extracted the identical value (Flux keeps
+    /// one original tag per extracted value).
+    pub collided: usize,
+    /// Candidates left to elect from, one per distinct value.
     pub candidates: usize,
     /// The elected tag, if any.
     pub elected: Option<Candidate>,
@@ -168,6 +171,7 @@ impl Policy {
             filtered_out: 0,
             unparsable: 0,
             out_of_range: 0,
+            collided: 0,
             candidates: 0,
             elected: None,
             runners_up: Vec::new(),
@@ -193,6 +197,11 @@ impl Policy {
             }
         });
         x.filtered_out = tags.len() - passed;
+        // Identical values are one candidate: the byte-smallest tag (see `BestClass`).
+        ranked.sort_by(|a, b| a.value.cmp(&b.value).then_with(|| a.tag.cmp(&b.tag)));
+        let before = ranked.len();
+        ranked.dedup_by(|later, first| later.value == first.value);
+        x.collided = before - ranked.len();
         x.candidates = ranked.len();
         ranked.sort_by(|a, b| self.rank(b, a));
         let mut ranked = ranked.into_iter();
@@ -271,7 +280,8 @@ impl Policy {
         range: &Constraints,
         tags: impl Iterator<Item = &'t str>,
     ) -> (Option<&'t str>, usize) {
-        let mut best: Option<(OwnedVersion, &'t str)> = None;
+        let mut best: Option<OwnedVersion> = None;
+        let mut class = BestClass::default();
         let passed = self.for_each_value(tags, |tag, value| {
             let Some(v) = Version::parse_tag(value) else {
                 return;
@@ -280,21 +290,21 @@ impl Policy {
                 return;
             }
             match &mut best {
-                None => best = Some((OwnedVersion::from(&v), tag)),
-                Some((bv, bt)) => {
-                    let better = match v.precedence(&bv.as_version()) {
-                        Ordering::Greater => true,
-                        Ordering::Equal => self.tie(tag, bt) == Ordering::Greater,
-                        Ordering::Less => false,
-                    };
-                    if better {
-                        bv.set(&v);
-                        *bt = tag;
-                    }
+                None => {
+                    best = Some(OwnedVersion::from(&v));
+                    class.reset(value, tag);
                 }
+                Some(bv) => match v.precedence(&bv.as_version()) {
+                    Ordering::Greater => {
+                        bv.set(&v);
+                        class.reset(value, tag);
+                    }
+                    Ordering::Equal => class.offer(value, tag),
+                    Ordering::Less => {}
+                },
             }
         });
-        (best.map(|(_, tag)| tag), passed)
+        (class.winner(|a, b| self.tie(a, b)), passed)
     }
 
     fn best_alphabetical<'t>(
@@ -302,21 +312,18 @@ impl Policy {
         order: Order,
         tags: impl Iterator<Item = &'t str>,
     ) -> (Option<&'t str>, usize) {
-        let mut best: Option<(String, &'t str)> = None;
-        let passed = self.for_each_value(tags, |tag, value| match &mut best {
-            None => best = Some((value.to_string(), tag)),
-            Some((bv, bt)) => {
-                let ord = directed(order, value.as_bytes().cmp(bv.as_bytes()));
-                if ord == Ordering::Greater
-                    || (ord == Ordering::Equal && self.tie(tag, bt) == Ordering::Greater)
-                {
-                    bv.clear();
-                    bv.push_str(value);
-                    *bt = tag;
-                }
-            }
+        // Equal values are identical values here: the class holds one value and its
+        // byte-smallest tag.
+        let mut class = BestClass::default();
+        let passed = self.for_each_value(tags, |tag, value| match class.value() {
+            None => class.reset(value, tag),
+            Some(bv) => match directed(order, value.as_bytes().cmp(bv.as_bytes())) {
+                Ordering::Greater => class.reset(value, tag),
+                Ordering::Equal => class.offer(value, tag),
+                Ordering::Less => {}
+            },
         });
-        (best.map(|(_, tag)| tag), passed)
+        (class.winner(|a, b| self.tie(a, b)), passed)
     }
 
     fn best_numerical<'t>(
@@ -325,30 +332,88 @@ impl Policy {
         tags: impl Iterator<Item = &'t str>,
     ) -> (Option<&'t str>, usize) {
         let mut scratch = Number::default();
-        let mut best: Option<(Number, &'t str)> = None;
+        let mut best: Option<Number> = None;
+        let mut class = BestClass::default();
         let passed = self.for_each_value(tags, |tag, value| {
             if !scratch.parse_into(value) {
                 return;
             }
-            let better = match &best {
-                None => true,
-                Some((bn, bt)) => match directed(order, scratch.cmp(bn)) {
-                    Ordering::Greater => true,
-                    Ordering::Equal => self.tie(tag, bt) == Ordering::Greater,
-                    Ordering::Less => false,
-                },
-            };
-            if better {
-                match &mut best {
-                    Some((bn, bt)) => {
-                        std::mem::swap(bn, &mut scratch);
-                        *bt = tag;
+            let ord = best
+                .as_ref()
+                .map_or(Ordering::Greater, |bn| directed(order, scratch.cmp(bn)));
+            match ord {
+                Ordering::Greater => {
+                    match &mut best {
+                        Some(bn) => std::mem::swap(bn, &mut scratch),
+                        None => best = Some(std::mem::take(&mut scratch)),
                     }
-                    None => best = Some((std::mem::take(&mut scratch), tag)),
+                    class.reset(value, tag);
                 }
+                Ordering::Equal => class.offer(value, tag),
+                Ordering::Less => {}
             }
         });
-        (best.map(|(_, tag)| tag), passed)
+        (class.winner(|a, b| self.tie(a, b)), passed)
+    }
+}
+
+/// The candidates the policy ranks best so far, one per distinct value.
+///
+/// Several tags extracting the *identical* value are one candidate, represented by the last
+/// one Flux processes in the store's descending byte order: the byte-smallest (Flux's map
+/// assignment; decisions.md). Only between *different* values ranked equal does the tie rule
+/// decide. Usually the class holds one value, so this costs a comparison per equal rank.
+#[derive(Default)]
+struct BestClass<'t> {
+    /// (value, representative tag); values distinct. Strings are reused across resets.
+    entries: Vec<(String, &'t str)>,
+    len: usize,
+}
+
+impl<'t> BestClass<'t> {
+    /// The first value of the class (all rank equal).
+    fn value(&self) -> Option<&str> {
+        (self.len > 0).then(|| self.entries[0].0.as_str())
+    }
+
+    /// A strictly better candidate: the class starts again with it.
+    fn reset(&mut self, value: &str, tag: &'t str) {
+        self.len = 0;
+        self.push(value, tag);
+    }
+
+    /// A candidate ranked equal to the class.
+    fn offer(&mut self, value: &str, tag: &'t str) {
+        match self.entries[..self.len]
+            .iter_mut()
+            .find(|(v, _)| v == value)
+        {
+            Some((_, representative)) => {
+                if tag.as_bytes() < representative.as_bytes() {
+                    *representative = tag;
+                }
+            }
+            None => self.push(value, tag),
+        }
+    }
+
+    fn push(&mut self, value: &str, tag: &'t str) {
+        if let Some((v, t)) = self.entries.get_mut(self.len) {
+            v.clear();
+            v.push_str(value);
+            *t = tag;
+        } else {
+            self.entries.push((value.to_string(), tag));
+        }
+        self.len += 1;
+    }
+
+    /// The representative that wins the tie rule (`Greater`: the first argument wins).
+    fn winner(&self, tie: impl Fn(&str, &str) -> Ordering) -> Option<&'t str> {
+        self.entries[..self.len]
+            .iter()
+            .map(|(_, tag)| *tag)
+            .reduce(|a, b| if tie(b, a) == Ordering::Greater { b } else { a })
     }
 }
 

@@ -75,6 +75,14 @@ fn reference(
         };
         candidates.push((t.clone(), value));
     }
+    // Flux's filter is a map from value to tag filled in the store's descending byte order:
+    // of tags with the identical value, the last assigned (byte-smallest) stays.
+    candidates.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut by_value: std::collections::HashMap<String, String> = Default::default();
+    for (tag, value) in candidates {
+        by_value.insert(value, tag);
+    }
+    let mut candidates: Vec<(String, String)> = by_value.into_iter().map(|(v, t)| (t, v)).collect();
     let better = |a: &(String, String), b: &(String, String)| -> Ordering {
         if choice.semver.is_some() {
             let (x, y) = (

@@ -97,8 +97,9 @@ fn explain_counts_every_tag_and_lists_runners_up() {
     assert_eq!(code, 0);
     assert_eq!(
         out,
-        "elected: v1.2.0 (value 1.2.0)\ntags read: 6\ndropped by filterTags: 0\nskipped as unparsable: 2\n\
-         outside the semver range: 1\ncandidates: 3\nrunner-up 1: 1.1.0\nrunner-up 2: 1.0.0\n"
+        "elected: v1.2.0 (value 1.2.0)\ntags read: 6\ndropped by filterTags: 0\nskipped as not a version: 2\n\
+         outside the semver range: 1\ncollided (a byte-smaller tag extracted the same value): 0\n\
+         candidates: 3\nrunner-up 1: 1.1.0\nrunner-up 2: 1.0.0\n"
     );
 
     let (code, out, _) = select(&manifest, tags, &["-o", "json"]);
@@ -130,4 +131,102 @@ fn explain_reports_why_nothing_was_elected() {
         "unable to determine latest version from provided list"
     );
     assert!(err.contains("unable to determine"));
+}
+
+#[test]
+fn identical_extracted_values_keep_the_tag_flux_keeps() {
+    // Flux's filter is a map from value to tag, filled in the store's descending byte order:
+    // the last assignment, the byte-smallest tag, stays.
+    let manifest = format!(
+        "{SEMVER_V1}  filterTags: {{pattern: '^(\\d+\\.\\d+\\.\\d+)(-.*)?$', extract: '$1'}}\n"
+    );
+    let tags = "1.4.1-alpine\n1.4.1\n1.4.1-slim\n1.3.0\n";
+    for order in [
+        tags.to_string(),
+        tags.lines().rev().collect::<Vec<_>>().join("\n"),
+    ] {
+        let (code, out, _) = select(&manifest, &order, &[]);
+        assert_eq!((code, out.as_str()), (0, "1.4.1\n"));
+    }
+    let (code, out, _) = select(&manifest, tags, &["--explain"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("elected: 1.4.1\n"), "{out}");
+    assert!(
+        out.contains("collided (a byte-smaller tag extracted the same value): 2\n"),
+        "{out}"
+    );
+    assert!(out.contains("candidates: 2\n"), "{out}");
+
+    // Templates that expand to one string for every tag make every tag collide: a missing
+    // group, a missing name, a constant. The byte-smallest tag is elected.
+    for extract in ["$2", "${10}", "$v", "x"] {
+        let alphabetical = format!(
+            "{}  filterTags: {{pattern: '^(\\d+)\\.', extract: '{extract}'}}\n",
+            SEMVER_V1.replace("semver: {range: \">=1.0.0 <2.0.0\"}", "alphabetical: {}")
+        );
+        let (code, out, _) = select(&alphabetical, "3.0\n1.0\n2.0\n", &["--explain"]);
+        assert_eq!(code, 0, "{extract}");
+        assert!(out.starts_with("elected: 1.0"), "{extract}: {out}");
+        assert!(
+            out.contains("collided (a byte-smaller tag extracted the same value): 2\n"),
+            "{extract}: {out}"
+        );
+        assert!(
+            !out.contains("version"),
+            "alphabetical shows no semver lines: {out}"
+        );
+    }
+}
+
+#[test]
+fn explain_shows_only_the_lines_of_the_policy_kind() {
+    let numerical = SEMVER_V1.replace(
+        "semver: {range: \">=1.0.0 <2.0.0\"}",
+        "numerical: {order: asc}",
+    );
+    let (code, out, _) = select(&numerical, "3\n10\nlatest\n", &["--explain"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        out,
+        "elected: 10\ntags read: 3\nskipped as not a number: 1\ncandidates: 2\nrunner-up 1: 3\n"
+    );
+}
+
+#[test]
+fn multi_document_files_and_lists_name_the_policy_used() {
+    let other = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n";
+    let (code, out, err) = select(&format!("{other}---{SEMVER_V1}"), "1.2.0\n", &[]);
+    assert_eq!((code, out.as_str()), (0, "1.2.0\n"), "{err}");
+    assert!(
+        err.contains("using ImagePolicy default/p (document 2 of "),
+        "{err}"
+    );
+
+    // What `kubectl get imagepolicies -o yaml` prints.
+    let indented: String = SEMVER_V1
+        .trim()
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 0 {
+                format!("- {l}\n")
+            } else {
+                format!("  {l}\n")
+            }
+        })
+        .collect();
+    let list = format!("apiVersion: v1\nkind: List\nitems:\n{indented}");
+    let (code, out, err) = select(&list, "1.2.0\n", &[]);
+    assert_eq!((code, out.as_str()), (0, "1.2.0\n"), "{err}");
+
+    let two = format!(
+        "{SEMVER_V1}---{}",
+        SEMVER_V1.replace("name: p,", "name: q,")
+    );
+    let (code, _, err) = select(&two, "1.2.0\n", &[]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("holds 2 ImagePolicies (default/p (document 1), default/q (document 2))"),
+        "{err}"
+    );
 }
