@@ -39,8 +39,17 @@ pub enum ReferenceError {
     Scheme { image: String, scheme: String },
     #[error("image '{image}' should not include a tag; remove ':{tag}'")]
     Tag { image: String, tag: String },
+    /// Beyond Flux's text (which truncates the echo to the hex): the digest is named.
+    #[error(
+        "image '{image}' should not include a digest; remove '@{digest}' (spec.image names a \
+         repository: digests are not accepted in spec.image)"
+    )]
+    Digest { image: String, digest: String },
     #[error("could not parse reference: {0}")]
     Unparsable(String),
+    /// Flux's text, then what to change.
+    #[error("could not parse reference: {image} ({fix})")]
+    UnparsableFix { image: String, fix: String },
 }
 
 impl ImageReference {
@@ -54,9 +63,15 @@ impl ImageReference {
         }
         let (registry, repository) = parse_tagged(image)
             .or_else(|| parse_digested(image))
-            .ok_or_else(|| ReferenceError::Unparsable(image.into()))?;
+            .ok_or_else(|| unparsable(image))?;
         // Flux: what follows the registry text must not contain a colon (a tag or a digest).
         let rest = image.strip_prefix(registry.as_str()).unwrap_or(image);
+        if let Some((_, digest)) = rest.split_once('@') {
+            return Err(ReferenceError::Digest {
+                image: image.into(),
+                digest: digest.into(),
+            });
+        }
         if let Some(tag) = rest.split(':').nth(1) {
             return Err(ReferenceError::Tag {
                 image: image.into(),
@@ -166,6 +181,47 @@ fn parse_repository(name: &str) -> Option<(String, String)> {
     Some((registry.to_string(), repository))
 }
 
+/// Flux's `could not parse reference`, with the fix where one is plain: a host in Unicode
+/// (runtimes pull only by the punycode `xn--` name) or upper case in the path.
+fn unparsable(image: &str) -> ReferenceError {
+    let (host, path) = match image.split_once('/') {
+        Some((host, path)) if host.contains(['.', ':']) => (host, path),
+        _ => ("", image),
+    };
+    let fix = if !host.is_ascii() {
+        let ascii = reqwest::Url::parse(&format!("https://{host}/"))
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+            .filter(|h| h.is_ascii());
+        Some(match ascii {
+            Some(ascii) => format!(
+                "the registry host '{host}' is not ASCII: write it in its punycode form, '{ascii}'"
+            ),
+            None => format!(
+                "the registry host '{host}' is not ASCII: write it in its punycode (xn--) form"
+            ),
+        })
+    } else if path.chars().any(|c| c.is_ascii_uppercase()) {
+        // Named only when lower case is all that is wrong.
+        let host = if host.is_empty() {
+            String::new()
+        } else {
+            format!("{host}/")
+        };
+        let lower = format!("{host}{}", path.to_ascii_lowercase());
+        parse_tagged(&lower).map(|_| format!("repository paths are lower case: '{lower}'"))
+    } else {
+        None
+    };
+    match fix {
+        Some(fix) => ReferenceError::UnparsableFix {
+            image: image.into(),
+            fix,
+        },
+        None => ReferenceError::Unparsable(image.into()),
+    }
+}
+
 fn valid_element(element: &str, allowed: &str, min: usize, max: usize) -> bool {
     let n = element.chars().count();
     (min..=max).contains(&n) && element.chars().all(|c| allowed.contains(c))
@@ -183,6 +239,8 @@ fn valid_authority(name: &str) -> bool {
     // character by character (Go's parser accepts any bracketed text it can unescape).
     if let Some(rest) = name.strip_prefix('[') {
         return match rest.split_once(']') {
+            // A zone identifier (`[fe80::1%25eth0]`): ggcr rejects it, and so does Flux.
+            Some((inside, _)) if inside.contains('%') => false,
             Some((_, "")) => true,
             Some((_, after)) => after.strip_prefix(':').is_some_and(port_ok),
             None => false,
@@ -271,13 +329,29 @@ mod tests {
         assert_eq!(
             err(&digest),
             format!(
-                "image '{digest}' should not include a tag; remove ':{}'",
+                "image '{digest}' should not include a digest; remove '@sha256:{}' (spec.image \
+                 names a repository: digests are not accepted in spec.image)",
                 "a".repeat(64)
             )
         );
+        assert_eq!(
+            err("UPPER/case"),
+            "could not parse reference: UPPER/case (repository paths are lower case: 'upper/case')"
+        );
+        assert_eq!(
+            err("ghcr.io/Org/App"),
+            "could not parse reference: ghcr.io/Org/App (repository paths are lower case: 'ghcr.io/org/app')"
+        );
+        assert_eq!(
+            err("münchen.example.de/app"),
+            "could not parse reference: münchen.example.de/app (the registry host \
+             'münchen.example.de' is not ASCII: write it in its punycode form, \
+             'xn--mnchen-3ya.example.de')"
+        );
         for bad in [
             "",
-            "UPPER/case",
+            "[fe80::1%25eth0]:5000/img",
+            "[fe80::1%eth0]/img",
             "a",
             "foo:",
             "foo bar",
