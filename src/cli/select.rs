@@ -6,6 +6,7 @@
 use super::error::{read_input, CliError};
 use super::Output;
 use crate::api::{ImagePolicySpec, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION};
+use crate::policy::{Policy, PolicyKind};
 use std::io::Write;
 
 /// Options of `select`.
@@ -54,7 +55,7 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
                 let json = serde_json::to_string_pretty(&x).map_err(CliError::failed)?;
                 writeln!(out, "{json}").map_err(write_err)?;
             }
-            Output::Text => write_explanation(out, &x, &spec).map_err(write_err)?,
+            Output::Text => write_explanation(out, &x, &policy).map_err(write_err)?,
         }
         return match (&x.elected, x.error) {
             (Some(_), _) => Ok(()),
@@ -72,27 +73,23 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
 fn write_explanation(
     out: &mut impl Write,
     x: &crate::policy::Explanation,
-    spec: &ImagePolicySpec,
+    policy: &Policy,
 ) -> std::io::Result<()> {
     match &x.elected {
         Some(c) if c.value != c.tag => writeln!(out, "elected: {} (value {})", c.tag, c.value)?,
         Some(c) => writeln!(out, "elected: {}", c.tag)?,
         None => writeln!(out, "elected: none")?,
     }
-    let semver = spec.policy.semver.is_some();
-    let numerical =
-        !semver && spec.policy.alphabetical.is_none() && spec.policy.numerical.is_some();
-    let filter = spec.filter_tags.as_ref();
-    let extract = filter.is_some_and(|f| f.extract.as_deref().is_some_and(|e| !e.is_empty()));
+    let (filter, extract) = policy.filters();
     writeln!(out, "tags read: {}", x.read)?;
-    if filter.is_some() {
+    if filter {
         writeln!(out, "dropped by filterTags: {}", x.filtered_out)?;
     }
-    if semver {
+    if policy.kind() == PolicyKind::SemVer {
         writeln!(out, "skipped as not a version: {}", x.unparsable)?;
         writeln!(out, "outside the semver range: {}", x.out_of_range)?;
     }
-    if numerical {
+    if policy.kind() == PolicyKind::Numerical {
         writeln!(out, "skipped as not a number: {}", x.unparsable)?;
     }
     if extract {

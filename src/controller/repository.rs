@@ -151,7 +151,7 @@ async fn run_steps<R: ObjectReader>(
             let client = RegistryClient::new(options, env.registries.clone());
             let scanned = match client {
                 Ok(client) => {
-                    scan(&client, &image, &filters, env.store, &key, timeout, env.now).await
+                    scan(&client, &image, filters, env.store, &key, timeout, env.now).await
                 }
                 Err(err) => Err(ScanError::Registry(err)),
             };
@@ -256,13 +256,12 @@ enum ScanError {
 async fn scan(
     client: &RegistryClient,
     image: &ImageReference,
-    filters: &Exclusions,
+    filters: Exclusions,
     store: &Arc<dyn TagStore>,
     key: &RepoKey,
     timeout: Duration,
     now: Timestamp,
 ) -> Result<ScanResult, ScanError> {
-    let filters = filters.clone();
     let listing = tokio::time::timeout(
         timeout,
         client.list_tags_with(image, move |tag| !filters.excludes(tag)),

@@ -68,6 +68,11 @@ impl Filter {
         })
     }
 
+    /// Whether an `extract` template makes the compared value (else it is the tag).
+    pub fn extracts(&self) -> bool {
+        self.template.is_some()
+    }
+
     /// Scratch space for [`Filter::apply`].
     pub fn scratch(&self) -> Scratch {
         Scratch {

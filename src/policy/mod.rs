@@ -21,5 +21,5 @@ pub use numeric::Number;
 pub use regex::{
     compile_exclusions, compile_go, go_style_regex_error, Exclusions, REGEX_SIZE_LIMIT,
 };
-pub use select::{Candidate, Explanation, FilterSpec, Order, Policy, PolicyChoice};
+pub use select::{Candidate, Explanation, FilterSpec, Order, Policy, PolicyChoice, PolicyKind};
 pub use version::Version;

@@ -38,6 +38,14 @@ pub struct FilterSpec {
     pub extract: String,
 }
 
+/// The policy kind in effect (the first one set of `spec.policy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyKind {
+    SemVer,
+    Alphabetical,
+    Numerical,
+}
+
 /// A validated policy, ready to elect.
 #[derive(Clone, Debug)]
 pub struct Policy {
@@ -102,6 +110,23 @@ impl Policy {
             .map(|f| Filter::new(&f.pattern, &f.extract))
             .transpose()?;
         Ok(Policy { rule, filter })
+    }
+
+    /// Which of semver, alphabetical, numerical this policy elects by.
+    pub fn kind(&self) -> PolicyKind {
+        match self.rule {
+            Rule::SemVer(_) => PolicyKind::SemVer,
+            Rule::Alphabetical(_) => PolicyKind::Alphabetical,
+            Rule::Numerical(_) => PolicyKind::Numerical,
+        }
+    }
+
+    /// Whether `filterTags` is set, and whether it extracts a value from each tag.
+    pub fn filters(&self) -> (bool, bool) {
+        (
+            self.filter.is_some(),
+            self.filter.as_ref().is_some_and(Filter::extracts),
+        )
     }
 
     /// Elects the latest tag.
@@ -357,62 +382,54 @@ impl Policy {
     }
 }
 
-/// The candidates the policy ranks best so far, one per distinct value.
+/// The candidates the policy ranks best so far.
 ///
 /// Several tags extracting the *identical* value are one candidate, represented by the last
 /// one Flux processes in the store's descending byte order: the byte-smallest (Flux's map
 /// assignment; decisions.md). Only between *different* values ranked equal does the tie rule
-/// decide. Usually the class holds one value, so this costs a comparison per equal rank.
+/// decide. Members are only appended while electing (a class may be large: a million
+/// `1.0.0+build.N` tags rank equal) and grouped once, at the end.
 #[derive(Default)]
 struct BestClass<'t> {
-    /// (value, representative tag); values distinct. Strings are reused across resets.
-    entries: Vec<(String, &'t str)>,
+    /// (value, tag), ranked equal. Strings are reused across resets.
+    members: Vec<(String, &'t str)>,
     len: usize,
 }
 
 impl<'t> BestClass<'t> {
     /// The first value of the class (all rank equal).
     fn value(&self) -> Option<&str> {
-        (self.len > 0).then(|| self.entries[0].0.as_str())
+        (self.len > 0).then(|| self.members[0].0.as_str())
     }
 
     /// A strictly better candidate: the class starts again with it.
     fn reset(&mut self, value: &str, tag: &'t str) {
         self.len = 0;
-        self.push(value, tag);
+        self.offer(value, tag);
     }
 
     /// A candidate ranked equal to the class.
     fn offer(&mut self, value: &str, tag: &'t str) {
-        match self.entries[..self.len]
-            .iter_mut()
-            .find(|(v, _)| v == value)
-        {
-            Some((_, representative)) => {
-                if tag.as_bytes() < representative.as_bytes() {
-                    *representative = tag;
-                }
-            }
-            None => self.push(value, tag),
-        }
-    }
-
-    fn push(&mut self, value: &str, tag: &'t str) {
-        if let Some((v, t)) = self.entries.get_mut(self.len) {
+        if let Some((v, t)) = self.members.get_mut(self.len) {
             v.clear();
             v.push_str(value);
             *t = tag;
         } else {
-            self.entries.push((value.to_string(), tag));
+            self.members.push((value.to_string(), tag));
         }
         self.len += 1;
     }
 
-    /// The representative that wins the tie rule (`Greater`: the first argument wins).
-    fn winner(&self, tie: impl Fn(&str, &str) -> Ordering) -> Option<&'t str> {
-        self.entries[..self.len]
-            .iter()
-            .map(|(_, tag)| *tag)
+    /// The byte-smallest tag of each value, then the one that wins the tie rule (`Greater`:
+    /// the first argument wins).
+    fn winner(mut self, tie: impl Fn(&str, &str) -> Ordering) -> Option<&'t str> {
+        let members = &mut self.members[..self.len];
+        if members.len() > 1 {
+            members.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
+        }
+        members
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|group| group[0].1)
             .reduce(|a, b| if tie(b, a) == Ordering::Greater { b } else { a })
     }
 }
@@ -521,7 +538,7 @@ impl OwnedVersion {
 
 #[cfg(test)]
 mod tests {
-    use super::prefix_key;
+    use super::{prefix_key, FilterSpec, Policy, PolicyChoice};
 
     #[test]
     fn prefix_key_orders_like_bytes_for_every_length() {
@@ -554,5 +571,34 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_large_class_of_equal_rank_is_grouped_once() {
+        // Build metadata does not count in semver precedence: every tag ranks equal. Searching
+        // the class per tag was quadratic; grouping at the end is one sort.
+        let tags: Vec<String> = (0..200_000).map(|i| format!("1.0.0+b{i:06}")).collect();
+        let mut sorted = tags.clone();
+        sorted.sort_unstable_by(|a, b| b.cmp(a));
+        let semver = PolicyChoice {
+            semver: Some(">=1.0.0".into()),
+            ..Default::default()
+        };
+        let policy = Policy::new(&semver, None).unwrap();
+        assert_eq!(
+            policy.select_sorted(sorted.iter().map(String::as_str)),
+            Ok("1.0.0+b199999")
+        );
+        // With an extract that groups them by tens: each group is represented by its
+        // byte-smallest tag, and the tie between groups goes to the byte-greatest of those.
+        let filter = FilterSpec {
+            pattern: r"^(1\.0\.0\+b\d{5})\d$".into(),
+            extract: "$1".into(),
+        };
+        let policy = Policy::new(&semver, Some(&filter)).unwrap();
+        assert_eq!(
+            policy.select(tags.iter().map(String::as_str)),
+            Ok("1.0.0+b199990")
+        );
     }
 }

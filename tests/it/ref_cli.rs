@@ -61,3 +61,40 @@ fn invalid_images_exit_2_with_flux_messages() {
         "{err}"
     );
 }
+
+#[test]
+fn unparsable_images_name_the_fix() {
+    let cases = [
+        (
+            "[fe80::1%25eth0]:5000/img".to_string(),
+            "could not parse reference: [fe80::1%25eth0]:5000/img".to_string(),
+        ),
+        (
+            "münchen.example.de/app".to_string(),
+            "could not parse reference: münchen.example.de/app (the registry host \
+             'münchen.example.de' is not ASCII: write it in its punycode form, \
+             'xn--mnchen-3ya.example.de')"
+                .to_string(),
+        ),
+        (
+            "ghcr.io/Org/App".to_string(),
+            "could not parse reference: ghcr.io/Org/App (repository paths are lower case: \
+             'ghcr.io/org/app')"
+                .to_string(),
+        ),
+        (
+            format!("ghcr.io/org/app@sha256:{}", "a".repeat(64)),
+            format!(
+                "image 'ghcr.io/org/app@sha256:{0}' should not include a digest; remove \
+                 '@sha256:{0}' (spec.image names a repository: digests are not accepted in \
+                 spec.image)",
+                "a".repeat(64)
+            ),
+        ),
+    ];
+    for (image, message) in cases {
+        let (code, out, err) = run(&["ref", &image]);
+        assert_eq!((code, out.as_str()), (2, ""), "{image}");
+        assert!(err.contains(&message), "{image}: {err}");
+    }
+}
