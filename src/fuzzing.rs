@@ -4,8 +4,8 @@
 //! must not panic, and asserts what must hold of its parser. Not an API.
 
 use crate::policy::{
-    compile_exclusions, Constraints, FilterSpec, InvalidPolicy, Order, Policy, PolicyChoice,
-    Version,
+    compile_exclusions, translate_go_regex, Constraints, FilterSpec, InvalidPolicy, Order, Policy,
+    PolicyChoice, Version,
 };
 pub use crate::registry::fuzz::{
     docker_config, image_reference, link_header, manifest, retry_after, tag_list_json, token_json,
@@ -21,6 +21,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("docker_config", docker_config),
     ("exclusion_list", exclusion_list),
     ("filter_extract", filter_extract),
+    ("go_regex", go_regex),
     ("image_reference", image_reference),
     ("link_header", link_header),
     ("manifest", manifest),
@@ -103,5 +104,24 @@ pub fn exclusion_list(data: &[u8]) {
             }
         }
         Err(message) => assert!(message.starts_with("failed to compile "), "{message}"),
+    }
+}
+
+/// A Go pattern: Go's error, or a translation the regex crate reads (the translator never
+/// writes text the crate refuses), the same each time.
+pub fn go_regex(data: &[u8]) {
+    let Ok(pattern) = std::str::from_utf8(data) else {
+        return;
+    };
+    match translate_go_regex(pattern) {
+        Ok(translated) => {
+            let parsed = regex_syntax::ParserBuilder::new()
+                .nest_limit(8000)
+                .build()
+                .parse(&translated.pattern);
+            assert!(parsed.is_ok(), "{pattern:?} -> {:?}", translated.pattern);
+            assert_eq!(translate_go_regex(pattern).ok(), Some(translated));
+        }
+        Err(e) => assert!(e.to_string().starts_with("error parsing regexp: "), "{e}"),
     }
 }

@@ -7,7 +7,7 @@
 //! a missing or non-participating group expands to nothing. The template is compiled once.
 
 use super::linear::Linear;
-use super::regex::compile_go;
+use super::regex::{compile_go, DEEP};
 use super::InvalidPolicy;
 use regex::{CaptureLocations, Regex};
 use regex_automata::dfa::onepass;
@@ -34,6 +34,7 @@ pub struct Filter {
 enum Piece {
     Literal(String),
     Group(usize),
+    FirstOf(Box<[usize]>),
 }
 
 /// Scratch space reused across tags, so filtering allocates nothing per tag.
@@ -48,17 +49,23 @@ pub struct Scratch {
 impl Filter {
     /// Compiles `pattern` and the `extract` template.
     pub fn new(pattern: &str, extract: &str) -> Result<Self, InvalidPolicy> {
-        let regex = compile_go(pattern).map_err(|reason| InvalidPolicy::Filter {
+        let compiled = compile_go(pattern).map_err(|reason| InvalidPolicy::Filter {
             pattern: pattern.to_string(),
             reason,
         })?;
-        let template = (!extract.is_empty()).then(|| compile_template(&regex, extract));
-        let linear = Linear::new(pattern);
-        let prefixes = required_prefixes(pattern);
+        let names = &compiled.translated.names;
+        let template = (!extract.is_empty()).then(|| compile_template(names, extract));
+        // The fast paths read the pattern in the regex crate's syntax, with Go's meaning; a
+        // deep pattern (rare) takes the general engine alone, which compiles on a deep stack.
+        let rust = &compiled.translated.pattern;
+        let shallow = compiled.translated.height <= DEEP;
+        let linear = shallow.then(|| Linear::new(rust)).flatten();
+        let prefixes = shallow.then(|| required_prefixes(rust)).flatten();
         // Anchored searches give the same matches only when the pattern is start-anchored.
-        let onepass = starts_anchored(pattern)
-            .then(|| onepass::DFA::new(pattern).ok())
+        let onepass = (shallow && starts_anchored(rust))
+            .then(|| onepass::DFA::new(rust).ok())
             .flatten();
+        let regex = compiled.regex;
         Ok(Filter {
             regex,
             linear,
@@ -155,6 +162,11 @@ fn expand(
                     value.push_str(&tag[start..end]);
                 }
             }
+            Piece::FirstOf(indexes) => {
+                if let Some((start, end)) = indexes.iter().find_map(|&i| group(i)) {
+                    value.push_str(&tag[start..end]);
+                }
+            }
         }
     }
 }
@@ -184,8 +196,9 @@ fn required_prefixes(pattern: &str) -> Option<Vec<Box<[u8]>>> {
     Some(literals.iter().map(|l| l.as_bytes().into()).collect())
 }
 
-/// Compiles an extract template against the regex's groups, following Go's rules.
-fn compile_template(regex: &Regex, template: &str) -> Vec<Piece> {
+/// Compiles an extract template against the pattern's groups (Go's names by index),
+/// following Go's rules.
+fn compile_template(names: &[Option<String>], template: &str) -> Vec<Piece> {
     let mut pieces = Vec::new();
     let mut literal = String::new();
     let mut rest = template;
@@ -205,8 +218,10 @@ fn compile_template(regex: &Regex, template: &str) -> Vec<Piece> {
         if !literal.is_empty() {
             pieces.push(Piece::Literal(std::mem::take(&mut literal)));
         }
-        if let Some(index) = group_index(regex, name) {
-            pieces.push(Piece::Group(index));
+        match group_index(names, name) {
+            Reference::None => {}
+            Reference::One(index) => pieces.push(Piece::Group(index)),
+            Reference::FirstOf(indexes) => pieces.push(Piece::FirstOf(indexes)),
         }
     }
     literal.push_str(rest);
@@ -222,10 +237,10 @@ fn reference_name(text: &str) -> Option<(&str, &str)> {
         Some(body) => (true, body),
         None => (false, text),
     };
-    let end = body
-        .char_indices()
-        .find(|&(_, c)| !(c.is_alphabetic() || c.is_numeric() || c == '_'))
-        .map_or(body.len(), |(i, _)| i);
+    // Go's `unicode.IsLetter` (category L), `IsDigit` (Nd) and `_`.
+    static NAME: std::sync::LazyLock<Regex> =
+        std::sync::LazyLock::new(|| Regex::new(r"\A[\p{L}\p{Nd}_]*").expect("a valid expression"));
+    let end = NAME.find(body).map_or(0, |m| m.end());
     if end == 0 {
         return None;
     }
@@ -238,15 +253,37 @@ fn reference_name(text: &str) -> Option<(&str, &str)> {
     }
 }
 
+/// What a `$name` in a template refers to.
+enum Reference {
+    None,
+    One(usize),
+    /// Several groups share the name (Go allows it): the first that took part in the match.
+    FirstOf(Box<[usize]>),
+}
+
 /// A number (without leading zeros, below 10⁸) is a group index; anything else a group name.
-fn group_index(regex: &Regex, name: &str) -> Option<usize> {
+fn group_index(names: &[Option<String>], name: &str) -> Reference {
     let numeric =
         name.bytes().all(|b| b.is_ascii_digit()) && !(name.len() > 1 && name.starts_with('0'));
-    if numeric {
-        let index: usize = name.parse().ok().filter(|&n| n < 100_000_000)?;
-        return (index < regex.captures_len()).then_some(index);
+    // Go reads a number as an index; one with a leading zero or of 10⁸ or more as a name
+    // (a group may be called `01`).
+    match name.parse::<usize>() {
+        Ok(index) if numeric && index < 100_000_000 => {
+            return match index < names.len() {
+                true => Reference::One(index),
+                false => Reference::None,
+            };
+        }
+        _ => {}
     }
-    regex.capture_names().position(|n| n == Some(name))
+    let found: Vec<usize> = (0..names.len())
+        .filter(|&i| names[i].as_deref() == Some(name))
+        .collect();
+    match found.as_slice() {
+        [] => Reference::None,
+        [one] => Reference::One(*one),
+        _ => Reference::FirstOf(found.into()),
+    }
 }
 
 #[cfg(test)]
@@ -361,11 +398,43 @@ mod tests {
     }
 
     #[test]
+    fn templates_use_gos_group_names() {
+        // Go allows a name starting with a digit, and the same name twice: `$v` is then the
+        // first group of that name that took part in the match.
+        assert_eq!(extract(r"^(?P<1x>\d+)", "$1x", "42").as_deref(), Some("42"));
+        let twice = r"^(?:a(?P<v>\d)|b(?P<v>\d))$";
+        assert_eq!(extract(twice, "[$v]", "b7").as_deref(), Some("[7]"));
+        assert_eq!(extract(twice, "[$v]", "a3").as_deref(), Some("[3]"));
+        assert_eq!(extract(r"^(?P<01>\d)", "$01", "5").as_deref(), Some("5"));
+        // A name is Go's letters (L), digits (Nd) and `_`: `²` is neither.
+        assert_eq!(extract(r"^(\d)", "$1²", "5").as_deref(), Some("5²"));
+        assert_eq!(extract(r"^(\d)", "$1é", "5").as_deref(), Some(""));
+    }
+
+    #[test]
+    fn typical_patterns_keep_their_fast_paths_after_translation() {
+        let f = Filter::new(r"^main-[a-f0-9]+-(?P<ts>[0-9]+)$", "$ts").unwrap();
+        assert!(f.linear.is_some() && f.prefixes.is_some() && f.onepass.is_some());
+        let f = Filter::new(r"^v?(?P<v>\d+\.\d+\.\d+)(-rc\.\d+)?$", "$v").unwrap();
+        assert!(f.onepass.is_some(), "start-anchored and one-pass");
+        // Go's ASCII `\d`: the linear walk needs no fallback for non-ASCII tags.
+        let f = Filter::new(r"^(\d+)$", "$1").unwrap();
+        let mut scratch = f.scratch();
+        assert_eq!(f.apply("٣", &mut scratch), None);
+        assert_eq!(f.apply("12", &mut scratch), Some("12"));
+    }
+
+    #[test]
     fn invalid_pattern_reads_like_go() {
         let err = Filter::new("(abc", "").expect_err("unclosed group");
         assert_eq!(
             err.to_string(),
             "failed to filter tags: invalid regular expression pattern '(abc': error parsing regexp: missing closing ): `(abc`"
+        );
+        let err = Filter::new("^v\\d++$", "").expect_err("nested repetition");
+        assert_eq!(
+            err.to_string(),
+            "failed to filter tags: invalid regular expression pattern '^v\\d++$': error parsing regexp: invalid nested repetition operator: `++`"
         );
     }
 }

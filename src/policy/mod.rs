@@ -8,6 +8,7 @@
 mod constraint;
 mod error;
 mod filter;
+mod goregex;
 mod linear;
 mod numeric;
 mod regex;
@@ -17,9 +18,8 @@ mod version;
 pub use constraint::Constraints;
 pub use error::{InvalidPolicy, NotElected, MAX_RANGE_BYTES};
 pub use filter::Filter;
+pub use goregex::{translate as translate_go_regex, GoError, Translated};
 pub use numeric::Number;
-pub use regex::{
-    compile_exclusions, compile_go, go_style_regex_error, Exclusions, REGEX_SIZE_LIMIT,
-};
+pub use regex::{compile_exclusions, compile_go, Exclusions, GoRegex, REGEX_SIZE_LIMIT};
 pub use select::{Candidate, Explanation, FilterSpec, Order, Policy, PolicyChoice, PolicyKind};
 pub use version::Version;
