@@ -84,6 +84,7 @@ e2e: deps
 	echo "e2e against $$KUBECONFIG"; \
 	$(CARGO) test --locked --test it -- --ignored e2e
 
+bench: export BENCH_DATA ?= $(SHARED)/data
 bench:
 	$(CARGO) bench --locked --bench select -- --output-format bencher
 	$(CARGO) bench --locked --bench store

@@ -1,7 +1,9 @@
-//! Election benchmarks over ../shared/data tag lists, held in the store's order (descending
+//! Election benchmarks over the reference tag lists (`BENCH_DATA`), held in the store's order (descending
 //! bytes), timing only `Policy::select_sorted` (policy and regex are built outside the timed loop).
 //! Run: `cargo bench --bench select -- --output-format bencher`.
 
+#[allow(dead_code)] // select uses only the data loader of the shared helpers
+mod common;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use image_reflector::policy::{FilterSpec, Order, Policy, PolicyChoice};
 use image_reflector::store::TagList;
@@ -51,21 +53,20 @@ fn workloads() -> Vec<(&'static str, Policy)> {
 
 /// The tags as the controller holds them: a store `TagList` (one buffer, descending order).
 fn load(size: &str) -> Option<TagList> {
-    let path = format!(
-        "{}/../shared/data/bench-tags-{size}.txt",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = match common::bench_tags(size) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("skipping {size}: {e}");
+            return None;
+        }
+    };
     Some(TagList::new(text.lines().filter(|l| !l.is_empty())).expect("benchmark tags are valid"))
 }
 
 fn select(c: &mut Criterion) {
     let mut group = c.benchmark_group("select");
     for size in ["10k", "100k"] {
-        let Some(tags) = load(size) else {
-            eprintln!("skipping {size}: ../shared/data/bench-tags-{size}.txt not found");
-            continue;
-        };
+        let Some(tags) = load(size) else { continue };
         group.throughput(Throughput::Elements(tags.len() as u64));
         for (name, policy) in workloads() {
             group.bench_with_input(BenchmarkId::new(name, size), &tags, |b, tags| {

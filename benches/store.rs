@@ -24,13 +24,12 @@ fn scenario(name: &str) {
     let store = FsStore::open(dir.path(), DEFAULT_COMPRESSION_THRESHOLD).expect("store opens");
     match name {
         "100k" => {
-            let path = format!(
-                "{}/../shared/data/bench-tags-100k.txt",
-                env!("CARGO_MANIFEST_DIR")
-            );
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                println!("| 1 key x 100k tags | skipped: {path} not found | | | |");
-                return;
+            let text = match common::bench_tags("100k") {
+                Ok(text) => text,
+                Err(e) => {
+                    println!("| 1 key x 100k tags | skipped: {e} | | | |");
+                    return;
+                }
             };
             let list = TagList::new(text.lines().filter(|l| !l.is_empty())).unwrap();
             drop(text);

@@ -46,3 +46,13 @@ pub fn run_scenarios(bench: &str, header: &str, scenarios: &[&str], run: impl Fn
         assert!(status.success(), "scenario {name} failed");
     }
 }
+
+/// A reference tag list, `bench-tags-<size>.txt`, from the directory `BENCH_DATA` names
+/// (`make bench` points it at the team's data beside the checkout); `None` when absent.
+#[allow(dead_code)]
+pub fn bench_tags(size: &str) -> Result<String, String> {
+    let dir = std::env::var("BENCH_DATA")
+        .unwrap_or_else(|_| format!("{}/../shared/data", env!("CARGO_MANIFEST_DIR")));
+    let path = format!("{dir}/bench-tags-{size}.txt");
+    std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e} (set BENCH_DATA)"))
+}

@@ -1,131 +1,194 @@
-//! Flux's policy vectors (../shared/spec/flux-policy-vectors.json) through the library,
-//! including the filter-only ones the conformance tool skips. The deliberate deviations are
-//! listed in docs/conformance-deviations.txt.
+//! Flux's policy tests, as data in this repository (`tests/data/flux-policy-cases.jsonl`, see
+//! `tests/data/README.md`), through the library: every case runs, and a case where we answer
+//! otherwise on purpose must give our documented answer. The same deviations are listed for
+//! `make conformance` in `docs/conformance-deviations.txt`; a test keeps the two in step.
 
 use crate::support::root;
 use image_reflector::policy::{Filter, FilterSpec, Order, Policy, PolicyChoice};
-use serde_json::Value;
+use serde::Deserialize;
 
-fn vectors() -> Option<Vec<Value>> {
-    let path = root().join("../shared/spec/flux-policy-vectors.json");
-    let text = std::fs::read_to_string(&path).ok()?;
-    Some(serde_json::from_str(&text).expect("vectors are JSON"))
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Case {
+    case: String,
+    #[serde(default)]
+    note: Option<String>,
+    policy: Option<Kind>,
+    filter_tags: Option<FilterTags>,
+    tags: Option<Vec<String>>,
+    flux: Outcome,
+    #[serde(default)]
+    input_order_matters: bool,
+    /// Our answer where it differs from Flux's on purpose, and why.
+    #[serde(default)]
+    ours: Option<Outcome>,
+    #[serde(default)]
+    why: Option<String>,
 }
 
-fn order(v: &Value) -> Result<Order, String> {
-    match v
-        .get("order")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_ascii_uppercase()
-        .as_str()
-    {
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "lowercase")]
+enum Kind {
+    Semver(String),
+    Alphabetical(String),
+    Numerical(String),
+    /// An empty `spec.policy`, which Flux refuses.
+    None(serde::de::IgnoredAny),
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilterTags {
+    pattern: String,
+    extract: String,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "lowercase")]
+enum Outcome {
+    /// The policy elects this tag.
+    Latest(String),
+    /// The policy (or its construction) fails.
+    Error(bool),
+    /// Construction alone (no tags): the policy is valid.
+    Valid(bool),
+    /// Filter only: the sorted, deduplicated values the policy would see.
+    Filtered(Vec<String>),
+}
+
+fn cases() -> Vec<Case> {
+    let text = std::fs::read_to_string(root().join("tests/data/flux-policy-cases.jsonl"))
+        .expect("the cases are in the repository");
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| {
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("line {}: {e}", i + 1))
+        })
+        .collect()
+}
+
+fn order(text: &str) -> Result<Order, String> {
+    match text.to_ascii_uppercase().as_str() {
         "" | "ASC" => Ok(Order::Asc),
         "DESC" => Ok(Order::Desc),
         other => Err(format!("invalid order {other}")),
     }
 }
 
-fn build(v: &Value) -> Result<Policy, String> {
-    let p = &v["policy"];
-    let choice = PolicyChoice {
-        semver: p
-            .get("semver")
-            .map(|s| s["range"].as_str().unwrap_or("").to_string()),
-        alphabetical: p.get("alphabetical").map(order).transpose()?,
-        numerical: p.get("numerical").map(order).transpose()?,
+fn policy(kind: &Kind, filter: Option<&FilterTags>) -> Result<Policy, String> {
+    let choice = match kind {
+        Kind::Semver(range) => PolicyChoice {
+            semver: Some(range.clone()),
+            ..Default::default()
+        },
+        Kind::Alphabetical(o) => PolicyChoice {
+            alphabetical: Some(order(o)?),
+            ..Default::default()
+        },
+        Kind::Numerical(o) => PolicyChoice {
+            numerical: Some(order(o)?),
+            ..Default::default()
+        },
+        Kind::None(_) => PolicyChoice::default(),
     };
-    let filter = v["filterTags"].as_object().map(|f| FilterSpec {
-        pattern: f
-            .get("pattern")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
-        extract: f
-            .get("extract")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
+    let filter = filter.map(|f| FilterSpec {
+        pattern: f.pattern.clone(),
+        extract: f.extract.clone(),
     });
     Policy::new(&choice, filter.as_ref()).map_err(|e| e.to_string())
 }
 
-#[test]
-fn flux_policy_vectors_agree_except_documented_deviations() {
-    let Some(vectors) = vectors() else {
-        eprintln!("skipped: ../shared/spec/flux-policy-vectors.json is not beside this checkout");
-        return;
+/// What our library answers for a case.
+fn run(case: &Case) -> Outcome {
+    let tags = case.tags.clone();
+    let Some(kind) = &case.policy else {
+        let f = case
+            .filter_tags
+            .as_ref()
+            .expect("a filter-only case has a filter");
+        let filter = Filter::new(&f.pattern, &f.extract).expect("the pattern compiles");
+        let mut scratch = filter.scratch();
+        let mut values: Vec<String> = tags
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|t| filter.apply(t, &mut scratch).map(str::to_string))
+            .collect();
+        values.sort();
+        values.dedup();
+        return Outcome::Filtered(values);
     };
-    let deviations =
-        std::fs::read_to_string(root().join("docs/conformance-deviations.txt")).unwrap();
-    let deviations: Vec<&str> = deviations
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .collect();
-    let (mut checked, mut deviated, mut failures) = (0, 0, Vec::new());
-    for v in &vectors {
-        let name = v["source"].as_str().unwrap_or("?");
-        let tags: Option<Vec<&str>> = v["tags"]
-            .as_array()
-            .map(|a| a.iter().map(|t| t.as_str().unwrap()).collect());
-        let outcome: Result<Option<String>, String> = if v["policy"].is_null() {
-            let f = &v["filterTags"];
-            let filter = Filter::new(
-                f["pattern"].as_str().unwrap_or(""),
-                f["extract"].as_str().unwrap_or(""),
-            )
-            .unwrap();
-            let mut scratch = filter.scratch();
-            let mut keys: Vec<String> = tags
-                .unwrap_or_default()
-                .iter()
-                .filter_map(|t| filter.apply(t, &mut scratch).map(str::to_string))
-                .collect();
-            keys.sort();
-            keys.dedup();
-            let mut want: Vec<String> =
-                serde_json::from_value(v["expectedFilteredTags"].clone()).unwrap();
-            want.sort();
-            checked += 1;
-            if keys != want {
-                failures.push(format!("{name}: filtered {keys:?}, want {want:?}"));
+    match (policy(kind, case.filter_tags.as_ref()), tags) {
+        (Err(_), _) => Outcome::Error(true),
+        (Ok(_), None) => Outcome::Valid(true),
+        (Ok(p), Some(tags)) => match p.select(tags.iter().map(String::as_str)) {
+            Ok(tag) => Outcome::Latest(tag.to_string()),
+            Err(_) => Outcome::Error(true),
+        },
+    }
+}
+
+#[test]
+fn flux_policy_cases_agree_except_documented_deviations() {
+    let cases = cases();
+    assert!(cases.len() >= 140, "only {} cases", cases.len());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let want = case.ours.as_ref().unwrap_or(&case.flux);
+        let got = run(case);
+        if &got != want {
+            let mut line = format!("{}: got {got:?}, want {want:?}", case.case);
+            if let Some(note) = &case.note {
+                line.push_str(&format!(" ({note})"));
             }
-            continue;
-        } else {
-            match (build(v), &tags) {
-                (Err(e), _) => Err(e),
-                (Ok(_), None) => Ok(None),
-                (Ok(p), Some(t)) => p
-                    .select(t.iter().copied())
-                    .map(|s| Some(s.to_string()))
-                    .map_err(|e| e.to_string()),
-            }
-        };
-        checked += 1;
-        let good = match (&outcome, v["expectError"].as_bool().unwrap_or(false)) {
-            (Err(_), true) => true,
-            (Ok(Some(got)), false) => Some(got.as_str()) == v["expected"].as_str(),
-            (Ok(None), false) => tags.is_none(),
-            _ => false,
-        };
-        if !good {
-            if deviations.contains(&name) {
-                deviated += 1;
-            } else {
-                failures.push(format!("{name}: got {outcome:?}, want {}", v["expected"]));
-            }
+            failures.push(line);
         }
     }
     assert!(
         failures.is_empty(),
-        "{} of {checked} vectors disagree:\n{}",
+        "{} of {} cases disagree:\n{}",
         failures.len(),
+        cases.len(),
         failures.join("\n")
     );
-    assert_eq!(
-        deviated,
-        deviations.len(),
-        "every listed deviation should still deviate"
-    );
-    assert!(checked >= 140, "only {checked} vectors checked");
+}
+
+#[test]
+fn every_deviation_is_explained_differs_from_flux_and_is_listed_for_conformance() {
+    let cases = cases();
+    let listed = std::fs::read_to_string(root().join("docs/conformance-deviations.txt")).unwrap();
+    let mut listed: Vec<&str> = listed
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .collect();
+    let mut deviating: Vec<&str> = Vec::new();
+    for case in cases.iter().filter(|c| c.ours.is_some()) {
+        assert!(case.why.is_some(), "{}: a deviation says why", case.case);
+        assert_ne!(case.ours.as_ref(), Some(&case.flux), "{}", case.case);
+        deviating.push(&case.case);
+    }
+    listed.sort_unstable();
+    deviating.sort_unstable();
+    assert_eq!(deviating, listed);
+}
+
+#[test]
+fn cases_whose_flux_answer_depends_on_input_order_hold_in_that_order() {
+    // Flux elects among equal-ranked tags by its input order, which is the store's descending
+    // byte order; these cases give their tags in that order, and we elect the same tag.
+    let cases = cases();
+    let ordered: Vec<&Case> = cases.iter().filter(|c| c.input_order_matters).collect();
+    assert!(!ordered.is_empty());
+    for case in ordered {
+        let tags = case.tags.as_ref().expect("tags");
+        let reversed = Case {
+            tags: Some(tags.iter().rev().cloned().collect()),
+            ..case.clone()
+        };
+        assert_eq!(
+            run(&reversed),
+            run(case),
+            "{}: our answer ignores input order",
+            case.case
+        );
+    }
 }
