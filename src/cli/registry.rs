@@ -10,7 +10,7 @@ use super::Output;
 use crate::api::parse_go_duration;
 use crate::policy::compile_exclusions;
 use crate::registry::{
-    ClientOptions, ImageReference, Keyring, ProxySettings, Registries, RegistryClient,
+    ClientOptions, Fixes, ImageReference, Keyring, ProxySettings, Registries, RegistryClient,
     RegistryError, SchedulerConfig, TlsMaterial,
 };
 use std::io::Write;
@@ -135,7 +135,7 @@ fn client(args: &ConnectArgs, image: &ImageReference) -> Result<RegistryClient, 
             let mut keyring = Keyring::new();
             keyring
                 .add_config_json(&read(path)?)
-                .map_err(|e| CliError::invalid(format!("{path}: {e}")))?;
+                .map_err(|e| CliError::invalid(format!("--docker-config {path}: {e}")))?;
             let found = keyring.lookup(&image.canonical()).cloned();
             if found.is_none() {
                 // Not an error (the controller goes anonymous too), but rarely what was meant.
@@ -148,16 +148,34 @@ fn client(args: &ConnectArgs, image: &ImageReference) -> Result<RegistryClient, 
         }
         None => None,
     };
-    let tls = if args.ca_file.is_some() || args.cert_file.is_some() || args.key_file.is_some() {
+    match (&args.cert_file, &args.key_file) {
+        (Some(_), None) => {
+            return Err(CliError::invalid(
+                "missing private key: --cert-file needs --key-file (the client certificate's key)",
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(CliError::invalid(
+                "missing certificate: --key-file needs --cert-file (the client certificate)",
+            ))
+        }
+        _ => {}
+    }
+    let tls = if args.ca_file.is_some() || args.cert_file.is_some() {
         let load = |p: &Option<String>| p.as_deref().map(read).transpose();
         let (ca, cert, key) = (
             load(&args.ca_file)?,
             load(&args.cert_file)?,
             load(&args.key_file)?,
         );
+        let flags = match (&args.ca_file, &args.cert_file) {
+            (Some(_), Some(_)) => "--ca-file, --cert-file and --key-file",
+            (Some(_), None) => "--ca-file",
+            _ => "--cert-file and --key-file",
+        };
         Some(
             TlsMaterial::new(ca.as_deref(), cert.as_deref(), key.as_deref())
-                .map_err(CliError::invalid)?,
+                .map_err(|e| CliError::invalid(format!("{e}: check {flags}")))?,
         )
     } else {
         None
@@ -167,17 +185,29 @@ fn client(args: &ConnectArgs, image: &ImageReference) -> Result<RegistryClient, 
         .as_deref()
         .map(ProxySettings::parse)
         .transpose()
-        .map_err(CliError::invalid)?;
+        .map_err(|e| CliError::invalid(format!("--proxy: {e}")))?;
     let options = ClientOptions {
         credentials,
         tls,
         proxy,
         timeout: args.timeout,
+        fixes: &FLAG_FIXES,
         ..Default::default()
     };
     RegistryClient::new(options, Registries::new(SchedulerConfig::default()))
         .map_err(CliError::invalid)
 }
+
+/// Registry errors from `tags` and `digest` name these commands' flags.
+static FLAG_FIXES: Fixes = Fixes {
+    image: "the image argument",
+    transport: "check the image host, --ca-file (TLS) and --proxy (default: HTTPS_PROXY/NO_PROXY)",
+    tls: "check --ca-file: it must hold the CA that signed the registry's certificate; \
+          --cert-file/--key-file a client certificate it accepts",
+    timeout: "--timeout",
+    credentials: "--docker-config",
+    give_credentials: "pass --docker-config, a docker config file with an entry for {host}",
+};
 
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_current_thread()
@@ -196,7 +226,24 @@ fn registry_error(err: RegistryError) -> CliError {
 
 #[cfg(test)]
 mod tests {
-    use super::split_tag;
+    use super::{split_tag, FLAG_FIXES};
+    use crate::registry::RegistryError;
+
+    #[test]
+    fn registry_errors_name_the_flags() {
+        let err = RegistryError::Timeout {
+            method: "GET",
+            url: "https://r.example/v2/".into(),
+            host: "r.example".into(),
+            timeout: std::time::Duration::from_secs(5),
+            fixes: &FLAG_FIXES,
+        };
+        assert!(
+            err.to_string()
+                .ends_with("did not answer within 5s; raise --timeout or check the registry"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn splits_the_tag_after_the_last_slash() {

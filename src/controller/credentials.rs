@@ -7,7 +7,7 @@
 //! in `image-reflector scan`.
 
 use crate::api::{ImageRepository, Provider};
-use crate::registry::{ClientOptions, KeyNames, Keyring, ProxySettings, TlsMaterial};
+use crate::registry::{ClientOptions, Fixes, KeyNames, Keyring, ProxySettings, TlsMaterial};
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -111,9 +111,22 @@ pub async fn client_options(
         tls,
         proxy,
         timeout,
+        fixes: &SPEC_FIXES,
         ..Default::default()
     })
 }
+
+/// Registry errors in status name the ImageRepository's fields.
+pub static SPEC_FIXES: Fixes = Fixes {
+    image: "spec.image",
+    transport: "check the image host, spec.certSecretRef (TLS) and spec.proxySecretRef",
+    tls: "check spec.certSecretRef: 'ca.crt' must hold the CA that signed the registry's \
+          certificate, 'tls.crt'/'tls.key' a client certificate it accepts",
+    timeout: "spec.timeout",
+    credentials:
+        "the docker config Secret (spec.secretRef or the ServiceAccount's imagePullSecrets)",
+    give_credentials: "set spec.secretRef to a docker config Secret with an entry for {host}",
+};
 
 /// Whether the object names a credential source at all (for the 401 message).
 pub fn has_credential_source(repo: &ImageRepository) -> bool {
@@ -166,5 +179,46 @@ fn provider_name(provider: Provider) -> &'static str {
         Provider::Aws => "aws",
         Provider::Azure => "azure",
         Provider::Gcp => "gcp",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SPEC_FIXES;
+    use crate::registry::RegistryError;
+
+    #[test]
+    fn registry_errors_in_status_name_the_spec_fields() {
+        let (method, url, host) = ("GET", "https://r.example/v2/".to_string(), "r.example");
+        let tls = RegistryError::Tls {
+            method,
+            url: url.clone(),
+            host: host.into(),
+            detail: "unknown issuer".into(),
+            fixes: &SPEC_FIXES,
+        };
+        assert!(tls
+            .to_string()
+            .contains("; check spec.certSecretRef: 'ca.crt' must hold"));
+        let transport = RegistryError::Transport {
+            method,
+            url: url.clone(),
+            host: host.into(),
+            detail: "connection refused".into(),
+            fixes: &SPEC_FIXES,
+        };
+        assert!(transport
+            .to_string()
+            .ends_with("check the image host, spec.certSecretRef (TLS) and spec.proxySecretRef"));
+        let timeout = RegistryError::Timeout {
+            method,
+            url,
+            host: host.into(),
+            timeout: std::time::Duration::from_secs(60),
+            fixes: &SPEC_FIXES,
+        };
+        assert!(timeout
+            .to_string()
+            .ends_with("raise spec.timeout or check the registry"));
     }
 }

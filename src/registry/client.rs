@@ -358,8 +358,7 @@ impl RegistryClient {
             return Err(rate_limited(host, response.status().as_u16(), until));
         }
         if response.status() != StatusCode::OK {
-            let sent = self.options.credentials.is_some();
-            return Err(status_error(Method::GET, &url, &host, response, sent).await);
+            return Err(status_error(Method::GET, &url, &host, response, &self.options).await);
         }
         let body = read_limited(&Method::GET, &url, &host, response, 1 << 20).await?;
         let invalid = |detail: String| RegistryError::InvalidResponse {
@@ -389,6 +388,7 @@ impl RegistryClient {
                 url: url.to_string(),
                 host: host.into(),
                 timeout: self.options.timeout,
+                fixes: self.options.fixes,
             }
         } else if speaks_tls(err) {
             RegistryError::Tls {
@@ -396,6 +396,7 @@ impl RegistryClient {
                 url: url.to_string(),
                 host: host.into(),
                 detail: chain(err),
+                fixes: self.options.fixes,
             }
         } else {
             RegistryError::Transport {
@@ -403,6 +404,7 @@ impl RegistryClient {
                 url: url.to_string(),
                 host: host.into(),
                 detail: chain(err),
+                fixes: self.options.fixes,
             }
         }
     }
@@ -545,14 +547,14 @@ struct OciError {
 }
 
 /// A [`RegistryError::Status`] with the OCI error codes from the body (GET only: HEAD has none).
-/// `credentials_sent`: whether the client had credentials for the host, so a 401 means they
-/// were rejected rather than missing.
+/// `options` say whether the client had credentials for the host (so a 401 means they were
+/// rejected rather than missing) and how to name the settings to change.
 pub(super) async fn status_error(
     method: Method,
     url: &Url,
     host: &str,
     response: Response,
-    credentials_sent: bool,
+    options: &ClientOptions,
 ) -> RegistryError {
     let status = response.status();
     let codes = if method == Method::HEAD {
@@ -580,6 +582,7 @@ pub(super) async fn status_error(
         status_code: status.as_u16(),
         status: status.to_string(),
         codes,
-        credentials_sent,
+        credentials_sent: options.credentials.is_some(),
+        fixes: options.fixes,
     }
 }

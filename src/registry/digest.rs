@@ -49,29 +49,13 @@ impl RegistryClient {
             }
             // HEAD refused: fall back to GET as for a missing header.
             StatusCode::METHOD_NOT_ALLOWED | StatusCode::NOT_IMPLEMENTED => {}
-            _ => {
-                return Err(status_error(
-                    Method::HEAD,
-                    &url,
-                    &host,
-                    head,
-                    self.options.credentials.is_some(),
-                )
-                .await)
-            }
+            _ => return Err(status_error(Method::HEAD, &url, &host, head, &self.options).await),
         }
         let (url, get) = self
             .send(Method::GET, image, Target::Url(url), Some(MANIFEST_ACCEPT))
             .await?;
         if get.status() != StatusCode::OK {
-            return Err(status_error(
-                Method::GET,
-                &url,
-                &host,
-                get,
-                self.options.credentials.is_some(),
-            )
-            .await);
+            return Err(status_error(Method::GET, &url, &host, get, &self.options).await);
         }
         let media_type = get
             .headers()

@@ -11,7 +11,7 @@ use thiserror::Error;
 pub enum RegistryError {
     /// The registry answered with an unexpected status. The text holds the request, the status
     /// (`404 Not Found`) and the registry's OCI error codes (`NAME_UNKNOWN: ...`).
-    #[error("{method} {url}: unexpected status code {status}{}; {}", codes_text(.codes), hint(*.status_code, .host, *.credentials_sent))]
+    #[error("{method} {url}: unexpected status code {status}{}; {}", codes_text(.codes), hint(*.status_code, .host, *.credentials_sent, .fixes))]
     Status {
         method: &'static str,
         url: String,
@@ -23,6 +23,7 @@ pub enum RegistryError {
         codes: Vec<String>,
         /// Whether credentials were sent (a 401 then means they were rejected).
         credentials_sent: bool,
+        fixes: &'static Fixes,
     },
     /// The host asked us to slow down (429, or 502/503/504 on every attempt). No request to the
     /// host is made before `retry_at`.
@@ -33,29 +34,32 @@ pub enum RegistryError {
         retry_at: SystemTime,
     },
     /// The connection failed: DNS, refused, TLS, proxy.
-    #[error("{method} {url}: cannot reach registry {host}: {detail}; check the image host, spec.certSecretRef (TLS) and spec.proxySecretRef")]
+    #[error("{method} {url}: cannot reach registry {host}: {detail}; {}", .fixes.transport)]
     Transport {
         method: &'static str,
         url: String,
         host: String,
         detail: String,
+        fixes: &'static Fixes,
     },
     /// The registry speaks TLS but the handshake failed: an untrusted certificate, or a client
     /// certificate it wants and did not get. Never falls back to plain HTTP.
-    #[error("{method} {url}: TLS with registry {host} failed: {detail}; check spec.certSecretRef: 'ca.crt' must hold the CA that signed the registry's certificate, 'tls.crt'/'tls.key' a client certificate it accepts")]
+    #[error("{method} {url}: TLS with registry {host} failed: {detail}; {}", .fixes.tls)]
     Tls {
         method: &'static str,
         url: String,
         host: String,
         detail: String,
+        fixes: &'static Fixes,
     },
     /// No answer within the per-request timeout.
-    #[error("{method} {url}: registry {host} did not answer within {}s; raise spec.timeout or check the registry", .timeout.as_secs_f64())]
+    #[error("{method} {url}: registry {host} did not answer within {}s; raise {} or check the registry", .timeout.as_secs_f64(), .fixes.timeout)]
     Timeout {
         method: &'static str,
         url: String,
         host: String,
         timeout: Duration,
+        fixes: &'static Fixes,
     },
     /// The registry's answer is not what the distribution API specifies.
     #[error("{method} {url}: invalid response from registry {host}: {detail}")]
@@ -78,6 +82,39 @@ pub enum RegistryError {
     /// Credentials, TLS material or proxy settings that can never work.
     #[error(transparent)]
     Config(#[from] ConfigError),
+}
+
+/// Where the person reading an error changes each setting it points at: an ImageRepository's
+/// `spec.*` fields when the controller reports it, command-line flags when a command does.
+/// The caller says which ([`ClientOptions::fixes`](super::ClientOptions)); the registry client
+/// itself knows neither vocabulary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fixes {
+    /// What names the image (`spec.image`).
+    pub image: &'static str,
+    /// What to check when the registry cannot be reached.
+    pub transport: &'static str,
+    /// What to check when TLS fails.
+    pub tls: &'static str,
+    /// What sets the per-request timeout.
+    pub timeout: &'static str,
+    /// Where the credentials come from (when a registry rejects them).
+    pub credentials: &'static str,
+    /// How to give credentials when a registry wants some and got none; `{host}` is replaced
+    /// by the registry host.
+    pub give_credentials: &'static str,
+}
+
+impl Fixes {
+    /// Neutral words, for callers that have neither objects nor flags.
+    pub const NEUTRAL: Fixes = Fixes {
+        image: "the image reference",
+        transport: "check the image host, the TLS settings and the proxy",
+        tls: "check the CA that signs the registry's certificate and any client certificate",
+        timeout: "the timeout",
+        credentials: "the credentials",
+        give_credentials: "give credentials for {host}",
+    };
 }
 
 /// Invalid client settings (Secrets or flags). The texts are Flux's where it defines them.
@@ -118,13 +155,22 @@ fn codes_text(codes: &[String]) -> String {
 }
 
 /// What to do about a status, by status.
-fn hint(status: u16, host: &str, credentials_sent: bool) -> String {
+fn hint(status: u16, host: &str, credentials_sent: bool, fixes: &Fixes) -> String {
     match status {
-        401 if credentials_sent => format!("{host} rejected the credentials: check the username and password in the docker config Secret (spec.secretRef or the ServiceAccount's imagePullSecrets)"),
-        401 => format!("{host} wants credentials: set spec.secretRef to a docker config Secret with an entry for {host}"),
+        401 if credentials_sent => format!(
+            "{host} rejected the credentials: check the username and password in {}",
+            fixes.credentials
+        ),
+        401 => format!(
+            "{host} wants credentials: {}",
+            fixes.give_credentials.replace("{host}", host)
+        ),
         403 => format!("the credentials for {host} lack pull access to this repository"),
-        404 => "check that the repository (and tag) exist and that spec.image is spelled right".into(),
-        400..=499 => "the registry rejected the request; check spec.image".into(),
+        404 => format!(
+            "check that the repository (and tag) exist and that {} is spelled right",
+            fixes.image
+        ),
+        400..=499 => format!("the registry rejected the request; check {}", fixes.image),
         _ => format!("{host} failed; the request is retried with backoff"),
     }
 }

@@ -22,7 +22,7 @@ mod tls;
 
 pub use client::{install_crypto_provider, Registries, RegistryClient};
 pub use digest::MANIFEST_ACCEPT;
-pub use error::{ConfigError, RegistryError};
+pub use error::{ConfigError, Fixes, RegistryError};
 pub use keyring::{Credentials, Keyring};
 pub use proxy::{ProxySettings, MAX_PROXY_URL_LEN};
 pub use reference::{ImageReference, ReferenceError, Scheme, DEFAULT_REGISTRY};
@@ -43,6 +43,8 @@ pub struct ClientOptions {
     /// Per request, connection included.
     pub timeout: Duration,
     pub limits: ListLimits,
+    /// How errors name the settings to change (`spec.*` or flags).
+    pub fixes: &'static Fixes,
 }
 
 impl Default for ClientOptions {
@@ -53,6 +55,7 @@ impl Default for ClientOptions {
             proxy: None,
             timeout: Duration::from_secs(60),
             limits: ListLimits::default(),
+            fixes: &Fixes::NEUTRAL,
         }
     }
 }

@@ -95,14 +95,7 @@ impl RegistryClient {
             listing.requests += 1;
             let host = url_host(&url);
             if response.status() != StatusCode::OK {
-                let err = status_error(
-                    Method::GET,
-                    &url,
-                    &host,
-                    response,
-                    self.options.credentials.is_some(),
-                )
-                .await;
+                let err = status_error(Method::GET, &url, &host, response, &self.options).await;
                 if !small_pages && rejects_page_size(&err) {
                     small_pages = true;
                     target = Target::Url(with_page_size(&url, limits.small_page_size));

@@ -105,7 +105,41 @@ async fn tags_and_digest_against_a_tls_registry_with_basic_auth() {
     assert_eq!(out.status.code(), Some(3));
     let err = text(&out.stderr);
     assert!(
-        err.contains("401 Unauthorized") && err.contains("spec.secretRef"),
+        err.contains("401 Unauthorized")
+            && err.contains(&format!(
+                "{0} wants credentials: pass --docker-config, a docker config file with an entry for {0}",
+                registry.host
+            ))
+            && !err.contains("spec."),
+        "{err}"
+    );
+
+    // Wrong credentials: rejected, and the flag to check.
+    let wrong = serde_json::json!({ "auths": { (registry.host.clone()): {
+        "username": "ci", "password": "wrong" } } });
+    let wrong = write(dir.path(), "wrong.json", &wrong.to_string());
+    let out = bin(
+        ["tags", &image, "--docker-config", &wrong, "--ca-file", &ca]
+            .map(String::from)
+            .to_vec(),
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(3));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{} rejected the credentials: check the username and password in --docker-config",
+            registry.host
+        )),
+        "{err}"
+    );
+
+    // No CA: the TLS failure names --ca-file.
+    let out = bin(["tags", &image].map(String::from).to_vec()).await;
+    assert_eq!(out.status.code(), Some(3));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("check --ca-file: it must hold the CA") && !err.contains("spec."),
         "{err}"
     );
 }
@@ -129,11 +163,31 @@ async fn invalid_input_exits_2_with_the_reason() {
         ),
         (
             vec!["tags", "127.0.0.1:1/a/b", "--cert-file", &cert],
-            "missing private key",
+            "missing private key: --cert-file needs --key-file",
+        ),
+        (
+            vec!["tags", "127.0.0.1:1/a/b", "--key-file", &cert],
+            "missing certificate: --key-file needs --cert-file",
+        ),
+        (
+            vec!["tags", "127.0.0.1:1/a/b", "--ca-file", &cert, "--cert-file", &cert, "--key-file", &cert],
+            "failed to parse TLS certificate and key: check --ca-file, --cert-file and --key-file",
+        ),
+        (
+            vec!["tags", "127.0.0.1:1/a/b", "--docker-config", &cert],
+            "--docker-config",
         ),
         (
             vec!["tags", "127.0.0.1:1/a/b", "--proxy", "ftp://proxy:21"],
-            "proxy URL must use one of the supported schemes (http, https, socks5), got 'ftp'",
+            "--proxy: proxy URL must use one of the supported schemes (http, https, socks5), got 'ftp'",
+        ),
+        (
+            vec!["tags", "127.0.0.1:1/a/b", "--exclude", "^v\\d++$"],
+            "failed to compile regex ^v\\d++$: error parsing regexp: invalid nested repetition operator: `++`",
+        ),
+        (
+            vec!["tags", "127.0.0.1:1/a/b", "--exclude", "[[:foo:]]"],
+            "failed to compile regex [[:foo:]]: error parsing regexp: invalid character class range: `[:foo:]`",
         ),
     ] {
         let out = bin(args.iter().map(|s| s.to_string()).collect()).await;
@@ -171,6 +225,10 @@ async fn an_unreachable_registry_exits_3() {
     assert_eq!(out.status.code(), Some(3));
     let err = text(&out.stderr);
     assert!(err.contains("cannot reach registry 127.0.0.1:1"), "{err}");
+    assert!(
+        err.contains("check the image host, --ca-file (TLS) and --proxy") && !err.contains("spec."),
+        "{err}"
+    );
 }
 
 #[tokio::test]
