@@ -48,7 +48,7 @@ pub fn constraint(data: &[u8]) {
         }
         Err(
             InvalidPolicy::ImproperConstraint(_)
-            | InvalidPolicy::ConstraintParser
+            | InvalidPolicy::ConstraintParser { .. }
             | InvalidPolicy::RangeTooLong(_),
         ) => {}
         Err(other) => panic!("unexpected error kind for a range: {other}"),

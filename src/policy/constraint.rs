@@ -208,6 +208,28 @@ fn split_group(group: &str) -> Option<Vec<&str>> {
     Some(atoms)
 }
 
+/// Why a comparator's version that fits the constraint grammar is still not a version: the
+/// second line of Flux's vague `constraint parser error`.
+fn why_not_a_version(body: &str) -> &'static str {
+    let core_end = body.find(['-', '+']).unwrap_or(body.len());
+    let numbers = || body[..core_end].split('.').filter(|p| !is_wild(p));
+    if numbers().any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
+        return "major, minor and patch are each a number, or x, X or * for any";
+    }
+    if numbers().any(|p| p.parse::<u64>().is_err()) {
+        return "a version number is beyond 18446744073709551615";
+    }
+    let pre = body[core_end..].strip_prefix('-').unwrap_or("");
+    let pre = pre.split('+').next().unwrap_or("");
+    if pre
+        .split('.')
+        .any(|id| id.len() > 1 && id.starts_with('0') && id.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return "a numeric pre-release identifier has no leading zero";
+    }
+    "not a semantic version"
+}
+
 fn is_wild(segment: &str) -> bool {
     matches!(segment, "x" | "X" | "*")
 }
@@ -250,7 +272,10 @@ fn parse_comparator(atom: &str) -> Result<Comparator, InvalidPolicy> {
     } else {
         (version.to_string(), false, false, false)
     };
-    let con = Version::parse_loose(&coerced).ok_or(InvalidPolicy::ConstraintParser)?;
+    let con = Version::parse_loose(&coerced).ok_or_else(|| InvalidPolicy::ConstraintParser {
+        comparator: text.to_string(),
+        why: why_not_a_version(body),
+    })?;
     Ok(Comparator {
         op,
         major: con.major,
@@ -457,6 +482,35 @@ mod tests {
         ] {
             let err = Constraints::parse(range).expect_err(range);
             assert_eq!(err.constraint_text(), text, "{range}");
+        }
+    }
+
+    #[test]
+    fn the_vague_parser_error_says_which_comparator_and_why() {
+        for (range, second) in [
+            (
+                "1x",
+                r#""1x": major, minor and patch are each a number, or x, X or * for any"#,
+            ),
+            (
+                ">=1.0 <2x",
+                r#""<2x": major, minor and patch are each a number, or x, X or * for any"#,
+            ),
+            (
+                ">=1.0.0-01",
+                r#"">=1.0.0-01": a numeric pre-release identifier has no leading zero"#,
+            ),
+            (
+                ">=99999999999999999999",
+                r#"">=99999999999999999999": a version number is beyond 18446744073709551615"#,
+            ),
+        ] {
+            let err = Constraints::parse(range).expect_err(range).to_string();
+            assert_eq!(
+                err,
+                format!("invalid policy: constraint parser error\n{second}"),
+                "{range}"
+            );
         }
     }
 

@@ -10,8 +10,11 @@ pub const MAX_RANGE_BYTES: usize = 64 << 10;
 /// A policy that can never elect anything: the ImagePolicy must be fixed (Stalled).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum InvalidPolicy {
-    /// None of `semver`, `alphabetical`, `numerical` is set.
-    #[error("invalid policy: given ImagePolicyChoice object is invalid")]
+    /// None of `semver`, `alphabetical`, `numerical` is set. Flux's words, then ours.
+    #[error(
+        "invalid policy: given ImagePolicyChoice object is invalid\n\
+         spec.policy sets none of semver, alphabetical or numerical; set one"
+    )]
     NoPolicy,
     /// The semver range does not follow the constraint grammar.
     #[error("invalid policy: improper constraint: {}", go_quote(.0))]
@@ -23,20 +26,26 @@ pub enum InvalidPolicy {
         max = MAX_RANGE_BYTES
     )]
     RangeTooLong(usize),
-    /// A comparator's version is not a version (e.g. `1x`).
-    #[error("invalid policy: constraint parser error")]
-    ConstraintParser,
+    /// A comparator's version is not a version (e.g. `1x`). Flux's words, then which
+    /// comparator and why.
+    #[error("invalid policy: constraint parser error\n{}: {why}", go_quote(.comparator))]
+    ConstraintParser {
+        comparator: String,
+        why: &'static str,
+    },
     /// `filterTags.pattern` does not compile.
     #[error("failed to filter tags: invalid regular expression pattern '{pattern}': {reason}")]
     Filter { pattern: String, reason: String },
 }
 
 impl InvalidPolicy {
-    /// The constraint library's own text, without the `invalid policy: ` prefix.
+    /// The constraint library's own text (Flux's first line), without `invalid policy: `.
     pub fn constraint_text(&self) -> String {
         let full = self.to_string();
-        full.strip_prefix("invalid policy: ")
-            .unwrap_or(&full)
+        let first = full.lines().next().unwrap_or_default();
+        first
+            .strip_prefix("invalid policy: ")
+            .unwrap_or(first)
             .to_string()
     }
 }
@@ -83,7 +92,8 @@ mod tests {
     fn messages_are_flux_texts() {
         assert_eq!(
             InvalidPolicy::NoPolicy.to_string(),
-            "invalid policy: given ImagePolicyChoice object is invalid"
+            "invalid policy: given ImagePolicyChoice object is invalid\n\
+             spec.policy sets none of semver, alphabetical or numerical; set one"
         );
         assert_eq!(
             InvalidPolicy::ImproperConstraint("a\"b\t".into()).to_string(),

@@ -425,7 +425,8 @@ async fn the_error_rows_of_the_status_mapping() {
         (reason.as_str(), message.as_str()),
         (
             "InvalidPolicy",
-            "invalid policy: given ImagePolicyChoice object is invalid"
+            "invalid policy: given ImagePolicyChoice object is invalid\n\
+             spec.policy sets none of semver, alphabetical or numerical; set one"
         )
     );
     // Nothing elected: Failure, retried.

@@ -83,7 +83,34 @@ fn exits_2_on_an_invalid_range_regex_or_manifest() {
     let (code, _, err) = select(&no_policy, "1.0.0\n", &[]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("given ImagePolicyChoice object is invalid"),
+        err.contains(
+            "given ImagePolicyChoice object is invalid\n\
+             spec.policy sets none of semver, alphabetical or numerical; set one"
+        ),
+        "{err}"
+    );
+
+    // Flux's vague constraint error keeps its words and says which comparator, and why.
+    let vague = SEMVER_V1.replace(">=1.0.0 <2.0.0", ">=1.0.0 <2x");
+    let (code, _, err) = select(&vague, "1.0.0\n", &[]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(
+            "invalid policy: constraint parser error\n\"<2x\": major, minor and patch are \
+             each a number, or x, X or * for any"
+        ),
+        "{err}"
+    );
+
+    // A pattern Go refuses, though the regex crate would take it.
+    let nested = format!("{SEMVER_V1}  filterTags: {{pattern: '^v?(\\d+)++$'}}\n");
+    let (code, _, err) = select(&nested, "1.0.0\n", &[]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(
+            "invalid regular expression pattern '^v?(\\d+)++$': error parsing regexp: \
+             invalid nested repetition operator: `++`"
+        ),
         "{err}"
     );
 }
