@@ -9,7 +9,10 @@ fn samples() -> Vec<(String, Value)> {
     let mut out: Vec<(String, Value)> = std::fs::read_dir(&dir)
         .expect("config/samples exists")
         .map(|e| e.expect("entry").path())
-        .filter(|p| p.file_name().is_some_and(|n| n != "kustomization.yaml"))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n != "kustomization.yaml" && n != "namespaces.yaml")
+        })
         .map(|p| {
             (
                 p.file_name().unwrap().to_string_lossy().into_owned(),
@@ -64,6 +67,57 @@ fn every_sample_parses_into_our_types_and_round_trips() {
             "{name}: spec does not round-trip"
         );
         assert_eq!(back["metadata"]["name"], doc["metadata"]["name"], "{name}");
+    }
+}
+
+#[test]
+fn samples_create_every_namespace_they_use_and_the_kustomization_lists_every_file() {
+    let text = std::fs::read_to_string(root().join("config/samples/namespaces.yaml")).unwrap();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+    let created: Vec<(String, Value)> = docs
+        .into_iter()
+        .map(|v| {
+            assert_eq!(v["kind"], "Namespace");
+            (v["metadata"]["name"].as_str().unwrap().to_string(), v)
+        })
+        .collect();
+    let names: Vec<&str> = created.iter().map(|(n, _)| n.as_str()).collect();
+    for (file, doc) in samples() {
+        let mut used = vec![doc["metadata"]["namespace"].as_str().unwrap_or("default")];
+        used.extend(doc["spec"]["imageRepositoryRef"]["namespace"].as_str());
+        for ns in used {
+            assert!(
+                ns == "default" || names.contains(&ns),
+                "{file}: namespace {ns} is not created"
+            );
+        }
+        // A selector in `accessFrom` that a created namespace matches: the cross-namespace
+        // sample is allowed on a fresh cluster.
+        if let Some(selectors) = doc["spec"]["accessFrom"]["namespaceSelectors"].as_array() {
+            let selects = |ns: &Value| {
+                selectors.iter().any(|s| {
+                    let labels = s["matchLabels"].as_object().unwrap();
+                    labels
+                        .iter()
+                        .all(|(k, v)| ns["metadata"]["labels"][k] == *v)
+                })
+            };
+            assert!(
+                created.iter().any(|(_, ns)| selects(ns)),
+                "{file}: no namespace selected"
+            );
+        }
+    }
+    let kustomization =
+        std::fs::read_to_string(root().join("config/samples/kustomization.yaml")).unwrap();
+    for entry in std::fs::read_dir(root().join("config/samples")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name != "kustomization.yaml" {
+            assert!(
+                kustomization.contains(&format!("- {name}")),
+                "{name} not listed"
+            );
+        }
     }
 }
 

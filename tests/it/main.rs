@@ -7,6 +7,7 @@ mod digest_transitions;
 mod distribution;
 mod e2e;
 mod e2e_operations;
+mod e2e_samples;
 mod fault_server;
 mod fuzz_replay;
 mod notify;
