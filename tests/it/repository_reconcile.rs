@@ -326,6 +326,21 @@ async fn an_invalid_exclusion_stalls_before_any_registry_call() {
         "{message}"
     );
     assert!(reg.seen().is_empty());
+
+    // A pattern only Go refuses (the regex crate would take it) stalls the same way.
+    let obj = object(
+        json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m",
+        "exclusionList": ["^.*\\.sig$", "-rc\\d**$"]}),
+    );
+    let (_, calls, _) = run(&obj, vec![patch(&obj), Expect::event(NS)], memory()).await;
+    let (_, reason, message) = ready(&calls[0]);
+    assert_eq!(reason, "InvalidExclusionList");
+    assert_eq!(
+        message,
+        "failed to compile regex -rc\\d**$: error parsing regexp: \
+         invalid nested repetition operator: `**`"
+    );
+    assert!(reg.seen().is_empty());
 }
 
 fn secret_path(name: &str) -> String {
