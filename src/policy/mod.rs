@@ -13,6 +13,7 @@ mod linear;
 mod numeric;
 mod regex;
 mod select;
+mod template;
 mod version;
 
 pub use constraint::Constraints;
