@@ -19,7 +19,7 @@ const NEST_LIMIT: u32 = 8 * 1000;
 pub(super) const DEEP: u32 = 40;
 
 /// The stack for compiling deep patterns (reserved, not committed: only what is used).
-const DEEP_STACK: usize = 256 << 20;
+const DEEP_STACK: usize = 64 << 20;
 
 /// A pattern compiled with Go's meaning.
 #[derive(Clone, Debug)]
