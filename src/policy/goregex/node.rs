@@ -67,6 +67,27 @@ impl Node {
         }
     }
 
+    /// A node built from others: no literal of its own, no class code points.
+    fn composite(
+        text: Text,
+        len: usize,
+        compound: bool,
+        size: u64,
+        height: u32,
+        budget: u64,
+    ) -> Node {
+        Node {
+            text,
+            len,
+            literal: None,
+            compound,
+            size,
+            height,
+            budget,
+            runes: 0,
+        }
+    }
+
     pub(super) fn literal(value: u32, fold: bool) -> Node {
         match char::from_u32(value) {
             Some(c) => Node {
@@ -149,16 +170,7 @@ impl Node {
             parts.push(Text::Static(")"));
             len += 1;
         }
-        Node {
-            text: Text::Cat(parts),
-            len,
-            literal: None,
-            compound: true,
-            size,
-            height,
-            budget,
-            runes: 0,
-        }
+        Node::composite(Text::Cat(parts), len, true, size, height, budget)
     }
 
     pub(super) fn alternate(branches: Vec<Node>) -> Node {
@@ -178,16 +190,7 @@ impl Node {
             parts.push(branch.standalone());
         }
         parts.push(Text::Static(")"));
-        Node {
-            text: Text::Cat(parts),
-            len,
-            literal: None,
-            compound: false,
-            size,
-            height,
-            budget,
-            runes: 0,
-        }
+        Node::composite(Text::Cat(parts), len, false, size, height, budget)
     }
 
     pub(super) fn capture(inner: Node) -> Node {
@@ -198,16 +201,7 @@ impl Node {
             inner.standalone(),
             Text::Static(")"),
         ]);
-        Node {
-            text,
-            len,
-            literal: None,
-            compound: false,
-            size,
-            height,
-            budget,
-            runes: 0,
-        }
+        Node::composite(text, len, false, size, height, budget)
     }
 
     pub(super) fn repeat(sub: Node, rep: Repeat, ungreedy: bool) -> Node {
@@ -249,15 +243,7 @@ impl Node {
             }
             false => sub.standalone(),
         };
-        Node {
-            text: Text::Cat(vec![base, Text::Str(op)]),
-            len,
-            literal: None,
-            compound: true,
-            size: size.max(1),
-            height,
-            budget,
-            runes: 0,
-        }
+        let text = Text::Cat(vec![base, Text::Str(op)]);
+        Node::composite(text, len, true, size.max(1), height, budget)
     }
 }
