@@ -9,6 +9,7 @@ use super::error::CliError;
 use super::Output;
 use crate::api::parse_go_duration;
 use crate::policy::compile_exclusions;
+use crate::registry::cloud::{CloudLogin, CloudProvider};
 use crate::registry::{
     ClientOptions, Fixes, ImageReference, Keyring, ProxySettings, Registries, RegistryClient,
     RegistryError, SchedulerConfig, TlsMaterial,
@@ -40,6 +41,19 @@ pub struct ConnectArgs {
     /// Per-request timeout, a Go duration.
     #[arg(long, default_value = "60s", value_parser = parse_go_duration)]
     pub timeout: Duration,
+    /// As `spec.provider`: log in with this machine's cloud identity (the environment, instance
+    /// metadata, workload identity) instead of a docker config.
+    #[arg(long, value_enum, default_value_t = ProviderArg::Generic)]
+    pub provider: ProviderArg,
+}
+
+/// `--provider`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProviderArg {
+    Generic,
+    Aws,
+    Azure,
+    Gcp,
 }
 
 /// Options of `tags`.
@@ -130,6 +144,19 @@ fn client(args: &ConnectArgs, image: &ImageReference) -> Result<RegistryClient, 
     let read = |path: &str| {
         std::fs::read(path).map_err(|e| CliError::invalid(format!("reading {path}: {e}")))
     };
+    let login = match args.provider {
+        ProviderArg::Generic => None,
+        ProviderArg::Aws => Some(CloudLogin::new(CloudProvider::Aws)),
+        ProviderArg::Azure => Some(CloudLogin::new(CloudProvider::Azure)),
+        ProviderArg::Gcp => Some(CloudLogin::new(CloudProvider::Gcp)),
+    };
+    if let (Some(login), Some(_)) = (&login, &args.docker_config) {
+        return Err(CliError::invalid(format!(
+            "--docker-config is not used with --provider {}: the provider's login gives the \
+             credentials (as spec.secretRef is ignored for it); drop one of the two",
+            login.provider
+        )));
+    }
     let credentials = match &args.docker_config {
         Some(path) => {
             let mut keyring = Keyring::new();
@@ -188,6 +215,7 @@ fn client(args: &ConnectArgs, image: &ImageReference) -> Result<RegistryClient, 
         .map_err(|e| CliError::invalid(format!("--proxy: {e}")))?;
     let options = ClientOptions {
         credentials,
+        login,
         tls,
         proxy,
         timeout: args.timeout,

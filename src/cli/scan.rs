@@ -97,6 +97,7 @@ pub fn run(args: &ScanArgs, out: &mut impl Write) -> Result<(), CliError> {
                     store,
                     now: Timestamp::now(),
                     object_level_workload_identity: false,
+                    default_service_account: None,
                 };
                 reconcile_repository(repo, &env).await
             }
@@ -121,6 +122,7 @@ pub fn run(args: &ScanArgs, out: &mut impl Write) -> Result<(), CliError> {
                     store,
                     now: Timestamp::now(),
                     object_level_workload_identity: false,
+                    default_service_account: None,
                     no_cross_namespace_refs: false,
                     requeue_dependency: Duration::from_secs(30),
                     repository_scanned: scanned_here,

@@ -27,6 +27,8 @@ pub struct Settings {
     pub event_repeat_interval: Duration,
     /// The `ObjectLevelWorkloadIdentity` feature gate.
     pub object_level_workload_identity: bool,
+    /// `--default-service-account` (only with the gate).
+    pub default_service_account: Option<String>,
     /// `reportingInstance` of events: the pod name.
     pub instance: String,
     /// `--events-addr`: the notification-controller's webhook, when set.
@@ -130,5 +132,17 @@ impl ObjectReader for ApiReader {
             .get_opt(name)
             .await
             .map_err(|e| e.to_string())
+    }
+
+    fn service_account_source(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> std::sync::Arc<dyn crate::registry::cloud::ServiceAccountSource> {
+        std::sync::Arc::new(super::token_request::KubeServiceAccount {
+            client: self.0.clone(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        })
     }
 }

@@ -7,10 +7,12 @@
 //! in `image-reflector scan`.
 
 use crate::api::{ImageRepository, Provider};
+use crate::registry::cloud::{CloudLogin, CloudProvider, ServiceAccountSource};
 use crate::registry::{ClientOptions, Fixes, KeyNames, Keyring, ProxySettings, TlsMaterial};
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Reads the Secrets and ServiceAccounts an object refers to. `Ok(None)` is "not found".
@@ -26,6 +28,44 @@ pub trait ObjectReader: Send + Sync {
         namespace: &str,
         name: &str,
     ) -> impl Future<Output = Result<Option<ServiceAccount>, String>> + Send;
+
+    /// The ServiceAccount a cloud login acts as (object-level workload identity): read and
+    /// minted lazily, when the registry first asks for credentials. By default, a reader has
+    /// none to offer.
+    fn service_account_source(&self, namespace: &str, name: &str) -> Arc<dyn ServiceAccountSource> {
+        Arc::new(NoServiceAccounts(format!("{namespace}/{name}")))
+    }
+}
+
+/// For readers without ServiceAccounts: every use fails, naming the account.
+struct NoServiceAccounts(String);
+
+impl ServiceAccountSource for NoServiceAccounts {
+    fn key(&self) -> String {
+        self.0.clone()
+    }
+
+    fn get(
+        &self,
+    ) -> futures::future::BoxFuture<'_, Result<crate::registry::cloud::ServiceAccount, String>>
+    {
+        Box::pin(async { Err("no ServiceAccounts can be read here".to_string()) })
+    }
+
+    fn token<'a>(
+        &'a self,
+        _: &'a [String],
+    ) -> futures::future::BoxFuture<'a, Result<String, String>> {
+        Box::pin(async { Err("no ServiceAccount tokens can be minted here".to_string()) })
+    }
+}
+
+/// Object-level workload identity settings (`--feature-gates=ObjectLevelWorkloadIdentity`,
+/// `--default-service-account`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WorkloadIdentity<'a> {
+    pub enabled: bool,
+    pub default_service_account: Option<&'a str>,
 }
 
 /// Why the options could not be built; shown as `failed to configure authentication options:
@@ -41,6 +81,7 @@ pub async fn client_options(
     canonical: &str,
     reader: &impl ObjectReader,
     timeout: Duration,
+    identity: WorkloadIdentity<'_>,
 ) -> Result<ClientOptions, AuthError> {
     let spec = &repo.spec;
     let proxy = match &spec.proxy_secret_ref {
@@ -60,13 +101,7 @@ pub async fn client_options(
         }
         None => None,
     };
-    if let Some(provider) = spec.provider.filter(|p| *p != Provider::Generic) {
-        return Err(AuthError(format!(
-            "spec.provider '{}' is not supported yet: cloud registry login is not built in this \
-             release of image-reflector; use provider 'generic' with spec.secretRef meanwhile",
-            provider_name(provider)
-        )));
-    }
+    let login = cloud_login(repo, namespace, reader, identity);
     let tls = match &spec.cert_secret_ref {
         Some(r) => {
             let secret = required_secret(reader, namespace, &r.name).await?;
@@ -79,6 +114,17 @@ pub async fn client_options(
         }
         None => None,
     };
+    if login.is_some() {
+        // A cloud provider's credentials replace secretRef and pull secrets (as in Flux).
+        return Ok(ClientOptions {
+            login,
+            tls,
+            proxy,
+            timeout,
+            fixes: &SPEC_FIXES,
+            ..Default::default()
+        });
+    }
     let mut keyring = Keyring::new();
     if let Some(r) = &spec.secret_ref {
         let secret = required_secret(reader, namespace, &r.name).await?;
@@ -116,6 +162,36 @@ pub async fn client_options(
     })
 }
 
+/// The cloud login of a non-generic `spec.provider`: as the ServiceAccount `serviceAccountName`
+/// (or `--default-service-account`) names when object-level workload identity is on, else as
+/// the controller. (With the gate off, a `serviceAccountName` has already stalled the object.)
+fn cloud_login(
+    repo: &ImageRepository,
+    namespace: &str,
+    reader: &impl ObjectReader,
+    identity: WorkloadIdentity<'_>,
+) -> Option<CloudLogin> {
+    let provider = match repo.spec.provider? {
+        Provider::Generic => return None,
+        Provider::Aws => CloudProvider::Aws,
+        Provider::Azure => CloudProvider::Azure,
+        Provider::Gcp => CloudProvider::Gcp,
+    };
+    let named = repo
+        .spec
+        .service_account_name
+        .as_deref()
+        .filter(|s| !s.is_empty());
+    let account = match identity.enabled {
+        true => named.or(identity.default_service_account.filter(|s| !s.is_empty())),
+        false => None,
+    };
+    Some(CloudLogin {
+        provider,
+        service_account: account.map(|name| reader.service_account_source(namespace, name)),
+    })
+}
+
 /// Registry errors in status name the ImageRepository's fields.
 pub static SPEC_FIXES: Fixes = Fixes {
     image: "spec.image",
@@ -130,7 +206,8 @@ pub static SPEC_FIXES: Fixes = Fixes {
 
 /// Whether the object names a credential source at all (for the 401 message).
 pub fn has_credential_source(repo: &ImageRepository) -> bool {
-    repo.spec.secret_ref.is_some()
+    repo.spec.provider.is_some_and(|p| p != Provider::Generic)
+        || repo.spec.secret_ref.is_some()
         || repo
             .spec
             .service_account_name
@@ -171,15 +248,6 @@ pub fn secret_data(secret: &Secret) -> BTreeMap<String, Vec<u8>> {
         data.insert(k.clone(), v.clone().into_bytes());
     }
     data
-}
-
-fn provider_name(provider: Provider) -> &'static str {
-    match provider {
-        Provider::Generic => "generic",
-        Provider::Aws => "aws",
-        Provider::Azure => "azure",
-        Provider::Gcp => "gcp",
-    }
 }
 
 #[cfg(test)]

@@ -113,6 +113,7 @@ async fn apply(
         store: &shared.store,
         now,
         object_level_workload_identity: shared.settings.object_level_workload_identity,
+        default_service_account: shared.settings.default_service_account.as_deref(),
         no_cross_namespace_refs: shared.settings.no_cross_namespace_refs,
         requeue_dependency: shared.settings.requeue_dependency,
         repository_scanned: &scanned,
@@ -213,6 +214,14 @@ impl ObjectReader for ClusterReader {
         name: &str,
     ) -> Result<Option<ServiceAccount>, String> {
         self.api.service_account(namespace, name).await
+    }
+
+    fn service_account_source(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> std::sync::Arc<dyn crate::registry::cloud::ServiceAccountSource> {
+        self.api.service_account_source(namespace, name)
     }
 }
 

@@ -74,6 +74,7 @@ async fn apply(
         store: &ctx.store,
         now,
         object_level_workload_identity: ctx.settings.object_level_workload_identity,
+        default_service_account: ctx.settings.default_service_account.as_deref(),
     };
     let result = reconcile_repository(repo, &env).await;
     tracing::info!("{}", result.summary);

@@ -26,6 +26,7 @@ pub mod scan_order;
 pub mod should_scan;
 pub mod status;
 pub mod throttle;
+pub mod token_request;
 
 pub use context::{Context, Settings};
 pub use error::Error;

@@ -5,7 +5,7 @@
 
 use super::access::{check_acl, check_cross_namespace};
 use super::conditions::{ConditionType, Conditions, Reason};
-use super::credentials::{client_options, ObjectReader};
+use super::credentials::{client_options, ObjectReader, WorkloadIdentity};
 use super::finalize::{Next, Outcome};
 use super::repository::intervals;
 use super::status::{finish_status, ready_message};
@@ -51,6 +51,8 @@ pub struct PolicyEnv<'a, R> {
     pub store: &'a Arc<dyn TagStore>,
     pub now: Timestamp,
     pub object_level_workload_identity: bool,
+    /// `--default-service-account`: the identity of cloud logins without serviceAccountName.
+    pub default_service_account: Option<&'a str>,
     pub no_cross_namespace_refs: bool,
     /// `--requeue-dependency`: how soon to look again when the repository has no tags.
     pub requeue_dependency: Duration,
@@ -327,9 +329,16 @@ async fn reflected_digest<R: PolicyReader>(
     let fail = |err: String| format!("failed fetching digest of {name}:{tag}: {err}");
     let (_, timeout) = intervals(repo).map_err(fail)?;
     let namespace = repo.namespace().unwrap_or_default();
-    let options = client_options(repo, &namespace, &image.canonical(), env.reader, timeout)
-        .await
-        .map_err(|e| fail(format!("failed to configure authentication options: {e}")))?;
+    let options = client_options(
+        repo,
+        &namespace,
+        &image.canonical(),
+        env.reader,
+        timeout,
+        identity(env),
+    )
+    .await
+    .map_err(|e| fail(format!("failed to configure authentication options: {e}")))?;
     let client =
         RegistryClient::new(options, env.registries.clone()).map_err(|e| fail(e.to_string()))?;
     let reference = format!("{name}:{tag}");
@@ -345,5 +354,13 @@ async fn reflected_digest<R: PolicyReader>(
             "no answer within {} (the ImageRepository's spec.timeout)",
             format_go_duration(timeout)
         ))),
+    }
+}
+
+/// The workload identity settings of the run.
+fn identity<'a, R>(env: &PolicyEnv<'a, R>) -> WorkloadIdentity<'a> {
+    WorkloadIdentity {
+        enabled: env.object_level_workload_identity,
+        default_service_account: env.default_service_account,
     }
 }

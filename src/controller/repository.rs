@@ -4,7 +4,7 @@
 //! the controller and `image-reflector scan` share it, and tests call it directly.
 
 use super::conditions::{whole_seconds, ConditionType, Conditions, Reason};
-use super::credentials::{client_options, ObjectReader};
+use super::credentials::{client_options, ObjectReader, WorkloadIdentity};
 pub use super::finalize::Next;
 use super::finalize::Outcome;
 use super::should_scan::{should_scan, ScanInputs, ScanReason};
@@ -32,6 +32,8 @@ pub struct RepositoryEnv<'a, R> {
     pub now: Timestamp,
     /// The `ObjectLevelWorkloadIdentity` feature gate.
     pub object_level_workload_identity: bool,
+    /// `--default-service-account`: the identity of cloud logins without serviceAccountName.
+    pub default_service_account: Option<&'a str>,
 }
 
 /// The status to write and what to do next.
@@ -104,7 +106,16 @@ async fn run_steps<R: ObjectReader>(
     };
     let canonical = image.canonical();
     let namespace = repo.namespace().unwrap_or_default();
-    let options = match client_options(repo, &namespace, &canonical, env.reader, timeout).await {
+    let options = match client_options(
+        repo,
+        &namespace,
+        &canonical,
+        env.reader,
+        timeout,
+        identity(env),
+    )
+    .await
+    {
         Ok(options) => options,
         Err(err) => {
             let message = format!("failed to configure authentication options: {err}");
@@ -289,4 +300,12 @@ async fn scan(
         scan_time: Some(whole_seconds(now)),
         latest_tags: (!latest_tags.is_empty()).then_some(latest_tags),
     })
+}
+
+/// The workload identity settings of the run.
+fn identity<'a, R>(env: &RepositoryEnv<'a, R>) -> WorkloadIdentity<'a> {
+    WorkloadIdentity {
+        enabled: env.object_level_workload_identity,
+        default_service_account: env.default_service_account,
+    }
 }

@@ -7,6 +7,8 @@
 //! costs less than working around those gaps. (oci-client pushes the images in the tests.)
 
 use super::auth::{parse_challenge, AuthCache, Challenge, TokenKey, TokenResponse};
+use super::cloud::http::CloudHttp;
+use super::cloud::TokenCache;
 use super::keyring::Credentials;
 use super::scheduler::{parse_retry_after, Scheduler, SchedulerConfig};
 use super::{ClientOptions, ImageReference, RegistryError, Scheme};
@@ -31,6 +33,10 @@ pub struct Registries {
     /// request, so they are not part of it): building one loads and parses the system roots,
     /// and a shared one keeps connections to a registry alive between reconciles.
     http: Mutex<HashMap<[u8; 32], reqwest::Client>>,
+    /// Cloud provider tokens and the registry credentials made from them.
+    token_cache: TokenCache,
+    /// For node-local metadata endpoints: never through a proxy.
+    direct: Mutex<Option<reqwest::Client>>,
 }
 
 /// How many distinct HTTP clients are kept; past that the cache starts over.
@@ -38,12 +44,40 @@ const MAX_HTTP_CLIENTS: usize = 256;
 
 impl Registries {
     pub fn new(config: SchedulerConfig) -> Arc<Self> {
+        Self::with_token_cache(config, TokenCache::default())
+    }
+
+    /// With the cloud token cache bounded as `--token-cache-max-size/-duration` say.
+    pub fn with_token_cache(config: SchedulerConfig, token_cache: TokenCache) -> Arc<Self> {
         Arc::new(Registries {
             scheduler: Scheduler::new(config),
             auth: AuthCache::default(),
             schemes: Mutex::default(),
             http: Mutex::default(),
+            token_cache,
+            direct: Mutex::default(),
         })
+    }
+
+    pub fn token_cache(&self) -> &TokenCache {
+        &self.token_cache
+    }
+
+    /// The client for node-local metadata endpoints: no proxy, short timeouts.
+    fn direct_client(&self) -> Result<reqwest::Client, RegistryError> {
+        let mut direct = self.direct.lock().expect("direct client lock");
+        if let Some(client) = &*direct {
+            return Ok(client.clone());
+        }
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("image-reflector/", env!("CARGO_PKG_VERSION")))
+            .no_proxy()
+            .timeout(std::time::Duration::from_secs(30))
+            .connect_timeout(std::time::Duration::from_secs(5))
+            .build()
+            .map_err(|e| super::ConfigError::Client(chain(&e)))?;
+        *direct = Some(client.clone());
+        Ok(client)
     }
 
     pub fn scheduler(&self) -> &Scheduler {
@@ -101,6 +135,8 @@ pub struct RegistryClient {
     http: reqwest::Client,
     pub(super) options: ClientOptions,
     shared: Arc<Registries>,
+    /// Credentials from the cloud login, fetched once per client when first needed.
+    login_credentials: tokio::sync::OnceCell<Credentials>,
 }
 
 /// Where a request goes: a path under the registry root, or a URL the registry gave us.
@@ -126,7 +162,42 @@ impl RegistryClient {
             http,
             options,
             shared,
+            login_credentials: tokio::sync::OnceCell::new(),
         })
+    }
+
+    /// The credentials to send: the static ones, or the cloud login's, fetched on first use
+    /// (so a provider failure fails the request that needed them, as in Flux).
+    async fn credentials(&self, host: &str) -> Result<Option<&Credentials>, RegistryError> {
+        let Some(login) = &self.options.login else {
+            return Ok(self.options.credentials.as_ref());
+        };
+        let http = CloudHttp {
+            proxied: self.http.clone(),
+            direct: self.shared.direct_client()?,
+            shared: self.shared.clone(),
+            proxy: self
+                .options
+                .proxy
+                .as_ref()
+                .map(|p| p.url_text().to_string())
+                .unwrap_or_default(),
+        };
+        let creds = self
+            .login_credentials
+            .get_or_try_init(|| async {
+                // A boxed `dyn` future: the provider flows (the AWS SDK's above all) are deep
+                // types, kept out of every caller's future type.
+                let fetch: futures::future::BoxFuture<'_, Result<Credentials, String>> =
+                    Box::pin(login.credentials(host, &http, &self.shared.token_cache));
+                fetch.await.map_err(|detail| RegistryError::CloudLogin {
+                    provider: login.provider.name(),
+                    host: host.to_string(),
+                    detail,
+                })
+            })
+            .await?;
+        Ok(Some(creds))
     }
 
     /// Sends one request and returns the response with the URL it went to. Statuses other
@@ -250,11 +321,12 @@ impl RegistryClient {
                     if let (true, Challenge::Bearer { realm, service }) =
                         (refused_token, &challenge)
                     {
+                        let creds = self.credentials(&host).await?;
                         self.shared.auth.forget_token(&TokenKey::new(
                             realm,
                             service.as_deref(),
                             &pull_scope(image),
-                            self.options.credentials.as_ref(),
+                            creds,
                         ));
                     }
                     self.shared.auth.remember_challenge(&host, challenge);
@@ -317,15 +389,15 @@ impl RegistryClient {
         host: &str,
         image: &ImageReference,
     ) -> Result<Option<String>, RegistryError> {
-        let creds = self.options.credentials.as_ref();
         match self.shared.auth.challenge(host) {
             None => Ok(None),
-            Some(Challenge::Basic) => Ok(creds.map(basic)),
+            Some(Challenge::Basic) => Ok(self.credentials(host).await?.map(basic)),
             Some(Challenge::Bearer { realm, service }) => {
+                let creds = self.credentials(host).await?;
                 let key = TokenKey::new(&realm, service.as_deref(), &pull_scope(image), creds);
                 let token = match self.shared.auth.token(&key) {
                     Some(token) => token,
-                    None => self.fetch_token(key).await?,
+                    None => self.fetch_token(key, creds).await?,
                 };
                 Ok(Some(format!("Bearer {token}")))
             }
@@ -333,7 +405,11 @@ impl RegistryClient {
     }
 
     /// GETs a token from the realm (with the credentials, when there are any).
-    async fn fetch_token(&self, key: TokenKey) -> Result<String, RegistryError> {
+    async fn fetch_token(
+        &self,
+        key: TokenKey,
+        creds: Option<&Credentials>,
+    ) -> Result<String, RegistryError> {
         let mut url = Url::parse(&key.realm).map_err(|e| RegistryError::InvalidResponse {
             method: "GET",
             url: key.realm.clone(),
@@ -349,7 +425,7 @@ impl RegistryClient {
         }
         let host = url_host(&url);
         let mut request = self.http.get(url.clone());
-        if let Some(creds) = &self.options.credentials {
+        if let Some(creds) = creds {
             request = request.header(AUTHORIZATION, basic(creds));
         }
         let (response, throttled_until) =
@@ -582,7 +658,7 @@ pub(super) async fn status_error(
         status_code: status.as_u16(),
         status: status.to_string(),
         codes,
-        credentials_sent: options.credentials.is_some(),
+        credentials_sent: options.credentials.is_some() || options.login.is_some(),
         fixes: options.fixes,
     }
 }

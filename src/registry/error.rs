@@ -61,6 +61,14 @@ pub enum RegistryError {
         timeout: Duration,
         fixes: &'static Fixes,
     },
+    /// The cloud provider login failed (`spec.provider`): Flux's message chain, which names the
+    /// step (access token, ServiceAccount, registry credentials) and the provider's own error.
+    #[error("{detail}")]
+    CloudLogin {
+        provider: &'static str,
+        host: String,
+        detail: String,
+    },
     /// The registry's answer is not what the distribution API specifies.
     #[error("{method} {url}: invalid response from registry {host}: {detail}")]
     InvalidResponse {

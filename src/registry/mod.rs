@@ -5,10 +5,12 @@
 //! - `reference`: image references as Flux parses `spec.image`;
 //! - `client`: one request, through the per-host `scheduler`, with `auth`;
 //! - `tags`, `digest`: the two registry calls the controller makes;
-//! - `keyring`, `tls`, `proxy`: the settings a client is built from.
+//! - `keyring`, `tls`, `proxy`: the settings a client is built from;
+//! - `cloud`: logging in to cloud registries with the provider's identity.
 
 mod auth;
 mod client;
+pub mod cloud;
 mod digest;
 mod error;
 #[doc(hidden)]
@@ -37,6 +39,9 @@ use std::time::Duration;
 pub struct ClientOptions {
     /// `None`: anonymous (a registry's challenge is still answered with a token when it allows).
     pub credentials: Option<Credentials>,
+    /// Cloud login (`spec.provider`): credentials fetched from the provider when the registry
+    /// first asks for them; `credentials` is then unused.
+    pub login: Option<cloud::CloudLogin>,
     pub tls: Option<TlsMaterial>,
     /// `None`: `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` from the environment.
     pub proxy: Option<ProxySettings>,
@@ -51,6 +56,7 @@ impl Default for ClientOptions {
     fn default() -> Self {
         ClientOptions {
             credentials: None,
+            login: None,
             tls: None,
             proxy: None,
             timeout: Duration::from_secs(60),

@@ -151,6 +151,7 @@ pub fn context(
         max_retry_delay: Duration::from_secs(900),
         event_repeat_interval: Duration::from_secs(600),
         object_level_workload_identity: false,
+        default_service_account: None,
         instance: "test".into(),
         events_addr: None,
         requeue_dependency: Duration::from_secs(30),

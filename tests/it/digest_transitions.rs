@@ -80,6 +80,7 @@ async fn reconcile(
         store,
         now: k8s_openapi::jiff::Timestamp::now(),
         object_level_workload_identity: false,
+        default_service_account: None,
         no_cross_namespace_refs: false,
         requeue_dependency: Duration::from_secs(30),
         repository_scanned: &scanned,

@@ -16,6 +16,7 @@ use crate::controller::leader::{self, Elector, Ended, LeaseConfig};
 use crate::controller::queue::unhealthy;
 use crate::controller::{gc, image_policy, image_repository, throttle, Context, Settings};
 use crate::http::{self, Readiness};
+use crate::registry::cloud::TokenCache;
 use crate::registry::{install_crypto_provider, Registries, SchedulerConfig};
 use crate::store::{FsStore, TagStore};
 use crate::telemetry::logging;
@@ -69,7 +70,11 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
     preflight(&repositories, &args.watch_label_selector).await?;
     preflight(&policies, &args.watch_label_selector).await?;
     let metrics = Arc::new(Metrics::default());
-    let registries = Registries::new(SchedulerConfig::default());
+    let token_cache = TokenCache::new(
+        args.token_cache_max_size as usize,
+        args.token_cache_max_duration,
+    );
+    let registries = Registries::with_token_cache(SchedulerConfig::default(), token_cache);
     metrics.add_source(Arc::new(RegistrySource(registries.clone())));
     let ctx = Context::new(
         client.clone(),
@@ -356,6 +361,8 @@ fn settings(args: &RunArgs) -> Settings {
         max_retry_delay: args.max_retry_delay,
         event_repeat_interval: args.event_repeat_interval,
         object_level_workload_identity: args.feature_gates.enabled("ObjectLevelWorkloadIdentity"),
+        default_service_account: Some(args.default_service_account.clone())
+            .filter(|s| !s.is_empty()),
         instance,
         events_addr: Some(args.events_addr.clone()).filter(|a| !a.is_empty()),
         requeue_dependency: args.requeue_dependency,

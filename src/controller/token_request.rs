@@ -1,0 +1,65 @@
+//! The ServiceAccount an object acts as for object-level workload identity, through the API
+//! server: read live, and its tokens minted with the TokenRequest API
+//! (`serviceaccounts/token`, create; granted in config/rbac). Tokens are short-lived and
+//! bound to the audience the provider names; they are never logged.
+
+use crate::registry::cloud::{ServiceAccount as CloudServiceAccount, ServiceAccountSource};
+use futures::future::BoxFuture;
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::api::PostParams;
+use kube::{Api, Client};
+
+/// How long minted tokens live: the API server's minimum is 10 minutes; the provider's own
+/// token, not this one, is what the cache keeps.
+const TOKEN_SECONDS: i64 = 600;
+
+/// One ServiceAccount, read and minted through `client`.
+pub struct KubeServiceAccount {
+    pub client: Client,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ServiceAccountSource for KubeServiceAccount {
+    fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    fn get(&self) -> BoxFuture<'_, Result<CloudServiceAccount, String>> {
+        Box::pin(async move {
+            let sa = Api::<ServiceAccount>::namespaced(self.client.clone(), &self.namespace)
+                .get(&self.name)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(CloudServiceAccount {
+                namespace: self.namespace.clone(),
+                name: self.name.clone(),
+                annotations: sa.metadata.annotations.unwrap_or_default(),
+            })
+        })
+    }
+
+    fn token<'a>(&'a self, audiences: &'a [String]) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(async move {
+            let request = TokenRequest {
+                spec: TokenRequestSpec {
+                    audiences: audiences.to_vec(),
+                    expiration_seconds: Some(TOKEN_SECONDS),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let answer: TokenRequest =
+                Api::<ServiceAccount>::namespaced(self.client.clone(), &self.namespace)
+                    .create_subresource("token", &self.name, &PostParams::default(), &request)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            answer
+                .status
+                .map(|s| s.token)
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| "the TokenRequest answer holds no token".to_string())
+        })
+    }
+}
