@@ -209,6 +209,18 @@ impl RegistryClient {
         target: Target<'_>,
         accept: Option<&str>,
     ) -> Result<(Url, Response), RegistryError> {
+        if let Some(login) = &self.options.login {
+            // The provider's host rule first: no request, not even anonymous, goes to a host
+            // the provider does not serve (the error is the scan failure Flux reports).
+            let host = image.registry();
+            super::cloud::registry_target(login.provider, host).map_err(|detail| {
+                RegistryError::CloudLogin {
+                    provider: login.provider.name(),
+                    host: host.to_string(),
+                    detail,
+                }
+            })?;
+        }
         let path = match target {
             Target::Url(url) => {
                 let response = self.execute(&method, image, url.clone(), accept).await?;

@@ -60,6 +60,32 @@ impl Pki {
     }
 }
 
+impl Pki {
+    /// A CA and one server certificate naming `hosts` (cloud registry and API host names,
+    /// reached on loopback through a CONNECT proxy); no client certificate.
+    pub fn for_hosts(hosts: &[&str]) -> Pki {
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "image-reflector cloud test CA");
+        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+        let names: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
+        let mut params = CertificateParams::new(names).unwrap();
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &ca).unwrap();
+        Pki {
+            ca: ca.pem(),
+            server_cert: cert.pem(),
+            server_key: key.serialize_pem(),
+            client_cert: String::new(),
+            client_key: String::new(),
+        }
+    }
+}
+
 /// How to run the registry.
 #[derive(Default)]
 pub struct Variant<'a> {

@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 
 /// A request as the server saw it.
 #[derive(Clone, Debug)]
@@ -112,6 +112,39 @@ impl FaultServer {
     where
         H: Fn(&Seen) -> Reply + Send + Sync + 'static,
     {
+        Self::start_inner(None, make).await
+    }
+
+    /// Starts an HTTPS server with this PEM certificate and key (one that names the hosts the
+    /// clients ask for, reached through a CONNECT proxy).
+    pub async fn start_tls(
+        cert_pem: &str,
+        key_pem: &str,
+        handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
+    ) -> Self {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        image_reflector::registry::install_crypto_provider();
+        let certs: Vec<CertificateDer<'static>> =
+            CertificateDer::pem_slice_iter(cert_pem.as_bytes())
+                .collect::<Result<_, _>>()
+                .expect("certificate PEM");
+        let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).expect("key PEM");
+        let config = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .expect("server TLS config");
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        Self::start_inner(Some(acceptor), |_| handler).await
+    }
+
+    async fn start_inner<H>(
+        tls: Option<tokio_rustls::TlsAcceptor>,
+        make: impl FnOnce(SocketAddr) -> H,
+    ) -> Self
+    where
+        H: Fn(&Seen) -> Reply + Send + Sync + 'static,
+    {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("address");
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -130,8 +163,16 @@ impl FaultServer {
                 c.fetch_add(1, Ordering::SeqCst);
                 let (handler, log, in_flight, peak) =
                     (handler.clone(), l.clone(), f.clone(), p.clone());
+                let tls = tls.clone();
                 tokio::spawn(async move {
-                    let _ = serve(stream, &*handler, &log, (&in_flight, &peak)).await;
+                    let counters = (&*in_flight, &*peak);
+                    let _ = match tls {
+                        Some(acceptor) => match acceptor.accept(stream).await {
+                            Ok(stream) => serve(stream, &*handler, &log, counters).await,
+                            Err(_) => Ok(()),
+                        },
+                        None => serve(stream, &*handler, &log, counters).await,
+                    };
                 });
             }
         });
@@ -172,8 +213,8 @@ impl Drop for FaultServer {
 }
 
 /// One connection, one request (every answer closes the connection).
-async fn serve(
-    mut stream: TcpStream,
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
     handler: &Handler,
     log: &Mutex<Vec<Seen>>,
     counters: (&AtomicUsize, &AtomicUsize),

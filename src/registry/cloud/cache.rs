@@ -171,15 +171,10 @@ mod tests {
         }
     }
 
-    fn fetcher(
-        calls: &AtomicUsize,
-        life: Duration,
-    ) -> impl Future<Output = Result<(Secret, SystemTime), String>> + '_ {
-        async move {
-            let n = calls.fetch_add(1, Ordering::SeqCst);
-            let at = SystemTime::now() + life;
-            Ok((Secret::Bearer(format!("t{n}"), at), at))
-        }
+    async fn fetcher(calls: &AtomicUsize, life: Duration) -> Result<(Secret, SystemTime), String> {
+        let n = calls.fetch_add(1, Ordering::SeqCst);
+        let at = SystemTime::now() + life;
+        Ok((Secret::Bearer(format!("t{n}"), at), at))
     }
 
     #[tokio::test]
