@@ -2,6 +2,8 @@
 
 mod api;
 mod api_mock;
+mod cloud_hosts;
+mod cloud_identity;
 mod cloud_login;
 mod connect_proxy;
 mod dashboard;

@@ -632,21 +632,27 @@ async fn anonymous_access_to_a_private_registry_says_credentials_are_wanted() {
 }
 
 #[tokio::test]
-async fn cloud_providers_fail_authentication_without_a_registry_call() {
+async fn cloud_providers_refuse_hosts_they_do_not_serve_as_a_scan_failure_without_a_registry_call()
+{
     let reg = registry(&["1.0.0"]).await;
+    // secretRef is ignored for a cloud provider (no Secret is read: the script has no GET).
     let obj = object(
-        json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m", "provider": "aws"}),
+        json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m",
+        "provider": "aws", "secretRef": {"name": "ignored"}}),
     );
     let (result, calls, _) = run(&obj, vec![patch(&obj), Expect::event(NS)], memory()).await;
     assert!(result.is_err());
     let (_, reason, message) = ready(&calls[0]);
-    assert_eq!(reason, "AuthenticationFailed");
-    assert!(
-        message.starts_with(
-            "failed to configure authentication options: spec.provider 'aws' is not supported yet"
-        ),
-        "{message}"
+    assert_eq!(
+        reason, "ReadOperationFailed",
+        "the login is lazy: a scan failure, as in Flux"
     );
+    let expected = format!(
+        "scan failed: invalid AWS registry: '{}'. must match {}",
+        reg.host(),
+        image_reflector::registry::cloud::ECR_PATTERN
+    );
+    assert_eq!(message, expected);
     assert!(reg.seen().is_empty());
     // With a ServiceAccount, it is object-level workload identity: Stalled behind the gate.
     let obj = object(
