@@ -5,7 +5,10 @@ use image_reflector::registry::cloud::{registry_target, CloudProvider, RegistryT
 
 #[test]
 fn provider_host_rules_match_fluxs_tables() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/provider-hosts.jsonl");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/provider-hosts.jsonl"
+    );
     let text = std::fs::read_to_string(path).unwrap();
     let mut checked = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {

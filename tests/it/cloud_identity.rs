@@ -340,3 +340,54 @@ async fn gcp_service_account_goes_through_sts_and_impersonates_the_annotated_acc
     .unwrap_err();
     assert!(err.contains("401") && !err.contains("ya29"), "{err}");
 }
+
+#[tokio::test]
+async fn a_throttling_cloud_api_is_backed_off_like_a_registry() {
+    let pki = cloud_pki();
+    let entra = FaultServer::start_tls(&pki.server_cert, &pki.server_key, |_| {
+        Reply::json(429, serde_json::json!({"error": "temporarily_unavailable"}))
+            .header("Retry-After", "3600")
+    })
+    .await;
+    let registry = basic_registry(
+        &pki,
+        "00000000-0000-0000-0000-000000000000",
+        "x".into(),
+        Some("t"),
+    )
+    .await;
+    let proxy = proxy(&[(ACR_HOST, registry.addr), (ENTRA, entra.addr)]).await;
+    let account = TestAccount::new(&[
+        ("azure.workload.identity/tenant-id", "tenant-9"),
+        ("azure.workload.identity/client-id", "client-9"),
+    ]);
+    let registries = Registries::new(SchedulerConfig::default());
+    let first = list(
+        CloudProvider::Azure,
+        &account,
+        ACR_HOST,
+        &pki,
+        &proxy,
+        &registries,
+    )
+    .await;
+    assert!(first
+        .unwrap_err()
+        .contains("429 Too Many Requests: temporarily_unavailable"));
+    // The host's Retry-After holds every later login: no second request reaches Entra ID.
+    let second = list(
+        CloudProvider::Azure,
+        &account,
+        ACR_HOST,
+        &pki,
+        &proxy,
+        &registries,
+    )
+    .await;
+    let err = second.unwrap_err();
+    assert!(
+        err.contains("login.microsoftonline.com is rate limiting"),
+        "{err}"
+    );
+    assert_eq!(entra.seen().len(), 1);
+}

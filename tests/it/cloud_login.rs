@@ -240,7 +240,7 @@ async fn aws_keys_in_the_environment_sign_ecr_get_authorization_token_for_the_ho
         basic: Some(("AWS", "ecr-password-1")),
         ..Default::default()
     });
-    registry
+    let pushed = registry
         .push_image("team/app", &["1.0.0".into(), "2.0.0".into()])
         .await;
     let ecr = ecr_api(&pki, "ecr-password-1", Duration::from_secs(12 * 3600)).await;
@@ -281,6 +281,20 @@ async fn aws_keys_in_the_environment_sign_ecr_get_authorization_token_for_the_ho
     assert!(
         targets.contains(&format!("{ECR_API}:443")) && targets.contains(&format!("{ECR_HOST}:443"))
     );
+    // `digest --provider` logs in the same way.
+    let mut args = shell.tags("aws", &proxy, &format!("{ECR_HOST}/team/app:1.0.0"));
+    args[0] = "digest".into();
+    let env = pairs(&[
+        ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+        (
+            "AWS_SECRET_ACCESS_KEY",
+            "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+        ),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ]);
+    let out = bin_env(args, env).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), pushed);
 }
 
 #[tokio::test]

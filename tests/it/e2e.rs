@@ -134,7 +134,7 @@ fn e2e_crds_install_default_validate_and_serve_v1beta2() {
 }
 
 /// The controller as a local process watching one namespace; SIGTERM on drop.
-struct Controller {
+pub struct Controller {
     child: std::process::Child,
     _storage: tempfile::TempDir,
     pub storage: std::path::PathBuf,
@@ -181,11 +181,11 @@ pub fn install_and_controller_kubeconfig(dir: &std::path::Path) -> std::path::Pa
 }
 
 impl Controller {
-    fn start(namespace: &str, kubeconfig: &std::path::Path) -> Controller {
+    pub fn start(namespace: &str, kubeconfig: &std::path::Path) -> Controller {
         Controller::start_with(namespace, kubeconfig, &[])
     }
 
-    fn start_with(namespace: &str, kubeconfig: &std::path::Path, extra: &[&str]) -> Controller {
+    pub fn start_with(namespace: &str, kubeconfig: &std::path::Path, extra: &[&str]) -> Controller {
         let storage = tempfile::tempdir().unwrap();
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_image-reflector"))
             .args([
@@ -213,7 +213,7 @@ impl Controller {
     }
 
     /// SIGTERM, and the exit status.
-    fn stop(mut self) -> std::process::ExitStatus {
+    pub fn stop(mut self) -> std::process::ExitStatus {
         let _ = run("kill", &["-TERM", &self.child.id().to_string()], None);
         self.child.wait().unwrap()
     }

@@ -10,6 +10,7 @@ mod dashboard;
 mod digest_transitions;
 mod distribution;
 mod e2e;
+mod e2e_cloud;
 mod e2e_operations;
 mod e2e_samples;
 mod fault_server;

@@ -1,0 +1,133 @@
+//! Object-level workload identity on the real API server (`make e2e`): `image-reflector run`
+//! with the gate on mints the annotated ServiceAccount's token through the TokenRequest API
+//! (with the RBAC config/ grants), Entra ID (played on loopback behind the object's proxy)
+//! accepts it, and the ACR exchange's refresh token lists the tags; with the gate off, both
+//! kinds stall with Flux's `FeatureGateDisabled` messages.
+
+use crate::cloud_login::{basic_registry, cloud_pki, entra_api, form_field, jwt, ACR_HOST, ENTRA};
+use crate::connect_proxy::ConnectProxy;
+use crate::e2e::{
+    install_and_controller_kubeconfig, install_crds, kubectl, ok, wait_for, Controller, Namespace,
+};
+use base64::Engine;
+use std::time::{Duration, SystemTime};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster: make e2e"]
+async fn e2e_object_level_workload_identity_mints_service_account_tokens_behind_the_gate() {
+    install_crds();
+    let pki = cloud_pki();
+    let exp = SystemTime::now() + Duration::from_secs(3 * 3600);
+    let exp = exp
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let refresh = jwt(serde_json::json!({ "exp": exp }));
+    let registry = basic_registry(
+        &pki,
+        "00000000-0000-0000-0000-000000000000",
+        refresh,
+        Some("entra-e2e"),
+    )
+    .await;
+    let entra = entra_api(&pki, "entra-e2e").await;
+    let proxy = ConnectProxy::start(&[
+        (&format!("{ACR_HOST}:443"), registry.addr),
+        (&format!("{ENTRA}:443"), entra.addr),
+    ])
+    .await;
+    let ns = Namespace(format!("image-reflector-cloud-{}", std::process::id()));
+    ok(kubectl(&["create", "namespace", &ns.0], None));
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let manifests = format!(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: puller\n  namespace: {ns}\n  annotations:\n    \
+         azure.workload.identity/tenant-id: tenant-e2e\n    azure.workload.identity/client-id: client-e2e\n---\n\
+         apiVersion: v1\nkind: Secret\nmetadata: {{name: proxy, namespace: {ns}}}\ndata: {{address: {proxy}}}\n---\n\
+         apiVersion: v1\nkind: Secret\nmetadata: {{name: tls, namespace: {ns}}}\ndata: {{ca.crt: {ca}}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: acr, namespace: {ns}}}\n\
+         spec: {{image: {ACR_HOST}/team/app, interval: 5m, provider: azure, serviceAccountName: puller,\n  \
+         proxySecretRef: {{name: proxy}}, certSecretRef: {{name: tls}}}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: acr, namespace: {ns}}}\n\
+         spec: {{imageRepositoryRef: {{name: acr}}, policy: {{semver: {{range: '>=1.0.0'}}}}}}\n",
+        ns = ns.0,
+        proxy = b64(&proxy.url()),
+        ca = b64(&pki.ca),
+    );
+    ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = install_and_controller_kubeconfig(dir.path());
+    let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
+    let reason = "{.status.conditions[?(@.type==\"Ready\")].reason}";
+
+    let gated = Controller::start_with(
+        &ns.0,
+        &kubeconfig,
+        &["--feature-gates=ObjectLevelWorkloadIdentity=true"],
+    );
+    wait_for(&ns.0, "imagerepository/acr", ready, "True");
+    wait_for(&ns.0, "imagepolicy/acr", "{.status.latestRef.tag}", "1.1.0");
+    gated.stop();
+    // The assertion Entra got is the ServiceAccount's token, minted for Entra's audience.
+    let assertion = form_field(&entra.seen()[0], "client_assertion").unwrap();
+    let payload = assertion.split('.').nth(1).unwrap();
+    let claims: serde_json::Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        claims["aud"],
+        serde_json::json!(["api://AzureADTokenExchange"])
+    );
+    assert_eq!(
+        claims["sub"],
+        format!("system:serviceaccount:{}:puller", ns.0)
+    );
+    assert_eq!(
+        form_field(&entra.seen()[0], "client_id").as_deref(),
+        Some("client-e2e")
+    );
+
+    // Without the gate: both kinds stall, with Flux's messages.
+    let ungated = Controller::start(&ns.0, &kubeconfig);
+    wait_for(&ns.0, "imagerepository/acr", reason, "FeatureGateDisabled");
+    wait_for(&ns.0, "imagepolicy/acr", reason, "FeatureGateDisabled");
+    let message = |kind: &str| {
+        ok(kubectl(
+            &[
+                "get",
+                "-n",
+                &ns.0,
+                kind,
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Stalled\")].message}",
+            ],
+            None,
+        ))
+    };
+    assert_eq!(
+        message("imagerepository/acr"),
+        "to use spec.serviceAccountName for provider authentication please enable the ObjectLevelWorkloadIdentity feature gate in the controller"
+    );
+    assert_eq!(
+        message("imagepolicy/acr"),
+        "to use spec.serviceAccountName in the ImageRepository for provider authentication please enable the ObjectLevelWorkloadIdentity feature gate in the controller"
+    );
+    assert_eq!(
+        ok(kubectl(
+            &[
+                "get",
+                "-n",
+                &ns.0,
+                "imagepolicy/acr",
+                "-o",
+                "jsonpath={.status.latestRef.tag}"
+            ],
+            None
+        )),
+        "1.1.0",
+        "the last good result is kept"
+    );
+    ungated.stop();
+}
