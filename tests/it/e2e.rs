@@ -186,6 +186,16 @@ impl Controller {
     }
 
     pub fn start_with(namespace: &str, kubeconfig: &std::path::Path, extra: &[&str]) -> Controller {
+        Controller::start_with_env(namespace, kubeconfig, extra, &[])
+    }
+
+    /// With these environment variables too (a cloud identity of the controller's own).
+    pub fn start_with_env(
+        namespace: &str,
+        kubeconfig: &std::path::Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Controller {
         let storage = tempfile::tempdir().unwrap();
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_image-reflector"))
             .args([
@@ -201,6 +211,7 @@ impl Controller {
             .args(extra)
             .env("RUNTIME_NAMESPACE", namespace)
             .env("KUBECONFIG", kubeconfig)
+            .envs(env.iter().copied())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::inherit())
             .spawn()

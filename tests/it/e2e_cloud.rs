@@ -131,3 +131,92 @@ async fn e2e_object_level_workload_identity_mints_service_account_tokens_behind_
     );
     ungated.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster: make e2e"]
+async fn e2e_the_controllers_own_identity_logs_in_to_ecr_and_artifact_registry() {
+    use crate::cloud_login::{ecr_api, ECR_API, ECR_HOST, GAR_HOST};
+    use crate::fault_server::{FaultServer, Reply};
+    install_crds();
+    let pki = cloud_pki();
+    let ecr_registry = basic_registry(&pki, "AWS", "ecr-run".into(), None).await;
+    let ecr = ecr_api(&pki, "ecr-run", Duration::from_secs(12 * 3600)).await;
+    let gar_registry = basic_registry(&pki, "oauth2accesstoken", "ya29.run".into(), None).await;
+    let metadata = FaultServer::start(|seen| match seen.header("metadata-flavor") {
+        Some("Google") => Reply::json(
+            200,
+            serde_json::json!({"access_token": "ya29.run", "expires_in": 3599}),
+        ),
+        _ => Reply::status(403),
+    })
+    .await;
+    let proxy = ConnectProxy::start(&[
+        (&format!("{ECR_HOST}:443"), ecr_registry.addr),
+        (&format!("{ECR_API}:443"), ecr.addr),
+        (&format!("{GAR_HOST}:443"), gar_registry.addr),
+    ])
+    .await;
+    let ns = Namespace(format!("image-reflector-cloudid-{}", std::process::id()));
+    ok(kubectl(&["create", "namespace", &ns.0], None));
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let repo = |name: &str, image: &str, provider: &str| {
+        format!(
+            "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: {name}, namespace: {ns}}}\n\
+             spec: {{image: {image}/team/app, interval: 5m, provider: {provider}, secretRef: {{name: ignored}},\n  \
+             proxySecretRef: {{name: proxy}}, certSecretRef: {{name: tls}}}}\n---\n",
+            ns = ns.0
+        )
+    };
+    let manifests = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: proxy, namespace: {ns}}}\ndata: {{address: {proxy}}}\n---\n\
+         apiVersion: v1\nkind: Secret\nmetadata: {{name: tls, namespace: {ns}}}\ndata: {{ca.crt: {ca}}}\n---\n{ecr}{gar}",
+        ns = ns.0,
+        proxy = b64(&proxy.url()),
+        ca = b64(&pki.ca),
+        ecr = repo("ecr", ECR_HOST, "aws"),
+        gar = repo("gar", GAR_HOST, "gcp"),
+    );
+    ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = install_and_controller_kubeconfig(dir.path());
+    let metadata_host = metadata.host();
+    let controller = Controller::start_with_env(
+        &ns.0,
+        &kubeconfig,
+        &[],
+        &[
+            ("AWS_ACCESS_KEY_ID", "AKIDCONTROLLER"),
+            ("AWS_SECRET_ACCESS_KEY", "controller-secret"),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+            ("GCE_METADATA_HOST", &metadata_host),
+        ],
+    );
+    let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
+    wait_for(&ns.0, "imagerepository/ecr", ready, "True");
+    wait_for(&ns.0, "imagerepository/gar", ready, "True");
+    controller.stop();
+    let auth = ecr.seen()[0]
+        .header("authorization")
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        auth.contains("Credential=AKIDCONTROLLER/") && auth.contains("/eu-west-1/ecr/"),
+        "{auth}"
+    );
+    assert!(!metadata.seen().is_empty());
+    let message = ok(kubectl(
+        &[
+            "get",
+            "-n",
+            &ns.0,
+            "imagerepository/ecr",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"Ready\")].message}",
+        ],
+        None,
+    ));
+    assert!(
+        message.starts_with("successful scan: found 2 tags"),
+        "{message}"
+    );
+}
