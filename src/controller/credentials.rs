@@ -252,8 +252,68 @@ pub fn secret_data(secret: &Secret) -> BTreeMap<String, Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::SPEC_FIXES;
+    use super::{cloud_login, ObjectReader, WorkloadIdentity, SPEC_FIXES};
+    use crate::api::ImageRepository;
+    use crate::registry::cloud::CloudProvider;
     use crate::registry::RegistryError;
+    use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+
+    struct Nothing;
+
+    impl ObjectReader for Nothing {
+        async fn secret(&self, _: &str, _: &str) -> Result<Option<Secret>, String> {
+            Ok(None)
+        }
+        async fn service_account(
+            &self,
+            _: &str,
+            _: &str,
+        ) -> Result<Option<ServiceAccount>, String> {
+            Ok(None)
+        }
+    }
+
+    fn repo(spec: serde_json::Value) -> ImageRepository {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImageRepository",
+            "metadata": {"name": "app", "namespace": "team"},
+            "spec": {"interval": "5m", "image": spec["image"], "provider": spec["provider"],
+                "serviceAccountName": spec.get("serviceAccountName")},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_cloud_identity_is_the_controllers_unless_the_gate_names_a_service_account() {
+        let login = |spec, enabled, default| {
+            let identity = WorkloadIdentity {
+                enabled,
+                default_service_account: default,
+            };
+            cloud_login(&repo(spec), "team", &Nothing, identity)
+                .map(|l| (l.provider, l.service_account.map(|s| s.key())))
+        };
+        let image = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/app";
+        let generic = serde_json::json!({"image": image, "provider": "generic"});
+        assert!(login(generic, true, Some("sa")).is_none());
+        let aws = serde_json::json!({"image": image, "provider": "aws"});
+        assert_eq!(
+            login(aws.clone(), false, None),
+            Some((CloudProvider::Aws, None))
+        );
+        assert_eq!(
+            login(aws.clone(), true, Some("fallback")),
+            Some((CloudProvider::Aws, Some("team/fallback".into())))
+        );
+        let named =
+            serde_json::json!({"image": image, "provider": "gcp", "serviceAccountName": "mine"});
+        assert_eq!(
+            login(named.clone(), true, Some("fallback")),
+            Some((CloudProvider::Gcp, Some("team/mine".into())))
+        );
+        // Without the gate such an object has already stalled; the login never acts as the SA.
+        assert_eq!(login(named, false, None), Some((CloudProvider::Gcp, None)));
+    }
 
     #[test]
     fn registry_errors_in_status_name_the_spec_fields() {
