@@ -453,6 +453,27 @@ async fn azure_workload_identity_token_is_exchanged_at_the_registry_and_errors_n
         !err.contains("revoked.jwt"),
         "the assertion is not shown: {err}"
     );
+    // Managed identity: the instance metadata service (its address overridden as Azure's SDKs
+    // allow), asked for the registry cloud's Resource Manager.
+    let imds = FaultServer::start(|seen| {
+        let ok = seen.header("metadata") == Some("true")
+            && seen.path() == "/metadata/identity/oauth2/token"
+            && seen.query("resource").as_deref() == Some("https://management.azure.com");
+        match ok {
+            true => Reply::json(
+                200,
+                serde_json::json!({"access_token": "entra-at-1",
+                "expires_in": "3599", "expires_on": "4102444800", "token_type": "Bearer"}),
+            ),
+            false => Reply::status(400),
+        }
+    })
+    .await;
+    let imds_url = format!("http://{}", imds.host());
+    let env_mi = pairs(&[("AZURE_POD_IDENTITY_AUTHORITY_HOST", &imds_url)]);
+    let out = bin_env(shell.tags("azure", &proxy, &image), env_mi).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(imds.seen().len(), 1);
     // A host the provider does not serve is refused before any cloud API is asked.
     let before = entra.seen().len();
     let out = bin_env(

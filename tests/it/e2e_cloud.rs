@@ -150,10 +150,21 @@ async fn e2e_the_controllers_own_identity_logs_in_to_ecr_and_artifact_registry()
         _ => Reply::status(403),
     })
     .await;
+    // Entra refuses the controller's assertion: the ACR repository shows the provider's error.
+    let acr_registry = basic_registry(
+        &pki,
+        "00000000-0000-0000-0000-000000000000",
+        "x".into(),
+        None,
+    )
+    .await;
+    let entra = entra_api(&pki, "unused").await;
     let proxy = ConnectProxy::start(&[
         (&format!("{ECR_HOST}:443"), ecr_registry.addr),
         (&format!("{ECR_API}:443"), ecr.addr),
         (&format!("{GAR_HOST}:443"), gar_registry.addr),
+        (&format!("{ACR_HOST}:443"), acr_registry.addr),
+        (&format!("{ENTRA}:443"), entra.addr),
     ])
     .await;
     let ns = Namespace(format!("image-reflector-cloudid-{}", std::process::id()));
@@ -169,16 +180,19 @@ async fn e2e_the_controllers_own_identity_logs_in_to_ecr_and_artifact_registry()
     };
     let manifests = format!(
         "apiVersion: v1\nkind: Secret\nmetadata: {{name: proxy, namespace: {ns}}}\ndata: {{address: {proxy}}}\n---\n\
-         apiVersion: v1\nkind: Secret\nmetadata: {{name: tls, namespace: {ns}}}\ndata: {{ca.crt: {ca}}}\n---\n{ecr}{gar}",
+         apiVersion: v1\nkind: Secret\nmetadata: {{name: tls, namespace: {ns}}}\ndata: {{ca.crt: {ca}}}\n---\n{ecr}{gar}{acr}",
         ns = ns.0,
         proxy = b64(&proxy.url()),
         ca = b64(&pki.ca),
         ecr = repo("ecr", ECR_HOST, "aws"),
         gar = repo("gar", GAR_HOST, "gcp"),
+        acr = repo("acr", ACR_HOST, "azure"),
     );
+    let token_file = "revoked.jwt".to_string();
     ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = install_and_controller_kubeconfig(dir.path());
+    let token_path = crate::support::write(dir.path(), "azure-token", &token_file);
     let metadata_host = metadata.host();
     let controller = Controller::start_with_env(
         &ns.0,
@@ -189,12 +203,33 @@ async fn e2e_the_controllers_own_identity_logs_in_to_ecr_and_artifact_registry()
             ("AWS_SECRET_ACCESS_KEY", "controller-secret"),
             ("AWS_EC2_METADATA_DISABLED", "true"),
             ("GCE_METADATA_HOST", &metadata_host),
+            ("AZURE_TENANT_ID", "tenant-run"),
+            ("AZURE_CLIENT_ID", "client-run"),
+            ("AZURE_FEDERATED_TOKEN_FILE", &token_path),
         ],
     );
     let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
     wait_for(&ns.0, "imagerepository/ecr", ready, "True");
     wait_for(&ns.0, "imagerepository/gar", ready, "True");
+    let reason = "{.status.conditions[?(@.type==\"Ready\")].reason}";
+    wait_for(&ns.0, "imagerepository/acr", reason, "ReadOperationFailed");
     controller.stop();
+    let acr = ok(kubectl(
+        &[
+            "get",
+            "-n",
+            &ns.0,
+            "imagerepository/acr",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"Ready\")].message}",
+        ],
+        None,
+    ));
+    assert!(
+        acr.starts_with("scan failed: failed to get access token for artifact registry: failed to create provider access token for the controller: POST https://login.microsoftonline.com/tenant-run/oauth2/v2.0/token: 401 Unauthorized: invalid_client: AADSTS700024"),
+        "{acr}"
+    );
+    assert!(!acr.contains("revoked.jwt"), "no secret in status: {acr}");
     let auth = ecr.seen()[0]
         .header("authorization")
         .unwrap_or("")
