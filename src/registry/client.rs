@@ -7,7 +7,6 @@
 //! costs less than working around those gaps. (oci-client pushes the images in the tests.)
 
 use super::auth::{parse_challenge, AuthCache, Challenge, TokenKey, TokenResponse};
-use super::cloud::http::CloudHttp;
 use super::cloud::TokenCache;
 use super::keyring::Credentials;
 use super::scheduler::{parse_retry_after, Scheduler, SchedulerConfig};
@@ -34,9 +33,9 @@ pub struct Registries {
     /// and a shared one keeps connections to a registry alive between reconciles.
     http: Mutex<HashMap<[u8; 32], reqwest::Client>>,
     /// Cloud provider tokens and the registry credentials made from them.
-    token_cache: TokenCache,
-    /// For node-local metadata endpoints: never through a proxy.
-    direct: Mutex<Option<reqwest::Client>>,
+    pub(super) token_cache: TokenCache,
+    /// For node-local metadata endpoints: never through a proxy (cloud/login.rs).
+    pub(super) direct: Mutex<Option<reqwest::Client>>,
 }
 
 /// How many distinct HTTP clients are kept; past that the cache starts over.
@@ -61,23 +60,6 @@ impl Registries {
 
     pub fn token_cache(&self) -> &TokenCache {
         &self.token_cache
-    }
-
-    /// The client for node-local metadata endpoints: no proxy, short timeouts.
-    fn direct_client(&self) -> Result<reqwest::Client, RegistryError> {
-        let mut direct = self.direct.lock().expect("direct client lock");
-        if let Some(client) = &*direct {
-            return Ok(client.clone());
-        }
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("image-reflector/", env!("CARGO_PKG_VERSION")))
-            .no_proxy()
-            .timeout(std::time::Duration::from_secs(30))
-            .connect_timeout(std::time::Duration::from_secs(5))
-            .build()
-            .map_err(|e| super::ConfigError::Client(chain(&e)))?;
-        *direct = Some(client.clone());
-        Ok(client)
     }
 
     pub fn scheduler(&self) -> &Scheduler {
@@ -132,11 +114,11 @@ fn build_http_client(options: &ClientOptions) -> Result<reqwest::Client, Registr
 /// A client for one set of settings (credentials, TLS, proxy, timeout).
 #[derive(Debug)]
 pub struct RegistryClient {
-    http: reqwest::Client,
+    pub(super) http: reqwest::Client,
     pub(super) options: ClientOptions,
-    shared: Arc<Registries>,
+    pub(super) shared: Arc<Registries>,
     /// Credentials from the cloud login, fetched once per client when first needed.
-    login_credentials: tokio::sync::OnceCell<Credentials>,
+    pub(super) login_credentials: tokio::sync::OnceCell<Credentials>,
 }
 
 /// Where a request goes: a path under the registry root, or a URL the registry gave us.
@@ -166,40 +148,6 @@ impl RegistryClient {
         })
     }
 
-    /// The credentials to send: the static ones, or the cloud login's, fetched on first use
-    /// (so a provider failure fails the request that needed them, as in Flux).
-    async fn credentials(&self, host: &str) -> Result<Option<&Credentials>, RegistryError> {
-        let Some(login) = &self.options.login else {
-            return Ok(self.options.credentials.as_ref());
-        };
-        let http = CloudHttp {
-            proxied: self.http.clone(),
-            direct: self.shared.direct_client()?,
-            shared: self.shared.clone(),
-            proxy: self
-                .options
-                .proxy
-                .as_ref()
-                .map(|p| p.url_text().to_string())
-                .unwrap_or_default(),
-        };
-        let creds = self
-            .login_credentials
-            .get_or_try_init(|| async {
-                // A boxed `dyn` future: the provider flows (the AWS SDK's above all) are deep
-                // types, kept out of every caller's future type.
-                let fetch: futures::future::BoxFuture<'_, Result<Credentials, String>> =
-                    Box::pin(login.credentials(host, &http, &self.shared.token_cache));
-                fetch.await.map_err(|detail| RegistryError::CloudLogin {
-                    provider: login.provider.name(),
-                    host: host.to_string(),
-                    detail,
-                })
-            })
-            .await?;
-        Ok(Some(creds))
-    }
-
     /// Sends one request and returns the response with the URL it went to. Statuses other
     /// than throttling come back as they are; the caller decides what is an error.
     pub(super) async fn send(
@@ -209,18 +157,7 @@ impl RegistryClient {
         target: Target<'_>,
         accept: Option<&str>,
     ) -> Result<(Url, Response), RegistryError> {
-        if let Some(login) = &self.options.login {
-            // The provider's host rule first: no request, not even anonymous, goes to a host
-            // the provider does not serve (the error is the scan failure Flux reports).
-            let host = image.registry();
-            super::cloud::registry_target(login.provider, host).map_err(|detail| {
-                RegistryError::CloudLogin {
-                    provider: login.provider.name(),
-                    host: host.to_string(),
-                    detail,
-                }
-            })?;
-        }
+        self.check_login_host(image.registry())?;
         let path = match target {
             Target::Url(url) => {
                 let response = self.execute(&method, image, url.clone(), accept).await?;
@@ -567,7 +504,7 @@ pub(super) fn method_name(method: &Method) -> &'static str {
 }
 
 /// The error and its causes, `: `-joined (reqwest's own text alone is "error sending request").
-fn chain(err: &dyn std::error::Error) -> String {
+pub(super) fn chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {

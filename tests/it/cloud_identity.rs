@@ -3,7 +3,7 @@
 //! TokenRequest) is exchanged per provider, on loopback behind the CONNECT proxy; tokens are
 //! shared by every client of one process and refreshed before they expire.
 
-use crate::cloud_login::{
+use crate::cloud_fakes::{
     basic_registry, cloud_pki, ecr_api, entra_api, form_field, jwt, sts_api, ACR_HOST, ECR_API,
     ECR_HOST, ENTRA, GAR_HOST, GOOGLE_IAM, GOOGLE_STS, STS_EU,
 };

@@ -2,6 +2,7 @@
 
 mod api;
 mod api_mock;
+mod cloud_fakes;
 mod cloud_hosts;
 mod cloud_identity;
 mod cloud_login;

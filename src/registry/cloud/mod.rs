@@ -8,7 +8,8 @@
 //! - `identity`: ServiceAccount annotations → provider identity;
 //! - `aws`, `azure`, `gcp`: the providers' token flows;
 //! - `http`, `smithy`: our HTTP client for the cloud APIs, and as the AWS SDK's;
-//! - `cache`: the token cache.
+//! - `cache`: the token cache;
+//! - `login`: the registry client's side (host rule, credentials on first use).
 
 mod aws;
 mod azure;
@@ -17,6 +18,7 @@ mod gcp;
 mod hosts;
 pub(crate) mod http;
 mod identity;
+mod login;
 mod smithy;
 
 pub use azure::ACR_USER;
