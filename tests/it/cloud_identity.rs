@@ -111,44 +111,50 @@ fn epoch_in(life: Duration) -> u64 {
         .as_secs()
 }
 
-#[tokio::test]
-async fn azure_service_account_is_the_client_assertion_and_refresh_tokens_renew_before_expiry() {
-    let pki = cloud_pki();
-    let entra = entra_api(&pki, "entra-at-sa").await;
-    let account = TestAccount::new(&[
-        ("azure.workload.identity/tenant-id", "tenant-9"),
-        ("azure.workload.identity/client-id", "client-9"),
-    ]);
-    // A refresh token valid for three hours is kept: two clients, one exchange, one mint.
-    let lasting = jwt(serde_json::json!({"exp": epoch_in(Duration::from_secs(3 * 3600))}));
-    let registry = basic_registry(
-        &pki,
-        "00000000-0000-0000-0000-000000000000",
-        lasting,
-        Some("entra-at-sa"),
-    )
-    .await;
+/// Two listings of ACR as `account`, whose refresh tokens live `life`, by two clients of one
+/// process: the Entra ID stand-in and the number of exchanges the registry saw.
+async fn two_acr_listings(
+    pki: &Pki,
+    account: &Arc<TestAccount>,
+    life: Duration,
+) -> (FaultServer, usize, Arc<Registries>) {
+    let entra = entra_api(pki, "entra-at-sa").await;
+    let refresh = jwt(serde_json::json!({ "exp": epoch_in(life) }));
+    let user = "00000000-0000-0000-0000-000000000000";
+    let registry = basic_registry(pki, user, refresh, Some("entra-at-sa")).await;
     let proxy = proxy(&[(ACR_HOST, registry.addr), (ENTRA, entra.addr)]).await;
     let registries = Registries::new(SchedulerConfig::default());
     for _ in 0..2 {
         let tags = list(
             CloudProvider::Azure,
-            &account,
+            account,
             ACR_HOST,
-            &pki,
+            pki,
             &proxy,
             &registries,
         )
         .await;
         assert_eq!(tags.unwrap(), ["1.0.0", "1.1.0"]);
     }
-    let exchanges = |r: &FaultServer| {
-        r.seen()
-            .iter()
-            .filter(|s| s.path() == "/oauth2/exchange")
-            .count()
-    };
-    assert_eq!((entra.seen().len(), exchanges(&registry)), (1, 1));
+    let exchanges = registry
+        .seen()
+        .iter()
+        .filter(|s| s.path() == "/oauth2/exchange")
+        .count();
+    (entra, exchanges, registries)
+}
+
+#[tokio::test]
+async fn azure_service_account_is_the_client_assertion_and_refresh_tokens_renew_before_expiry() {
+    let pki = cloud_pki();
+    let account = TestAccount::new(&[
+        ("azure.workload.identity/tenant-id", "tenant-9"),
+        ("azure.workload.identity/client-id", "client-9"),
+    ]);
+    // A refresh token valid for three hours is kept: two clients, one exchange, one mint.
+    let (entra, exchanges, registries) =
+        two_acr_listings(&pki, &account, Duration::from_secs(3 * 3600)).await;
+    assert_eq!((entra.seen().len(), exchanges), (1, 1));
     assert_eq!(account.audiences(), [["api://AzureADTokenExchange"]]);
     let call = &entra.seen()[0];
     assert_eq!(call.path(), "/tenant-9/oauth2/v2.0/token");
@@ -162,32 +168,9 @@ async fn azure_service_account_is_the_client_assertion_and_refresh_tokens_renew_
         2,
         "an access token and registry credentials"
     );
-
     // A refresh token about to expire is exchanged again; the Entra token is still good.
-    let brief = jwt(serde_json::json!({"exp": epoch_in(Duration::from_secs(20))}));
-    let registry = basic_registry(
-        &pki,
-        "00000000-0000-0000-0000-000000000000",
-        brief,
-        Some("entra-at-sa"),
-    )
-    .await;
-    let entra = entra_api(&pki, "entra-at-sa").await;
-    let proxy = self::proxy(&[(ACR_HOST, registry.addr), (ENTRA, entra.addr)]).await;
-    let registries = Registries::new(SchedulerConfig::default());
-    for _ in 0..2 {
-        let tags = list(
-            CloudProvider::Azure,
-            &account,
-            ACR_HOST,
-            &pki,
-            &proxy,
-            &registries,
-        )
-        .await;
-        assert!(tags.is_ok(), "{tags:?}");
-    }
-    assert_eq!((entra.seen().len(), exchanges(&registry)), (1, 2));
+    let (entra, exchanges, _) = two_acr_listings(&pki, &account, Duration::from_secs(20)).await;
+    assert_eq!((entra.seen().len(), exchanges), (1, 2));
 }
 
 #[tokio::test]

@@ -31,13 +31,7 @@ pub struct Pki {
 
 impl Pki {
     pub fn new() -> Pki {
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, "image-reflector test CA");
-        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+        let ca = test_ca("image-reflector test CA");
         let leaf = |purpose: ExtendedKeyUsagePurpose| {
             let mut params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
             params
@@ -64,13 +58,7 @@ impl Pki {
     /// A CA and one server certificate naming `hosts` (cloud registry and API host names,
     /// reached on loopback through a CONNECT proxy); no client certificate.
     pub fn for_hosts(hosts: &[&str]) -> Pki {
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, "image-reflector cloud test CA");
-        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+        let ca = test_ca("image-reflector cloud test CA");
         let names: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
         let mut params = CertificateParams::new(names).unwrap();
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
@@ -84,6 +72,15 @@ impl Pki {
             client_key: String::new(),
         }
     }
+}
+
+/// A self-signed CA named `name`.
+fn test_ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
 }
 
 /// How to run the registry.

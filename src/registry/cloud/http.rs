@@ -6,7 +6,7 @@
 //! link-local addresses, `metadata.google.internal`) are reached directly, never through a
 //! proxy, which could not reach them.
 
-use super::super::client::{url_host, Registries};
+use super::super::client::{chain, url_host, Registries};
 use super::super::scheduler::parse_retry_after;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Method, RequestBuilder, StatusCode, Url};
@@ -178,20 +178,6 @@ fn redact(url: &Url) -> String {
     let mut shown = url.clone();
     shown.set_query(None);
     shown.to_string()
-}
-
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]
