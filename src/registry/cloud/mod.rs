@@ -62,7 +62,7 @@ impl CloudProvider {
                     provider_audience, ..
                 },
             ) => gcp::token_audience(provider_audience.as_deref(), http).await?,
-            (CloudProvider::Gcp, _) => unreachable!("a GCP identity for GCP"),
+            (CloudProvider::Gcp, _) => return Err("not a Google identity".into()),
         }])
     }
 }
@@ -275,7 +275,7 @@ impl CloudLogin {
                     expires,
                 ))
             }
-            (Secret::Registry(creds), _) => Ok((creds, SystemTime::now())),
+            (Secret::Registry(_), _) => Err("not a provider access token".into()),
         }
     }
 }
