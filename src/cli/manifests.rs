@@ -103,60 +103,6 @@ impl ObjectReader for Manifests {
     ) -> Result<Option<ServiceAccount>, String> {
         Ok(self.accounts.get(&(namespace.into(), name.into())).cloned())
     }
-
-    fn service_account_source(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> std::sync::Arc<dyn crate::registry::cloud::ServiceAccountSource> {
-        std::sync::Arc::new(ManifestServiceAccount {
-            key: format!("{namespace}/{name}"),
-            account: self.accounts.get(&(namespace.into(), name.into())).cloned(),
-        })
-    }
-}
-
-/// A ServiceAccount from the manifests: its annotations can be read, but tokens are minted only
-/// by an API server.
-struct ManifestServiceAccount {
-    key: String,
-    account: Option<k8s_openapi::api::core::v1::ServiceAccount>,
-}
-
-impl crate::registry::cloud::ServiceAccountSource for ManifestServiceAccount {
-    fn key(&self) -> String {
-        self.key.clone()
-    }
-
-    fn get(
-        &self,
-    ) -> futures::future::BoxFuture<'_, Result<crate::registry::cloud::ServiceAccount, String>>
-    {
-        Box::pin(async move {
-            let sa = self.account.as_ref().ok_or_else(|| {
-                format!("serviceaccount '{}' not found in the manifests", self.key)
-            })?;
-            let (namespace, name) = self.key.split_once('/').unwrap_or(("", &self.key));
-            Ok(crate::registry::cloud::ServiceAccount {
-                namespace: namespace.into(),
-                name: name.into(),
-                annotations: sa.metadata.annotations.clone().unwrap_or_default(),
-            })
-        })
-    }
-
-    fn token<'a>(
-        &'a self,
-        _audiences: &'a [String],
-    ) -> futures::future::BoxFuture<'a, Result<String, String>> {
-        Box::pin(async {
-            Err(
-                "ServiceAccount tokens are minted by the API server (TokenRequest); \
-                 object-level workload identity works in `image-reflector run` only"
-                    .to_string(),
-            )
-        })
-    }
 }
 
 impl PolicyReader for Manifests {

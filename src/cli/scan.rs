@@ -96,8 +96,7 @@ pub fn run(args: &ScanArgs, out: &mut impl Write) -> Result<(), CliError> {
                     registries,
                     store,
                     now: Timestamp::now(),
-                    object_level_workload_identity: false,
-                    default_service_account: None,
+                    workload_identity: Default::default(),
                 };
                 reconcile_repository(repo, &env).await
             }
@@ -121,8 +120,7 @@ pub fn run(args: &ScanArgs, out: &mut impl Write) -> Result<(), CliError> {
                     registries,
                     store,
                     now: Timestamp::now(),
-                    object_level_workload_identity: false,
-                    default_service_account: None,
+                    workload_identity: Default::default(),
                     no_cross_namespace_refs: false,
                     requeue_dependency: Duration::from_secs(30),
                     repository_scanned: scanned_here,

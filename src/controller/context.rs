@@ -40,6 +40,16 @@ pub struct Settings {
 }
 
 /// Shared by every reconcile of both kinds.
+impl Settings {
+    /// The gate and default ServiceAccount, as the reconcilers take them.
+    pub fn workload_identity(&self) -> super::credentials::WorkloadIdentity<'_> {
+        super::credentials::WorkloadIdentity {
+            enabled: self.object_level_workload_identity,
+            default_service_account: self.default_service_account.as_deref(),
+        }
+    }
+}
+
 pub struct Context {
     pub client: Client,
     pub store: Arc<dyn TagStore>,

@@ -73,8 +73,7 @@ async fn apply(
         registries: &ctx.registries,
         store: &ctx.store,
         now,
-        object_level_workload_identity: ctx.settings.object_level_workload_identity,
-        default_service_account: ctx.settings.default_service_account.as_deref(),
+        workload_identity: ctx.settings.workload_identity(),
     };
     let result = reconcile_repository(repo, &env).await;
     tracing::info!("{}", result.summary);

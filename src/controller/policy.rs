@@ -50,9 +50,8 @@ pub struct PolicyEnv<'a, R> {
     pub registries: &'a Arc<Registries>,
     pub store: &'a Arc<dyn TagStore>,
     pub now: Timestamp,
-    pub object_level_workload_identity: bool,
-    /// `--default-service-account`: the identity of cloud logins without serviceAccountName.
-    pub default_service_account: Option<&'a str>,
+    /// The `ObjectLevelWorkloadIdentity` gate and `--default-service-account`.
+    pub workload_identity: WorkloadIdentity<'a>,
     pub no_cross_namespace_refs: bool,
     /// `--requeue-dependency`: how soon to look again when the repository has no tags.
     pub requeue_dependency: Duration,
@@ -163,7 +162,7 @@ async fn run_steps<R: PolicyReader>(
             .service_account_name
             .as_deref()
             .is_some_and(|s| !s.is_empty());
-    if workload_identity && !env.object_level_workload_identity {
+    if workload_identity && !env.workload_identity.enabled {
         return stalled(c, Reason::FeatureGateDisabled, FEATURE_GATE_MESSAGE.into());
     }
     // The pattern and range are a tenant's: compiled on the blocking pool (docs/security.md).
@@ -335,7 +334,7 @@ async fn reflected_digest<R: PolicyReader>(
         &image.canonical(),
         env.reader,
         timeout,
-        identity(env),
+        env.workload_identity,
     )
     .await
     .map_err(|e| fail(format!("failed to configure authentication options: {e}")))?;
@@ -354,13 +353,5 @@ async fn reflected_digest<R: PolicyReader>(
             "no answer within {} (the ImageRepository's spec.timeout)",
             format_go_duration(timeout)
         ))),
-    }
-}
-
-/// The workload identity settings of the run.
-fn identity<'a, R>(env: &PolicyEnv<'a, R>) -> WorkloadIdentity<'a> {
-    WorkloadIdentity {
-        enabled: env.object_level_workload_identity,
-        default_service_account: env.default_service_account,
     }
 }

@@ -30,10 +30,8 @@ pub struct RepositoryEnv<'a, R> {
     pub registries: &'a Arc<Registries>,
     pub store: &'a Arc<dyn TagStore>,
     pub now: Timestamp,
-    /// The `ObjectLevelWorkloadIdentity` feature gate.
-    pub object_level_workload_identity: bool,
-    /// `--default-service-account`: the identity of cloud logins without serviceAccountName.
-    pub default_service_account: Option<&'a str>,
+    /// The `ObjectLevelWorkloadIdentity` gate and `--default-service-account`.
+    pub workload_identity: WorkloadIdentity<'a>,
 }
 
 /// The status to write and what to do next.
@@ -83,7 +81,7 @@ async fn run_steps<R: ObjectReader>(
         (outcome, Next::Retry(message.clone()), message)
     };
     let spec = &repo.spec;
-    if needs_workload_identity_gate(repo) && !env.object_level_workload_identity {
+    if needs_workload_identity_gate(repo) && !env.workload_identity.enabled {
         return stalled(c, Reason::FeatureGateDisabled, FEATURE_GATE_MESSAGE.into());
     }
     c.mark_progress(status.observed_generation);
@@ -112,7 +110,7 @@ async fn run_steps<R: ObjectReader>(
         &canonical,
         env.reader,
         timeout,
-        identity(env),
+        env.workload_identity,
     )
     .await
     {
@@ -300,12 +298,4 @@ async fn scan(
         scan_time: Some(whole_seconds(now)),
         latest_tags: (!latest_tags.is_empty()).then_some(latest_tags),
     })
-}
-
-/// The workload identity settings of the run.
-fn identity<'a, R>(env: &RepositoryEnv<'a, R>) -> WorkloadIdentity<'a> {
-    WorkloadIdentity {
-        enabled: env.object_level_workload_identity,
-        default_service_account: env.default_service_account,
-    }
 }
