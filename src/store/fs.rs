@@ -12,7 +12,7 @@ use flate2::{read::GzDecoder, write::GzEncoder, Compression};
 use std::collections::HashSet;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -26,6 +26,9 @@ const VERSION_FILE: &str = ".storage-version";
 const VERSION: &str = "2\n";
 const WIPE_MARKER: &str = ".storage-wipe-in-progress";
 const TEMP_PREFIX: &str = ".tmp-";
+/// What a filesystem puts in its own root (ext4's `lost+found` on a fresh PVC): neither the
+/// store's nor another format's, so never a reason to wipe, and never removed.
+const VOLUME_ENTRIES: &[&str] = &["lost+found"];
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -37,10 +40,12 @@ pub struct FsStore {
 }
 
 impl FsStore {
-    /// Opens (creating if needed) the store at `root`. Lists of at least
-    /// `compression_threshold` bytes are gzipped. A directory written in another format (such
-    /// as Flux's Badger database) is wiped, as Flux does on a format switch; an interrupted
-    /// wipe is completed.
+    /// Opens the store at `root`, creating it (mode 0700) when it does not exist. An existing
+    /// directory is used as it is: its mode and owner are the volume's (an emptyDir is
+    /// root-owned 0777, or 2777 with fsGroup), and the store's privacy comes from the modes of
+    /// what it creates inside. Lists of at least `compression_threshold` bytes are gzipped. A
+    /// directory written in another format (such as Flux's Badger database) is wiped, as Flux
+    /// does on a format switch; an interrupted wipe is completed.
     pub fn open(
         root: impl Into<PathBuf>,
         compression_threshold: usize,
@@ -48,6 +53,7 @@ impl FsStore {
         let root = root.into();
         if compression_threshold == 0 {
             return Err(StoreError::Io {
+                op: "opening",
                 path: root,
                 source: std::io::Error::new(
                     ErrorKind::InvalidInput,
@@ -55,9 +61,7 @@ impl FsStore {
                 ),
             });
         }
-        create_private_dir(&root)?;
-        fs::set_permissions(&root, fs::Permissions::from_mode(0o700))
-            .map_err(StoreError::io(&root))?;
+        prepare_root(&root)?;
         let store = FsStore {
             root,
             compression_threshold,
@@ -79,6 +83,21 @@ impl FsStore {
             .join(key.name())
     }
 
+    /// An object's directory, created on first write. When the tree under the root is gone
+    /// (someone emptied the volume while the controller ran) the format marker is written
+    /// again with it, so a restart does not take the store for another format and wipe it.
+    fn create_object_dir(&self, dir: &Path) -> Result<(), StoreError> {
+        if dir.is_dir() {
+            return Ok(());
+        }
+        let marker_missing = !self.root.join(VERSION_FILE).exists();
+        create_private_dir(dir)?;
+        if marker_missing {
+            write_atomic(&self.root, VERSION_FILE, VERSION.as_bytes())?;
+        }
+        Ok(())
+    }
+
     fn reconcile_format(&self) -> Result<(), StoreError> {
         let marker = self.root.join(WIPE_MARKER);
         if marker.exists() {
@@ -90,16 +109,16 @@ impl FsStore {
             Ok(_) => self.wipe(),
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 let foreign = fs::read_dir(&self.root)
-                    .map_err(StoreError::io(&self.root))?
+                    .map_err(StoreError::io("listing", &self.root))?
                     .filter_map(Result::ok)
-                    .any(|e| e.file_name() != OBJECTS);
+                    .any(|e| e.file_name() != OBJECTS && !is_volume_entry(&e.file_name()));
                 if foreign {
                     self.wipe()
                 } else {
                     write_atomic(&self.root, VERSION_FILE, VERSION.as_bytes())
                 }
             }
-            Err(e) => Err(StoreError::io(version_path)(e)),
+            Err(e) => Err(StoreError::io("reading", version_path)(e)),
         }
     }
 
@@ -108,10 +127,10 @@ impl FsStore {
         tracing::warn!(path = %self.root.display(), "tag store holds another format; wiping it, repositories will be rescanned");
         write_atomic(&self.root, WIPE_MARKER, b"")?;
         write_atomic(&self.root, VERSION_FILE, VERSION.as_bytes())?;
-        for entry in fs::read_dir(&self.root).map_err(StoreError::io(&self.root))? {
-            let entry = entry.map_err(StoreError::io(&self.root))?;
+        for entry in fs::read_dir(&self.root).map_err(StoreError::io("listing", &self.root))? {
+            let entry = entry.map_err(StoreError::io("listing", &self.root))?;
             let name = entry.file_name();
-            if name == WIPE_MARKER || name == VERSION_FILE {
+            if name == WIPE_MARKER || name == VERSION_FILE || is_volume_entry(&name) {
                 continue;
             }
             let path = entry.path();
@@ -120,10 +139,10 @@ impl FsStore {
             } else {
                 fs::remove_file(&path)
             };
-            removed.map_err(StoreError::io(&path))?;
+            removed.map_err(StoreError::io("removing", &path))?;
         }
         let marker = self.root.join(WIPE_MARKER);
-        fs::remove_file(&marker).map_err(StoreError::io(&marker))?;
+        fs::remove_file(&marker).map_err(StoreError::io("removing", &marker))?;
         sync_dir(&self.root)
     }
 
@@ -132,7 +151,7 @@ impl FsStore {
         for key in self.keys()? {
             let dir = self.object_dir(&key);
             for entry in fs::read_dir(&dir)
-                .map_err(StoreError::io(&dir))?
+                .map_err(StoreError::io("listing", &dir))?
                 .filter_map(Result::ok)
             {
                 if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
@@ -148,7 +167,7 @@ impl FsStore {
         let bytes = match fs::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(StoreError::io(path)(e)),
+            Err(e) => return Err(StoreError::io("reading", path)(e)),
         };
         let text = if path.extension().is_some_and(|e| e == "gz") {
             let mut text = String::new();
@@ -166,12 +185,15 @@ impl FsStore {
 impl TagStore for FsStore {
     fn set(&self, key: &RepoKey, tags: &TagList) -> Result<Revision, StoreError> {
         let dir = self.object_dir(key);
-        create_private_dir(&dir)?;
+        self.create_object_dir(&dir)?;
         let content = tags.as_text().as_bytes();
         let (name, stale) = if content.len() >= self.compression_threshold {
             let mut gz = GzEncoder::new(Vec::with_capacity(content.len() / 4), Compression::best());
-            gz.write_all(content).map_err(StoreError::io(&dir))?;
-            let bytes = gz.finish().map_err(StoreError::io(&dir))?;
+            gz.write_all(content)
+                .map_err(StoreError::io("compressing into", &dir))?;
+            let bytes = gz
+                .finish()
+                .map_err(StoreError::io("compressing into", &dir))?;
             write_atomic(&dir, GZIP, &bytes)?;
             (GZIP, PLAIN)
         } else {
@@ -181,7 +203,7 @@ impl TagStore for FsStore {
         match fs::remove_file(dir.join(stale)) {
             Ok(()) => sync_dir(&dir)?,
             Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(e) => return Err(StoreError::io(dir.join(stale))(e)),
+            Err(e) => return Err(StoreError::io("removing", dir.join(stale))(e)),
         }
         tracing::debug!(%key, file = name, tags = tags.len(), "stored tags");
         Ok(tags.revision())
@@ -212,7 +234,7 @@ impl TagStore for FsStore {
                 }
                 Some(Err(err)) => {
                     tracing::warn!(%key, path = %path.display(), %err, "removing unreadable tag file; the repository will be rescanned");
-                    fs::remove_file(&path).map_err(StoreError::io(&path))?;
+                    fs::remove_file(&path).map_err(StoreError::io("removing", &path))?;
                 }
             }
         }
@@ -224,7 +246,7 @@ impl TagStore for FsStore {
         match fs::remove_dir_all(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(StoreError::io(&dir)(e)),
+            Err(e) => return Err(StoreError::io("removing", &dir)(e)),
         }
         // Remove the namespace directory when it became empty; a concurrent set may refill it.
         let _ = fs::remove_dir(self.root.join(OBJECTS).join(key.namespace()));
@@ -237,7 +259,7 @@ impl TagStore for FsStore {
         let namespaces = match fs::read_dir(&objects) {
             Ok(entries) => entries,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(keys),
-            Err(e) => return Err(StoreError::io(&objects)(e)),
+            Err(e) => return Err(StoreError::io("listing", &objects)(e)),
         };
         for ns in namespaces.filter_map(Result::ok) {
             let Ok(names) = fs::read_dir(ns.path()) else {
@@ -275,12 +297,32 @@ fn empty() -> (TagList, Revision) {
     (tags, revision)
 }
 
+/// The store's root as a Pod gets it: an existing directory is used as it is (never chmod-ed:
+/// on a root-owned emptyDir that is refused, and the volume's mode is not ours to change); a
+/// missing one is created private.
+fn prepare_root(root: &Path) -> Result<(), StoreError> {
+    match fs::metadata(root) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(StoreError::io("opening", root)(
+            ErrorKind::NotADirectory.into(),
+        )),
+        Err(e) if e.kind() == ErrorKind::NotFound => create_private_dir(root),
+        Err(e) => Err(StoreError::io("opening", root)(e)),
+    }
+}
+
+fn is_volume_entry(name: &std::ffi::OsStr) -> bool {
+    VOLUME_ENTRIES.iter().any(|v| name == *v)
+}
+
+/// Creates `path` and any missing parent with mode 0700 (less the umask): only the
+/// directories the store makes, never one it was given.
 fn create_private_dir(path: &Path) -> Result<(), StoreError> {
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(path)
-        .map_err(StoreError::io(path))
+        .map_err(StoreError::io("creating directory", path))
 }
 
 /// Writes `dir/name` so that a crash at any point leaves either the old or the new content.
@@ -298,12 +340,12 @@ fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StoreError> 
     })();
     if let Err(e) = written {
         let _ = fs::remove_file(&temp);
-        return Err(StoreError::io(&temp)(e));
+        return Err(StoreError::io("writing", &temp)(e));
     }
     let target = dir.join(name);
     fs::rename(&temp, &target).map_err(|e| {
         let _ = fs::remove_file(&temp);
-        StoreError::io(&target)(e)
+        StoreError::io("renaming a new file to", &target)(e)
     })?;
     sync_dir(dir)
 }
@@ -311,5 +353,5 @@ fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StoreError> 
 fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
-        .map_err(StoreError::io(dir))
+        .map_err(StoreError::io("syncing directory", dir))
 }

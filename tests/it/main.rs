@@ -28,6 +28,7 @@ mod run_cli;
 mod scan_cli;
 mod select_cli;
 mod store;
+mod store_volumes;
 mod support;
 mod throttle;
 mod vectors;

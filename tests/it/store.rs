@@ -108,6 +108,7 @@ fn sha256_hex(data: &[u8]) -> String {
 #[test]
 fn switching_variant_removes_the_stale_one_and_files_are_private() {
     let dir = tempfile::tempdir().unwrap();
+    let given = mode(dir.path());
     let store = FsStore::open(dir.path(), 100).unwrap();
     let k = key("team", "big");
     store.set(&k, &tags(50, "build")).unwrap(); // over 100 bytes: gzip
@@ -117,7 +118,12 @@ fn switching_variant_removes_the_stale_one_and_files_are_private() {
     assert!(obj.join("tags.txt").exists() && !obj.join("tags.txt.gz").exists());
     assert_eq!(mode(&obj.join("tags.txt")), 0o600);
     assert_eq!(mode(&obj), 0o700);
-    assert_eq!(mode(dir.path()), 0o700);
+    assert_eq!(mode(obj.parent().unwrap()), 0o700);
+    assert_eq!(
+        mode(dir.path()),
+        given,
+        "a directory the store was given keeps its mode"
+    );
     assert_eq!(
         std::fs::read_to_string(dir.path().join(".storage-version")).unwrap(),
         "2\n"
@@ -337,4 +343,23 @@ fn store_survives_sigkill_at_random_points() {
             "temporary files are swept on open: {leftovers:?}"
         );
     }
+}
+
+#[test]
+fn a_store_emptied_while_open_writes_its_format_marker_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("data");
+    let store = FsStore::open(&root, 1024).unwrap();
+    store.set(&key("ns", "a"), &tags(3, "a")).unwrap();
+    // Someone deletes the volume's contents, or the directory itself, while the controller runs.
+    std::fs::remove_dir_all(&root).unwrap();
+    store.set(&key("ns", "b"), &tags(2, "b")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join(".storage-version")).unwrap(),
+        "2\n",
+        "without the marker, the next start would take the store for another format and wipe it"
+    );
+    assert_eq!(mode(&root), 0o700, "a root the store re-creates is private");
+    let reopened = FsStore::open(&root, 1024).unwrap();
+    assert_eq!(reopened.get(&key("ns", "b")).unwrap().0, tags(2, "b"));
 }
