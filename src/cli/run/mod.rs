@@ -236,13 +236,26 @@ async fn run_as_leader(
 }
 
 /// The API client, throttled by `--kube-api-qps`/`--kube-api-burst` unless the server has
-/// Priority and Fairness.
+/// Priority and Fairness. Configured as client-go does: a kubeconfig (`KUBECONFIG`, or
+/// `~/.kube/config`) when there is one, else the Pod's own ServiceAccount (its token and CA
+/// under /var/run/secrets/kubernetes.io/serviceaccount, the API server from
+/// `KUBERNETES_SERVICE_HOST`/`_PORT`), which is what the installed Deployment uses.
 async fn connect(args: &RunArgs) -> Result<Client, CliError> {
-    let config = kube::Config::infer().await.map_err(|e| {
-        CliError::failed(format!(
-            "connecting to Kubernetes: {e}; run in a cluster or set KUBECONFIG"
-        ))
-    })?;
+    let options = kube::config::KubeConfigOptions::default();
+    let (mut config, source) = match kube::Config::from_kubeconfig(&options).await {
+        Ok(config) => (config, "kubeconfig"),
+        Err(kubeconfig) => match kube::Config::incluster() {
+            Ok(config) => (config, "in-cluster"),
+            Err(in_cluster) => {
+                return Err(CliError::failed(format!(
+                    "connecting to Kubernetes: no kubeconfig ({kubeconfig}) and not in a Pod \
+                     ({in_cluster}); run in a cluster or set KUBECONFIG"
+                )))
+            }
+        },
+    };
+    config.apply_debug_overrides();
+    tracing::info!(source, server = %config.cluster_url, "connecting to Kubernetes");
     throttle::client(config, args.kube_api_qps, args.kube_api_burst)
         .await
         .map_err(|e| CliError::failed(format!("connecting to Kubernetes: {e}")))
@@ -252,7 +265,7 @@ fn open_store(args: &RunArgs) -> Result<Arc<dyn TagStore>, CliError> {
     let threshold = args.storage_compression_threshold as usize * 1024;
     let store = FsStore::open(&args.storage_path, threshold).map_err(|e| {
         CliError::failed(format!(
-            "opening the tag store at {}: {e}; set --storage-path to a writable directory",
+            "opening the tag store at {} (--storage-path): {e}",
             args.storage_path
         ))
     })?;
