@@ -2,7 +2,7 @@
 CARGO ?= cargo
 SHARED ?= ../shared
 
-.PHONY: all build test lint fmt crds run e2e bench conformance deps image image-deps image-smoke fuzz
+.PHONY: all build test lint fmt crds run e2e e2e-cluster bench conformance deps image image-deps image-smoke deploy undeploy fuzz
 
 all: build
 
@@ -35,9 +35,30 @@ image: image-deps
 	$(CARGO) build --release --locked
 	hack/build-image.sh target/release/image-reflector $(IMAGE)
 
-# Pushes the image to a local Distribution registry and runs `image-reflector run --help` from it.
+# Pushes the image to a local Distribution registry and runs it from there as the Deployment
+# does (its arguments, read-only root, uid 65532, no capabilities, emptyDirs as kubelet makes
+# them, the ServiceAccount's in-cluster credentials) against a real API server until /readyz
+# answers: the cluster in KUBECONFIG, else the one ../shared/tools/kube/apiserver starts.
 image-smoke: deps image
-	hack/image-smoke.sh $(IMAGE)
+	@$(with_apiserver) hack/image-smoke.sh $(IMAGE)
+
+# The image on a real single-node Kubernetes (../shared/tools/kube/cluster, as root): installed
+# with `make deploy`, reconciling local registries, restarted, uninstalled (hack/e2e-cluster.sh).
+e2e-cluster: deps image
+	hack/e2e-cluster.sh $(IMAGE)
+
+# Installs config/default (or CONFIG=config/flux-notifications, or your own kustomization) in
+# the cluster of KUBECONFIG with the controller image IMG, without editing a tracked file: the
+# overlay goes to target/deploy/. PULL_POLICY=Never|IfNotPresent|Always sets imagePullPolicy.
+IMG ?= $(IMAGE)
+CONFIG ?= config/default
+deploy:
+	hack/deploy.sh apply $(IMG) $(CONFIG)
+
+# Deletes every ImagePolicy and ImageRepository while the controller still runs (it removes
+# their finalizers), then everything `make deploy` installed.
+undeploy:
+	hack/deploy.sh delete $(IMG) $(CONFIG)
 
 # Debian's image tools (and ca-certificates for the CA set), installed when missing.
 image-deps:
@@ -72,17 +93,19 @@ run: deps
 
 # End-to-end against a real API server: the cluster in KUBECONFIG, else the one
 # ../shared/tools/kube starts on loopback. Runs `image-reflector run` as a local process.
-e2e: deps
-	@if [ -z "$$KUBECONFIG" ]; then \
+# KUBECONFIG, or an API server that ../shared/tools/kube/apiserver starts on loopback.
+with_apiserver = if [ -z "$$KUBECONFIG" ]; then \
 		if [ -x $(SHARED)/tools/kube/apiserver ]; then \
 			eval "$$($(SHARED)/tools/kube/apiserver start | grep '^export ')"; \
 		else \
-			echo "make e2e needs KUBECONFIG, or $(SHARED)/tools/kube/apiserver to start an API server" >&2; exit 2; \
+			echo "$@ needs KUBECONFIG, or $(SHARED)/tools/kube/apiserver to start an API server" >&2; exit 2; \
 		fi; \
 	fi; \
-	command -v kubectl >/dev/null || { echo "make e2e needs kubectl" >&2; exit 2; }; \
-	echo "e2e against $$KUBECONFIG"; \
-	$(CARGO) test --locked --test it -- --ignored e2e
+	command -v kubectl >/dev/null || { echo "$@ needs kubectl" >&2; exit 2; }; \
+	echo "$@ against $$KUBECONFIG";
+
+e2e: deps
+	@$(with_apiserver) $(CARGO) test --locked --test it -- --ignored e2e
 
 bench: export BENCH_DATA ?= $(SHARED)/data
 bench:

@@ -1,0 +1,191 @@
+#!/bin/sh
+# `make e2e-cluster`: the controller as users install it, on a real single-node Kubernetes
+# (../shared/tools/kube/cluster: kubelet, containerd, runc). The image is loaded into the node
+# and installed with `make deploy` (config/default, only the image and its pull policy set);
+# then Distribution registries on the node's IP (one open, one with Basic auth) serve a few
+# images, the local-registry samples and a private repository with a dockerconfigjson Secret
+# are applied, and their status is checked; `kubectl rollout restart` hands the Lease to a new
+# Pod, which goes on reconciling; the objects are deleted (the running controller removes its
+# finalizers) and `make undeploy` removes everything. The node is stopped at the end, also when
+# a check fails. Prints "N passed, N failed".
+# usage: hack/e2e-cluster.sh IMAGE   (IMAGE in podman/buildah storage, tag not `latest`)
+set -eu
+image=$1
+root=$(cd "$(dirname "$0")/.." && pwd)
+cluster=${CLUSTER:-$root/../shared/tools/kube/cluster}
+[ -x "$cluster" ] || { echo "e2e-cluster needs $cluster (../shared/tools/kube)" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "e2e-cluster needs root (the node runs containerd and kubelet)" >&2; exit 2; }
+namespace=image-reflector-system
+deployment=image-reflector-controller
+lease=image-reflector-controller-leader-election
+work=$(mktemp -d)
+started=$(date +%s)
+passed=0
+failed=0
+registries=""
+log_streams=""
+
+diagnose() {
+  echo "--- diagnostics ---"
+  kubectl get pods,deploy,lease -n "$namespace" -o wide 2>&1 || true
+  kubectl describe pods -n "$namespace" 2>&1 | tail -n 40 || true
+  kubectl get imagerepositories,imagepolicies -A -o yaml 2>&1 | tail -n 80 || true
+  kubectl get events -A --sort-by=.lastTimestamp 2>&1 | tail -n 30 || true
+  for f in "$work"/pod-*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 30 "$f"; }; done
+}
+cleanup() {
+  status=$?
+  [ "$status" = 0 ] && [ "$failed" = 0 ] || diagnose
+  for pid in $log_streams $registries; do kill "$pid" 2>/dev/null || true; done
+  "$cluster" stop >/dev/null 2>&1 || echo "e2e-cluster: cluster stop failed" >&2
+  rm -rf "$work"
+  echo "e2e-cluster: took $(( $(date +%s) - started ))s"
+}
+trap cleanup EXIT
+
+pass() { passed=$((passed + 1)); echo "ok: $1"; }
+fail() { failed=$((failed + 1)); echo "FAILED: $1" >&2; }
+check() { desc=$1; shift; if "$@"; then pass "$desc"; else fail "$desc"; fi; }
+# Polls CMD (every 0.5 s, up to SECONDS) until it succeeds: a condition, not a sleep.
+eventually() {
+  desc=$1; limit=$2; shift 2
+  deadline=$(( $(date +%s) + limit ))
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$deadline" ] || { fail "$desc (not within ${limit}s)"; return 1; }
+    sleep 0.5
+  done
+  pass "$desc"
+}
+jsonpath() { kubectl get "$1" -n "$2" -o "jsonpath=$3" 2>/dev/null; }
+equals() { [ "$(jsonpath "$1" "$2" "$3")" = "$4" ]; }
+
+echo "e2e-cluster: starting the node"
+# `start` prints the KUBECONFIG export last; one retry after a stop if the node did not come up.
+start_node() { out=$("$cluster" start) && echo "$out" | grep '^export KUBECONFIG='; }
+exports=$(start_node) || { echo "e2e-cluster: the node did not start; once more" >&2; "$cluster" stop >/dev/null 2>&1 || true; exports=$(start_node); } \
+  || { echo "e2e-cluster: the node did not start" >&2; exit 1; }
+eval "$exports"
+node_ip=$("$cluster" node-ip)
+"$cluster" load-podman "$image" >/dev/null
+
+# --- install exactly as a user does: make deploy with the image (config/default otherwise)
+kubectl kustomize "$root/config/default" > "$work/default.yaml"
+PULL_POLICY=Never ROLLOUT_TIMEOUT=180s "$root/hack/deploy.sh" apply "$image" > "$work/deploy.log" 2>&1 \
+  || { cat "$work/deploy.log" >&2; fail "make deploy: the Deployment rolls out"; exit 1; }
+kubectl kustomize "$root/target/deploy" > "$work/overlay.yaml"
+check "the overlay changes only the image and imagePullPolicy of config/default" \
+  sh -c "diff '$work/default.yaml' '$work/overlay.yaml' | grep '^[<>]' | grep -v -e 'image: ' -e 'imagePullPolicy: ' | grep -q . && exit 1 || exit 0"
+kubectl kustomize "$root/config/flux-notifications" > "$work/notifications.yaml"
+check "config/flux-notifications adds only --events-addr with Flux's notification-controller address" \
+  sh -c "[ \"\$(diff '$work/default.yaml' '$work/notifications.yaml' | grep '^[<>]' | sed 's/^> *//')\" = '- --events-addr=http://notification-controller.flux-system.svc.cluster.local./' ]"
+eventually "the Deployment is Available (readiness and liveness probes pass)" 120 \
+  kubectl wait -n "$namespace" --for=condition=Available "deploy/$deployment" --timeout=1s
+pod=$(kubectl get pods -n "$namespace" -l app=image-reflector-controller -o jsonpath='{.items[0].metadata.name}')
+kubectl logs -f -n "$namespace" "$pod" > "$work/pod-1.log" 2>&1 &
+log_streams="$log_streams $!"
+check "the Pod runs with a read-only root filesystem and has not restarted" \
+  equals "pod/$pod" "$namespace" '{.spec.containers[0].securityContext.readOnlyRootFilesystem}/{.status.containerStatuses[0].restartCount}' "true/0"
+eventually "the Pod holds the leader Lease" 60 \
+  sh -c "kubectl get lease '$lease' -n '$namespace' -o jsonpath='{.spec.holderIdentity}' | grep -q '^${pod}_'"
+eventually "the Pod connected with its ServiceAccount (in-cluster configuration)" 30 \
+  grep -q '"source":"in-cluster"' "$work/pod-1.log"
+
+# --- registries on the node's IP, reachable from Pods: one open, one with Basic auth
+free_port() { python3 -c "import socket; s=socket.socket(); s.bind(('$node_ip',0)); print(s.getsockname()[1])"; }
+serve_registry() { # NAME [AUTH_YAML]
+  port=$(free_port)
+  mkdir -p "$work/$1"
+  printf 'version: 0.1\nlog: {level: warn}\nstorage: {filesystem: {rootdirectory: %s}}\nhttp: {addr: "%s:%s", secret: e2e-only}\n%s\n' \
+    "$work/$1/data" "$node_ip" "$port" "${2:-}" > "$work/$1/config.yml"
+  docker-registry serve "$work/$1/config.yml" > "$work/$1/log" 2>&1 &
+  registries="$registries $!"
+  i=0
+  until curl -s -o /dev/null "http://$node_ip:$port/v2/"; do
+    i=$((i + 1)); [ $i -lt 100 ] || { cat "$work/$1/log" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "$node_ip:$port"
+}
+open_registry=$(serve_registry open)
+htpasswd -Bbn e2e-user e2e-secret-password > "$work/htpasswd"
+auth_registry=$(serve_registry auth "auth: {htpasswd: {realm: e2e, path: $work/htpasswd}}")
+
+# push REF [CREDS]: a small image whose content (and so digest) is REF's own.
+push() {
+  ctr=$(buildah from scratch)
+  buildah config --label "e2e.ref=$1" --created-by e2e "$ctr"
+  buildah commit --quiet --rm "$ctr" localhost/e2e-image:latest >/dev/null
+  skopeo copy --quiet --dest-tls-verify=false ${2:+--dest-creds "$2"} \
+    containers-storage:localhost/e2e-image:latest "docker://$1"
+  skopeo inspect --tls-verify=false ${2:+--creds "$2"} --format '{{.Digest}}' "docker://$1"
+}
+for tag in 1.0.0 1.1.0 2.0.0; do push "$open_registry/demo/app:$tag" > "$work/digest-$tag"; done
+creds=e2e-user:e2e-secret-password
+for tag in 0.9.0 1.0.0; do push "$auth_registry/team/private:$tag" "$creds" > "$work/private-$tag"; done
+
+# --- the local-registry samples (with the node's registry) and a private repository
+sed "s#registry.local:5000#$open_registry#" "$root/config/samples/imagerepository_local.yaml" | kubectl apply -f - >/dev/null
+kubectl apply -f "$root/config/samples/imagepolicy_local.yaml" >/dev/null
+kubectl create secret docker-registry private-registry -n default \
+  --docker-server="$auth_registry" --docker-username=e2e-user --docker-password=e2e-secret-password >/dev/null
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: private-app, namespace: default}
+spec:
+  image: $auth_registry/team/private
+  interval: 1m
+  insecure: true
+  secretRef: {name: private-registry}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: private-app, namespace: default}
+spec:
+  imageRepositoryRef: {name: private-app}
+  policy: {semver: {range: ">=0.1.0"}}
+  digestReflectionPolicy: IfNotPresent
+YAML
+
+eventually "the local ImageRepository is Ready with 3 tags" 90 \
+  equals imagerepository/local-app default '{.status.conditions[?(@.type=="Ready")].status}/{.status.lastScanResult.tagCount}' "True/3"
+eventually "the local ImagePolicy elects 1.1.0 with its digest (semver, digestReflectionPolicy Always)" 60 \
+  equals imagepolicy/local-app default '{.status.latestRef.tag}@{.status.latestRef.digest}' "1.1.0@$(cat "$work/digest-1.1.0")"
+eventually "the private ImageRepository is Ready with 2 tags (dockerconfigjson Secret)" 90 \
+  equals imagerepository/private-app default '{.status.conditions[?(@.type=="Ready")].status}/{.status.lastScanResult.tagCount}' "True/2"
+eventually "the private ImagePolicy elects 1.0.0 with its digest (credentials on the manifest request too)" 60 \
+  equals imagepolicy/private-app default '{.status.latestRef.tag}@{.status.latestRef.digest}' "1.0.0@$(cat "$work/private-1.0.0")"
+eventually "an Event records the election" 30 \
+  sh -c "kubectl get events -n default --field-selector involvedObject.kind=ImagePolicy,involvedObject.name=local-app -o name | grep -q ."
+
+# --- a new Pod takes the Lease and goes on reconciling
+kubectl rollout restart -n "$namespace" "deploy/$deployment" >/dev/null
+check "kubectl rollout restart completes" \
+  kubectl rollout status -n "$namespace" "deploy/$deployment" --timeout=180s
+new_pod=$(kubectl get pods -n "$namespace" -l app=image-reflector-controller \
+  --sort-by=.metadata.creationTimestamp -o jsonpath='{.items[-1:].metadata.name}')
+kubectl logs -f -n "$namespace" "$new_pod" > "$work/pod-2.log" 2>&1 &
+log_streams="$log_streams $!"
+check "the restart made a new Pod" test "$new_pod" != "$pod"
+eventually "the new Pod takes the Lease" 90 \
+  sh -c "kubectl get lease '$lease' -n '$namespace' -o jsonpath='{.spec.holderIdentity}' | grep -q '^${new_pod}_'"
+check "the objects stayed Ready through the restart" \
+  equals imagepolicy/local-app default '{.status.conditions[?(@.type=="Ready")].status}/{.status.latestRef.tag}' "True/1.1.0"
+push "$open_registry/demo/app:1.2.0" > "$work/digest-1.2.0"
+kubectl annotate --overwrite imagerepository/local-app -n default "reconcile.fluxcd.io/requestedAt=e2e-$(date +%s)" >/dev/null
+eventually "the new leader scans on request and elects the new tag 1.2.0 with its digest" 60 \
+  equals imagepolicy/local-app default '{.status.latestRef.tag}@{.status.latestRef.digest}' "1.2.0@$(cat "$work/digest-1.2.0")"
+
+# --- deleting: the running controller removes its finalizers, nothing hangs
+check "deleting the ImagePolicies and ImageRepositories completes (finalizers removed)" \
+  kubectl delete -n default imagepolicy/local-app imagepolicy/private-app \
+  imagerepository/local-app imagerepository/private-app --wait --timeout=60s
+check "the controller's log has no 'forbidden'" \
+  sh -c "! grep -i forbidden '$work'/pod-*.log"
+check "make undeploy removes everything without hanging" \
+  env DELETE_TIMEOUT=120s "$root/hack/deploy.sh" delete "$image"
+check "the namespace and the CRDs are gone" \
+  sh -c "! kubectl get namespace '$namespace' >/dev/null 2>&1 && ! kubectl get crd imagerepositories.image.toolkit.fluxcd.io >/dev/null 2>&1"
+
+echo "e2e-cluster: $passed passed, $failed failed"
+[ "$failed" = 0 ]
