@@ -8,6 +8,7 @@ mod crd;
 mod duration;
 mod image_policy;
 mod image_repository;
+mod names;
 mod refs;
 
 pub use conditions::{Condition, ConditionStatus};
@@ -21,4 +22,5 @@ pub use image_repository::{
     AccessFrom, ImageRepository, ImageRepositorySpec, ImageRepositoryStatus, NamespaceSelector,
     Provider, ScanResult, DEFAULT_EXCLUSION_LIST,
 };
+pub use names::{check_namespace_name, check_object_name};
 pub use refs::{LocalObjectReference, NamespacedObjectReference};

@@ -48,6 +48,9 @@ pub enum Reason {
     RateLimited,
     /// decisions.md: an `exclusionList` entry does not compile; validated before any call.
     InvalidExclusionList,
+    /// decisions.md: a referenced object's name is not a valid Kubernetes name; validated
+    /// before any call, as it would otherwise be pasted into a request's URL.
+    InvalidReference,
 }
 
 impl Reason {
@@ -68,6 +71,7 @@ impl Reason {
             Reason::IntervalNotConfigured => "IntervalNotConfigured",
             Reason::RateLimited => "RateLimited",
             Reason::InvalidExclusionList => "InvalidExclusionList",
+            Reason::InvalidReference => "InvalidReference",
         }
     }
 }

@@ -127,10 +127,11 @@ pub struct ApiReader(pub Client);
 
 impl ObjectReader for ApiReader {
     async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, String> {
-        Api::<Secret>::namespaced(self.0.clone(), namespace)
-            .get_opt(name)
-            .await
-            .map_err(|e| e.to_string())
+        read_named(
+            name,
+            Api::<Secret>::namespaced(self.0.clone(), namespace).get_opt(name),
+        )
+        .await
     }
 
     async fn service_account(
@@ -138,10 +139,8 @@ impl ObjectReader for ApiReader {
         namespace: &str,
         name: &str,
     ) -> Result<Option<ServiceAccount>, String> {
-        Api::<ServiceAccount>::namespaced(self.0.clone(), namespace)
-            .get_opt(name)
-            .await
-            .map_err(|e| e.to_string())
+        let api = Api::<ServiceAccount>::namespaced(self.0.clone(), namespace);
+        read_named(name, api.get_opt(name)).await
     }
 
     fn service_account_source(
@@ -154,5 +153,25 @@ impl ObjectReader for ApiReader {
             namespace: namespace.to_string(),
             name: name.to_string(),
         })
+    }
+}
+
+/// How long one API read of a reconcile may take; a stuck read must not hold a worker.
+pub const API_READ_DEADLINE: Duration = Duration::from_secs(30);
+
+/// One GET of a named object for a reconcile: the name is checked before it is put in a URL
+/// (names also come from other objects, e.g. a ServiceAccount's imagePullSecrets), the call is
+/// bounded by [`API_READ_DEADLINE`], and its error reads as a sentence.
+pub async fn read_named<T>(
+    name: &str,
+    read: impl std::future::Future<Output = Result<T, kube::Error>>,
+) -> Result<T, String> {
+    crate::api::check_object_name(name).map_err(|why| format!("invalid name {name:?}: {why}"))?;
+    match tokio::time::timeout(API_READ_DEADLINE, read).await {
+        Ok(result) => result.map_err(|e| super::error::describe_api_error(&e)),
+        Err(_) => Err(format!(
+            "the API server did not answer within {}s",
+            API_READ_DEADLINE.as_secs()
+        )),
     }
 }

@@ -19,7 +19,7 @@ pub enum ErrorKind {
 #[derive(Debug, Error)]
 pub enum Error {
     /// An API-server call failed (status patch, event, finalizer).
-    #[error("Kubernetes API: {0}")]
+    #[error("Kubernetes API: {}", describe_api_error(.0))]
     Kube(#[from] kube::Error),
     /// The reconcile failed; the status already says why.
     #[error("{0}")]
@@ -119,4 +119,42 @@ fn finalizer_text(err: &kube::runtime::finalizer::Error<Error>) -> String {
 /// 409 Conflict, or 422 from a JSON patch `test` op that lost a race.
 fn is_conflict(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(status) if status.code == 409 || status.code == 422)
+}
+
+/// An API error as a sentence: the server's message with its code and reason
+/// (`secrets "x" is forbidden: ... (403 Forbidden)`), not kube's debug dump of the Status.
+pub fn describe_api_error(err: &kube::Error) -> String {
+    match err {
+        kube::Error::Api(status) => {
+            let message = match status.message.as_str() {
+                "" => "the API server refused the request",
+                text => text,
+            };
+            match status.reason.as_str() {
+                "" => format!("{message} ({})", status.code),
+                reason => format!("{message} ({} {reason})", status.code),
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe_api_error;
+
+    #[test]
+    fn api_errors_read_as_sentences() {
+        let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure", "code": 403, "reason": "Forbidden",
+            "message": "secrets \"creds\" is forbidden: User \"x\" cannot get resource \"secrets\""
+        }))
+        .unwrap();
+        let text = describe_api_error(&kube::Error::Api(Box::new(status)));
+        assert_eq!(
+            text,
+            "secrets \"creds\" is forbidden: User \"x\" cannot get resource \"secrets\" (403 Forbidden)"
+        );
+        assert!(!text.contains("Status {") && !text.contains("Some("));
+    }
 }

@@ -107,6 +107,7 @@ fn reason_of(text: &str) -> Reason {
         Reason::InvalidPolicy,
         Reason::IntervalNotConfigured,
         Reason::InvalidExclusionList,
+        Reason::InvalidReference,
         Reason::AccessDenied,
     ]
     .into_iter()

@@ -238,11 +238,12 @@ impl PolicyReader for ClusterReader {
         &self,
         namespace: &str,
     ) -> Result<Option<BTreeMap<String, String>>, String> {
-        Api::<Namespace>::all(self.api.0.clone())
-            .get_opt(namespace)
+        crate::api::check_namespace_name(namespace)
+            .map_err(|why| format!("invalid namespace {namespace:?}: {why}"))?;
+        let api = Api::<Namespace>::all(self.api.0.clone());
+        super::context::read_named(namespace, api.get_opt(namespace))
             .await
             .map(|ns| ns.map(|ns| ns.labels().clone()))
-            .map_err(|e| e.to_string())
     }
 }
 

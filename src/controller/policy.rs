@@ -145,6 +145,9 @@ async fn run_steps<R: PolicyReader>(
         (false, _) => None,
     };
     c.mark_progress(status.observed_generation);
+    if let Err(message) = spec.check_references() {
+        return stalled(c, Reason::InvalidReference, message);
+    }
     let repo = match find_repository(policy, env).await {
         Ok(repo) => repo,
         Err((reason, err)) => {

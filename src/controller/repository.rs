@@ -85,6 +85,10 @@ async fn run_steps<R: ObjectReader>(
         return stalled(c, Reason::FeatureGateDisabled, FEATURE_GATE_MESSAGE.into());
     }
     c.mark_progress(status.observed_generation);
+    // Names reach request URLs: checked before any read (docs/security.md).
+    if let Err(message) = spec.check_references() {
+        return stalled(c, Reason::InvalidReference, message);
+    }
     let image = match ImageReference::parse(&spec.image, spec.insecure.unwrap_or(false)) {
         Ok(image) => image,
         Err(err) => return stalled(c, Reason::ImageUrlInvalid, err.to_string()),

@@ -28,10 +28,8 @@ impl ServiceAccountSource for KubeServiceAccount {
 
     fn get(&self) -> BoxFuture<'_, Result<CloudServiceAccount, String>> {
         Box::pin(async move {
-            let sa = Api::<ServiceAccount>::namespaced(self.client.clone(), &self.namespace)
-                .get(&self.name)
-                .await
-                .map_err(|e| e.to_string())?;
+            let api = Api::<ServiceAccount>::namespaced(self.client.clone(), &self.namespace);
+            let sa = super::context::read_named(&self.name, api.get(&self.name)).await?;
             Ok(CloudServiceAccount {
                 namespace: self.namespace.clone(),
                 name: self.name.clone(),
@@ -50,11 +48,10 @@ impl ServiceAccountSource for KubeServiceAccount {
                 },
                 ..Default::default()
             };
-            let answer: TokenRequest =
-                Api::<ServiceAccount>::namespaced(self.client.clone(), &self.namespace)
-                    .create_subresource("token", &self.name, &PostParams::default(), &request)
-                    .await
-                    .map_err(|e| e.to_string())?;
+            let api = Api::<ServiceAccount>::namespaced(self.client.clone(), &self.namespace);
+            let params = PostParams::default();
+            let create = api.create_subresource("token", &self.name, &params, &request);
+            let answer: TokenRequest = super::context::read_named(&self.name, create).await?;
             answer
                 .status
                 .map(|s| s.token)

@@ -145,13 +145,26 @@ impl EventFields {
 }
 
 /// The log filter: our crate at `level`, dependencies at warn, unless `RUST_LOG` says otherwise.
+/// kube's client is held at error whatever was asked: its warn, debug and trace lines carry
+/// whole response bodies (a list of Secrets, with their data), so they never reach the log.
 fn filter(level: LogLevel) -> EnvFilter {
-    EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        EnvFilter::new(format!(
-            "warn,image_reflector={0},kube_runtime=warn",
-            level.directive()
-        ))
-    })
+    filter_with(std::env::var(EnvFilter::DEFAULT_ENV).ok(), level)
+}
+
+fn filter_with(rust_log: Option<String>, level: LogLevel) -> EnvFilter {
+    let filter = rust_log
+        .and_then(|directives| EnvFilter::try_new(directives).ok())
+        .unwrap_or_else(|| {
+            EnvFilter::new(format!(
+                "warn,image_reflector={0},kube_runtime=warn",
+                level.directive()
+            ))
+        });
+    filter.add_directive(
+        "kube_client=error"
+            .parse()
+            .expect("a constant directive parses"),
+    )
 }
 
 /// Installs the global subscriber: logs to stderr, plus `traces` (an OpenTelemetry layer with
@@ -177,4 +190,61 @@ where
         .with(traces)
         .with(logs)
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{filter_with, LogLevel};
+    use std::sync::{Arc, Mutex};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::Layer;
+
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What kube's client logs of a response body (a Secret list, for a crafted name) never
+    /// reaches the log, at any level we or RUST_LOG ask for; its errors do.
+    #[test]
+    fn kube_clients_body_lines_are_never_logged() {
+        for rust_log in [
+            None,
+            Some("trace".to_string()),
+            Some("kube_client=trace,image_reflector=info".into()),
+        ] {
+            for level in [LogLevel::Trace, LogLevel::Info] {
+                let out = Captured::default();
+                let writer = out.clone();
+                let layer = tracing_subscriber::fmt::layer()
+                    .with_writer(move || writer.clone())
+                    .with_filter(filter_with(rust_log.clone(), level));
+                let subscriber = tracing_subscriber::registry().with(layer);
+                tracing::subscriber::with_default(subscriber, || {
+                    tracing::warn!(target: "kube_client::client", "{{\"kind\":\"SecretList\",\"data\":\"cGFzc3dvcmQ=\"}}");
+                    tracing::debug!(target: "kube_client::client", "Unsuccessful data error parse: cGFzc3dvcmQ=");
+                    tracing::trace!(target: "kube_client::client", "Status from cGFzc3dvcmQ=");
+                    tracing::error!(target: "kube_client::client", "an error line");
+                    tracing::warn!(target: "image_reflector::controller", "ours");
+                });
+                let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+                assert!(
+                    !text.contains("cGFzc3dvcmQ="),
+                    "{rust_log:?} {level:?}: {text}"
+                );
+                assert!(
+                    text.contains("an error line") && text.contains("ours"),
+                    "{rust_log:?} {level:?}: {text}"
+                );
+            }
+        }
+    }
 }

@@ -599,3 +599,42 @@ async fn a_digest_that_cannot_be_fetched_fails_the_reconcile() {
     assert!(message.starts_with(&prefix), "{message}");
     assert!(message.contains("404"), "{message}");
 }
+
+/// The repository's namespace reaches a URL (the Namespace read of an `accessFrom` check): a
+/// name that is not a Kubernetes name stalls the policy, naming the field, before any call, and
+/// the last election is kept.
+#[tokio::test]
+async fn repository_references_that_are_not_kubernetes_names_stall_before_any_call() {
+    for (reference, named) in [
+        (
+            json!({"name": "app", "namespace": "?watch=true"}),
+            "spec.imageRepositoryRef.namespace \"?watch=true\": a lowercase RFC 1123 label",
+        ),
+        (
+            json!({"name": "app/../x"}),
+            "spec.imageRepositoryRef.name \"app/../x\": a lowercase RFC 1123 subdomain",
+        ),
+    ] {
+        let mut spec = semver("1.x");
+        spec["imageRepositoryRef"] = reference;
+        let obj = policy(spec, elected_status("1.1.0", None, None));
+        let run = run(
+            &obj,
+            &[scanned_repo()],
+            vec![patch(&obj), Expect::event(NS)],
+            store_with(NS, &["1.1.0"]),
+        )
+        .await;
+        assert_eq!(run.result.unwrap(), Action::await_change());
+        let (status, reason, message) = ready(&run.calls[0]);
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("False", "InvalidReference")
+        );
+        assert!(
+            message.starts_with(&format!("invalid {named}")),
+            "{message}"
+        );
+        assert_eq!(run.calls[0].body["status"]["latestRef"]["tag"], "1.1.0");
+    }
+}

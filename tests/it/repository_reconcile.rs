@@ -670,3 +670,85 @@ async fn cloud_providers_refuse_hosts_they_do_not_serve_as_a_scan_failure_withou
         )
     );
 }
+
+/// Names a tenant writes end up in request URLs: `?x=1` would turn the GET of one Secret into a
+/// LIST of every Secret in the namespace, `?watch=true&timeoutSeconds=3600` into an hour-long
+/// watch on a worker. Each is Stalled, naming the field, before any API or registry call (the
+/// mock API server fails the test on any call not scripted).
+#[tokio::test]
+async fn names_that_are_not_kubernetes_names_stall_before_any_call() {
+    let reg = registry(&["1.0.0"]).await;
+    let hostile = [
+        (
+            "secretRef",
+            json!({"name": "?x=1"}),
+            "spec.secretRef.name \"?x=1\"",
+        ),
+        (
+            "certSecretRef",
+            json!({"name": "?watch=true&timeoutSeconds=3600"}),
+            "spec.certSecretRef.name \"?watch=true&timeoutSeconds=3600\"",
+        ),
+        (
+            "proxySecretRef",
+            json!({"name": "../configmaps/x"}),
+            "spec.proxySecretRef.name \"../configmaps/x\"",
+        ),
+        (
+            "serviceAccountName",
+            json!("a/b?c"),
+            "spec.serviceAccountName \"a/b?c\"",
+        ),
+    ];
+    for (field, value, named) in hostile {
+        let mut spec = json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m"});
+        spec[field] = value;
+        let obj = object(spec);
+        let (result, calls, _) = run(&obj, vec![patch(&obj), Expect::event(NS)], memory()).await;
+        assert_eq!(result.unwrap(), Action::await_change(), "{field}");
+        let (status, reason, message) = ready(&calls[0]);
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("False", "InvalidReference"),
+            "{field}"
+        );
+        assert!(
+            message.starts_with(&format!("invalid {named}: a lowercase RFC 1123 subdomain")),
+            "{message}"
+        );
+        assert_eq!(condition_types(&calls[0]), ["Stalled", "Ready"], "{field}");
+    }
+    assert!(reg.seen().is_empty());
+}
+
+/// A ServiceAccount's imagePullSecrets are names too, from an object the tenant wrote: a bad one
+/// fails the read without a request.
+#[tokio::test]
+async fn a_pull_secret_name_that_is_not_a_kubernetes_name_is_never_requested() {
+    let reg = basic_registry().await;
+    let obj = object(
+        json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m", "serviceAccountName": "puller"}),
+    );
+    let account = json!({
+        "apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "puller", "namespace": NS},
+        "imagePullSecrets": [{"name": "?labelSelector=x"}]
+    });
+    let script = vec![
+        Expect::ok(
+            "GET",
+            format!("/api/v1/namespaces/{NS}/serviceaccounts/puller"),
+            move |_| account.clone(),
+        ),
+        patch(&obj),
+        Expect::event(NS),
+    ];
+    let (_, calls, _) = run(&obj, script, memory()).await;
+    let (_, reason, message) = ready(&calls[1]);
+    assert_eq!(reason, "AuthenticationFailed");
+    assert!(
+        message.contains("failed to get image pull secret '?labelSelector=x'")
+            && message.contains("invalid name \"?labelSelector=x\": a lowercase RFC 1123"),
+        "{message}"
+    );
+}
