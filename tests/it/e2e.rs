@@ -196,13 +196,36 @@ impl Controller {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Controller {
+        Controller::start_full(
+            namespace,
+            kubeconfig,
+            extra,
+            env,
+            std::process::Stdio::inherit(),
+        )
+    }
+
+    /// With its log (standard error) going to `log`.
+    pub fn start_full(
+        namespace: &str,
+        kubeconfig: &std::path::Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        log: std::process::Stdio,
+    ) -> Controller {
         let storage = tempfile::tempdir().unwrap();
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_image-reflector"))
+            .args(["run", "--watch-all-namespaces=false"])
+            // Ephemeral ports unless the caller names its own.
+            .args(
+                ["--metrics-addr=127.0.0.1:0", "--health-addr=127.0.0.1:0"]
+                    .into_iter()
+                    .filter(|flag| {
+                        let name = flag.split('=').next().unwrap();
+                        !extra.iter().any(|e| e.starts_with(name))
+                    }),
+            )
             .args([
-                "run",
-                "--watch-all-namespaces=false",
-                "--metrics-addr=127.0.0.1:0",
-                "--health-addr=127.0.0.1:0",
                 "--log-encoding=console",
                 "--min-retry-delay=200ms",
                 "--storage-path",
@@ -213,7 +236,7 @@ impl Controller {
             .env("KUBECONFIG", kubeconfig)
             .envs(env.iter().copied())
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::inherit())
+            .stderr(log)
             .spawn()
             .expect("image-reflector run starts");
         Controller {
@@ -252,19 +275,31 @@ pub fn request_reconcile(ns: &str, object: &str, token: &str) {
     ));
 }
 
-/// `kubectl wait` for a JSONPath value (the API server watch; no polling here).
+/// Waits (up to 60 s) until `kubectl get -o jsonpath` shows `value` for `object`. Not `kubectl
+/// wait --for=jsonpath`: kubectl 1.28 (what a version-matching kubectl picks for this API
+/// server) splits that flag at every `=`, so a filter such as `[?(@.type=="Ready")]` breaks it.
 pub fn wait_for(ns: &str, object: &str, jsonpath: &str, value: &str) {
-    ok(kubectl(
-        &[
-            "wait",
-            "-n",
-            ns,
-            object,
-            &format!("--for=jsonpath={jsonpath}={value}"),
-            "--timeout=60s",
-        ],
-        None,
-    ));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut last = String::new();
+    while std::time::Instant::now() < deadline {
+        let out = kubectl(
+            &[
+                "get",
+                "-n",
+                ns,
+                object,
+                "-o",
+                &format!("jsonpath={jsonpath}"),
+            ],
+            None,
+        );
+        last = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.success() && last == value {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    panic!("{ns}/{object}: {jsonpath} is {last:?}, not {value:?}, after 60 s");
 }
 
 #[tokio::test]
