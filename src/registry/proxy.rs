@@ -36,7 +36,7 @@ impl ProxySettings {
                         .url
                         .set_password((!password.is_empty()).then_some(password.as_str()))
                 })
-                .map_err(|()| ConfigError::ProxyUrl(address.clone()))?;
+                .map_err(|()| ConfigError::ProxyUrl(without_credentials(&address)))?;
         }
         Ok(settings)
     }
@@ -49,12 +49,13 @@ impl ProxySettings {
         if address.len() > MAX_PROXY_URL_LEN {
             return Err(ConfigError::ProxyTooLong(address.len()));
         }
-        let url = Url::parse(address).map_err(|_| ConfigError::ProxyUrl(address.into()))?;
+        let url =
+            Url::parse(address).map_err(|_| ConfigError::ProxyUrl(without_credentials(address)))?;
         if !matches!(url.scheme(), "http" | "https" | "socks5") {
             return Err(ConfigError::ProxyScheme(url.scheme().into()));
         }
         if url.host_str().is_none_or(str::is_empty) {
-            return Err(ConfigError::ProxyUrl(address.into()));
+            return Err(ConfigError::ProxyUrl(without_credentials(address)));
         }
         Ok(ProxySettings { url })
     }
@@ -70,9 +71,29 @@ impl ProxySettings {
         builder: reqwest::ClientBuilder,
     ) -> Result<reqwest::ClientBuilder, ConfigError> {
         let proxy = reqwest::Proxy::all(self.url.as_str())
-            .map_err(|e| ConfigError::ProxyUrl(format!("{self}: {e}")))?;
+            .map_err(|e| ConfigError::ProxyUrl(without_credentials(&format!("{self}: {e}"))))?;
         Ok(builder.proxy(proxy))
     }
+}
+
+/// A proxy address as a message may show it, parsed or not: everything before its last `@`
+/// (the user-info, where a password is, even one with spaces or a stray `@`) becomes `****`,
+/// the scheme kept. An address that does not parse is shown too, so it must be cut blind.
+pub(crate) fn without_credentials(address: &str) -> String {
+    let Some(at) = address.rfind('@') else {
+        return address.to_string();
+    };
+    let scheme = address
+        .find("://")
+        .filter(|&i| {
+            i < at
+                && address[..i]
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"+.-".contains(&b))
+        })
+        .map(|i| &address[..i + 3])
+        .unwrap_or("");
+    format!("{scheme}****{}", &address[at..])
 }
 
 /// Shown without the password.
@@ -146,5 +167,43 @@ mod tests {
             err(&[("address", "not a url")]),
             "invalid proxy URL 'not a url'"
         );
+    }
+
+    /// An address that does not parse is echoed in status, Events, logs and notifications: its
+    /// credentials never are, whatever its shape.
+    #[test]
+    fn unparseable_addresses_are_shown_without_credentials() {
+        for address in [
+            "http://user:PLANTED@proxy:3128 x",
+            "http://user:PLAN TED@proxy:3128",
+            "http://user:PLA@NTED@proxy:99999",
+            "http//user:PLANTED@proxy:3128",
+            "user:PLANTED@proxy:3128 with space",
+            "socks5://PLANTED@[::1",
+            "http://u:PLANTED@/path",
+        ] {
+            // Whether it parses or not, what is shown hides the password.
+            let text = match ProxySettings::from_secret_data(&secret(&[("address", address)])) {
+                Ok(settings) => settings.to_string(),
+                Err(e) => e.to_string(),
+            };
+            assert!(
+                !text.contains("PLANTED") && !text.contains("TED"),
+                "{address}: {text}"
+            );
+        }
+        assert_eq!(
+            without_credentials("http://u:PLANTED@proxy:3128 x"),
+            "http://****@proxy:3128 x"
+        );
+        // A username and password from their own keys, with an address that does not take them.
+        let text = ProxySettings::from_secret_data(&secret(&[
+            ("address", "http://proxy:3128 x"),
+            ("username", "u"),
+            ("password", "PLANTED"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(!text.contains("PLANTED"), "{text}");
     }
 }

@@ -14,6 +14,7 @@ mod e2e;
 mod e2e_cloud;
 mod e2e_operations;
 mod e2e_samples;
+mod e2e_security;
 mod fault_server;
 mod fuzz_replay;
 mod notify;

@@ -1,0 +1,157 @@
+//! What the controller writes never holds a credential: a password planted in each place a
+//! tenant can put one (a proxy address that does not parse, a docker config whose password the
+//! registry rejects, another Secret in the namespace that a crafted name would have listed) is
+//! looked for in everything `image-reflector run` writes: its log at debug level, the objects'
+//! status, the Events, the notifications it forwards and its metrics. Real API server, the
+//! installed RBAC, a real Distribution registry with Basic auth.
+
+use crate::distribution::{Distribution, Variant};
+use crate::e2e::{
+    get_json, install_and_controller_kubeconfig, install_crds, kubectl, ok, wait_for,
+};
+use crate::e2e::{Controller, Namespace};
+use crate::fault_server::{FaultServer, Reply};
+
+const PLANTED: &str = "PLANTEDc0ffee";
+
+fn reason(kind_name: &str, ns: &str, value: &str) {
+    wait_for(
+        ns,
+        kind_name,
+        "{.status.conditions[?(@.type==\"Ready\")].reason}",
+        value,
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster: make e2e"]
+async fn e2e_no_planted_password_in_anything_the_controller_writes() {
+    use base64::Engine;
+    install_crds();
+    let registry = Distribution::start(Variant {
+        basic: Some(("user", "right")),
+        ..Default::default()
+    });
+    registry
+        .push_image("demo/app", &["1.0.0".to_string()])
+        .await;
+    let receiver = FaultServer::start(|_| Reply::status(200)).await;
+    let ns = Namespace(format!("image-reflector-secrets-{}", std::process::id()));
+    ok(kubectl(&["create", "namespace", &ns.0], None));
+    let host = &registry.host;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let docker = format!(
+        r#"{{"auths":{{"{host}":{{"auth":"{}"}}}}}}"#,
+        b64(&format!("user:{PLANTED}-docker"))
+    );
+    let manifests = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: bad-proxy, namespace: {ns}}}\n\
+         stringData: {{address: 'http://user:{PLANTED}-proxy@proxy.invalid:3128 x'}}\n---\n\
+         apiVersion: v1\nkind: Secret\nmetadata: {{name: wrong-creds, namespace: {ns}}}\n\
+         type: kubernetes.io/dockerconfigjson\ndata: {{.dockerconfigjson: {docker}}}\n---\n\
+         apiVersion: v1\nkind: Secret\nmetadata: {{name: bystander, namespace: {ns}}}\n\
+         stringData: {{token: '{PLANTED}-bystander'}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: proxied, namespace: {ns}}}\n\
+         spec: {{image: {host}/demo/app, interval: 5m, proxySecretRef: {{name: bad-proxy}}}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: rejected, namespace: {ns}}}\n\
+         spec: {{image: {host}/demo/app, interval: 5m, secretRef: {{name: wrong-creds}}}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: listing, namespace: {ns}}}\n\
+         spec: {{image: {host}/demo/app, interval: 5m, secretRef: {{name: '?x=1'}}}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: app, namespace: {ns}}}\n\
+         spec: {{imageRepositoryRef: {{name: rejected}}, policy: {{semver: {{range: '>=1.0.0'}}}}}}\n",
+        ns = ns.0,
+        docker = b64(&docker),
+    );
+    ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = install_and_controller_kubeconfig(dir.path());
+    let log_path = dir.path().join("controller.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let events_addr = format!("--events-addr=http://{}/", receiver.host());
+    let metrics_addr = format!("--metrics-addr=127.0.0.1:{metrics_port}");
+    let controller = Controller::start_full(
+        &ns.0,
+        &kubeconfig,
+        &[&events_addr, &metrics_addr, "--log-level=debug"],
+        &[],
+        log.into(),
+    );
+
+    reason("imagerepository/proxied", &ns.0, "AuthenticationFailed");
+    reason("imagerepository/rejected", &ns.0, "ReadOperationFailed");
+    wait_for(
+        &ns.0,
+        "imagerepository/listing",
+        "{.status.conditions[?(@.type==\"Stalled\")].reason}",
+        "InvalidReference",
+    );
+    reason("imagepolicy/app", &ns.0, "DependencyNotReady");
+    image_reflector::registry::install_crypto_provider();
+    let metrics = reqwest::get(format!("http://127.0.0.1:{metrics_port}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let status = ok(kubectl(
+        &[
+            "get",
+            "imagerepositories,imagepolicies",
+            "-n",
+            &ns.0,
+            "-o",
+            "json",
+        ],
+        None,
+    ));
+    let events = ok(kubectl(&["get", "events", "-n", &ns.0, "-o", "json"], None));
+    controller.stop();
+    let logged = std::fs::read_to_string(&log_path).unwrap();
+    let notified: Vec<String> = receiver
+        .seen()
+        .iter()
+        .map(|s| String::from_utf8_lossy(&s.body).into_owned())
+        .collect();
+
+    // The failures are reported, with what a user needs, and nothing of the secrets.
+    let proxied = get_json(&ns.0, "imagerepository/proxied");
+    let message = proxied["status"]["conditions"][1]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+        + proxied["status"]["conditions"][0]["message"]
+            .as_str()
+            .unwrap_or_default();
+    assert!(
+        message.contains("invalid proxy URL 'http://****@proxy.invalid:3128 x'"),
+        "{message}"
+    );
+    assert!(events.contains("AuthenticationFailed") && events.contains("InvalidReference"));
+    assert!(!notified.is_empty(), "the failures were forwarded");
+    for (what, text) in [
+        ("the log", logged.as_str()),
+        ("status", status.as_str()),
+        ("Events", events.as_str()),
+        ("metrics", metrics.as_str()),
+        ("notifications", notified.join("\n").as_str()),
+    ] {
+        assert!(
+            !text.contains(PLANTED),
+            "a planted password is in {what}:\n{text}"
+        );
+        let encoded = b64(PLANTED);
+        assert!(
+            !text.contains(&encoded[..12]),
+            "a planted password (base64) is in {what}"
+        );
+    }
+    assert!(
+        logged.contains("InvalidReference") || logged.contains("invalid spec.secretRef.name"),
+        "the log reports the stall"
+    );
+}
