@@ -198,7 +198,7 @@ pub static SPEC_FIXES: Fixes = Fixes {
     transport: "check the image host, spec.certSecretRef (TLS) and spec.proxySecretRef",
     tls: "check spec.certSecretRef: 'ca.crt' must hold the CA that signed the registry's \
           certificate, 'tls.crt'/'tls.key' a client certificate it accepts",
-    timeout: "spec.timeout",
+    timeout: "spec.timeout (at most 5m, the controller's cap)",
     credentials:
         "the docker config Secret (spec.secretRef or the ServiceAccount's imagePullSecrets)",
     give_credentials: "set spec.secretRef to a docker config Secret with an entry for {host}",
@@ -345,8 +345,8 @@ mod tests {
             timeout: std::time::Duration::from_secs(60),
             fixes: &SPEC_FIXES,
         };
-        assert!(timeout
-            .to_string()
-            .ends_with("raise spec.timeout or check the registry"));
+        assert!(timeout.to_string().ends_with(
+            "raise spec.timeout (at most 5m, the controller's cap) or check the registry"
+        ));
     }
 }

@@ -133,7 +133,8 @@ async fn run_steps<R: PolicyReader>(
         }
         (true, Some(text)) => match parse_go_duration(text) {
             Ok(d) if d.is_zero() => Some(DEFAULT_POLICY_INTERVAL),
-            Ok(d) => Some(d),
+            // Each period costs a manifest request to a shared host: the same floor as scans.
+            Ok(d) => Some(d.max(super::repository::MIN_INTERVAL)),
             Err(e) => {
                 return stalled(
                     c,

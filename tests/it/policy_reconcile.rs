@@ -638,3 +638,27 @@ async fn repository_references_that_are_not_kubernetes_names_stall_before_any_ca
         assert_eq!(run.calls[0].body["status"]["latestRef"]["tag"], "1.1.0");
     }
 }
+
+/// An ImagePolicy's `interval: 1ms` (digest re-resolution) is floored at 10 s, as scans are:
+/// each period costs a manifest request to a shared host.
+#[tokio::test]
+async fn a_tiny_digest_interval_is_floored_at_ten_seconds() {
+    let digest = Arc::new(Mutex::new(OLD.to_string()));
+    let reg = digest_registry(digest).await;
+    let image = format!("{}/team/app", reg.host());
+    let repo = repository(NS, &image, json!({}));
+    let mut spec = semver("1.x");
+    spec["digestReflectionPolicy"] = json!("Always");
+    spec["interval"] = json!("1ms");
+    let mut status = elected_status("1.1.0", Some(OLD), None);
+    status["latestRef"]["name"] = json!(image);
+    status["conditions"][0]["message"] = json!(format!(
+        "Latest image tag for {image} resolved to 1.1.0 with digest {OLD}"
+    ));
+    let obj = policy(spec, status);
+    let run = run(&obj, &[repo], vec![], store_with(NS, &["1.0.0", "1.1.0"])).await;
+    assert_eq!(
+        run.result.unwrap(),
+        Action::requeue(Duration::from_secs(10))
+    );
+}

@@ -752,3 +752,40 @@ async fn a_pull_secret_name_that_is_not_a_kubernetes_name_is_never_requested() {
         "{message}"
     );
 }
+
+/// `interval: 1ms` is admitted by the schema (as in Flux); it is scanned every 10 s at most,
+/// so three such objects no longer send hundreds of requests a second to a shared host.
+#[tokio::test]
+async fn a_tiny_interval_is_floored_at_ten_seconds() {
+    let reg = registry(&["1.0.0"]).await;
+    let spec = json!({"image": format!("{}/demo/app", reg.host()), "interval": "1ms"});
+    let obj = object(spec.clone());
+    let (result, _, _) = run(&obj, vec![patch(&obj), Expect::event(NS)], memory()).await;
+    assert_eq!(result.unwrap(), Action::requeue(Duration::from_secs(10)));
+    // Scanned a second ago: not due, the remaining 9 s; no request.
+    let (obj, store) = scanned(spec, &["1.0.0"], 1).await;
+    let before = reg.seen().len();
+    let (result, calls, _) = run(&obj, vec![], store).await;
+    let secs = requeue_secs(&result.expect("no API call"));
+    assert!((8.0..=9.0).contains(&secs), "{secs}");
+    assert!(calls.is_empty());
+    assert_eq!(reg.seen().len(), before, "not due: no registry request");
+}
+
+/// A registry that never answers holds a scan no longer than 5 minutes, whatever spec.timeout
+/// says (it used to hold a worker for all of `timeout: 20m`). Paused time: no real waiting.
+#[tokio::test(start_paused = true)]
+async fn a_scan_is_cut_at_five_minutes_whatever_spec_timeout_says() {
+    let reg = FaultServer::start(|_| Reply::status(200).delayed(Duration::from_secs(3600))).await;
+    let obj = object(
+        json!({"image": format!("{}/demo/app", reg.host()), "interval": "6h", "timeout": "20m"}),
+    );
+    let (result, calls, _) = run(&obj, vec![patch(&obj), Expect::event(NS)], memory()).await;
+    assert!(result.is_err());
+    let (_, reason, message) = ready(&calls[0]);
+    assert_eq!(reason, "ReadOperationFailed");
+    assert!(
+        message.contains("within 300s; raise spec.timeout (at most 5m, the controller's cap)"),
+        "{message}"
+    );
+}
