@@ -144,8 +144,16 @@ pub struct Controller {
 /// kubeconfig for its ServiceAccount, so the controller runs with exactly the permissions the
 /// install grants.
 pub fn install_and_controller_kubeconfig(dir: &std::path::Path) -> std::path::PathBuf {
+    install_and_controller_kubeconfig_from(dir, "config/default")
+}
+
+/// The same with another kustomization of the repository (an overlay of config/default).
+pub fn install_and_controller_kubeconfig_from(
+    dir: &std::path::Path,
+    kustomization: &str,
+) -> std::path::PathBuf {
     let rendered = ok(kubectl(
-        &["kustomize", root().join("config/default").to_str().unwrap()],
+        &["kustomize", root().join(kustomization).to_str().unwrap()],
         None,
     ));
     ok(kubectl(

@@ -7,7 +7,8 @@
 use crate::cloud_fakes::{basic_registry, cloud_pki, entra_api, form_field, jwt, ACR_HOST, ENTRA};
 use crate::connect_proxy::ConnectProxy;
 use crate::e2e::{
-    install_and_controller_kubeconfig, install_crds, kubectl, ok, wait_for, Controller, Namespace,
+    install_and_controller_kubeconfig, install_and_controller_kubeconfig_from, install_crds,
+    kubectl, ok, wait_for, Controller, Namespace,
 };
 use base64::Engine;
 use std::time::{Duration, SystemTime};
@@ -55,7 +56,9 @@ async fn e2e_object_level_workload_identity_mints_service_account_tokens_behind_
     );
     ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = install_and_controller_kubeconfig(dir.path());
+    // Minting tokens is granted only by the gate's overlay, not by config/default.
+    let kubeconfig =
+        install_and_controller_kubeconfig_from(dir.path(), "config/object-level-workload-identity");
     let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
     let reason = "{.status.conditions[?(@.type==\"Ready\")].reason}";
 

@@ -6,6 +6,7 @@ mod cloud_fakes;
 mod cloud_hosts;
 mod cloud_identity;
 mod cloud_login;
+mod config_rbac;
 mod connect_proxy;
 mod dashboard;
 mod digest_transitions;

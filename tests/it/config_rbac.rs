@@ -1,0 +1,96 @@
+//! The installed RBAC grants what the controller does and no more (docs/security.md): read by
+//! name where only a name is read, no token minting outside the workload-identity overlay, a
+//! Lease and nothing else for election. The e2e tests run the controller with exactly these
+//! permissions (and e2e-cluster checks its log has no "forbidden"), so a missing verb fails
+//! there; this test fails when one is added beyond need.
+
+use crate::support::root;
+use serde_json::Value;
+
+/// (apiGroup, resource, verbs) of every rule in a kustomization directory's YAML files.
+fn rules(dir: &str) -> Vec<(String, String, Vec<String>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(root().join(dir)).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "yaml") || path.ends_with("kustomization.yaml") {
+            continue;
+        }
+        let docs: Vec<Value> =
+            serde_saphyr::from_multiple(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for doc in docs {
+            for rule in doc["rules"].as_array().into_iter().flatten() {
+                let verbs: Vec<String> = rule["verbs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap().to_string())
+                    .collect();
+                for group in rule["apiGroups"].as_array().unwrap() {
+                    for resource in rule["resources"].as_array().unwrap() {
+                        out.push((
+                            group.as_str().unwrap().to_string(),
+                            resource.as_str().unwrap().to_string(),
+                            verbs.clone(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn verbs_of<'a>(rules: &'a [(String, String, Vec<String>)], resource: &str) -> Vec<&'a str> {
+    let mut verbs: Vec<&str> = rules
+        .iter()
+        .filter(|(_, r, _)| r == resource)
+        .flat_map(|(_, _, v)| v.iter().map(String::as_str))
+        .collect();
+    verbs.sort();
+    verbs
+}
+
+#[test]
+fn the_installed_rbac_is_least_privilege() {
+    let installed = rules("config/rbac");
+    for resource in ["secrets", "serviceaccounts", "namespaces"] {
+        assert_eq!(
+            verbs_of(&installed, resource),
+            ["get"],
+            "{resource}: read by name only"
+        );
+    }
+    assert!(
+        verbs_of(&installed, "serviceaccounts/token").is_empty(),
+        "config/default must not let the controller mint tokens"
+    );
+    assert!(
+        verbs_of(&installed, "configmaps").is_empty(),
+        "election uses a Lease"
+    );
+    assert_eq!(verbs_of(&installed, "leases"), ["create", "get", "update"]);
+    // The two kinds: watched and patched (status, finalizers), never created or deleted by the
+    // controller (config/rbac's editor and viewer roles are for users, not bound to it).
+    let role: Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(root().join("config/rbac/role.yaml")).unwrap(),
+    )
+    .unwrap();
+    let kinds = role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resources"][0] == "imagepolicies")
+        .expect("the rule for the two kinds");
+    assert_eq!(
+        kinds["verbs"],
+        serde_json::json!(["get", "list", "watch", "patch", "update"])
+    );
+
+    let gated = rules("config/object-level-workload-identity");
+    assert_eq!(verbs_of(&gated, "serviceaccounts/token"), ["create"]);
+    let overlay = std::fs::read_to_string(
+        root().join("config/object-level-workload-identity/kustomization.yaml"),
+    )
+    .unwrap();
+    assert!(overlay.contains("--feature-gates=ObjectLevelWorkloadIdentity=true"));
+}
