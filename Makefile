@@ -113,6 +113,7 @@ bench:
 	$(CARGO) bench --locked --bench store
 	$(CARGO) bench --locked --bench registry
 	$(CARGO) bench --locked --bench controller
+	$(CARGO) bench --locked --bench hostile
 
 # Runs Flux's policy vectors through the binary (needs ../shared beside the checkout).
 conformance:

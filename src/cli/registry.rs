@@ -230,6 +230,7 @@ fn client(args: &ConnectArgs, image: &ImageReference) -> Result<RegistryClient, 
 static FLAG_FIXES: Fixes = Fixes {
     image: "the image argument",
     transport: "check the image host, --ca-file (TLS) and --proxy (default: HTTPS_PROXY/NO_PROXY)",
+    proxy: "check --proxy: its address, and that the proxy is running",
     tls: "check --ca-file: it must hold the CA that signed the registry's certificate; \
           --cert-file/--key-file a client certificate it accepts",
     timeout: "--timeout",

@@ -196,6 +196,7 @@ fn cloud_login(
 pub static SPEC_FIXES: Fixes = Fixes {
     image: "spec.image",
     transport: "check the image host, spec.certSecretRef (TLS) and spec.proxySecretRef",
+    proxy: "check the 'address' of spec.proxySecretRef, and that the proxy is running",
     tls: "check spec.certSecretRef: 'ca.crt' must hold the CA that signed the registry's \
           certificate, 'tls.crt'/'tls.key' a client certificate it accepts",
     timeout: "spec.timeout (at most 5m, the controller's cap)",

@@ -7,6 +7,7 @@
 //! costs less than working around those gaps. (oci-client pushes the images in the tests.)
 
 use super::auth::{parse_challenge, AuthCache, Challenge, TokenKey, TokenResponse};
+use super::budget::MemoryBudget;
 use super::cloud::TokenCache;
 use super::keyring::Credentials;
 use super::scheduler::{parse_retry_after, Scheduler, SchedulerConfig};
@@ -36,6 +37,8 @@ pub struct Registries {
     pub(super) token_cache: TokenCache,
     /// For node-local metadata endpoints: never through a proxy (cloud/login.rs).
     pub(super) direct: Mutex<Option<reqwest::Client>>,
+    /// What all tag listings may hold in memory at once (budget.rs).
+    pub(super) memory: MemoryBudget,
 }
 
 /// How many distinct HTTP clients are kept; past that the cache starts over.
@@ -44,6 +47,15 @@ const MAX_HTTP_CLIENTS: usize = 256;
 impl Registries {
     pub fn new(config: SchedulerConfig) -> Arc<Self> {
         Self::with_token_cache(config, TokenCache::default())
+    }
+
+    /// With tag listings sharing `memory` instead of the default budget.
+    pub fn with_memory_budget(config: SchedulerConfig, memory: MemoryBudget) -> Arc<Self> {
+        let mut registries = Self::with_token_cache(config, TokenCache::default());
+        Arc::get_mut(&mut registries)
+            .expect("a new Registries has one owner")
+            .memory = memory;
+        registries
     }
 
     /// With the cloud token cache bounded as `--token-cache-max-size/-duration` say.
@@ -55,6 +67,7 @@ impl Registries {
             http: Mutex::default(),
             token_cache,
             direct: Mutex::default(),
+            memory: MemoryBudget::default(),
         })
     }
 
@@ -415,6 +428,17 @@ impl RegistryClient {
                 timeout: self.options.timeout,
                 fixes: self.options.fixes,
             }
+        } else if let Some(proxy) = self.options.proxy.as_ref().filter(|_| err.is_connect()) {
+            // Through a proxy every connection goes to it: a failed connect (refused, or a
+            // tunnel it would not open) is the proxy's.
+            RegistryError::Proxy {
+                method: method_name(method),
+                url: url.to_string(),
+                host: host.into(),
+                proxy: proxy.to_string(),
+                detail: super::proxy::without_credentials(&chain(err)),
+                fixes: self.options.fixes,
+            }
         } else if speaks_tls(err) {
             RegistryError::Tls {
                 method: method_name(method),
@@ -523,8 +547,21 @@ pub(super) async fn read_limited(
     method: &Method,
     url: &Url,
     host: &str,
+    response: Response,
+    limit: usize,
+) -> Result<Vec<u8>, RegistryError> {
+    read_limited_with(method, url, host, response, limit, |_| Ok(())).await
+}
+
+/// [`read_limited`], asking `grow` for each chunk's bytes before keeping it (a memory budget);
+/// its refusal ends the read with that reason.
+pub(super) async fn read_limited_with(
+    method: &Method,
+    url: &Url,
+    host: &str,
     mut response: Response,
     limit: usize,
+    mut grow: impl FnMut(usize) -> Result<(), String>,
 ) -> Result<Vec<u8>, RegistryError> {
     let too_big = || RegistryError::InvalidResponse {
         method: method_name(method),
@@ -535,12 +572,38 @@ pub(super) async fn read_limited(
     if response.content_length().is_some_and(|n| n > limit as u64) {
         return Err(too_big());
     }
+    // A known length is allocated once (growing a large buffer copies it: twice the memory
+    // for a moment); otherwise the buffer doubles as chunks arrive.
     let mut body = Vec::new();
+    if let Some(length) = response.content_length() {
+        let length = length as usize;
+        grow(length).map_err(|detail| RegistryError::InvalidResponse {
+            method: method_name(method),
+            url: url.to_string(),
+            host: host.into(),
+            detail,
+        })?;
+        body.reserve_exact(length);
+    }
     loop {
         match response.chunk().await {
             Ok(Some(chunk)) => {
-                if body.len() + chunk.len() > limit {
+                let needed = body.len() + chunk.len();
+                if needed > limit {
                     return Err(too_big());
+                }
+                // `grow` is charged what is allocated (capacity), not only what is used.
+                if needed > body.capacity() {
+                    let capacity = needed.max(body.capacity() * 2).min(limit);
+                    grow(capacity - body.capacity()).map_err(|detail| {
+                        RegistryError::InvalidResponse {
+                            method: method_name(method),
+                            url: url.to_string(),
+                            host: host.into(),
+                            detail,
+                        }
+                    })?;
+                    body.reserve_exact(capacity - body.len());
                 }
                 body.extend_from_slice(&chunk);
             }

@@ -42,6 +42,18 @@ pub enum RegistryError {
         detail: String,
         fixes: &'static Fixes,
     },
+    /// The proxy in between cannot be reached, or refused the tunnel: the registry was never
+    /// asked, so the proxy is named, not the registry.
+    #[error("{method} {url}: cannot reach registry {host} through the proxy {proxy}: {detail}; {}", .fixes.proxy)]
+    Proxy {
+        method: &'static str,
+        url: String,
+        host: String,
+        /// Shown without credentials.
+        proxy: String,
+        detail: String,
+        fixes: &'static Fixes,
+    },
     /// The registry speaks TLS but the handshake failed: an untrusted certificate, or a client
     /// certificate it wants and did not get. Never falls back to plain HTTP.
     #[error("{method} {url}: TLS with registry {host} failed: {detail}; {}", .fixes.tls)]
@@ -102,6 +114,8 @@ pub struct Fixes {
     pub image: &'static str,
     /// What to check when the registry cannot be reached.
     pub transport: &'static str,
+    /// What to check when the proxy cannot be reached.
+    pub proxy: &'static str,
     /// What to check when TLS fails.
     pub tls: &'static str,
     /// What sets the per-request timeout.
@@ -118,6 +132,7 @@ impl Fixes {
     pub const NEUTRAL: Fixes = Fixes {
         image: "the image reference",
         transport: "check the image host, the TLS settings and the proxy",
+        proxy: "check the proxy's address and that it is running",
         tls: "check the CA that signs the registry's certificate and any client certificate",
         timeout: "the timeout",
         credentials: "the credentials",

@@ -7,7 +7,8 @@
 
 use super::auth::{parse_challenge, Challenge, TokenResponse};
 use super::digest::check_manifest;
-use super::tags::{next_link, parse_page};
+use super::tag_page::parse_page;
+use super::tags::next_link;
 use super::{parse_retry_after, ImageReference, Keyring};
 use reqwest::header::{HeaderMap, HeaderValue, LINK};
 use reqwest::Url;
@@ -100,8 +101,14 @@ pub fn token_json(data: &[u8]) {
 
 /// A `tags/list` page.
 pub fn tag_list_json(data: &[u8]) {
-    if let Ok(tags) = parse_page(data) {
-        assert!(tags.len() <= data.len());
+    if let Ok(page) = parse_page(data, &|t: &str| !t.ends_with(".sig")) {
+        assert!(page.listed <= data.len() && page.kept.len() + page.invalid <= page.listed);
+        assert!(page
+            .kept
+            .iter()
+            .all(|t| super::is_valid_tag(t) && !t.ends_with(".sig")));
+        let cost: usize = page.kept.iter().map(|t| super::tag_page::tag_cost(t)).sum();
+        assert_eq!(cost, page.kept_bytes);
     }
 }
 

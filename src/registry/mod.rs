@@ -9,6 +9,7 @@
 //! - `cloud`: logging in to cloud registries with the provider's identity.
 
 mod auth;
+mod budget;
 mod client;
 pub mod cloud;
 mod digest;
@@ -19,9 +20,11 @@ mod keyring;
 mod proxy;
 mod reference;
 mod scheduler;
+mod tag_page;
 mod tags;
 mod tls;
 
+pub use budget::{Held, MemoryBudget, MAX_KEPT_BYTES, PROCESS_BUDGET_BYTES};
 pub use client::{install_crypto_provider, Registries, RegistryClient};
 pub use digest::MANIFEST_ACCEPT;
 pub use error::{ConfigError, Fixes, RegistryError};
@@ -29,6 +32,7 @@ pub use keyring::{Credentials, Keyring};
 pub use proxy::{ProxySettings, MAX_PROXY_URL_LEN};
 pub use reference::{ImageReference, ReferenceError, Scheme, DEFAULT_REGISTRY};
 pub use scheduler::{parse_retry_after, Scheduler, SchedulerConfig};
+pub use tag_page::{is_valid_tag, MAX_TAG_LEN};
 pub use tags::{ListLimits, Listing};
 pub use tls::{KeyNames, TlsMaterial};
 

@@ -4,11 +4,12 @@
 //! seen before, too many pages or tags, or an oversized body stop the listing with an error.
 //! A listing never returns part of the tags as if it were all of them.
 
-use super::client::{read_limited, status_error, url_host, RegistryClient, Target};
+use super::budget::{Held, MAX_KEPT_BYTES};
+use super::client::{read_limited_with, status_error, url_host, RegistryClient, Target};
+use super::tag_page::parse_page_charged;
 use super::{ImageReference, RegistryError};
 use reqwest::header::LINK;
 use reqwest::{Method, StatusCode, Url};
-use serde::Deserialize;
 use std::collections::HashSet;
 
 /// Bounds on one listing.
@@ -22,6 +23,8 @@ pub struct ListLimits {
     pub max_tags: usize,
     /// Per page.
     pub max_body_bytes: usize,
+    /// Bytes of tags kept (text and `String` headers), for the whole listing.
+    pub max_kept_bytes: usize,
 }
 
 impl Default for ListLimits {
@@ -32,26 +35,25 @@ impl Default for ListLimits {
             max_pages: 10_000,
             max_tags: 1_000_000,
             max_body_bytes: 64 << 20,
+            max_kept_bytes: MAX_KEPT_BYTES,
         }
     }
 }
 
 /// Statistics of a listing, for logs and benchmarks.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub struct Listing {
     /// The tags kept, in the registry's order.
     pub tags: Vec<String>,
     /// Tags the registry listed, kept or not.
     pub listed: usize,
+    /// Tags dropped as not valid OCI tags (over 128 bytes, other characters).
+    pub invalid: usize,
     /// Requests made, page-size retries included.
     pub requests: usize,
-}
-
-#[derive(Deserialize)]
-struct Page {
-    /// `null` or missing is an empty page.
-    #[serde(default)]
-    tags: Option<Vec<String>>,
+    /// The memory the kept tags hold, reserved from the process-wide budget until the listing
+    /// is dropped.
+    pub held: Held,
 }
 
 impl RegistryClient {
@@ -111,30 +113,54 @@ impl RegistryClient {
                     detail,
                 }
             })?;
-            let body =
-                read_limited(&Method::GET, &url, &host, response, limits.max_body_bytes).await?;
+            // The body is held from the budget while it is read and parsed, then given back.
+            let memory = &self.shared.memory;
+            let mut body_held = Held::default();
+            let body = read_limited_with(
+                &Method::GET,
+                &url,
+                &host,
+                response,
+                limits.max_body_bytes,
+                |bytes| memory.reserve(&mut body_held, bytes),
+            )
+            .await?;
             let keep = keep.clone();
             let span = tracing::debug_span!("tag page", bytes = body.len());
+            // Kept tags are charged as they are parsed: to this listing's limit and to the
+            // process-wide budget, where they stay reserved until the listing is dropped.
+            let (budget, max_kept) = (memory.clone(), limits.max_kept_bytes);
+            let mut held = std::mem::take(&mut listing.held);
             let parsed = tokio::task::spawn_blocking(move || {
                 let _entered = span.enter();
-                parse_page(&body).map(|tags| {
-                    let listed = tags.len();
-                    (
-                        listed,
-                        tags.into_iter().filter(|t| keep(t)).collect::<Vec<_>>(),
-                    )
-                })
+                let mut charge = |cost: usize| {
+                    if held.bytes() + cost > max_kept {
+                        return Err(format!(
+                            "the tags kept exceed the {max_kept}-byte limit one repository may \
+                             hold in memory; the listing was stopped and nothing is kept"
+                        ));
+                    }
+                    budget.reserve(&mut held, cost)
+                };
+                let page = parse_page_charged(&body, &keep, &mut charge);
+                (page, held)
             })
-            .await
-            .unwrap_or_else(|e| Err(e.to_string()));
-            let (listed, kept) = parsed.map_err(|detail| RegistryError::InvalidResponse {
-                method: "GET",
-                url: url.to_string(),
-                host: host.clone(),
-                detail,
+            .await;
+            drop(body_held);
+            let (parsed, held) = parsed.map_err(|e| stop(e.to_string()))?;
+            listing.held = held;
+            let page = parsed.map_err(|detail| match detail.starts_with("the tag list") {
+                true => RegistryError::InvalidResponse {
+                    method: "GET",
+                    url: url.to_string(),
+                    host: host.clone(),
+                    detail,
+                },
+                false => stop(detail),
             })?;
-            listing.listed += listed;
-            listing.tags.extend(kept);
+            listing.listed += page.listed;
+            listing.invalid += page.invalid;
+            listing.tags.extend(page.kept);
             if listing.listed > limits.max_tags {
                 return Err(stop(format!(
                     "more than {} tags; the listing was stopped and nothing is kept",
@@ -143,6 +169,12 @@ impl RegistryClient {
             }
             seen.insert(url.to_string());
             let Some(mut next) = next else {
+                if listing.invalid > 0 {
+                    tracing::debug!(
+                        invalid = listing.invalid,
+                        "dropped tags the OCI distribution spec does not allow"
+                    );
+                }
                 return Ok(listing);
             };
             if small_pages {
@@ -157,13 +189,6 @@ impl RegistryClient {
             target = Target::Url(next);
         }
     }
-}
-
-/// A `tags/list` body: `{"name": ..., "tags": [...]}`; `null` or missing tags is an empty page.
-pub(crate) fn parse_page(body: &[u8]) -> Result<Vec<String>, String> {
-    let page: Page = serde_json::from_slice(body)
-        .map_err(|e| format!("the tag list is not valid JSON ({e})"))?;
-    Ok(page.tags.unwrap_or_default())
 }
 
 /// Quay answers `400` with `TOO_MANY_TAGS_REQUESTED` when `n` is above its limit.

@@ -616,3 +616,113 @@ fn b64(text: &str) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(text)
 }
+
+/// Tags the OCI distribution spec does not allow (over 128 bytes, other characters) are
+/// dropped as the page is parsed and counted; the others are kept.
+#[tokio::test]
+async fn tags_the_distribution_spec_does_not_allow_are_dropped() {
+    let long = "a".repeat(1000);
+    let server = FaultServer::start(move |_| {
+        Reply::json(
+            200,
+            json!({"tags": ["1.0.0", long, "has space", "../x", "2.0.0", "a".repeat(128)]}),
+        )
+    })
+    .await;
+    let listing = client(&shared(), |_| {})
+        .list_tags_with(&image(&server, "a/b"), |_| true)
+        .await
+        .unwrap();
+    assert_eq!(listing.tags, ["1.0.0", "2.0.0", &"a".repeat(128)]);
+    assert_eq!((listing.listed, listing.invalid), (6, 3));
+}
+
+/// One listing keeps at most `max_kept_bytes` of tags; all listings together at most the
+/// process-wide budget, and a listing that finds it held by another fails at once (waiting
+/// would hold a worker) and gets it when the other listing is dropped.
+#[tokio::test]
+async fn kept_tags_are_bounded_per_listing_and_process_wide() {
+    let server = FaultServer::start_with(|addr| paging(500, addr.to_string())).await;
+    let img = image(&server, "team/app");
+    // 100 tags a page, 6 bytes each: 100 * (6 + 24) = 3000 bytes a page.
+    let per_page = 100 * (6 + std::mem::size_of::<String>());
+    let err = client(&shared(), |o| {
+        o.limits = ListLimits {
+            page_size: 100,
+            max_kept_bytes: 2 * per_page + 10,
+            ..Default::default()
+        }
+    })
+    .list_tags(&img)
+    .await
+    .unwrap_err();
+    assert!(
+        err.to_string().contains(&format!(
+            "the tags kept exceed the {}-byte limit one repository may hold in memory",
+            2 * per_page + 10
+        )),
+        "{err}"
+    );
+
+    let budget = image_reflector::registry::MemoryBudget::new(5 * per_page + 8 * 1024);
+    let shared = Registries::with_memory_budget(SchedulerConfig::default(), budget.clone());
+    let paged = |o: &mut ClientOptions| {
+        o.limits = ListLimits {
+            page_size: 100,
+            ..Default::default()
+        }
+    };
+    let first = client(&shared, paged)
+        .list_tags_with(&img, |_| true)
+        .await
+        .unwrap();
+    assert_eq!(first.tags.len(), 500);
+    assert_eq!(
+        first.held.bytes(),
+        5 * per_page,
+        "the kept tags stay reserved"
+    );
+    let err = client(&shared, paged)
+        .list_tags_with(&img, |_| true)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("memory budget for tag listings"),
+        "{err}"
+    );
+    drop(first);
+    assert_eq!(
+        budget.available(),
+        5 * per_page + 8 * 1024,
+        "all given back"
+    );
+    let again = client(&shared, paged)
+        .list_tags_with(&img, |_| true)
+        .await
+        .unwrap();
+    assert_eq!(again.tags.len(), 500);
+}
+
+/// A proxy that cannot be reached is named as the proxy (without its password), not as an
+/// unreachable registry: the registry was never asked.
+#[tokio::test]
+async fn an_unreachable_proxy_is_named_as_the_proxy() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let settings = ProxySettings::parse(&format!("http://user:s3cret@127.0.0.1:{port}")).unwrap();
+    let img = ImageReference::parse("registry.invalid:5000/team/app", true).unwrap();
+    let err = client(&shared(), |o| o.proxy = Some(settings))
+        .list_tags(&img)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RegistryError::Proxy { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!(
+            "cannot reach registry registry.invalid:5000 through the proxy http://user:****@127.0.0.1:{port}/"
+        )) && text.ends_with("check the proxy's address and that it is running"),
+        "{text}"
+    );
+    assert!(!text.contains("s3cret"), "{text}");
+}

@@ -1,0 +1,139 @@
+//! Hostile registry benchmark: `cargo bench --bench hostile`. The shape of the attack in
+//! docs/security.md: a registry whose repositories list 16 linked pages, each just under the
+//! 64 MiB page limit, of tags no registry that follows the OCI spec can hold (60,000 of
+//! ~1,000 bytes a page), or of the longest valid tags (128 bytes, 440,000 a page). Four such
+//! ImageRepositories are scanned at once by `image-reflector scan --concurrent 4` (the
+//! controller's own reconcile and registry client); its peak RSS is its own VmHWM.
+//! A scan may fail (a budget stops it): what is measured is the memory it took to get there.
+
+#[allow(dead_code)]
+mod common;
+#[path = "../tests/it/fault_server.rs"]
+#[allow(dead_code)]
+mod fault_server;
+
+use common::run_scenarios;
+use fault_server::{FaultServer, Reply};
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Instant;
+
+const PAGES: usize = 16;
+/// Scanned at once (`HOSTILE_REPOSITORIES` to try others).
+fn repositories() -> usize {
+    std::env::var("HOSTILE_REPOSITORIES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(4)
+}
+
+fn scenario(name: &str) {
+    let (count, length) = match name {
+        "invalid-1000b" => (60_000, 1000),
+        "valid-128b" => (440_000, 128),
+        other => panic!("unknown scenario {other}"),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // One page body shared by every page: tags are the same text, pages differ by Link.
+    let tags: Vec<String> = (0..count)
+        .map(|i| format!("{i:08}{}", "x".repeat(length - 8)))
+        .collect();
+    let body = Arc::new(serde_json::to_vec(&serde_json::json!({ "tags": tags })).unwrap());
+    drop(tags);
+    let page_bytes = body.len();
+    let server = runtime.block_on(FaultServer::start(move |seen| {
+        let page: usize = seen.query("last").and_then(|l| l.parse().ok()).unwrap_or(0);
+        let reply = Reply::status(200).body(body.as_ref().clone());
+        if page + 1 < PAGES {
+            let next = format!("{}?n=1000&last={}", seen.path(), page + 1);
+            reply.header("Link", &format!("<{next}>; rel=\"next\""))
+        } else {
+            reply
+        }
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("repositories.yaml");
+    let mut file = std::fs::File::create(&manifests).unwrap();
+    for i in 0..repositories() {
+        writeln!(
+            file,
+            "---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\n\
+             metadata: {{name: hostile-{i}, namespace: bench}}\nspec: {{image: {}/bench/hostile-{i}, interval: 5m}}",
+            server.host()
+        )
+        .unwrap();
+    }
+    drop(file);
+    let started = Instant::now();
+    // Reaped by `wait4` below, which also gives its rusage (std's `wait` does not).
+    #[allow(clippy::zombie_processes)]
+    let child = Command::new(env!("CARGO_BIN_EXE_image-reflector"))
+        .args(["scan", "--concurrent", "4", "-o", "yaml", "-f"])
+        .arg(&manifests)
+        .arg("--storage-path")
+        .arg(dir.path().join("store"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Not wait4's ru_maxrss: Linux folds the parent's resident set into it at exec (a
+    // vfork child runs in the parent's memory until then), and this parent holds the pages.
+    // VmHWM is the child's own peak; it only grows, so the last reading before exit is it.
+    let pid = child.id() as i32;
+    let status_path = format!("/proc/{pid}/status");
+    let mut peak_kib = 0u64;
+    loop {
+        let hwm = std::fs::read_to_string(&status_path).ok().and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        });
+        match hwm {
+            Some(kib) => peak_kib = peak_kib.max(kib),
+            None => break, // exited: a zombie has no memory map
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let (status, _) = wait4(pid);
+    let wall = started.elapsed();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.unwrap(), &mut out).unwrap();
+    if std::env::var_os("HOSTILE_VERBOSE").is_some() {
+        eprintln!("{out}");
+    }
+    // What each repository's Ready said, by reason.
+    let failed = out.matches("ReadOperationFailed").count();
+    let ready = out.matches("successful scan").count();
+    println!(
+        "| {name} | {} × {PAGES} pages of {:.1} MiB | {wall:.1?} | {:.1} MiB | {ready} scanned, {failed} refused (exit {status}) | {} |",
+        repositories(),
+        page_bytes as f64 / (1 << 20) as f64,
+        peak_kib as f64 / 1024.0,
+        server.seen().len(),
+    );
+}
+
+/// Waits for the child and returns its exit code and resource usage.
+fn wait4(pid: i32) -> (i32, libc::rusage) {
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: pid is a child of this process that has not been waited for.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4");
+    (libc::WEXITSTATUS(status), usage)
+}
+
+fn main() {
+    run_scenarios(
+        "hostile",
+        "| scenario | repositories | wall | peak RSS | outcome | requests |\n|---|---|---|---|---|---|",
+        &["invalid-1000b", "valid-128b"],
+        scenario,
+    );
+}
