@@ -97,6 +97,7 @@ pub fn run(args: &ScanArgs, out: &mut impl Write) -> Result<(), CliError> {
                     store,
                     now: Timestamp::now(),
                     workload_identity: Default::default(),
+                    running: None,
                 };
                 reconcile_repository(repo, &env).await
             }

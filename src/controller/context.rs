@@ -7,6 +7,7 @@ use super::credentials::ObjectReader;
 use super::events::EventRecorder;
 use super::notify::Notifier;
 use super::queue::{QueueSource, WorkQueue};
+use super::running_scans::RunningScans;
 use super::scan_order::ScanOrder;
 use crate::registry::Registries;
 use crate::store::{RepoKey, TagStore};
@@ -37,6 +38,8 @@ pub struct Settings {
     pub requeue_dependency: Duration,
     /// `--no-cross-namespace-refs`.
     pub no_cross_namespace_refs: bool,
+    /// `--concurrent`: reconciles at once, per kind; a host or a namespace gets one less.
+    pub concurrent: u16,
 }
 
 /// Shared by every reconcile of both kinds.
@@ -68,6 +71,8 @@ pub struct Context {
     pub repository_queue: Arc<WorkQueue>,
     /// The ImagePolicy controller's queue.
     pub policy_queue: Arc<WorkQueue>,
+    /// The running scans: per-host and per-namespace limits, cancellation on deletion.
+    pub running: RunningScans,
 }
 
 impl Context {
@@ -83,6 +88,7 @@ impl Context {
             Some(address) => Some(Notifier::new(address, settings.instance.clone())?),
             None => None,
         };
+        let settings_concurrent = settings.concurrent;
         let repository_queue = Arc::new(WorkQueue::new("imagerepository"));
         let policy_queue = Arc::new(WorkQueue::new("imagepolicy"));
         metrics.add_source(Arc::new(QueueSource(vec![
@@ -107,6 +113,7 @@ impl Context {
             scan_order: ScanOrder::default(),
             repository_queue,
             policy_queue,
+            running: RunningScans::for_workers(settings_concurrent),
         }))
     }
 

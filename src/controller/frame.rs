@@ -87,12 +87,19 @@ where
             // Before the finalizer goes: once the object is gone, so are its series.
             ctx.metrics.forget(&labels);
         }
-        let result = finalizer(api, FINALIZER, obj, |event| async {
+        let run = finalizer(api, FINALIZER, obj, |event| async {
             requeue = handle(event).await?;
             Ok(to_action(requeue))
-        })
-        .await
-        .map_err(|e| Error::Finalizer(Box::new(e)));
+        });
+        // No reconcile keeps a worker longer than this, whatever the registry or the API
+        // server do (a scan is cut at MAX_SCAN_TIMEOUT, each API read at 30 s).
+        let result = match tokio::time::timeout(RECONCILE_DEADLINE, run).await {
+            Ok(result) => result.map_err(|e| Error::Finalizer(Box::new(e))),
+            Err(_) => Err(Error::Reconcile(format!(
+                "the reconcile did not finish within {}s; it is retried",
+                RECONCILE_DEADLINE.as_secs()
+            ))),
+        };
         match &result {
             Ok(_) if deleting => queue.forget(&key),
             Ok(_) => {
@@ -110,6 +117,11 @@ where
     .instrument(span)
     .await
 }
+
+/// The longest one reconcile may hold a worker: a scan's cap, plus room for the API calls
+/// around it.
+pub const RECONCILE_DEADLINE: std::time::Duration =
+    std::time::Duration::from_secs(super::repository::MAX_SCAN_TIMEOUT.as_secs() + 60);
 
 /// The error policy of either kind: when to try again, decided by the error's kind.
 pub fn retry<K: Resource<DynamicType = ()>>(

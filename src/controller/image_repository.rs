@@ -74,6 +74,7 @@ async fn apply(
         store: &ctx.store,
         now,
         workload_identity: ctx.settings.workload_identity(),
+        running: Some(&ctx.running),
     };
     let result = reconcile_repository(repo, &env).await;
     tracing::info!("{}", result.summary);
@@ -152,6 +153,7 @@ pub fn controller(
     let (reader, writer) = reflector::store();
     let queue = ctx.repository_queue.clone();
     let enqueued = queue.clone();
+    let running = ctx.running.clone();
     let triggers = watcher(api, watch)
         .default_backoff()
         .reflect(writer)
@@ -161,6 +163,12 @@ pub fn controller(
             }
         })
         .applied_objects()
+        // Deleting an object cancels its running scan: the finalizer need not wait for it.
+        .inspect_ok(move |repo| {
+            if repo.metadata.deletion_timestamp.is_some() && running.cancel(&object_key(repo)) {
+                tracing::info!(object = %object_key(repo), "deleted while scanning: scan cancelled");
+            }
+        })
         .predicate_filter(trigger_hash, Default::default())
         .inspect_ok(move |repo| enqueued.add(object_key(repo), Instant::now()));
     let run = Controller::for_stream(triggers, reader)

@@ -7,6 +7,7 @@ use super::conditions::{whole_seconds, ConditionType, Conditions, Reason};
 use super::credentials::{client_options, ObjectReader, WorkloadIdentity};
 pub use super::finalize::Next;
 use super::finalize::Outcome;
+use super::running_scans::{RunningScans, SLOT_RETRY};
 use super::should_scan::{should_scan, ScanInputs, ScanReason};
 use super::status::{finish_status, REQUESTED_AT_ANNOTATION};
 use crate::api::{
@@ -32,6 +33,9 @@ pub struct RepositoryEnv<'a, R> {
     pub now: Timestamp,
     /// The `ObjectLevelWorkloadIdentity` gate and `--default-service-account`.
     pub workload_identity: WorkloadIdentity<'a>,
+    /// The controller's running scans (per-host and per-namespace limits, cancellation on
+    /// deletion); `None` offline, where one scan runs per object.
+    pub running: Option<&'a RunningScans>,
 }
 
 /// The status to write and what to do next.
@@ -53,7 +57,17 @@ pub async fn reconcile_repository<R: ObjectReader>(
     let mut status = old.clone();
     let mut list = old.conditions.clone().unwrap_or_default();
     let mut conditions = Conditions::new(&mut list, generation, env.now);
-    let (outcome, next, summary) = run_steps(repo, env, &mut conditions, &mut status).await;
+    let (outcome, next, summary) = match run_steps(repo, env, &mut conditions, &mut status).await {
+        Ok(done) => done,
+        // Not this time (no scan slot, or deleted while scanning): nothing to write.
+        Err((next, summary)) => {
+            return RepositoryResult {
+                status: old,
+                next,
+                summary,
+            }
+        }
+    };
     finish_status(repo, &old, &mut status, list, &outcome, env.now);
     RepositoryResult {
         status,
@@ -62,23 +76,26 @@ pub async fn reconcile_repository<R: ObjectReader>(
     }
 }
 
+/// How the steps ended: done, or held without a status change (`Err`: when next, and why).
+type Steps = Result<(Outcome, Next, String), (Next, String)>;
+
 /// The steps of §3.3, each ending the reconcile on failure.
 async fn run_steps<R: ObjectReader>(
     repo: &ImageRepository,
     env: &RepositoryEnv<'_, R>,
     c: &mut Conditions<'_>,
     status: &mut ImageRepositoryStatus,
-) -> (Outcome, Next, String) {
+) -> Steps {
     let stalled = |c: &mut Conditions<'_>, reason: Reason, message: String| {
         c.mark_stalled(reason, &message);
-        (Outcome::Stalled, Next::AwaitChange, message)
+        Ok((Outcome::Stalled, Next::AwaitChange, message))
     };
     let failed = |c: &mut Conditions<'_>, reason: Reason, message: String| {
         c.mark_false(reason, &message);
         let outcome = Outcome::Failed {
             error: message.clone(),
         };
-        (outcome, Next::Retry(message.clone()), message)
+        Ok((outcome, Next::Retry(message.clone()), message))
     };
     let spec = &repo.spec;
     if needs_workload_identity_gate(repo) && !env.workload_identity.enabled {
@@ -161,13 +178,41 @@ async fn run_steps<R: ObjectReader>(
                     &progress,
                 );
             }
+            // A slow host or a busy tenant leaves a worker to the others: no slot, no wait.
+            let slot = match env.running {
+                Some(running) => {
+                    let object = format!("{namespace}/{}", repo.name_any());
+                    match running.try_start(&object, &namespace, image.registry()) {
+                        Ok(slot) => Some(slot),
+                        Err(busy) => {
+                            return Err((
+                                Next::After(SLOT_RETRY),
+                                format!("waiting to scan: {busy}"),
+                            ))
+                        }
+                    }
+                }
+                None => None,
+            };
             let client = RegistryClient::new(options, env.registries.clone());
             let scanned = match client {
                 Ok(client) => {
-                    scan(&client, &image, filters, env.store, &key, timeout, env.now).await
+                    let scanning =
+                        scan(&client, &image, filters, env.store, &key, timeout, env.now);
+                    match &slot {
+                        Some(slot) => tokio::select! {
+                            scanned = scanning => scanned,
+                            () = slot.cancelled() => return Err((
+                                Next::After(std::time::Duration::ZERO),
+                                "scan cancelled: the object is being deleted".into(),
+                            )),
+                        },
+                        None => scanning.await,
+                    }
                 }
                 Err(err) => Err(ScanError::Registry(err)),
             };
+            drop(slot);
             let result = match scanned {
                 Ok(result) => result,
                 Err(ScanError::Registry(err @ RegistryError::RateLimited { retry_at, .. })) => {
@@ -176,7 +221,7 @@ async fn run_steps<R: ObjectReader>(
                     let outcome = Outcome::Failed {
                         error: message.clone(),
                     };
-                    return (outcome, Next::RetryAt(retry_at), message);
+                    return Ok((outcome, Next::RetryAt(retry_at), message));
                 }
                 Err(err) => {
                     let message = match err {
@@ -208,11 +253,11 @@ async fn run_steps<R: ObjectReader>(
         scan.tag_count,
         scan.revision.unwrap_or_default()
     );
-    (
+    Ok((
         Outcome::Succeeded { message },
         Next::After(decision.next),
         summary,
-    )
+    ))
 }
 
 /// A cloud provider with a ServiceAccount is object-level workload identity. Unlike Flux

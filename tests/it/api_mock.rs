@@ -25,6 +25,8 @@ pub struct Expect {
     pub method: &'static str,
     pub path: String,
     pub answer: Answer,
+    /// Never answered: an API server that hangs.
+    pub hang: bool,
 }
 
 impl Expect {
@@ -38,6 +40,15 @@ impl Expect {
             method,
             path: path.into(),
             answer: Box::new(move |body| (200, answer(body))),
+            hang: false,
+        }
+    }
+
+    /// A call that is never answered.
+    pub fn hang(method: &'static str, path: impl Into<String>) -> Self {
+        Expect {
+            hang: true,
+            ..Expect::ok(method, path, |_| Value::Null)
         }
     }
 
@@ -56,6 +67,7 @@ impl Expect {
             method,
             path: path.into(),
             answer: Box::new(move |_| (404, body.clone())),
+            hang: false,
         }
     }
 
@@ -123,6 +135,11 @@ async fn serve(
         );
         let (status, answer) = (expect.answer)(&body);
         calls.push(Call { query, body });
+        if expect.hang {
+            // Neither answered nor dropped (a drop would fail the call at once).
+            std::mem::forget(send);
+            continue;
+        }
         let response = Response::builder()
             .status(status)
             .body(Body::from(serde_json::to_vec(&answer).unwrap()))
@@ -156,6 +173,7 @@ pub fn context(
         events_addr: None,
         requeue_dependency: Duration::from_secs(30),
         no_cross_namespace_refs: false,
+        concurrent: 4,
     };
     settings(&mut s);
     image_reflector::controller::Context::new(

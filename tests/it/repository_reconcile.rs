@@ -789,3 +789,115 @@ async fn a_scan_is_cut_at_five_minutes_whatever_spec_timeout_says() {
         "{message}"
     );
 }
+
+/// A host (or namespace) already running `--concurrent - 1` scans leaves the last worker to
+/// the others: a scan of it does not wait on a worker, it is tried again in 2 s, with no write
+/// and no request; once a slot is free it scans.
+#[tokio::test]
+async fn a_busy_host_or_namespace_requeues_without_holding_a_worker() {
+    let reg = registry(&["1.0.0"]).await;
+    let obj = object(json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m"}));
+    let (client, server) = mock(vec![]);
+    let ctx = context(client, memory());
+    let busy: Vec<_> = (0..3)
+        .map(|i| {
+            ctx.running
+                .try_start(&format!("other/{i}"), "other", &reg.host())
+                .unwrap()
+        })
+        .collect();
+    let repo: ImageRepository = serde_json::from_value(obj.clone()).unwrap();
+    let action = reconcile(Arc::new(repo.clone()), ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(2)));
+    assert!(calls(server).await.is_empty(), "no status write");
+    assert!(reg.seen().is_empty(), "no registry request");
+    drop(busy);
+
+    // The namespace's limit, on another host.
+    let busy: Vec<_> = (0..3)
+        .map(|i| {
+            ctx.running
+                .try_start(&format!("{NS}/{i}"), NS, "elsewhere.example")
+                .unwrap()
+        })
+        .collect();
+    let action = reconcile(Arc::new(repo.clone()), ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(2)));
+    drop(busy);
+
+    let (result, calls, _) = run(&obj, vec![patch(&obj), Expect::event(NS)], memory()).await;
+    assert_eq!(result.unwrap(), Action::requeue(Duration::from_secs(300)));
+    assert_eq!(ready(&calls[0]).0, "True");
+}
+
+/// Deleting an object cancels its running scan: the reconcile returns at once (to run the
+/// finalizer) instead of waiting out a registry that never answers.
+#[tokio::test]
+async fn deleting_an_object_cancels_its_running_scan() {
+    let reg = FaultServer::start(|_| Reply::status(200).delayed(Duration::from_secs(3600))).await;
+    let obj = object(json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m"}));
+    let (client, server) = mock(vec![]);
+    let ctx = context(client, memory());
+    let repo: ImageRepository = serde_json::from_value(obj).unwrap();
+    let running = tokio::spawn(reconcile(Arc::new(repo), ctx.clone()));
+    // The scan has started once its request reached the registry.
+    while reg.seen().is_empty() {
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(ctx.running.cancel(&format!("{NS}/app")));
+    let action = tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("the reconcile ends at once")
+        .unwrap()
+        .unwrap();
+    assert_eq!(action, Action::requeue(Duration::ZERO));
+    assert!(
+        calls(server).await.is_empty(),
+        "nothing written for a cancelled scan"
+    );
+}
+
+/// An API server that never answers a Secret read holds the reconcile 30 s at most; one that
+/// never answers the status write, 6 minutes at most (the scan's cap plus a minute): no worker
+/// is held longer, whatever the API server does. Paused time: no real waiting.
+#[tokio::test(start_paused = true)]
+async fn api_calls_of_a_reconcile_are_under_a_deadline() {
+    let reg = registry(&["1.0.0"]).await;
+    let obj = object(
+        json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m", "secretRef": {"name": "creds"}}),
+    );
+    let script = vec![
+        Expect::hang("GET", secret_path("creds")),
+        patch(&obj),
+        Expect::event(NS),
+    ];
+    let (result, calls, _) = run(&obj, script, memory()).await;
+    assert!(result.is_err());
+    let (_, reason, message) = ready(&calls[1]);
+    assert_eq!(reason, "AuthenticationFailed");
+    assert!(
+        message.ends_with("the API server did not answer within 30s"),
+        "{message}"
+    );
+
+    let obj = object(json!({"image": "Not An Image", "interval": "5m"}));
+    let (client, server) = mock(vec![Expect::hang(
+        "PATCH",
+        format!("/apis/image.toolkit.fluxcd.io/v1/namespaces/{NS}/imagerepositories/app/status"),
+    )]);
+    let ctx = context(client, memory());
+    let repo: ImageRepository = serde_json::from_value(obj).unwrap();
+    let started = tokio::time::Instant::now();
+    let err = reconcile(Arc::new(repo), ctx).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the reconcile did not finish within 360s; it is retried"
+    );
+    assert_eq!(started.elapsed(), Duration::from_secs(360));
+    drop(server);
+}

@@ -380,6 +380,7 @@ fn settings(args: &RunArgs) -> Settings {
         events_addr: Some(args.events_addr.clone()).filter(|a| !a.is_empty()),
         requeue_dependency: args.requeue_dependency,
         no_cross_namespace_refs: args.no_cross_namespace_refs,
+        concurrent: args.concurrent.max(1),
     }
 }
 
