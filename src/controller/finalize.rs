@@ -57,11 +57,11 @@ pub fn finalize(
             .get(Stalled)
             .filter(|c| c.status == ConditionStatus::True)
             .map(|c| (c.reason.clone(), c.message.clone()));
+        // Ready mirrors Stalled, as Flux's summary takes the first negative condition: a
+        // Ready=False left by an earlier reconcile (DependencyNotReady, say) must not stay
+        // beside a Stalled that says something else.
         if let Some((reason, message)) = stalled {
-            if conditions.status(Ready) != Some(ConditionStatus::False) {
-                let reason = reason_of(&reason);
-                conditions.mark_false(reason, &message);
-            }
+            conditions.mark_false(reason_of(&reason), &message);
         }
     }
     // 3. Success or stalled: no longer reconciling.

@@ -662,3 +662,32 @@ async fn a_tiny_digest_interval_is_floored_at_ten_seconds() {
         Action::requeue(Duration::from_secs(10))
     );
 }
+
+/// A policy that waited for its repository (Ready=False DependencyNotReady) and is then
+/// Stalled when the repository appears (here: its image does not parse) says why it is
+/// stalled in Ready too, not the stale wait.
+#[tokio::test]
+async fn a_stall_after_a_wait_replaces_the_stale_ready_reason() {
+    let status = json!({
+        "observedGeneration": -1,
+        "conditions": [{"type": "Ready", "status": "False", "reason": "DependencyNotReady",
+                        "message": "failed to get the referred ImageRepository: imagerepositories \"app\" not found",
+                        "observedGeneration": 1, "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+    });
+    let obj = policy(semver("1.x"), status);
+    let repo = repository(NS, "Not An Image", json!({}));
+    let run = run(
+        &obj,
+        &[repo],
+        vec![patch(&obj), Expect::event(NS)],
+        store_with(NS, &[]),
+    )
+    .await;
+    assert_eq!(run.result.unwrap(), Action::await_change());
+    let (status, reason, message) = ready(&run.calls[0]);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "ImageURLInvalid")
+    );
+    assert_eq!(message, "could not parse reference: Not An Image");
+}
