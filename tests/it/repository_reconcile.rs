@@ -901,3 +901,21 @@ async fn api_calls_of_a_reconcile_are_under_a_deadline() {
     assert_eq!(started.elapsed(), Duration::from_secs(360));
     drop(server);
 }
+
+/// A hostile registry's tags that are not OCI tags (here 1 000 bytes long, or with a slash)
+/// never reach the store: the scan keeps the valid ones.
+#[tokio::test]
+async fn tags_that_are_not_oci_tags_never_reach_the_store() {
+    let long = "a".repeat(1000);
+    let reg = FaultServer::start(move |_| {
+        Reply::json(200, json!({"tags": ["1.0.0", long, "../../etc", "2.0.0"]}))
+    })
+    .await;
+    let obj = object(json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m"}));
+    let store = memory();
+    let (result, calls, _) = run(&obj, vec![patch(&obj), Expect::event(NS)], store.clone()).await;
+    assert!(result.is_ok());
+    assert_eq!(calls[0].body["status"]["lastScanResult"]["tagCount"], 2);
+    let (stored, _) = store.get(&RepoKey::new(NS, "app").unwrap()).unwrap();
+    assert_eq!(stored.iter().collect::<Vec<_>>(), ["2.0.0", "1.0.0"]);
+}
