@@ -14,7 +14,7 @@ use super::status::{
     is_ready, key_of, object_key, object_labels, patch_status, suspended_status, trigger_hash,
     FIELD_MANAGER,
 };
-use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository};
+use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository, API_GROUP};
 use crate::http::ReadyPart;
 use crate::store::RepoKey;
 use crate::telemetry::metrics::PolicyInfo;
@@ -177,17 +177,27 @@ pub fn error_policy(policy: Arc<ImagePolicy>, err: &Error, ctx: Arc<PolicyContex
     )
 }
 
-/// The Alert metadata of a policy event: `tag`, `digest`, `previousTag`, `previousDigest`.
+/// The Alert metadata of a policy event, under keys Flux's notification-controller keeps: it
+/// passes on only `<involved object's group>/<key>` (prefix removed) and
+/// `event.toolkit.fluxcd.io/<key>`, drops `<group>/digest` and `<group>/checksum`, and
+/// de-duplicates events by message plus `<group>/revision`. So the revision is `tag@digest`
+/// (a digest change under the same tag is never folded into the tag change), and the digests
+/// travel as `latestDigest` and `previousDigest`.
 pub fn ref_metadata(status: &ImagePolicyStatus) -> BTreeMap<String, String> {
     let mut metadata = BTreeMap::new();
     let mut put = |key: &str, value: Option<&String>| {
         if let Some(value) = value.filter(|v| !v.is_empty()) {
-            metadata.insert(key.to_string(), value.clone());
+            metadata.insert(format!("{API_GROUP}/{key}"), value.clone());
         }
     };
     if let Some(latest) = &status.latest_ref {
-        put("tag", Some(&latest.tag));
-        put("digest", latest.digest.as_ref());
+        let revision = match &latest.digest {
+            Some(digest) if !digest.is_empty() => format!("{}@{digest}", latest.tag),
+            _ => latest.tag.clone(),
+        };
+        put(REVISION_KEY, Some(&revision));
+        put("latestTag", Some(&latest.tag));
+        put("latestDigest", latest.digest.as_ref());
     }
     if let Some(previous) = &status.observed_previous_ref {
         put("previousTag", Some(&previous.tag));
@@ -195,6 +205,9 @@ pub fn ref_metadata(status: &ImagePolicyStatus) -> BTreeMap<String, String> {
     }
     metadata
 }
+
+/// notification-controller's de-duplication key (with the message).
+pub const REVISION_KEY: &str = "revision";
 
 /// Repositories from the watch cache (as Flux reads them), namespaces and Secrets live.
 struct ClusterReader {
@@ -508,12 +521,13 @@ mod tests {
         };
         let metadata = ref_metadata(&status);
         let expected: BTreeMap<String, String> = [
-            ("tag", "1.1"),
-            ("digest", "sha256:new"),
+            ("revision", "1.1@sha256:new"),
+            ("latestTag", "1.1"),
+            ("latestDigest", "sha256:new"),
             ("previousTag", "1.0"),
         ]
         .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .map(|(k, v)| (format!("image.toolkit.fluxcd.io/{k}"), v.to_string()))
         .collect();
         assert_eq!(metadata, expected);
     }

@@ -602,6 +602,9 @@ async fn e2e_policies_elect_reflect_digests_migrate_and_notify() {
         .unwrap_or_else(|| panic!("the digest change was forwarded: {forwarded:?}"));
     assert_eq!(digest_change["involvedObject"]["kind"], "ImagePolicy");
     assert_eq!(digest_change["severity"], "info");
-    assert_eq!(digest_change["metadata"]["previousDigest"], old);
-    assert_eq!(digest_change["metadata"]["digest"], new);
+    // As notification-controller passes it to an Alert: both digests reach it.
+    let (alert, _) = crate::notify::as_an_alert_sees_it(digest_change);
+    assert_eq!(alert["previousDigest"], old);
+    assert_eq!(alert["latestDigest"], new);
+    assert_eq!(alert["revision"], format!("1.1.0@{new}"));
 }

@@ -56,3 +56,64 @@ fn an_events_address_that_is_not_a_url_is_refused() {
         "{err}"
     );
 }
+
+/// What Flux's notification-controller makes of an event we send (its `cleanupMetadata` and
+/// de-duplication, in our words): of the metadata it keeps the keys under the involved
+/// object's API group, with that prefix removed, except `<group>/checksum` and `<group>/digest`,
+/// and the `event.toolkit.fluxcd.io/` keys; two events with the same message and
+/// `<group>/revision` (and `<group>/token`) are one. Returns (the Alert's metadata, the
+/// de-duplication key).
+pub fn as_an_alert_sees_it(
+    event: &serde_json::Value,
+) -> (std::collections::BTreeMap<String, String>, String) {
+    let group = event["involvedObject"]["apiVersion"]
+        .as_str()
+        .and_then(|v| v.split('/').next())
+        .unwrap_or_default()
+        .to_string();
+    let dropped = [format!("{group}/checksum"), format!("{group}/digest")];
+    let mut kept = std::collections::BTreeMap::new();
+    let metadata = event["metadata"].as_object().cloned().unwrap_or_default();
+    for (key, value) in &metadata {
+        let value = value.as_str().unwrap_or_default().to_string();
+        if let Some(short) = key.strip_prefix(&format!("{group}/")) {
+            if !dropped.contains(key) {
+                kept.insert(short.to_string(), value);
+            }
+        } else if key.starts_with("event.toolkit.fluxcd.io/") {
+            kept.insert(key.clone(), value);
+        }
+    }
+    let field = |k: &str| {
+        metadata
+            .get(&format!("{group}/{k}"))
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let key = format!(
+        "{}|{}|{}",
+        event["message"].as_str().unwrap_or_default(),
+        field("revision"),
+        field("token")
+    );
+    (kept, key)
+}
+
+#[test]
+fn the_alert_rules_keep_only_the_groups_keys_and_drop_digest_and_checksum() {
+    let event = serde_json::json!({
+        "involvedObject": {"apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImagePolicy"},
+        "message": "m",
+        "metadata": {"tag": "1", "image.toolkit.fluxcd.io/digest": "x",
+                     "image.toolkit.fluxcd.io/checksum": "y", "image.toolkit.fluxcd.io/latestTag": "1",
+                     "image.toolkit.fluxcd.io/revision": "1@sha256:a", "event.toolkit.fluxcd.io/cluster": "prod"}
+    });
+    let (kept, key) = as_an_alert_sees_it(&event);
+    let kept: Vec<_> = kept.keys().map(String::as_str).collect();
+    assert_eq!(
+        kept,
+        ["event.toolkit.fluxcd.io/cluster", "latestTag", "revision"]
+    );
+    assert_eq!(key, "m|1@sha256:a|");
+}

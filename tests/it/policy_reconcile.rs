@@ -564,7 +564,27 @@ async fn a_digest_only_change_sends_one_event_and_one_notification() {
     assert_eq!(body["reportingController"], "image-reflector-controller");
     assert_eq!(
         body["metadata"],
-        json!({"tag": "1.1.0", "digest": NEW, "previousTag": "1.1.0", "previousDigest": OLD, "event.toolkit.fluxcd.io/cluster": "prod-eu"})
+        json!({"image.toolkit.fluxcd.io/revision": format!("1.1.0@{NEW}"),
+               "image.toolkit.fluxcd.io/latestTag": "1.1.0", "image.toolkit.fluxcd.io/latestDigest": NEW,
+               "image.toolkit.fluxcd.io/previousTag": "1.1.0", "image.toolkit.fluxcd.io/previousDigest": OLD,
+               "event.toolkit.fluxcd.io/cluster": "prod-eu"})
+    );
+    // What an Alert gets of it, by notification-controller's rules: both digests, both tags,
+    // and a revision of its own, so this digest change is not folded into an earlier event.
+    let (alert, dedup) = crate::notify::as_an_alert_sees_it(&body);
+    assert_eq!(alert["latestDigest"], NEW);
+    assert_eq!(alert["previousDigest"], OLD);
+    assert_eq!(
+        (alert["latestTag"].as_str(), alert["previousTag"].as_str()),
+        ("1.1.0", "1.1.0")
+    );
+    assert_eq!(alert["event.toolkit.fluxcd.io/cluster"], "prod-eu");
+    let tag_change = json!({"involvedObject": body["involvedObject"].clone(), "message": message,
+                            "metadata": {"image.toolkit.fluxcd.io/revision": format!("1.1.0@{OLD}")}});
+    assert_ne!(
+        dedup,
+        crate::notify::as_an_alert_sees_it(&tag_change).1,
+        "never de-duplicated into the earlier event"
     );
 
     // The same digest again: no write, no event, no notification.
