@@ -52,6 +52,19 @@ impl Error {
         }
     }
 
+    /// A failure the reconcile reported itself (its status and log line say it).
+    fn logged_by_the_reconcile(&self) -> bool {
+        use kube::runtime::finalizer::Error as F;
+        match self {
+            Error::Reconcile(_) => true,
+            Error::Finalizer(inner) => matches!(
+                inner.as_ref(),
+                F::ApplyFailed(Error::Reconcile(_)) | F::CleanupFailed(Error::Reconcile(_))
+            ),
+            _ => false,
+        }
+    }
+
     /// A fixed label for metrics (never free text).
     pub fn metric_label(&self) -> &'static str {
         match self.kind() {
@@ -88,6 +101,20 @@ pub fn next_requeue(
     }
 }
 
+/// Logs what a reconcile decided, once, in its span (so with its reconcileID), at the level
+/// its meaning deserves: a failure (retried with backoff) or a stall (no retry until the spec
+/// changes) at error, a registry's rate limit at warn, the rest at info. [`retry_delay`] then
+/// logs only the errors that happened around the reconcile (an API write, the finalizer).
+pub fn log_result(next: &super::finalize::Next, stalled: bool, summary: &str) {
+    use super::finalize::Next;
+    match next {
+        Next::Retry(_) => tracing::error!("{summary}"),
+        Next::RetryAt(_) => tracing::warn!("{summary}"),
+        Next::AwaitChange if stalled => tracing::error!("{summary}"),
+        _ => tracing::info!("{summary}"),
+    }
+}
+
 /// When to try again after `err` for the object `key`: decided by the error's kind.
 pub fn retry_delay(
     err: &Error,
@@ -102,8 +129,13 @@ pub fn retry_delay(
             .unwrap_or_default()
             .max(Duration::from_secs(1)),
         ErrorKind::Transient => {
-            tracing::warn!(error = %err, "reconcile failed; retrying with backoff");
-            backoff.next_delay(key)
+            let delay = backoff.next_delay(key);
+            // A reconcile's own failure was logged inside it (log_result, with its
+            // reconcileID); an API error around it was not.
+            if !err.logged_by_the_reconcile() {
+                tracing::error!(retry_in = ?delay, "{err}");
+            }
+            delay
         }
     }
 }

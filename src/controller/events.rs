@@ -224,12 +224,8 @@ impl EventRecorder {
         if !self.repeats.should_send(&key, event, unchanged_for) {
             return Ok(());
         }
-        match event.type_ {
-            EventType::Warning => {
-                tracing::error!(reason = %event.reason, "{}", event.message)
-            }
-            EventType::Normal => tracing::info!(reason = %event.reason, "{}", event.message),
-        }
+        // The reconcile's own line already says it (error.rs, log_result): debug only here.
+        tracing::debug!(reason = %event.reason, type_ = ?event.type_, "event: {}", event.message);
         let metadata = event_metadata(obj.annotations(), extra);
         if let Some(notifier) = &self.notifier {
             let involved = Involved {

@@ -6,7 +6,7 @@
 
 use super::context::{ApiReader, Context};
 use super::credentials::ObjectReader;
-use super::error::{next_requeue, Error};
+use super::error::{log_result, next_requeue, Error};
 use super::frame::{reconcile_in_frame, retry, Requeue};
 use super::migrate::{migrate_status, migration_patch};
 use super::policy::{reconcile_policy, PolicyEnv, PolicyReader};
@@ -118,7 +118,13 @@ async fn apply(
         repository_scanned: &scanned,
     };
     let result = reconcile_policy(&policy, &env).await;
-    tracing::info!("{}", result.summary);
+    let stalled = result
+        .status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "Stalled" && c.status == crate::api::ConditionStatus::True);
+    log_result(&result.next, stalled, &result.summary);
     patch_status(api, &policy, &old, &result.status).await?;
     record_metrics(&policy, &result.status, shared);
     shared

@@ -3,7 +3,7 @@
 //! the status is written only when it changed, an event only on a transition.
 
 use super::context::{ApiReader, Context};
-use super::error::{next_requeue, Error};
+use super::error::{log_result, next_requeue, Error};
 use super::frame::{reconcile_in_frame, retry, Requeue};
 use super::repository::{reconcile_repository, Next, RepositoryEnv};
 use super::scan_order::STEP_BACK;
@@ -77,7 +77,13 @@ async fn apply(
         running: Some(&ctx.running),
     };
     let result = reconcile_repository(repo, &env).await;
-    tracing::info!("{}", result.summary);
+    let stalled = result
+        .status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "Stalled" && c.status == crate::api::ConditionStatus::True);
+    log_result(&result.next, stalled, &result.summary);
     if let Some(k) = &store_key {
         ctx.scan_order.reconciled(k);
     }
