@@ -113,3 +113,27 @@ fn the_dashboard_and_the_docs_name_exported_metrics_only() {
         );
     }
 }
+
+/// The dashboard works provisioned as a file, not only through the UI's import: no import
+/// inputs (`__inputs`, `${DS_...}`), every panel and query on the `datasource` variable.
+#[test]
+fn the_dashboard_is_provisionable_as_a_file() {
+    let text = std::fs::read_to_string(root().join("config/grafana/image-reflector.json")).unwrap();
+    let dashboard: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(dashboard.get("__inputs").is_none() && !text.contains("${DS_"));
+    let variables = dashboard["templating"]["list"].as_array().unwrap();
+    assert_eq!(variables[0]["name"], "datasource");
+    assert_eq!(
+        (
+            variables[0]["type"].as_str(),
+            variables[0]["query"].as_str()
+        ),
+        (Some("datasource"), Some("prometheus"))
+    );
+    let uses = text.matches("\"uid\": \"${datasource}\"").count();
+    assert!(
+        // Every uid but the dashboard's own.
+        uses > 5 && uses + 1 == text.matches("\"uid\":").count(),
+        "every datasource reference uses the variable"
+    );
+}
