@@ -21,6 +21,7 @@ use crate::telemetry::metrics::PolicyInfo;
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use kube::api::{Patch, PatchParams};
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::finalizer::Event as Finalizer;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -327,6 +328,19 @@ impl PolicyIndex {
             .collect()
     }
 
+    /// The policies in `namespace` that refer to a repository in another namespace: what
+    /// that namespace's labels decide (the repository's `accessFrom`).
+    pub fn cross_namespace_policies_in(&self, namespace: &str) -> Vec<ObjectRef<ImagePolicy>> {
+        let maps = self.0.read().expect("policy index lock");
+        maps.repository_of
+            .iter()
+            .filter(|(policy, (repo_ns, _))| {
+                policy.namespace.as_deref() == Some(namespace) && repo_ns != namespace
+            })
+            .map(|(policy, _)| policy.clone())
+            .collect()
+    }
+
     /// The policies that refer to `repository`.
     pub fn policies_for(&self, repository: &ImageRepository) -> Vec<ObjectRef<ImagePolicy>> {
         let key = (
@@ -404,12 +418,30 @@ pub fn controller(
         })
         .touched_objects()
         .predicate_filter(repository_change_hash, Default::default());
+    // A namespace's labels decide a cross-namespace policy (accessFrom): their changes are
+    // watched (metadata only) and re-evaluate that namespace's cross-namespace policies.
+    let namespace_changes = watcher(
+        Api::<PartialObjectMeta<Namespace>>::all(ctx.client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .touched_objects()
+    .predicate_filter(labels_hash, Default::default());
+    let (namespace_index, relabelled) = (index.clone(), queue.clone());
     let ctx = Arc::new(PolicyContext {
         shared: ctx,
         repositories: repo_reader,
         repositories_synced: synced,
     });
     let run = Controller::for_stream(policy_triggers, policy_reader)
+        .watches_stream(namespace_changes, move |namespace| {
+            let policies = namespace_index.cross_namespace_policies_in(&namespace.name_any());
+            for policy in &policies {
+                let key = key_of("ImagePolicy", &namespace.name_any(), &policy.name);
+                relabelled.add(key, Instant::now());
+            }
+            policies
+        })
         .watches_stream(repository_changes, move |repo| {
             let policies = index.policies_for(&repo);
             for policy in &policies {
@@ -423,6 +455,13 @@ pub fn controller(
         .graceful_shutdown_on(shutdown.cancelled_owned())
         .run(reconcile, error_policy, ctx);
     queue.run_loop(run)
+}
+
+/// A namespace's labels, the only part of it a policy reads.
+fn labels_hash(namespace: &PartialObjectMeta<Namespace>) -> Option<u64> {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    namespace.labels().hash(&mut h);
+    Some(h.finish())
 }
 
 #[cfg(test)]

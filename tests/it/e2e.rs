@@ -223,21 +223,22 @@ impl Controller {
     ) -> Controller {
         let storage = tempfile::tempdir().unwrap();
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_image-reflector"))
-            .args(["run", "--watch-all-namespaces=false"])
-            // Ephemeral ports unless the caller names its own.
+            .arg("run")
+            // One namespace and ephemeral ports, unless the caller says otherwise.
             .args(
-                ["--metrics-addr=127.0.0.1:0", "--health-addr=127.0.0.1:0"]
-                    .into_iter()
-                    .filter(|flag| {
-                        let name = flag.split('=').next().unwrap();
-                        !extra.iter().any(|e| e.starts_with(name))
-                    }),
+                [
+                    "--watch-all-namespaces=false",
+                    "--metrics-addr=127.0.0.1:0",
+                    "--health-addr=127.0.0.1:0",
+                    "--min-retry-delay=200ms",
+                ]
+                .into_iter()
+                .filter(|flag| {
+                    let name = flag.split('=').next().unwrap();
+                    !extra.iter().any(|e| e.starts_with(name))
+                }),
             )
-            .args([
-                "--log-encoding=console",
-                "--min-retry-delay=200ms",
-                "--storage-path",
-            ])
+            .args(["--log-encoding=console", "--storage-path"])
             .arg(storage.path())
             .args(extra)
             .env("RUNTIME_NAMESPACE", namespace)

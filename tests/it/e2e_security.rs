@@ -155,3 +155,65 @@ async fn e2e_no_planted_password_in_anything_the_controller_writes() {
         "the log reports the stall"
     );
 }
+
+/// A policy denied by a repository's `accessFrom` is allowed within seconds of its namespace
+/// getting the label the repository selects: namespace labels are watched (metadata only),
+/// with the RBAC config/default grants. (AccessDenied is a stall: nothing else would retry it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster: make e2e"]
+async fn e2e_a_namespace_label_change_re_evaluates_its_cross_namespace_policies() {
+    install_crds();
+    let registry = Distribution::start(Variant::default());
+    registry
+        .push_image("demo/app", &["1.0.0".to_string()])
+        .await;
+    let run = std::process::id();
+    let owner = Namespace(format!("image-reflector-acl-repo-{run}"));
+    let tenant = Namespace(format!("image-reflector-acl-tenant-{run}"));
+    for ns in [&owner, &tenant] {
+        ok(kubectl(&["create", "namespace", &ns.0], None));
+    }
+    let shard = format!("e2e-acl: run-{run}");
+    let manifests = format!(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\n\
+         metadata: {{name: shared, namespace: {owner}, labels: {{{shard}}}}}\n\
+         spec: {{image: {host}/demo/app, interval: 5m, accessFrom: {{namespaceSelectors: [{{matchLabels: {{tenant: acl-{run}}}}}]}}}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\n\
+         metadata: {{name: app, namespace: {tenant}, labels: {{{shard}}}}}\n\
+         spec: {{imageRepositoryRef: {{name: shared, namespace: {owner}}}, policy: {{semver: {{range: '>=1.0.0'}}}}}}\n",
+        owner = owner.0,
+        tenant = tenant.0,
+        host = registry.host,
+    );
+    ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = install_and_controller_kubeconfig(dir.path());
+    let selector = format!("--watch-label-selector=e2e-acl=run-{run}");
+    let controller = Controller::start_with(
+        &owner.0,
+        &kubeconfig,
+        // A retry would come only after 5 minutes: what re-evaluates is the watch.
+        &[
+            "--watch-all-namespaces=true",
+            &selector,
+            "--min-retry-delay=5m",
+        ],
+    );
+    reason("imagepolicy/app", &tenant.0, "AccessDenied");
+    ok(kubectl(
+        &[
+            "label",
+            "namespace",
+            &tenant.0,
+            &format!("tenant=acl-{run}"),
+        ],
+        None,
+    ));
+    wait_for(
+        &tenant.0,
+        "imagepolicy/app",
+        "{.status.latestRef.tag}",
+        "1.0.0",
+    );
+    assert!(controller.stop().success());
+}
