@@ -11,6 +11,7 @@ mod connect_proxy;
 mod dashboard;
 mod digest_transitions;
 mod distribution;
+mod docs_links;
 mod e2e;
 mod e2e_cloud;
 mod e2e_operations;
