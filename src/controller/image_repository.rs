@@ -54,12 +54,15 @@ async fn apply(
     ctx: &Context,
 ) -> Result<Requeue, Error> {
     let old = repo.status.clone().unwrap_or_default();
+    let store_key = RepoKey::new(repo.namespace().unwrap_or_default(), repo.name_any()).ok();
     if repo.spec.suspend == Some(true) {
         tracing::info!("reconciliation is suspended for this object");
+        if let Some(k) = &store_key {
+            ctx.scan_order.reconciled(k);
+        }
         patch_status(api, repo, &old, &suspended_status(repo, &old)).await?;
         return Ok(None);
     }
-    let store_key = RepoKey::new(repo.namespace().unwrap_or_default(), repo.name_any()).ok();
     if store_key
         .as_ref()
         .is_some_and(|k| ctx.scan_order.should_wait(k))
@@ -131,6 +134,7 @@ async fn cleanup(repo: &ImageRepository, ctx: &Context) -> Result<Requeue, Error
     ctx.backoff.reset(&key);
     ctx.recorder.repeats.forget(&key);
     if let Ok(store_key) = RepoKey::new(repo.namespace().unwrap_or_default(), repo.name_any()) {
+        ctx.scan_order.reconciled(&store_key);
         let store = ctx.store.clone();
         tokio::task::spawn_blocking(move || store.delete(&store_key))
             .await
@@ -160,11 +164,22 @@ pub fn controller(
     let queue = ctx.repository_queue.clone();
     let enqueued = queue.clone();
     let running = ctx.running.clone();
+    let (order, cache) = (ctx.clone(), reader.clone());
     let triggers = watcher(api, watch)
         .default_backoff()
         .reflect(writer)
         .inspect_ok(move |event| {
             if matches!(event, watcher::Event::InitDone) {
+                // The start-up order waits only for repositories that exist and will scan.
+                order.scan_order.existing(
+                    cache
+                        .state()
+                        .iter()
+                        .filter(|r| r.spec.suspend != Some(true))
+                        .filter_map(|r| {
+                            RepoKey::new(r.namespace().unwrap_or_default(), r.name_any()).ok()
+                        }),
+                );
                 synced.set_ready();
             }
         })

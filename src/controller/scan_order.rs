@@ -1,8 +1,10 @@
 //! At start-up, repositories that policies refer to are scanned first (decisions.md, warm
-//! start): once the policies' cache has synced, the repositories they name are known; until
-//! each of them has had its first reconcile, the others step back briefly. The gate is open
-//! for good once that set is empty or the start-up window has passed, so it costs nothing
-//! after start-up and can never hold a repository back for long.
+//! start). Once both caches have synced, the first ones are known: the repositories policies
+//! refer to that exist and are not suspended, less those already reconciled since start. Until
+//! each of them has had its first reconcile (whatever its outcome), the others step back
+//! briefly. A repository is never held back beyond its own first reconcile when it is one of
+//! the first; a missing, suspended or failing one never closes the gate; and the gate is open
+//! for good once the set is empty or the start-up window has passed.
 
 use crate::store::RepoKey;
 use std::collections::HashSet;
@@ -15,29 +17,65 @@ const WINDOW: Duration = Duration::from_secs(60);
 /// How long a repository without policies steps back while the gate is closed.
 pub const STEP_BACK: Duration = Duration::from_millis(500);
 
+#[derive(Debug, Default)]
+struct State {
+    /// What the policies refer to, once their cache has synced.
+    referenced: Option<HashSet<RepoKey>>,
+    /// The repositories that exist and are not suspended, once their cache has synced.
+    existing: Option<HashSet<RepoKey>>,
+    /// Reconciled since start.
+    done: HashSet<RepoKey>,
+    /// The first ones still to reconcile (known once both caches have synced).
+    pending: Option<HashSet<RepoKey>>,
+}
+
+impl State {
+    fn recompute(&mut self) {
+        if let (Some(referenced), Some(existing)) = (&self.referenced, &self.existing) {
+            self.pending = Some(
+                referenced
+                    .intersection(existing)
+                    .filter(|k| !self.done.contains(*k))
+                    .cloned()
+                    .collect(),
+            );
+        }
+    }
+}
+
 /// The start-up scan order.
 #[derive(Debug)]
 pub struct ScanOrder {
     started: Instant,
-    /// `None` until the policies' cache has synced; then the repositories still to go first.
-    first: Mutex<Option<HashSet<RepoKey>>>,
+    state: Mutex<State>,
 }
 
 impl Default for ScanOrder {
     fn default() -> Self {
         ScanOrder {
             started: Instant::now(),
-            first: Mutex::default(),
+            state: Mutex::default(),
         }
     }
 }
 
 impl ScanOrder {
-    /// The repositories policies refer to (called once the policies' cache has synced).
+    /// The repositories policies refer to (once the policies' cache has synced; later calls,
+    /// after a re-list, change nothing).
     pub fn prioritize(&self, referenced: impl IntoIterator<Item = RepoKey>) {
-        let mut first = self.first.lock().expect("scan order lock");
-        if first.is_none() {
-            *first = Some(referenced.into_iter().collect());
+        let mut state = self.state.lock().expect("scan order lock");
+        if state.referenced.is_none() {
+            state.referenced = Some(referenced.into_iter().collect());
+            state.recompute();
+        }
+    }
+
+    /// The repositories that exist and are not suspended (once their cache has synced).
+    pub fn existing(&self, repositories: impl IntoIterator<Item = RepoKey>) {
+        let mut state = self.state.lock().expect("scan order lock");
+        if state.existing.is_none() {
+            state.existing = Some(repositories.into_iter().collect());
+            state.recompute();
         }
     }
 
@@ -46,16 +84,19 @@ impl ScanOrder {
         if self.started.elapsed() > WINDOW {
             return false;
         }
-        let first = self.first.lock().expect("scan order lock");
-        first
+        let state = self.state.lock().expect("scan order lock");
+        state
+            .pending
             .as_ref()
-            .is_some_and(|set| !set.is_empty() && !set.contains(key))
+            .is_some_and(|pending| !pending.is_empty() && !pending.contains(key))
     }
 
-    /// `key` had its first reconcile since start.
+    /// `key` had a reconcile since start (scanned, failed, stalled, suspended or deleted).
     pub fn reconciled(&self, key: &RepoKey) {
-        if let Some(set) = self.first.lock().expect("scan order lock").as_mut() {
-            set.remove(key);
+        let mut state = self.state.lock().expect("scan order lock");
+        state.done.insert(key.clone());
+        if let Some(pending) = state.pending.as_mut() {
+            pending.remove(key);
         }
     }
 }
@@ -76,6 +117,11 @@ mod tests {
             "open until the policies are known"
         );
         order.prioritize([key("a"), key("b")]);
+        assert!(
+            !order.should_wait(&key("other")),
+            "open until the repositories are known"
+        );
+        order.existing([key("a"), key("b"), key("other")]);
         assert!(order.should_wait(&key("other")));
         assert!(!order.should_wait(&key("a")));
         order.reconciled(&key("a"));
@@ -90,6 +136,19 @@ mod tests {
     fn no_policies_means_no_order() {
         let order = ScanOrder::default();
         order.prioritize([]);
+        order.existing([key("any")]);
         assert!(!order.should_wait(&key("any")));
+    }
+
+    /// The start-up stall: a repository reconciled before the policies' cache synced, or one
+    /// a policy names that does not exist or is suspended, must not close the gate.
+    #[test]
+    fn reconciled_missing_or_suspended_repositories_never_close_the_gate() {
+        let order = ScanOrder::default();
+        order.reconciled(&key("early"));
+        order.prioritize([key("early"), key("missing"), key("suspended")]);
+        // "suspended" exists but is suspended: not among the existing ones given.
+        order.existing([key("early"), key("other")]);
+        assert!(!order.should_wait(&key("other")), "nothing is pending");
     }
 }

@@ -966,3 +966,25 @@ async fn a_failure_is_logged_once() {
     assert!(failure[0].contains("ERROR"), "{}", failure[0]);
     assert!(failure[0].contains("name=app"), "{}", failure[0]);
 }
+
+/// The start-up order never stalls on a repository that cannot scan: a policy naming a missing
+/// one does not hold the others back (it used to, for the whole 60 s window, with every other
+/// repository requeued every 500 ms).
+#[tokio::test]
+async fn a_policy_naming_a_missing_repository_does_not_hold_the_others_at_start() {
+    let reg = registry(&["1.0.0"]).await;
+    let obj = object(json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m"}));
+    let (client, server) = mock(vec![patch(&obj), Expect::event(NS)]);
+    let ctx = context(client, memory());
+    ctx.scan_order
+        .prioritize([RepoKey::new(NS, "missing").unwrap()]);
+    ctx.scan_order.existing([RepoKey::new(NS, "app").unwrap()]);
+    let repo: ImageRepository = serde_json::from_value(obj).unwrap();
+    let action = reconcile(Arc::new(repo), ctx).await.unwrap();
+    assert_eq!(
+        action,
+        Action::requeue(Duration::from_secs(300)),
+        "scanned, not stepped back"
+    );
+    assert_eq!(ready(&calls(server).await[0]).0, "True");
+}
