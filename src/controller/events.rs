@@ -192,7 +192,8 @@ impl EventRecorder {
         };
         let age = unchanged_for(old, &event, now);
         if let Err(err) = self.publish(obj, &event, age, now, extra).await {
-            tracing::warn!(error = %err, "could not record the event");
+            let error = super::error::describe_api_error(&err);
+            tracing::warn!(%error, "could not record the event");
         }
     }
 

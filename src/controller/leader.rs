@@ -218,7 +218,9 @@ impl Elector {
             match self.try_acquire_or_renew().await {
                 Ok(true) => renewed = Instant::now(),
                 Ok(false) => return Ended::Lost,
-                Err(err) => tracing::warn!(error = %err, "renewing the leader lease failed"),
+                Err(err) => {
+                    tracing::warn!(error = %super::error::describe_api_error(&err), "renewing the leader lease failed")
+                }
             }
             if renewed.elapsed() > self.config.renew_deadline {
                 return Ended::Lost;
@@ -256,7 +258,9 @@ impl Elector {
         .await;
         match result {
             Ok(()) => tracing::info!(lease = %self.config.name, "released the leader lease"),
-            Err(err) => tracing::warn!(error = %err, "releasing the leader lease failed"),
+            Err(err) => {
+                tracing::warn!(error = %super::error::describe_api_error(&err), "releasing the leader lease failed")
+            }
         }
     }
 }

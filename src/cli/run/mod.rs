@@ -345,7 +345,8 @@ where
             )))
         }
         Err(e) => Err(CliError::failed(format!(
-            "listing {kind}s: {e}; check the controller's RBAC (config/rbac)"
+            "listing {kind}s: {}; check the controller's RBAC (config/rbac)",
+            crate::controller::error::describe_api_error(&e)
         ))),
     }
 }
