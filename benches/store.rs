@@ -32,16 +32,26 @@ fn scenario(name: &str) {
                 }
             };
             let list = TagList::new(text.lines().filter(|l| !l.is_empty())).unwrap();
+            // A second list one tag shorter: alternating them, every write is a real one.
+            let other = TagList::new(text.lines().filter(|l| !l.is_empty()).skip(1)).unwrap();
             drop(text);
             let k = RepoKey::new("bench", "big").unwrap();
+            let mut n = 0;
             let write = timed(5, || {
-                store.set(&k, &list).unwrap();
+                n += 1;
+                store
+                    .set(&k, if n % 2 == 0 { &list } else { &other })
+                    .unwrap();
+            });
+            // The same tags again (a scan that found nothing new): no write.
+            let unchanged = timed(5, || {
+                store.set(&k, &other).unwrap();
             });
             let read = timed(5, || {
                 std::hint::black_box(store.get(&k).unwrap());
             });
             println!(
-                "| 1 key x 100k tags | {write:.1?} | {read:.1?} | {} | {} |",
+                "| 1 key x 100k tags | {write:.1?} (unchanged: {unchanged:.1?}) | {read:.1?} | {} | {} |",
                 disk_bytes(dir.path()),
                 peak_rss_kib()
             );
@@ -50,9 +60,11 @@ fn scenario(name: &str) {
             let keys: Vec<RepoKey> = (0..1000)
                 .map(|i| RepoKey::new("bench", format!("repo-{i}")).unwrap())
                 .collect();
+            let mut run = 0;
             let write = timed(3, || {
+                run += 1;
                 for (i, k) in keys.iter().enumerate() {
-                    let list = TagList::new((0..1000).map(|t| format!("{i}.{t}.0"))).unwrap();
+                    let list = TagList::new((0..1000).map(|t| format!("{i}.{t}.{run}"))).unwrap();
                     store.set(k, &list).unwrap();
                 }
             });

@@ -363,3 +363,34 @@ fn a_store_emptied_while_open_writes_its_format_marker_again() {
     let reopened = FsStore::open(&root, 1024).unwrap();
     assert_eq!(reopened.get(&key("ns", "b")).unwrap().0, tags(2, "b"));
 }
+
+/// A scan whose tags did not change costs no write (no compression, no fsync): the file is
+/// left as it is. A file that went missing meanwhile is written again.
+#[test]
+fn unchanged_tags_are_not_rewritten() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = FsStore::open(dir.path(), 100).unwrap();
+    let k = key("team", "app");
+    let list = tags(50, "build"); // over 100 bytes: gzip
+    let rev = store.set(&k, &list).unwrap();
+    let file = object_dir(dir.path(), &k).join("tags.txt.gz");
+    let inode = std::fs::metadata(&file).unwrap().ino();
+    assert_eq!(store.set(&k, &list).unwrap(), rev);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().ino(),
+        inode,
+        "not replaced"
+    );
+    // Another store instance (a restart) learns the revision by reading it.
+    let reopened = FsStore::open(dir.path(), 100).unwrap();
+    assert_eq!(reopened.get(&k).unwrap().1, rev);
+    assert_eq!(reopened.set(&k, &list).unwrap(), rev);
+    assert_eq!(std::fs::metadata(&file).unwrap().ino(), inode);
+    std::fs::remove_file(&file).unwrap();
+    reopened.set(&k, &list).unwrap();
+    assert!(file.exists(), "a missing file is written again");
+    // Changed tags are written.
+    reopened.set(&k, &tags(51, "build")).unwrap();
+    assert_ne!(reopened.get(&k).unwrap().1, rev);
+}
