@@ -149,7 +149,10 @@ async fn a_new_election_writes_latest_ref_and_one_normal_event() {
     );
     assert_eq!(run.calls[1].body["type"], "Normal");
     assert_eq!(run.calls[1].body["note"], message);
-    assert_eq!(run.calls[1].body["metadata"]["annotations"]["tag"], "1.1.0");
+    assert_eq!(
+        run.calls[1].body["metadata"]["annotations"]["image.toolkit.fluxcd.io/latestTag"],
+        "1.1.0"
+    );
 }
 
 fn elected_status(tag: &str, digest: Option<&str>, previous: Option<Value>) -> Value {
