@@ -2,19 +2,17 @@
 //! each, on the in-test HTTP registry, reconciled in one scan cycle by the controller's own
 //! reconcile in its own process: `image-reflector scan` (4 at a time, as `run --concurrent 4`,
 //! with the filesystem tag store). Reports the cycle's wall time, registry requests per scan,
-//! the process's CPU time and peak RSS (from wait4's rusage), and TCP connections.
+//! the process's CPU time (wait4) and its own peak RSS (VmHWM), and TCP connections.
 //!
 //! What this leaves out of `run`: the API server's watch cache of the N objects and the status
 //! writes; the registry, credentials, store and reconcile paths are the same code.
 
-// Only `run_scenarios` is used here.
-#[allow(dead_code)]
 mod common;
 #[path = "../tests/it/fault_server.rs"]
 #[allow(dead_code)]
 mod fault_server;
 
-use common::run_scenarios;
+use common::{run_scenarios, wait_measured};
 use fault_server::{FaultServer, Reply};
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -61,35 +59,21 @@ fn scenario(name: &str) {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let (status, usage) = wait4(child.id() as i32);
+    let usage = wait_measured(&child);
     let wall = started.elapsed();
-    assert_eq!(status, 0, "scan failed");
+    assert_eq!(usage.exit_code, 0, "scan failed");
     let requests = server.seen().len();
-    let cpu = usage.ru_utime.tv_sec as f64
-        + usage.ru_utime.tv_usec as f64 / 1e6
-        + usage.ru_stime.tv_sec as f64
-        + usage.ru_stime.tv_usec as f64 / 1e6;
+    let cpu = usage.cpu_seconds;
     println!(
         "| {repositories} × {TAGS} | {wall:.2?} | {:.2} | {cpu:.2} s | {:.1} MiB | {} |",
         requests as f64 / repositories as f64,
-        usage.ru_maxrss as f64 / 1024.0,
+        usage.peak_rss_kib as f64 / 1024.0,
         server.connections(),
     );
     let stored = std::fs::read_dir(dir.path().join("store/imagerepository/bench"))
         .unwrap()
         .count();
     assert_eq!(stored, repositories, "every repository's tags were stored");
-}
-
-/// Waits for the child and returns its exit code and resource usage.
-fn wait4(pid: i32) -> (i32, libc::rusage) {
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: pid is a child of this process that has not been waited for.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid, "wait4");
-    (libc::WEXITSTATUS(status), usage)
 }
 
 fn main() {

@@ -6,13 +6,12 @@
 //! controller's own reconcile and registry client); its peak RSS is its own VmHWM.
 //! A scan may fail (a budget stops it): what is measured is the memory it took to get there.
 
-#[allow(dead_code)]
 mod common;
 #[path = "../tests/it/fault_server.rs"]
 #[allow(dead_code)]
 mod fault_server;
 
-use common::run_scenarios;
+use common::{run_scenarios, wait_measured};
 use fault_server::{FaultServer, Reply};
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -81,25 +80,8 @@ fn scenario(name: &str) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Not wait4's ru_maxrss: Linux folds the parent's resident set into it at exec (a
-    // vfork child runs in the parent's memory until then), and this parent holds the pages.
-    // VmHWM is the child's own peak; it only grows, so the last reading before exit is it.
-    let pid = child.id() as i32;
-    let status_path = format!("/proc/{pid}/status");
-    let mut peak_kib = 0u64;
-    loop {
-        let hwm = std::fs::read_to_string(&status_path).ok().and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        });
-        match hwm {
-            Some(kib) => peak_kib = peak_kib.max(kib),
-            None => break, // exited: a zombie has no memory map
-        }
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
-    let (status, _) = wait4(pid);
+    let usage = wait_measured(&child);
+    let status = usage.exit_code;
     let wall = started.elapsed();
     let mut out = String::new();
     std::io::Read::read_to_string(&mut child.stdout.unwrap(), &mut out).unwrap();
@@ -113,20 +95,9 @@ fn scenario(name: &str) {
         "| {name} | {} × {PAGES} pages of {:.1} MiB | {wall:.1?} | {:.1} MiB | {ready} scanned, {failed} refused (exit {status}) | {} |",
         repositories(),
         page_bytes as f64 / (1 << 20) as f64,
-        peak_kib as f64 / 1024.0,
+        usage.peak_rss_kib as f64 / 1024.0,
         server.seen().len(),
     );
-}
-
-/// Waits for the child and returns its exit code and resource usage.
-fn wait4(pid: i32) -> (i32, libc::rusage) {
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: pid is a child of this process that has not been waited for.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid, "wait4");
-    (libc::WEXITSTATUS(status), usage)
 }
 
 fn main() {

@@ -2,7 +2,6 @@
 //! bytes), timing only `Policy::select_sorted` (policy and regex are built outside the timed loop).
 //! Run: `cargo bench --bench select -- --output-format bencher`.
 
-#[allow(dead_code)] // select uses only the data loader of the shared helpers
 mod common;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use image_reflector::policy::{FilterSpec, Order, Policy, PolicyChoice};

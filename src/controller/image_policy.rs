@@ -11,8 +11,8 @@ use super::frame::{reconcile_in_frame, retry, Requeue};
 use super::migrate::{migrate_status, migration_patch};
 use super::policy::{reconcile_policy, PolicyEnv, PolicyReader};
 use super::status::{
-    is_ready, key_of, object_key, object_labels, patch_status, suspended_status, trigger_hash,
-    FIELD_MANAGER,
+    is_ready, is_stalled, key_of, object_key, object_labels, patch_status, suspended_status,
+    trigger_hash, FIELD_MANAGER,
 };
 use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository, API_GROUP};
 use crate::http::ReadyPart;
@@ -119,12 +119,7 @@ async fn apply(
         repository_scanned: &scanned,
     };
     let result = reconcile_policy(&policy, &env).await;
-    let stalled = result
-        .status
-        .conditions
-        .iter()
-        .flatten()
-        .any(|c| c.type_ == "Stalled" && c.status == crate::api::ConditionStatus::True);
+    let stalled = is_stalled(result.status.conditions.as_deref().unwrap_or_default());
     log_result(&result.next, stalled, &result.summary);
     patch_status(api, &policy, &old, &result.status).await?;
     record_metrics(&policy, &result.status, shared);

@@ -8,7 +8,7 @@ use super::frame::{reconcile_in_frame, retry, Requeue};
 use super::repository::{reconcile_repository, Next, RepositoryEnv};
 use super::scan_order::STEP_BACK;
 use super::status::{
-    is_ready, object_key, object_labels, patch_status, suspended_status, trigger_hash,
+    is_ready, is_stalled, object_key, object_labels, patch_status, suspended_status, trigger_hash,
 };
 use crate::api::ImageRepository;
 use crate::http::ReadyPart;
@@ -80,12 +80,7 @@ async fn apply(
         running: Some(&ctx.running),
     };
     let result = reconcile_repository(repo, &env).await;
-    let stalled = result
-        .status
-        .conditions
-        .iter()
-        .flatten()
-        .any(|c| c.type_ == "Stalled" && c.status == crate::api::ConditionStatus::True);
+    let stalled = is_stalled(result.status.conditions.as_deref().unwrap_or_default());
     log_result(&result.next, stalled, &result.summary);
     if let Some(k) = &store_key {
         ctx.scan_order.reconciled(k);

@@ -169,6 +169,13 @@ pub fn is_ready(conditions: &[Condition]) -> bool {
         .any(|c| c.type_ == "Ready" && c.status == crate::api::ConditionStatus::True)
 }
 
+/// Whether `conditions` say Stalled=True.
+pub fn is_stalled(conditions: &[Condition]) -> bool {
+    conditions
+        .iter()
+        .any(|c| c.type_ == "Stalled" && c.status == crate::api::ConditionStatus::True)
+}
+
 /// The labels of an object's metric series.
 pub fn object_labels<K: Resource>(kind: &str, obj: &K) -> ObjectLabels {
     ObjectLabels {
