@@ -10,6 +10,7 @@ use super::error::{log_result, next_requeue, Error};
 use super::frame::{reconcile_in_frame, retry, Requeue};
 use super::migrate::{migrate_status, migration_patch};
 use super::policy::{reconcile_policy, PolicyEnv, PolicyReader};
+use super::slim::slim;
 use super::status::{
     is_ready, is_stalled, key_of, object_key, object_labels, patch_status, suspended_status,
     trigger_hash, FIELD_MANAGER,
@@ -386,6 +387,7 @@ pub fn controller(
     let order_ctx = ctx.clone();
     let policy_triggers = watcher(policies, watch.clone())
         .default_backoff()
+        .modify(slim)
         .reflect(policy_writer)
         .inspect_ok(move |event| {
             observed.observe(event);
@@ -404,6 +406,7 @@ pub fn controller(
     let synced_flag = synced.clone();
     let repository_changes = watcher(repositories, watch)
         .default_backoff()
+        .modify(slim)
         .reflect(repo_writer)
         .inspect_ok(move |event| {
             if matches!(event, watcher::Event::InitDone) {

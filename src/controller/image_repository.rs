@@ -7,6 +7,7 @@ use super::error::{log_result, next_requeue, Error};
 use super::frame::{reconcile_in_frame, retry, Requeue};
 use super::repository::{reconcile_repository, Next, RepositoryEnv};
 use super::scan_order::STEP_BACK;
+use super::slim::slim;
 use super::status::{
     is_ready, is_stalled, object_key, object_labels, patch_status, suspended_status, trigger_hash,
 };
@@ -162,6 +163,7 @@ pub fn controller(
     let (order, cache) = (ctx.clone(), reader.clone());
     let triggers = watcher(api, watch)
         .default_backoff()
+        .modify(slim)
         .reflect(writer)
         .inspect_ok(move |event| {
             if matches!(event, watcher::Event::InitDone) {

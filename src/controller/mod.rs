@@ -25,6 +25,7 @@ pub mod repository;
 pub mod running_scans;
 pub mod scan_order;
 pub mod should_scan;
+pub mod slim;
 pub mod status;
 pub mod throttle;
 pub mod token_request;

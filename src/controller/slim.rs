@@ -1,0 +1,59 @@
+//! What the watch caches keep of an object: everything a reconcile reads, without
+//! `metadata.managedFields` and kubectl's last-applied annotation, which no reconcile reads and
+//! which are often most of an object's bytes (a copy of the whole spec for each manager).
+
+use kube::Resource;
+
+/// kubectl's copy of the applied manifest.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Drops what no reconcile reads from a cached object.
+pub fn slim<K: Resource>(obj: &mut K) {
+    let meta = obj.meta_mut();
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+        if annotations.is_empty() {
+            meta.annotations = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::ImageRepository;
+
+    #[test]
+    fn caches_keep_what_reconciles_read() {
+        let mut repo: ImageRepository = serde_json::from_value(serde_json::json!({
+            "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImageRepository",
+            "metadata": {
+                "name": "app", "namespace": "team", "generation": 3,
+                "annotations": {
+                    "kubectl.kubernetes.io/last-applied-configuration": "{\"spec\":{}}",
+                    "reconcile.fluxcd.io/requestedAt": "now",
+                    "event.toolkit.fluxcd.io/cluster": "prod"
+                },
+                "managedFields": [{"manager": "kubectl", "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}],
+                "finalizers": ["finalizers.fluxcd.io"]
+            },
+            "spec": {"image": "r/app", "interval": "5m"}
+        }))
+        .unwrap();
+        let before = repo.clone();
+        slim(&mut repo);
+        assert!(repo.metadata.managed_fields.is_none());
+        let annotations = repo.metadata.annotations.clone().unwrap();
+        assert_eq!(
+            annotations.keys().collect::<Vec<_>>(),
+            [
+                "event.toolkit.fluxcd.io/cluster",
+                "reconcile.fluxcd.io/requestedAt"
+            ]
+        );
+        assert_eq!(repo.spec, before.spec);
+        assert_eq!(repo.metadata.finalizers, before.metadata.finalizers);
+        assert_eq!(repo.metadata.generation, Some(3));
+    }
+}
