@@ -195,6 +195,27 @@ async fn run_steps<R: PolicyReader>(
             );
             return Step::Hold(Next::After(env.requeue_dependency), summary);
         }
+        // A repository that has not finished its first scan is not a failure: the policy
+        // waits, progressing, without a Warning; the scan landing re-triggers it.
+        if repo
+            .status
+            .as_ref()
+            .is_none_or(|s| s.last_scan_result.is_none())
+        {
+            let message = format!("waiting for the first scan of ImageRepository {key}");
+            c.mark_reconciling(Reason::Progressing, &message);
+            c.set(
+                ConditionType::Ready,
+                crate::api::ConditionStatus::Unknown,
+                Reason::Progressing,
+                &message,
+            );
+            return Step::Done(
+                Outcome::Waiting,
+                Next::After(env.requeue_dependency),
+                message,
+            );
+        }
         let wait = format_go_duration(Duration::from_secs(
             env.requeue_dependency.as_secs_f64().round() as u64,
         ));

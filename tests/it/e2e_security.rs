@@ -90,7 +90,8 @@ async fn e2e_no_planted_password_in_anything_the_controller_writes() {
         "{.status.conditions[?(@.type==\"Stalled\")].reason}",
         "InvalidReference",
     );
-    reason("imagepolicy/app", &ns.0, "DependencyNotReady");
+    // Its repository never scanned: the policy waits, progressing.
+    reason("imagepolicy/app", &ns.0, "Progressing");
     image_reflector::registry::install_crypto_provider();
     let metrics = reqwest::get(format!("http://127.0.0.1:{metrics_port}/metrics"))
         .await

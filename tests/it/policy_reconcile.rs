@@ -248,9 +248,17 @@ async fn warm_start_keeps_the_last_election_without_a_call() {
 #[tokio::test]
 async fn no_tags_is_dependency_not_ready_retried_after_requeue_dependency() {
     let obj = policy(semver("1.x"), json!({"observedGeneration": -1}));
+    // The repository has scanned, and found no tags.
+    let mut repo = scanned_repo();
+    repo.status = Some(
+        serde_json::from_value(
+            json!({"lastScanResult": {"tagCount": 0, "revision": "sha256:e3b0"}}),
+        )
+        .unwrap(),
+    );
     let run = run(
         &obj,
-        &[scanned_repo()],
+        &[repo],
         vec![patch(&obj), Expect::event(NS)],
         store_with(NS, &[]),
     )
@@ -713,4 +721,37 @@ async fn a_stall_after_a_wait_replaces_the_stale_ready_reason() {
         ("False", "ImageURLInvalid")
     );
     assert_eq!(message, "could not parse reference: Not An Image");
+}
+
+/// A new policy whose repository has not finished its first scan waits for it, progressing:
+/// Ready Unknown, no Warning event, no error, and nothing written again while it waits (it used
+/// to go Ready=False "no tags in database" with a Warning on every cold start).
+#[tokio::test]
+async fn a_policy_waits_for_its_repositorys_first_scan_without_a_failure() {
+    let obj = policy(semver("1.x"), json!({"observedGeneration": -1}));
+    let run = run(
+        &obj,
+        &[scanned_repo()],
+        vec![patch(&obj)],
+        store_with(NS, &[]),
+    )
+    .await;
+    assert_eq!(
+        run.result.unwrap(),
+        Action::requeue(Duration::from_secs(30))
+    );
+    let message = format!("waiting for the first scan of ImageRepository {NS}/app");
+    assert_eq!(
+        ready(&run.calls[0]),
+        ("Unknown".into(), "Progressing".into(), message)
+    );
+    assert_eq!(run.calls.len(), 1, "no event");
+    // Waiting again changes nothing: no write.
+    let mut waiting = obj.clone();
+    waiting["status"] = run.calls[0].body["status"].clone();
+    let again =
+        super::policy_reconcile::run(&waiting, &[scanned_repo()], vec![], store_with(NS, &[]))
+            .await;
+    assert!(again.result.is_ok());
+    assert!(again.calls.is_empty());
 }
