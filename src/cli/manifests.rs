@@ -30,8 +30,9 @@ impl Manifests {
         for path in paths {
             for file in files_of(path)? {
                 let text = read_input(&file)?;
-                let docs: Vec<Value> = serde_saphyr::from_multiple(&text)
-                    .map_err(|e| CliError::invalid(format!("{file}: {e}")))?;
+                let docs: Vec<Value> =
+                    serde_saphyr::from_multiple_with_options(&text, manifest_budget())
+                        .map_err(|e| CliError::invalid(format!("{file}: {e}")))?;
                 for doc in docs {
                     manifests.add(doc, namespace, &file)?;
                 }
@@ -156,4 +157,17 @@ fn files_of(path: &str) -> Result<Vec<String>, CliError> {
     }
     found.sort();
     Ok(found)
+}
+
+/// The YAML parser's bounds for manifest files: a cluster's worth of objects in one file
+/// (serde-saphyr's defaults stop at 1,024 documents and 250,000 nodes). Input stays capped at
+/// 256 MiB, which bounds everything else.
+fn manifest_budget() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_documents: 200_000,
+            max_nodes: 20_000_000,
+            max_events: 50_000_000,
+        },
+    }
 }

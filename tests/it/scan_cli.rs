@@ -219,3 +219,44 @@ fn scan_stalls_invalid_repositories_without_a_registry_and_rejects_empty_input()
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no ImageRepository or ImagePolicy in"));
 }
+
+/// A file of 10,000 objects is read (the YAML parser's default budget stopped at 1,024
+/// documents) and every one is reconciled: here ImageRepositories whose image names a tag,
+/// each Stalled without a registry call.
+#[test]
+fn scan_reads_a_file_of_ten_thousand_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifests: String = (0..10_000)
+        .map(|i| {
+            format!(
+                "---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\n\
+                 metadata: {{name: app-{i}, namespace: bulk}}\nspec: {{image: 'ghcr.io/org/app:{i}', interval: 5m}}\n"
+            )
+        })
+        .collect();
+    let file = write(dir.path(), "many.yaml", &manifests);
+    let storage = dir.path().join("store");
+    let out = run_bin(
+        &[
+            "scan",
+            "-f",
+            &file,
+            "--storage-path",
+            storage.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    let rows = table
+        .lines()
+        .filter(|l| l.contains("should not include a tag"))
+        .count();
+    assert_eq!(rows, 10_000);
+    assert!(table.contains("app-9999"));
+}
