@@ -71,18 +71,18 @@ pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
 
 /// The `/metrics` router.
 pub fn metrics_router(metrics: Arc<Metrics>) -> Router {
+    use crate::telemetry::exposition::{to_text_004, wants_openmetrics, OPENMETRICS, TEXT_004};
     Router::new().route(
         "/metrics",
-        get(move || {
+        get(move |headers: axum::http::HeaderMap| {
             let metrics = metrics.clone();
             async move {
-                (
-                    [(
-                        header::CONTENT_TYPE,
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    )],
-                    metrics.encode(),
-                )
+                let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+                let text = metrics.encode();
+                match wants_openmetrics(accept) {
+                    true => ([(header::CONTENT_TYPE, OPENMETRICS)], text),
+                    false => ([(header::CONTENT_TYPE, TEXT_004)], to_text_004(&text)),
+                }
             }
         }),
     )

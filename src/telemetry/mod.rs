@@ -1,6 +1,7 @@
 //! Logs, metrics and traces of the running controller.
 
 pub mod collect;
+pub mod exposition;
 pub mod logging;
 pub mod metrics;
 pub mod registry;
