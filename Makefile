@@ -2,7 +2,7 @@
 CARGO ?= cargo
 SHARED ?= ../shared
 
-.PHONY: all build test lint fmt crds run e2e e2e-cluster bench conformance deps image image-deps image-smoke deploy undeploy fuzz
+.PHONY: all build test lint fmt crds run e2e e2e-cluster prometheus-deps bench conformance deps image image-deps image-smoke deploy undeploy fuzz
 
 all: build
 
@@ -104,8 +104,15 @@ with_apiserver = if [ -z "$$KUBECONFIG" ]; then \
 	command -v kubectl >/dev/null || { echo "$@ needs kubectl" >&2; exit 2; }; \
 	echo "$@ against $$KUBECONFIG";
 
-e2e: deps
+e2e: deps prometheus-deps
 	@$(with_apiserver) $(CARGO) test --locked --test it -- --ignored e2e
+
+# promtool (Debian's prometheus package), for the metrics e2e check; installed when missing.
+prometheus-deps:
+	@command -v promtool >/dev/null || { \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get -o DPkg::Lock::Timeout=300 update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends prometheus; }
 
 bench: export BENCH_DATA ?= $(SHARED)/data
 bench:

@@ -7,10 +7,11 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use std::sync::Arc;
 
-/// Counter or gauge.
+/// Counter (whole counts), counter of seconds (fractional), or gauge.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Counter,
+    Seconds,
     Gauge,
 }
 
@@ -58,7 +59,7 @@ impl Collector for Collected {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         for series in self.0.series() {
             let metric_type = match series.kind {
-                Kind::Counter => MetricType::Counter,
+                Kind::Counter | Kind::Seconds => MetricType::Counter,
                 Kind::Gauge => MetricType::Gauge,
             };
             let mut metric =
@@ -70,6 +71,7 @@ impl Collector for Collected {
                     Kind::Counter => {
                         sample.encode_counter::<NoLabelSet, u64, f64>(&(*value as u64), None)?
                     }
+                    Kind::Seconds => sample.encode_counter::<NoLabelSet, f64, f64>(value, None)?,
                     Kind::Gauge => sample.encode_gauge(value)?,
                 }
             }

@@ -4,5 +4,6 @@ pub mod collect;
 pub mod exposition;
 pub mod logging;
 pub mod metrics;
+pub mod process;
 pub mod registry;
 pub mod traces;

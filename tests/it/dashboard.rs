@@ -39,6 +39,7 @@ fn exported() -> BTreeSet<String> {
 /// Metrics with a sample in every family.
 pub fn populated() -> Metrics {
     let metrics = Metrics::default();
+    metrics.add_source(Arc::new(image_reflector::telemetry::process::ProcessSource));
     metrics.add_source(Arc::new(QueueSource(vec![Arc::new(WorkQueue::new(
         "imagerepository",
     ))])));

@@ -76,6 +76,7 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
     );
     let registries = Registries::with_token_cache(SchedulerConfig::default(), token_cache);
     metrics.add_source(Arc::new(RegistrySource(registries.clone())));
+    metrics.add_source(Arc::new(crate::telemetry::process::ProcessSource));
     let ctx = Context::new(
         client.clone(),
         store.clone(),
