@@ -183,7 +183,9 @@ pub fn controller(
         .applied_objects()
         // Deleting an object cancels its running scan: the finalizer need not wait for it.
         .inspect_ok(move |repo| {
-            if repo.metadata.deletion_timestamp.is_some() && running.cancel(&object_key(repo)) {
+            let key = RepoKey::new(repo.namespace().unwrap_or_default(), repo.name_any());
+            let deleting = repo.metadata.deletion_timestamp.is_some();
+            if deleting && key.is_ok_and(|k| running.cancel(&k)) {
                 tracing::info!(object = %object_key(repo), "deleted while scanning: scan cancelled");
             }
         })

@@ -180,18 +180,12 @@ async fn run_steps<R: ObjectReader>(
             }
             // A slow host or a busy tenant leaves a worker to the others: no slot, no wait.
             let slot = match env.running {
-                Some(running) => {
-                    let object = format!("{namespace}/{}", repo.name_any());
-                    match running.try_start(&object, &namespace, image.registry()) {
-                        Ok(slot) => Some(slot),
-                        Err(busy) => {
-                            return Err((
-                                Next::After(SLOT_RETRY),
-                                format!("waiting to scan: {busy}"),
-                            ))
-                        }
+                Some(running) => match running.try_start(&key, image.registry()) {
+                    Ok(slot) => Some(slot),
+                    Err(busy) => {
+                        return Err((Next::After(SLOT_RETRY), format!("waiting to scan: {busy}")))
                     }
-                }
+                },
                 None => None,
             };
             let client = RegistryClient::new(options, env.registries.clone());

@@ -5,6 +5,7 @@
 //! on a worker: the object is tried again shortly. A running scan can be cancelled when its
 //! object is deleted, so deletion never waits for a slow registry.
 
+use crate::store::RepoKey;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,8 +18,8 @@ pub const SLOT_RETRY: Duration = Duration::from_secs(2);
 struct Running {
     per_host: HashMap<String, usize>,
     per_namespace: HashMap<String, usize>,
-    /// By object key (`namespace/name`).
-    cancel: HashMap<String, CancellationToken>,
+    /// By repository.
+    cancel: HashMap<RepoKey, CancellationToken>,
 }
 
 /// The running scans and their limits.
@@ -43,7 +44,8 @@ impl RunningScans {
     }
 
     /// A slot for a scan of `key` against `host`, or why there is none now.
-    pub fn try_start(&self, key: &str, namespace: &str, host: &str) -> Result<ScanSlot, String> {
+    pub fn try_start(&self, key: &RepoKey, host: &str) -> Result<ScanSlot, String> {
+        let namespace = key.namespace();
         let mut running = self.state.lock().expect("running scans lock");
         let on_host = running.per_host.get(host).copied().unwrap_or(0);
         if on_host >= self.limit {
@@ -64,10 +66,10 @@ impl RunningScans {
             .entry(namespace.to_string())
             .or_default() += 1;
         let cancelled = CancellationToken::new();
-        running.cancel.insert(key.to_string(), cancelled.clone());
+        running.cancel.insert(key.clone(), cancelled.clone());
         Ok(ScanSlot {
             state: self.state.clone(),
-            key: key.to_string(),
+            key: key.clone(),
             namespace: namespace.to_string(),
             host: host.to_string(),
             cancelled,
@@ -75,7 +77,7 @@ impl RunningScans {
     }
 
     /// Cancels the running scan of `key`, if there is one (its object is being deleted).
-    pub fn cancel(&self, key: &str) -> bool {
+    pub fn cancel(&self, key: &RepoKey) -> bool {
         let running = self.state.lock().expect("running scans lock");
         match running.cancel.get(key) {
             Some(token) => {
@@ -91,7 +93,7 @@ impl RunningScans {
 #[derive(Debug)]
 pub struct ScanSlot {
     state: Arc<Mutex<Running>>,
-    key: String,
+    key: RepoKey,
     namespace: String,
     host: String,
     cancelled: CancellationToken,
@@ -127,6 +129,10 @@ impl Drop for ScanSlot {
 mod tests {
     use super::*;
 
+    fn key(namespace: &str, name: &str) -> RepoKey {
+        RepoKey::new(namespace, name).unwrap()
+    }
+
     #[test]
     fn hosts_and_namespaces_leave_a_worker_to_the_others() {
         let scans = RunningScans::for_workers(4);
@@ -134,16 +140,20 @@ mod tests {
         let held: Vec<_> = (0..3)
             .map(|i| {
                 scans
-                    .try_start(&format!("a/{i}"), "a", "slow.example")
+                    .try_start(&key("a", &format!("r{i}")), "slow.example")
                     .unwrap()
             })
             .collect();
-        let err = scans.try_start("b/0", "b", "slow.example").unwrap_err();
+        let err = scans
+            .try_start(&key("b", "r0"), "slow.example")
+            .unwrap_err();
         assert!(err.contains("3 scans of slow.example"), "{err}");
         // Another host is free; the namespace is full.
-        let err = scans.try_start("a/9", "a", "fast.example").unwrap_err();
+        let err = scans
+            .try_start(&key("a", "r9"), "fast.example")
+            .unwrap_err();
         assert!(err.contains("namespace a"), "{err}");
-        let other = scans.try_start("b/0", "b", "fast.example").unwrap();
+        let other = scans.try_start(&key("b", "r0"), "fast.example").unwrap();
         drop(held);
         drop(other);
         assert!(scans.state.lock().unwrap().per_host.is_empty());
@@ -153,11 +163,11 @@ mod tests {
     #[tokio::test]
     async fn a_running_scan_is_cancelled_by_its_key() {
         let scans = RunningScans::for_workers(4);
-        let slot = scans.try_start("ns/app", "ns", "r.example").unwrap();
-        assert!(!scans.cancel("ns/other"));
-        assert!(scans.cancel("ns/app"));
+        let slot = scans.try_start(&key("ns", "app"), "r.example").unwrap();
+        assert!(!scans.cancel(&key("ns", "other")));
+        assert!(scans.cancel(&key("ns", "app")));
         slot.cancelled().await;
         drop(slot);
-        assert!(!scans.cancel("ns/app"), "gone with its slot");
+        assert!(!scans.cancel(&key("ns", "app")), "gone with its slot");
     }
 }

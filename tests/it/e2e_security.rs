@@ -218,3 +218,50 @@ async fn e2e_a_namespace_label_change_re_evaluates_its_cross_namespace_policies(
     );
     assert!(controller.stop().success());
 }
+
+/// Deleting an ImageRepository whose scan hangs on a registry that never answers completes
+/// at once: the controller cancels the running scan (the watch sees the deletion) and removes
+/// its finalizer, instead of waiting out the scan (up to 5 minutes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster: make e2e"]
+async fn e2e_deleting_a_repository_cancels_its_hanging_scan() {
+    install_crds();
+    let registry =
+        FaultServer::start(|_| Reply::status(200).delayed(std::time::Duration::from_secs(3600)))
+            .await;
+    let ns = Namespace(format!("image-reflector-cancel-{}", std::process::id()));
+    ok(kubectl(&["create", "namespace", &ns.0], None));
+    let manifest = format!(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: slow, namespace: {ns}}}\n\
+         spec: {{image: {host}/demo/app, interval: 1h, timeout: 20m, insecure: true}}\n",
+        ns = ns.0,
+        host = registry.host(),
+    );
+    ok(kubectl(&["apply", "-f", "-"], Some(&manifest)));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = install_and_controller_kubeconfig(dir.path());
+    let controller = Controller::start(&ns.0, &kubeconfig);
+    // The scan is running once its first request reached the registry.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while registry.seen().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the scan never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let started = std::time::Instant::now();
+    ok(kubectl(
+        &[
+            "delete",
+            "imagerepository/slow",
+            "-n",
+            &ns.0,
+            "--wait",
+            "--timeout=30s",
+        ],
+        None,
+    ));
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert!(controller.stop().success());
+}

@@ -802,7 +802,10 @@ async fn a_busy_host_or_namespace_requeues_without_holding_a_worker() {
     let busy: Vec<_> = (0..3)
         .map(|i| {
             ctx.running
-                .try_start(&format!("other/{i}"), "other", &reg.host())
+                .try_start(
+                    &RepoKey::new("other", format!("r{i}")).unwrap(),
+                    &reg.host(),
+                )
                 .unwrap()
         })
         .collect();
@@ -819,7 +822,10 @@ async fn a_busy_host_or_namespace_requeues_without_holding_a_worker() {
     let busy: Vec<_> = (0..3)
         .map(|i| {
             ctx.running
-                .try_start(&format!("{NS}/{i}"), NS, "elsewhere.example")
+                .try_start(
+                    &RepoKey::new(NS, format!("r{i}")).unwrap(),
+                    "elsewhere.example",
+                )
                 .unwrap()
         })
         .collect();
@@ -849,7 +855,7 @@ async fn deleting_an_object_cancels_its_running_scan() {
         tokio::task::yield_now().await;
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    assert!(ctx.running.cancel(&format!("{NS}/app")));
+    assert!(ctx.running.cancel(&RepoKey::new(NS, "app").unwrap()));
     let action = tokio::time::timeout(Duration::from_secs(10), running)
         .await
         .expect("the reconcile ends at once")
