@@ -83,7 +83,7 @@ async fn apply(
     let result = reconcile_repository(repo, &env).await;
     let stalled = is_stalled(result.status.conditions.as_deref().unwrap_or_default());
     log_result(&result.next, stalled, &result.summary);
-    if let Some(k) = &store_key {
+    if let Some(k) = store_key.as_ref().filter(|_| !result.held) {
         ctx.scan_order.reconciled(k);
     }
     patch_status(api, repo, &old, &result.status).await?;
@@ -97,7 +97,7 @@ async fn apply(
             Default::default(),
         )
         .await;
-    if let (Next::After(_), Some(scanned)) = (&result.next, store_key) {
+    if let (Next::After(_), Some(scanned), false) = (&result.next, store_key, result.held) {
         ctx.mark_scanned(scanned);
     }
     next_requeue(result.next, result.summary, &object_key(repo), &ctx.backoff)

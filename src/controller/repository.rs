@@ -45,6 +45,9 @@ pub struct RepositoryResult {
     pub next: Next,
     /// What happened, for the log (Flux's trace message when nothing failed).
     pub summary: String,
+    /// Nothing was done this time (no scan slot, or deleted while scanning): not a reconcile
+    /// of the repository, for the start-up order and the warm start.
+    pub held: bool,
 }
 
 /// Runs one reconcile of `repo` and returns its status.
@@ -65,6 +68,7 @@ pub async fn reconcile_repository<R: ObjectReader>(
                 status: old,
                 next,
                 summary,
+                held: true,
             }
         }
     };
@@ -73,6 +77,7 @@ pub async fn reconcile_repository<R: ObjectReader>(
         status,
         next,
         summary,
+        held: false,
     }
 }
 

@@ -816,6 +816,10 @@ async fn a_busy_host_or_namespace_requeues_without_holding_a_worker() {
     assert_eq!(action, Action::requeue(Duration::from_secs(2)));
     assert!(calls(server).await.is_empty(), "no status write");
     assert!(reg.seen().is_empty(), "no registry request");
+    assert!(
+        !ctx.was_scanned(&RepoKey::new(NS, "app").unwrap()),
+        "a held reconcile is not a scan (warm start)"
+    );
     drop(busy);
 
     // The namespace's limit, on another host.
