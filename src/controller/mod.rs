@@ -22,6 +22,7 @@ pub mod notify;
 pub mod policy;
 pub mod queue;
 pub mod repository;
+pub mod rest_client;
 pub mod running_scans;
 pub mod scan_order;
 pub mod should_scan;

@@ -126,22 +126,34 @@ pub async fn has_priority_and_fairness(client: &Client) -> bool {
     }
 }
 
-/// The controller's client: throttled to `qps`/`burst` unless the server has Priority and
-/// Fairness or `qps` is 0.
-pub async fn client(config: Config, qps: f32, burst: u32) -> Result<Client, kube::Error> {
+/// The controller's client: its requests counted in `counts`, throttled to `qps`/`burst`
+/// unless the server has Priority and Fairness or `qps` is 0.
+pub async fn client(
+    config: Config,
+    qps: f32,
+    burst: u32,
+    counts: super::rest_client::RestClientCounts,
+) -> Result<Client, kube::Error> {
+    let counted = super::rest_client::CountLayer {
+        counts,
+        host: config
+            .cluster_url
+            .authority()
+            .map(|a| a.to_string())
+            .unwrap_or_default(),
+    };
     let plain = Client::try_from(config.clone())?;
+    let builder = ClientBuilder::try_from(config)?.with_layer(&counted);
     if qps <= 0.0 || has_priority_and_fairness(&plain).await {
         tracing::debug!("client-side API throttling off (Priority and Fairness, or qps 0)");
-        return Ok(plain);
+        return Ok(builder.build());
     }
     tracing::info!(
         qps,
         burst,
         "client-side API throttling on: the API server has no Priority and Fairness"
     );
-    Ok(ClientBuilder::try_from(config)?
-        .with_layer(&ThrottleLayer::new(qps, burst))
-        .build())
+    Ok(builder.with_layer(&ThrottleLayer::new(qps, burst)).build())
 }
 
 #[cfg(test)]

@@ -65,17 +65,26 @@ impl Collector for Collected {
             let mut metric =
                 encoder.encode_descriptor(series.name, series.help, None, metric_type)?;
             for (labels, value) in &series.samples {
-                let mut sample = metric.encode_family(labels)?;
-                match series.kind {
-                    // Counters here are whole counts.
-                    Kind::Counter => {
-                        sample.encode_counter::<NoLabelSet, u64, f64>(&(*value as u64), None)?
-                    }
-                    Kind::Seconds => sample.encode_counter::<NoLabelSet, f64, f64>(value, None)?,
-                    Kind::Gauge => sample.encode_gauge(value)?,
+                // No labels: `name value`, not `name{} value`.
+                match labels.is_empty() {
+                    true => encode_value(&mut metric, series.kind, *value)?,
+                    false => encode_value(&mut metric.encode_family(labels)?, series.kind, *value)?,
                 }
             }
         }
         Ok(())
+    }
+}
+
+fn encode_value(
+    sample: &mut prometheus_client::encoding::MetricEncoder<'_>,
+    kind: Kind,
+    value: f64,
+) -> Result<(), std::fmt::Error> {
+    match kind {
+        // Counters here are whole counts.
+        Kind::Counter => sample.encode_counter::<NoLabelSet, u64, f64>(&(value as u64), None),
+        Kind::Seconds => sample.encode_counter::<NoLabelSet, f64, f64>(&value, None),
+        Kind::Gauge => sample.encode_gauge(&value),
     }
 }

@@ -40,6 +40,30 @@ fn exported() -> BTreeSet<String> {
 pub fn populated() -> Metrics {
     let metrics = Metrics::default();
     metrics.add_source(Arc::new(image_reflector::telemetry::process::ProcessSource));
+    let requests = image_reflector::controller::rest_client::RestClientCounts::default();
+    {
+        use tower::{Layer, Service, ServiceExt};
+        let layer = image_reflector::controller::rest_client::CountLayer {
+            counts: requests.clone(),
+            host: "10.96.0.1:443".into(),
+        };
+        let mut service = layer.layer(tower::service_fn(|_: http::Request<()>| async {
+            Ok::<_, std::convert::Infallible>(http::Response::new(()))
+        }));
+        let call = async {
+            service
+                .ready()
+                .await
+                .unwrap()
+                .call(http::Request::new(()))
+                .await
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(call).unwrap();
+    }
+    metrics.add_source(Arc::new(requests));
     metrics.add_source(Arc::new(QueueSource(vec![Arc::new(WorkQueue::new(
         "imagerepository",
     ))])));

@@ -235,6 +235,26 @@ async fn e2e_two_replicas_one_leader_and_a_takeover() {
     let leader = a.metrics().await;
     let lease_series = format!("leader_election_master_status{{name=\"{lease}\"}}");
     assert_eq!(sample(&leader, &lease_series), Some(1.0), "{leader}");
+    // Prometheus text 0.0.4 (no Accept): what client-go and the process collector export.
+    assert!(
+        leader.contains("# TYPE rest_client_requests_total counter"),
+        "{leader}"
+    );
+    assert!(
+        leader
+            .lines()
+            .any(|l| l.starts_with("rest_client_requests_total{code=\"200\",method=\"GET\""))
+            && !leader.contains("# EOF"),
+        "{leader}"
+    );
+    assert!(
+        sample(&leader, "process_resident_memory_bytes").is_some_and(|b| b > 1e6),
+        "{leader}"
+    );
+    assert!(
+        leader.contains("image_reflector_build_info{version="),
+        "{leader}"
+    );
     let repo = format!("name=\"app\",namespace=\"{}\"", ns.0);
     assert_eq!(
         sample(

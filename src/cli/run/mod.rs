@@ -64,7 +64,8 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
     let metrics_addr = http::parse_addr(&args.metrics_addr).map_err(CliError::invalid)?;
     let health_addr = http::parse_addr(&args.health_addr).map_err(CliError::invalid)?;
     let store = open_store(args)?;
-    let client = connect(args).await?;
+    let rest_counts = crate::controller::rest_client::RestClientCounts::default();
+    let client = connect(args, rest_counts.clone()).await?;
     let repositories: Api<ImageRepository> = scoped_api(&client, args);
     let policies: Api<ImagePolicy> = scoped_api(&client, args);
     preflight(&repositories, &args.watch_label_selector).await?;
@@ -77,6 +78,7 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
     let registries = Registries::with_token_cache(SchedulerConfig::default(), token_cache);
     metrics.add_source(Arc::new(RegistrySource(registries.clone())));
     metrics.add_source(Arc::new(crate::telemetry::process::ProcessSource));
+    metrics.add_source(Arc::new(rest_counts));
     let ctx = Context::new(
         client.clone(),
         store.clone(),
@@ -241,7 +243,10 @@ async fn run_as_leader(
 /// `~/.kube/config`) when there is one, else the Pod's own ServiceAccount (its token and CA
 /// under /var/run/secrets/kubernetes.io/serviceaccount, the API server from
 /// `KUBERNETES_SERVICE_HOST`/`_PORT`), which is what the installed Deployment uses.
-async fn connect(args: &RunArgs) -> Result<Client, CliError> {
+async fn connect(
+    args: &RunArgs,
+    counts: crate::controller::rest_client::RestClientCounts,
+) -> Result<Client, CliError> {
     let options = kube::config::KubeConfigOptions::default();
     let (mut config, source) = match kube::Config::from_kubeconfig(&options).await {
         Ok(config) => (config, "kubeconfig"),
@@ -257,7 +262,7 @@ async fn connect(args: &RunArgs) -> Result<Client, CliError> {
     };
     config.apply_debug_overrides();
     tracing::info!(source, server = %config.cluster_url, "connecting to Kubernetes");
-    throttle::client(config, args.kube_api_qps, args.kube_api_burst)
+    throttle::client(config, args.kube_api_qps, args.kube_api_burst, counts)
         .await
         .map_err(|e| CliError::failed(format!("connecting to Kubernetes: {e}")))
 }
