@@ -9,9 +9,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
+/// (code, method, host).
+type RequestLabels = (String, String, String);
+
 /// The counts, shared by the layer and the metrics.
 #[derive(Clone, Debug, Default)]
-pub struct RestClientCounts(Arc<Mutex<HashMap<(String, String, String), u64>>>);
+pub struct RestClientCounts(Arc<Mutex<HashMap<RequestLabels, u64>>>);
 
 impl RestClientCounts {
     fn count(&self, code: String, method: String, host: String) {
