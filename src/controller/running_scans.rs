@@ -1,32 +1,36 @@
-//! The scans running now, so that no tenant holds every worker (docs/security.md): at most
-//! `limit` scans at once against one registry host, and as many for one namespace, where
-//! `limit` is one less than `--concurrent` (at least 1), so a slow host or a busy tenant always
-//! leaves a worker to the others. A scan that finds its host or namespace full does not wait
-//! on a worker: the object is tried again shortly. A running scan can be cancelled when its
-//! object is deleted, so deletion never waits for a slow registry.
+//! The scans running now, so that no tenant holds every worker (docs/security.md). Once a
+//! registry host is slow (a scan of it has run for [`SLOW_AFTER`]), it may run at most
+//! `limit` scans at once, and so may a namespace whose scans are slow, where `limit` is one
+//! less than `--concurrent` (at least 1): a slow host or a busy tenant always leaves a worker to
+//! the others. Fast hosts are not limited (a single-registry install scans with every worker).
+//! A scan that finds its host or namespace full does not wait on a worker: the object is tried
+//! again shortly. A running scan can be cancelled when its object is deleted, so deletion never
+//! waits for a slow registry.
 
 use crate::store::RepoKey;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 /// How soon an object whose host or namespace was full is tried again.
 pub const SLOT_RETRY: Duration = Duration::from_secs(2);
 
-#[derive(Debug, Default)]
-struct Running {
-    per_host: HashMap<String, usize>,
-    per_namespace: HashMap<String, usize>,
-    /// By repository.
-    cancel: HashMap<RepoKey, CancellationToken>,
+/// A scan running this long makes its host (and namespace) slow, and so limited.
+pub const SLOW_AFTER: Duration = Duration::from_secs(10);
+
+#[derive(Debug)]
+struct Scan {
+    host: String,
+    started: Instant,
+    cancel: CancellationToken,
 }
 
 /// The running scans and their limits.
 #[derive(Debug, Clone)]
 pub struct RunningScans {
     limit: usize,
-    state: Arc<Mutex<Running>>,
+    state: Arc<Mutex<HashMap<RepoKey, Scan>>>,
 }
 
 impl RunningScans {
@@ -38,50 +42,77 @@ impl RunningScans {
         }
     }
 
-    /// The most scans one host or one namespace may run at once.
+    /// The most scans one slow host or one slow namespace may run at once.
     pub fn limit(&self) -> usize {
         self.limit
     }
 
     /// A slot for a scan of `key` against `host`, or why there is none now.
     pub fn try_start(&self, key: &RepoKey, host: &str) -> Result<ScanSlot, String> {
+        self.try_start_since(key, host, Instant::now())
+    }
+
+    /// [`Self::try_start`] for a scan that started at `started` (tests make slow ones).
+    #[doc(hidden)]
+    pub fn try_start_since(
+        &self,
+        key: &RepoKey,
+        host: &str,
+        started: Instant,
+    ) -> Result<ScanSlot, String> {
         let namespace = key.namespace();
-        let mut running = self.state.lock().expect("running scans lock");
-        let on_host = running.per_host.get(host).copied().unwrap_or(0);
-        if on_host >= self.limit {
+        let mut scans = self.state.lock().expect("running scans lock");
+        let now = Instant::now();
+        // (running, of which slow) among the scans that match.
+        let count = |matches: &dyn Fn(&RepoKey, &Scan) -> bool| {
+            scans
+                .iter()
+                .filter(|(k, s)| matches(k, s))
+                .fold((0, 0), |(n, slow), (_, s)| {
+                    (
+                        n + 1,
+                        slow + usize::from(now.saturating_duration_since(s.started) >= SLOW_AFTER),
+                    )
+                })
+        };
+        let (on_host, slow) = count(&|_, s| s.host == host);
+        if on_host >= self.limit && slow > 0 {
             return Err(format!(
-                "{on_host} scans of {host} are running (the most at once for one registry host)"
+                "{on_host} scans of {host} are running, {slow} of them for over {}s (the most \
+                 at once for one slow registry host)",
+                SLOW_AFTER.as_secs()
             ));
         }
-        let in_namespace = running.per_namespace.get(namespace).copied().unwrap_or(0);
-        if in_namespace >= self.limit {
+        let (in_namespace, slow) = count(&|k, _| k.namespace() == namespace);
+        if in_namespace >= self.limit && slow > 0 {
             return Err(format!(
-                "{in_namespace} scans of namespace {namespace} are running (the most at once \
-                 for one namespace)"
+                "{in_namespace} scans of namespace {namespace} are running, {slow} of them for \
+                 over {}s (the most at once for one namespace with slow scans)",
+                SLOW_AFTER.as_secs()
             ));
         }
-        *running.per_host.entry(host.to_string()).or_default() += 1;
-        *running
-            .per_namespace
-            .entry(namespace.to_string())
-            .or_default() += 1;
         let cancelled = CancellationToken::new();
-        running.cancel.insert(key.clone(), cancelled.clone());
+        scans.insert(
+            key.clone(),
+            Scan {
+                host: host.to_string(),
+                started,
+                cancel: cancelled.clone(),
+            },
+        );
         Ok(ScanSlot {
             state: self.state.clone(),
             key: key.clone(),
-            namespace: namespace.to_string(),
-            host: host.to_string(),
             cancelled,
         })
     }
 
     /// Cancels the running scan of `key`, if there is one (its object is being deleted).
     pub fn cancel(&self, key: &RepoKey) -> bool {
-        let running = self.state.lock().expect("running scans lock");
-        match running.cancel.get(key) {
-            Some(token) => {
-                token.cancel();
+        let scans = self.state.lock().expect("running scans lock");
+        match scans.get(key) {
+            Some(scan) => {
+                scan.cancel.cancel();
                 true
             }
             None => false,
@@ -92,10 +123,8 @@ impl RunningScans {
 /// A running scan; its place is given back when dropped.
 #[derive(Debug)]
 pub struct ScanSlot {
-    state: Arc<Mutex<Running>>,
+    state: Arc<Mutex<HashMap<RepoKey, Scan>>>,
     key: RepoKey,
-    namespace: String,
-    host: String,
     cancelled: CancellationToken,
 }
 
@@ -108,20 +137,10 @@ impl ScanSlot {
 
 impl Drop for ScanSlot {
     fn drop(&mut self) {
-        let mut guard = self.state.lock().expect("running scans lock");
-        let running = &mut *guard;
-        for (map, key) in [
-            (&mut running.per_host, &self.host),
-            (&mut running.per_namespace, &self.namespace),
-        ] {
-            if let Some(count) = map.get_mut(key) {
-                *count -= 1;
-                if *count == 0 {
-                    map.remove(key);
-                }
-            }
-        }
-        running.cancel.remove(&self.key);
+        self.state
+            .lock()
+            .expect("running scans lock")
+            .remove(&self.key);
     }
 }
 
@@ -133,30 +152,49 @@ mod tests {
         RepoKey::new(namespace, name).unwrap()
     }
 
+    fn long_ago() -> Instant {
+        Instant::now() - SLOW_AFTER - Duration::from_secs(1)
+    }
+
     #[test]
-    fn hosts_and_namespaces_leave_a_worker_to_the_others() {
+    fn slow_hosts_and_namespaces_leave_a_worker_to_the_others() {
         let scans = RunningScans::for_workers(4);
         assert_eq!(scans.limit(), 3);
-        let held: Vec<_> = (0..3)
+        // Three fast scans of one host: a fourth may start (fast hosts are not limited).
+        let fast: Vec<_> = (0..3)
             .map(|i| {
                 scans
-                    .try_start(&key("a", &format!("r{i}")), "slow.example")
+                    .try_start(&key("a", &format!("f{i}")), "fast.example")
+                    .unwrap()
+            })
+            .collect();
+        let fourth = scans.try_start(&key("b", "f3"), "fast.example").unwrap();
+        drop((fast, fourth));
+        // Three scans of a host, one of them slow: the host is full.
+        let held: Vec<_> = (0..3)
+            .map(|i| {
+                let started = if i == 0 { long_ago() } else { Instant::now() };
+                scans
+                    .try_start_since(&key("a", &format!("r{i}")), "slow.example", started)
                     .unwrap()
             })
             .collect();
         let err = scans
             .try_start(&key("b", "r0"), "slow.example")
             .unwrap_err();
-        assert!(err.contains("3 scans of slow.example"), "{err}");
-        // Another host is free; the namespace is full.
+        assert!(
+            err.contains("3 scans of slow.example are running, 1 of them for over 10s"),
+            "{err}"
+        );
+        // Another host is free; the namespace (with a slow scan) is full.
         let err = scans
-            .try_start(&key("a", "r9"), "fast.example")
+            .try_start(&key("a", "r9"), "other.example")
             .unwrap_err();
         assert!(err.contains("namespace a"), "{err}");
-        let other = scans.try_start(&key("b", "r0"), "fast.example").unwrap();
+        let other = scans.try_start(&key("b", "r0"), "other.example").unwrap();
         drop(held);
         drop(other);
-        assert!(scans.state.lock().unwrap().per_host.is_empty());
+        assert!(scans.state.lock().unwrap().is_empty());
         assert_eq!(RunningScans::for_workers(1).limit(), 1);
     }
 

@@ -790,11 +790,13 @@ async fn a_scan_is_cut_at_five_minutes_whatever_spec_timeout_says() {
     );
 }
 
-/// A host (or namespace) already running `--concurrent - 1` scans leaves the last worker to
-/// the others: a scan of it does not wait on a worker, it is tried again in 2 s, with no write
-/// and no request; once a slot is free it scans.
+/// A slow host (or namespace) already running `--concurrent - 1` scans leaves the last worker
+/// to the others: a scan of it does not wait on a worker, it is tried again in 2 s, with no
+/// write and no request; once a slot is free it scans.
 #[tokio::test]
 async fn a_busy_host_or_namespace_requeues_without_holding_a_worker() {
+    // Scans that have run past SLOW_AFTER: their host and namespace count as slow.
+    let slow = std::time::Instant::now() - Duration::from_secs(11);
     let reg = registry(&["1.0.0"]).await;
     let obj = object(json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m"}));
     let (client, server) = mock(vec![]);
@@ -802,9 +804,10 @@ async fn a_busy_host_or_namespace_requeues_without_holding_a_worker() {
     let busy: Vec<_> = (0..3)
         .map(|i| {
             ctx.running
-                .try_start(
+                .try_start_since(
                     &RepoKey::new("other", format!("r{i}")).unwrap(),
                     &reg.host(),
+                    slow,
                 )
                 .unwrap()
         })
@@ -826,9 +829,10 @@ async fn a_busy_host_or_namespace_requeues_without_holding_a_worker() {
     let busy: Vec<_> = (0..3)
         .map(|i| {
             ctx.running
-                .try_start(
+                .try_start_since(
                     &RepoKey::new(NS, format!("r{i}")).unwrap(),
                     "elsewhere.example",
+                    slow,
                 )
                 .unwrap()
         })
