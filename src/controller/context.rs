@@ -91,6 +91,9 @@ impl Context {
         let settings_concurrent = settings.concurrent;
         let repository_queue = Arc::new(WorkQueue::new("imagerepository"));
         let policy_queue = Arc::new(WorkQueue::new("imagepolicy"));
+        for queue in [&repository_queue, &policy_queue] {
+            queue.record_into(metrics.queue(queue.name));
+        }
         metrics.add_source(Arc::new(QueueSource(vec![
             repository_queue.clone(),
             policy_queue.clone(),

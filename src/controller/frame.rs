@@ -134,6 +134,7 @@ pub fn retry<K: Resource<DynamicType = ()>>(
     let _span = reconcile_span(controller, obj).entered();
     let key = object_key(obj);
     let delay = retry_delay(err, &key, &ctx.backoff);
+    queue.retried();
     queue.finish(&key, Some(delay), Instant::now());
     Action::requeue(delay)
 }

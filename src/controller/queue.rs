@@ -7,6 +7,7 @@
 //! object is queued at most once and an earlier time wins.
 
 use crate::telemetry::collect::{Kind, Series, Source};
+use crate::telemetry::metrics::QueueMetrics;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,6 +18,8 @@ pub struct WorkQueue {
     /// The controller's name in metrics: `imagerepository` or `imagepolicy`.
     pub name: &'static str,
     state: Mutex<State>,
+    /// Where waits, reconcile times and retries are recorded (none in tests without metrics).
+    recorded: Mutex<Option<QueueMetrics>>,
 }
 
 #[derive(Debug, Default)]
@@ -49,7 +52,31 @@ impl WorkQueue {
         WorkQueue {
             name,
             state: Mutex::default(),
+            recorded: Mutex::default(),
         }
+    }
+
+    /// Records into `metrics` from now on.
+    pub fn record_into(&self, metrics: QueueMetrics) {
+        *self.recorded.lock().expect("work queue metrics lock") = Some(metrics);
+    }
+
+    fn record(&self, f: impl FnOnce(&QueueMetrics)) {
+        if let Some(metrics) = self
+            .recorded
+            .lock()
+            .expect("work queue metrics lock")
+            .as_ref()
+        {
+            f(metrics);
+        }
+    }
+
+    /// A reconcile of `key` failed and is tried again (`workqueue_retries_total`).
+    pub fn retried(&self) {
+        self.record(|m| {
+            m.retries.inc();
+        });
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -67,13 +94,20 @@ impl WorkQueue {
     /// A reconcile of `key` starts: it leaves the queue.
     pub fn start(&self, key: &str, now: Instant) {
         let mut state = self.state();
-        state.waiting.remove(key);
+        let due = state.waiting.remove(key);
         state.running.insert(key.to_string(), now);
+        drop(state);
+        let waited = due.map_or(Duration::ZERO, |due| now.saturating_duration_since(due));
+        self.record(|m| m.queue_duration.observe(waited.as_secs_f64()));
     }
 
     /// A reconcile of `key` ended; `requeue` is when it runs again, if it does.
     pub fn finish(&self, key: &str, requeue: Option<Duration>, now: Instant) {
-        self.state().running.remove(key);
+        let started = self.state().running.remove(key);
+        if let Some(started) = started {
+            let took = now.saturating_duration_since(started);
+            self.record(|m| m.work_duration.observe(took.as_secs_f64()));
+        }
         if let Some(after) = requeue {
             self.add(key.to_string(), now + after);
         }
@@ -117,6 +151,16 @@ impl WorkQueue {
             })
             .await;
         self.set_alive(false);
+    }
+
+    /// The time the reconciles in flight have run so far, together.
+    pub fn unfinished(&self, now: Instant) -> Duration {
+        let state = self.state();
+        state
+            .running
+            .values()
+            .map(|started| now.saturating_duration_since(*started))
+            .sum()
     }
 
     pub fn stats(&self, now: Instant) -> QueueStats {
@@ -176,6 +220,11 @@ impl Source for QueueSource {
             "Number of currently used workers per controller",
             Kind::Gauge,
         );
+        let mut unfinished = Series::new(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been observed by work_duration",
+            Kind::Gauge,
+        );
         for queue in &self.0 {
             let stats = queue.stats(now);
             let name = || vec![("name", queue.name.to_string())];
@@ -189,8 +238,9 @@ impl Source for QueueSource {
                 vec![("controller", queue.name.to_string())],
                 stats.running as f64,
             );
+            unfinished = unfinished.sample(name(), queue.unfinished(now).as_secs_f64());
         }
-        vec![depth, adds, longest, active]
+        vec![depth, adds, longest, active, unfinished]
     }
 }
 
@@ -229,6 +279,41 @@ mod tests {
         q.forget("a");
         q.forget("b");
         assert_eq!(q.stats(t0 + Duration::from_secs(40)).depth, 0);
+    }
+
+    #[test]
+    fn waits_reconcile_times_and_retries_are_recorded() {
+        let metrics = crate::telemetry::metrics::Metrics::default();
+        let q = WorkQueue::new("imagerepository");
+        q.record_into(metrics.queue(q.name));
+        let t0 = Instant::now();
+        q.add("a".into(), t0);
+        q.start("a", t0 + Duration::from_millis(300));
+        assert_eq!(
+            q.unfinished(t0 + Duration::from_millis(500)),
+            Duration::from_millis(200)
+        );
+        q.retried();
+        q.finish(
+            "a",
+            Some(Duration::from_secs(1)),
+            t0 + Duration::from_secs(2),
+        );
+        let text = metrics.encode();
+        let line = |prefix: &str| {
+            text.lines()
+                .find(|l| l.starts_with(prefix))
+                .unwrap_or_else(|| panic!("{prefix} in {text}"))
+                .to_string()
+        };
+        assert!(
+            line("workqueue_queue_duration_seconds_sum{name=\"imagerepository\"}")
+                .ends_with(" 0.3")
+        );
+        assert!(
+            line("workqueue_work_duration_seconds_sum{name=\"imagerepository\"}").ends_with(" 1.7")
+        );
+        assert!(line("workqueue_retries_total{name=\"imagerepository\"}").ends_with(" 1"));
     }
 
     #[test]

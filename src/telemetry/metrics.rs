@@ -63,6 +63,28 @@ struct LeaderLabels {
     name: String,
 }
 
+/// A work queue's name (`imagerepository`, `imagepolicy`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueLabels {
+    name: String,
+}
+
+/// The per-queue series a work queue records as objects pass through it.
+#[derive(Clone, Debug)]
+pub struct QueueMetrics {
+    /// How long an object waited, due, before a worker took it.
+    pub queue_duration: Histogram,
+    /// How long a reconcile took.
+    pub work_duration: Histogram,
+    /// Reconciles requeued after an error.
+    pub retries: Counter,
+}
+
+/// client-go's work queue buckets: 10 ns to 10 s, by tens.
+fn workqueue_histogram() -> Histogram {
+    Histogram::new((0..10).map(|i| 1e-8 * 10f64.powi(i)))
+}
+
 type FloatGauge = Gauge<f64, AtomicU64>;
 
 /// Every metric the controller exports.
@@ -79,6 +101,9 @@ pub struct Metrics {
     /// The info series each policy has now, so a new election replaces it.
     policy_current: Mutex<HashMap<(String, String), PolicyInfo>>,
     leader: Family<LeaderLabels, Gauge>,
+    queue_durations: Family<QueueLabels, Histogram, fn() -> Histogram>,
+    work_durations: Family<QueueLabels, Histogram, fn() -> Histogram>,
+    retries: Family<QueueLabels, Counter>,
 }
 
 /// `min × factor^i` for `count` buckets from `min` to `max`, as Go's
@@ -117,6 +142,9 @@ impl Default for Metrics {
             policy_info: Family::default(),
             policy_current: Mutex::default(),
             leader: Family::default(),
+            queue_durations: Family::new_with_constructor(workqueue_histogram),
+            work_durations: Family::new_with_constructor(workqueue_histogram),
+            retries: Family::default(),
         };
         let r = &mut registry;
         r.register(
@@ -164,12 +192,37 @@ impl Default for Metrics {
             "1 while this replica holds the leader-election Lease",
             m.leader.clone(),
         );
+        r.register(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            m.queue_durations.clone(),
+        );
+        r.register(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes",
+            m.work_durations.clone(),
+        );
+        r.register(
+            "workqueue_retries",
+            "Total number of retries handled by workqueue",
+            m.retries.clone(),
+        );
         *m.registry.lock().expect("metrics registry lock") = registry;
         m
     }
 }
 
 impl Metrics {
+    /// The series the work queue `name` records into.
+    pub fn queue(&self, name: &str) -> QueueMetrics {
+        let labels = QueueLabels { name: name.into() };
+        QueueMetrics {
+            queue_duration: self.queue_durations.get_or_create(&labels).clone(),
+            work_duration: self.work_durations.get_or_create(&labels).clone(),
+            retries: self.retries.get_or_create(&labels).clone(),
+        }
+    }
+
     /// Adds series read at scrape time.
     pub fn add_source(&self, source: Arc<dyn Source>) {
         self.registry

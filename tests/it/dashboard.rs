@@ -40,6 +40,10 @@ fn exported() -> BTreeSet<String> {
 pub fn populated() -> Metrics {
     let metrics = Metrics::default();
     metrics.add_source(Arc::new(image_reflector::telemetry::process::ProcessSource));
+    let queue = metrics.queue("imagerepository");
+    queue.queue_duration.observe(0.001);
+    queue.work_duration.observe(0.2);
+    queue.retries.inc();
     let requests = image_reflector::controller::rest_client::RestClientCounts::default();
     {
         use tower::{Layer, Service, ServiceExt};
