@@ -576,3 +576,146 @@ async fn e2e_storage_gc_removes_only_deleted_repositories_in_scope() {
     left.sort_by_key(|k| format!("{k:?}"));
     assert_eq!(left, vec![key("kept")]);
 }
+
+/// A real Prometheus server (Debian's package; `make e2e` installs it) scrapes the controller
+/// and answers every query the shipped dashboard (`config/grafana`) and the alert rules of
+/// docs/operations.md use, with data for the objects the controller reconciled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster and prometheus: make e2e"]
+async fn e2e_prometheus_scrapes_and_answers_the_dashboard_and_alert_queries() {
+    image_reflector::registry::install_crypto_provider();
+    install_crds();
+    let registry = Distribution::start(Variant::default());
+    registry
+        .push_image("demo/app", &["1.0.0".to_string()])
+        .await;
+    let ns = Namespace(format!("image-reflector-prom-{}", std::process::id()));
+    ok(kubectl(&["create", "namespace", &ns.0], None));
+    let manifests = format!(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: {ns}}}\n\
+         spec: {{image: {host}/demo/app, interval: 5m}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: app, namespace: {ns}}}\n\
+         spec: {{imageRepositoryRef: {{name: app}}, policy: {{semver: {{range: '>=1.0.0'}}}}}}\n",
+        ns = ns.0,
+        host = registry.host
+    );
+    ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (metrics_port, prom_port) = (free(), free());
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = crate::e2e::install_and_controller_kubeconfig(dir.path());
+    let metrics_addr = format!("--metrics-addr=127.0.0.1:{metrics_port}");
+    let controller = crate::e2e::Controller::start_with(&ns.0, &kubeconfig, &[&metrics_addr]);
+    wait_for(&ns.0, "imagepolicy/app", "{.status.latestRef.tag}", "1.0.0");
+
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global: {{scrape_interval: 1s}}\nscrape_configs:\n  - job_name: image-reflector\n    \
+             static_configs: [{{targets: ['127.0.0.1:{metrics_port}']}}]\n"
+        ),
+    )
+    .unwrap();
+    let mut prometheus = std::process::Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("prometheus runs (apt-get install prometheus)");
+    let query = |expr: String| async move {
+        let url = format!("http://127.0.0.1:{prom_port}/api/v1/query");
+        let answer = reqwest::Client::new()
+            .get(url)
+            .query(&[("query", expr.as_str())])
+            .send()
+            .await
+            .ok()?
+            .json::<serde_json::Value>()
+            .await
+            .ok()?;
+        Some(answer)
+    };
+    // Scraped: the controller's series are there.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let ready = query("image_reflector_ready{kind=\"ImagePolicy\"}".into()).await;
+        if ready.is_some_and(|a| {
+            a["data"]["result"]
+                .as_array()
+                .is_some_and(|r| !r.is_empty())
+        }) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus never had the controller's series"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    // Every dashboard query (its variables set as Grafana would) and every alert rule.
+    let dashboard: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            crate::support::root().join("config/grafana/image-reflector.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut queries = Vec::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            if let Some(expr) = target["expr"].as_str() {
+                queries.push(
+                    expr.replace("$__rate_interval", "1m")
+                        .replace("$namespace", &ns.0)
+                        .replace("${namespace}", &ns.0),
+                );
+            }
+        }
+    }
+    let operations =
+        std::fs::read_to_string(crate::support::root().join("docs/operations.md")).unwrap();
+    let alerts: Vec<String> = operations
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("expr: "))
+        .map(str::to_string)
+        .collect();
+    assert!(
+        queries.len() >= 10 && alerts.len() >= 5,
+        "{queries:?} {alerts:?}"
+    );
+    for expr in queries.iter().chain(&alerts) {
+        let answer = query(expr.clone()).await.expect("Prometheus answers");
+        assert_eq!(answer["status"], "success", "{expr}: {answer}");
+    }
+    // With data for what the controller reconciled.
+    let policy = query(format!(
+        "image_reflector_policy_info{{namespace=\"{}\"}}",
+        ns.0
+    ))
+    .await
+    .unwrap();
+    assert_eq!(
+        policy["data"]["result"][0]["metric"]["tag"], "1.0.0",
+        "{policy}"
+    );
+    let scans = query("sum(rate(controller_runtime_reconcile_total[1m]))".into())
+        .await
+        .unwrap();
+    assert_eq!(scans["status"], "success");
+    let _ = prometheus.kill();
+    let _ = prometheus.wait();
+    assert!(controller.stop().success());
+}
