@@ -3,7 +3,7 @@
 //! kube's derive produces the v1 schema; `finish_crd` then applies what a derive cannot say
 //! and Flux's CRDs do: the status default `{observedGeneration: -1}`, no `nullable` markers
 //! (Flux's optional fields are simply absent), and the deprecated `v1beta2` version served
-//! with the same schema (decisions.md, "API").
+//! with the same schema (docs/compatibility.md, "API").
 
 use super::{ImagePolicy, ImageRepository};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{

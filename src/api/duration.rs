@@ -52,7 +52,7 @@ pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Formats a duration as Go's `time.Duration.String()` does (`5m0s`, `1h0m0s`, `1.5s`, `500ms`,
-/// `0s`), so messages match Flux's byte for byte (flux-compat.md §3.3).
+/// `0s`), so messages match Flux's byte for byte (docs/api.md).
 pub fn format_go_duration(d: Duration) -> String {
     let nanos = d.as_nanos();
     if nanos == 0 {

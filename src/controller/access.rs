@@ -1,4 +1,4 @@
-//! May a policy read a repository's tags? (flux-compat.md §4.3): same namespace always; across
+//! May a policy read a repository's tags? (docs/imagepolicy.md): same namespace always; across
 //! namespaces only when the flag allows it and the repository's `accessFrom` selects the
 //! policy's namespace. Pure; the namespace's labels are read by the caller.
 

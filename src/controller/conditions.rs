@@ -1,4 +1,4 @@
-//! Flux's condition semantics (fluxcd/pkg/runtime/conditions, flux-compat.md §2.1–2.2): the
+//! Flux's condition semantics (fluxcd/pkg/runtime/conditions, docs/imagerepository.md): the
 //! owned types Ready / Reconciling / Stalled, their reasons, ordering, per-condition
 //! observedGeneration, transition times kept unless status, reason or message change, and
 //! message truncation. Pure: a [`Conditions`] edits a list for one generation at one instant.
@@ -28,7 +28,7 @@ impl ConditionType {
     }
 }
 
-/// Every reason either reconciler writes (flux-compat.md §2.2, plus decisions.md's own).
+/// Every reason either reconciler writes (docs/imagerepository.md, plus our own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reason {
     Progressing,
@@ -44,11 +44,11 @@ pub enum Reason {
     AccessDenied,
     InvalidPolicy,
     IntervalNotConfigured,
-    /// decisions.md: the registry asked us to wait (429 / `Retry-After`).
+    /// docs/compatibility.md: the registry asked us to wait (429 / `Retry-After`).
     RateLimited,
-    /// decisions.md: an `exclusionList` entry does not compile; validated before any call.
+    /// docs/compatibility.md: an `exclusionList` entry does not compile; validated before any call.
     InvalidExclusionList,
-    /// decisions.md: a referenced object's name is not a valid Kubernetes name; validated
+    /// docs/compatibility.md: a referenced object's name is not a valid Kubernetes name; validated
     /// before any call, as it would otherwise be pasted into a request's URL.
     InvalidReference,
 }

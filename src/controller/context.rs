@@ -63,7 +63,7 @@ pub struct Context {
     pub settings: Settings,
     /// Now; tests pin it.
     pub clock: fn() -> Timestamp,
-    /// Repositories reconciled successfully since start (decisions.md, warm start).
+    /// Repositories reconciled successfully since start (docs/compatibility.md, warm start).
     scanned: Mutex<HashSet<RepoKey>>,
     /// Repositories with policies are scanned first at start-up.
     pub scan_order: ScanOrder,

@@ -1,4 +1,4 @@
-//! How an ImageRepository reaches its registry (flux-compat.md §3.6): the proxy, TLS material
+//! How an ImageRepository reaches its registry (docs/registry.md): the proxy, TLS material
 //! and static credentials from Secrets and a ServiceAccount in the object's own namespace,
 //! turned into the registry client's [`ClientOptions`]. Secret values are never logged or put
 //! in messages; only names are.

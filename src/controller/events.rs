@@ -1,4 +1,4 @@
-//! Kubernetes Events (flux-compat.md §3.9, §5.4, decisions.md): which event a reconcile
+//! Kubernetes Events (docs/imagepolicy.md, docs/compatibility.md): which event a reconcile
 //! produces is decided from the Ready condition before and after; the recorder writes it as an
 //! `events.k8s.io/v1` Event from `image-reflector-controller`.
 //!
@@ -89,7 +89,7 @@ pub fn unchanged_for(old: &[Condition], event: &EventSpec, now: Timestamp) -> Op
 }
 
 /// Remembers each object's last Warning, so an identical one is sent at most once per
-/// interval (decisions.md, `--event-repeat-interval`).
+/// interval (docs/compatibility.md, `--event-repeat-interval`).
 pub struct RepeatFilter {
     interval: Duration,
     last_warning: Mutex<HashMap<String, (String, String, Instant)>>,

@@ -1,4 +1,4 @@
-//! Flux's "result finalizer" (flux-compat.md §2.3–2.4): how the conditions a reconcile left
+//! Flux's "result finalizer" (docs/imagerepository.md): how the conditions a reconcile left
 //! become the final Ready / Reconciling / Stalled, and when `observedGeneration` and
 //! `lastHandledReconcileAt` move. Pure; both reconcilers end with [`finalize`].
 

@@ -1,7 +1,7 @@
 //! The ImagePolicy controller: kube plumbing around [`reconcile_policy`]. It reads as Flux's
 //! outer flow (§4.2): finalizer, deletion, migration of deprecated fields (its own patch,
 //! first), suspend, then the reconcile. Policies are re-triggered when their repository's
-//! `lastScanResult.revision` or canonical name changes (decisions.md), through an index from
+//! `lastScanResult.revision` or canonical name changes (docs/compatibility.md), through an index from
 //! repository to policies.
 
 use super::context::{ApiReader, Context};
@@ -352,7 +352,7 @@ impl PolicyIndex {
 }
 
 /// What re-triggers a repository's policies: a new scan revision or canonical name, and
-/// deletion (decisions.md: Flux looks at the revision only).
+/// deletion (docs/compatibility.md: Flux looks at the revision only).
 fn repository_change_hash(repo: &ImageRepository) -> Option<u64> {
     let mut h = DefaultHasher::new();
     let status = repo.status.as_ref();

@@ -1,5 +1,5 @@
 //! The ImageRepository controller: kube plumbing around [`reconcile_repository`]. It reads as
-//! Flux's outer flow (flux-compat.md §3.2): finalizer, deletion, suspend, then the reconcile;
+//! Flux's outer flow (docs/imagerepository.md): finalizer, deletion, suspend, then the reconcile;
 //! the status is written only when it changed, an event only on a transition.
 
 use super::context::{ApiReader, Context};

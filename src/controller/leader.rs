@@ -16,7 +16,7 @@ use kube::{Api, Client};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-/// The Lease's name: Flux's, with the selector's hash when sharding (flux-compat.md §5.2).
+/// The Lease's name: Flux's, with the selector's hash when sharding (docs/operations.md).
 pub fn lease_name(label_selector: &str) -> String {
     use sha2::{Digest, Sha256};
     let base = "image-reflector-controller-leader-election";

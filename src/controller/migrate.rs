@@ -1,4 +1,4 @@
-//! Migration of the deprecated ImagePolicy status fields (decisions.md), run before any other
+//! Migration of the deprecated ImagePolicy status fields (docs/compatibility.md), run before any other
 //! change and written as its own patch: `latestImage` / `observedPreviousImage` (`name:tag`)
 //! become `latestRef` / `observedPreviousRef` where those are absent, and are removed.
 

@@ -1,4 +1,4 @@
-//! Forwarding events to Flux's notification-controller (`--events-addr`, flux-compat.md §5.4):
+//! Forwarding events to Flux's notification-controller (`--events-addr`, docs/imagepolicy.md):
 //! Flux's event JSON, POSTed in the background so a reconcile never waits on it. Connection
 //! errors and 5xx are retried (1s, 2s, 4s, 8s, as go-retryablehttp); a 429 means the
 //! notification-controller already has the event and is not retried. Failures are logged.

@@ -1,5 +1,5 @@
 //! The ImagePolicy reconcile as a function of (policy, cluster objects, stored tags, registry
-//! answers, clock): Flux's flow (flux-compat.md §4.2–4.8) with decisions.md's changes (warm
+//! answers, clock): Flux's flow (docs/imagepolicy.md) with docs/compatibility.md's changes (warm
 //! start, digest reflection honouring `insecure`, no stale failure message). It returns the
 //! status to write and when to run again; the controller and `image-reflector scan` share it.
 
@@ -187,7 +187,7 @@ async fn run_steps<R: PolicyReader>(
         Err(message) => return failed(c, Reason::Failure, message),
     };
     let Some(elected) = elected else {
-        // Warm start (decisions.md): an empty store after a restart is not news; keep the last
+        // Warm start (docs/compatibility.md): an empty store after a restart is not news; keep the last
         // election until the repository's first scan, which re-triggers this policy.
         if status.latest_ref.is_some() && !(env.repository_scanned)(&key) {
             let summary = format!(
@@ -298,7 +298,7 @@ async fn find_repository<R: PolicyReader>(
         .reader
         .image_repository(&namespace, &reference.name)
         .await
-        // decisions.md: a read error is reported and retried (Flux swallows it).
+        // docs/compatibility.md: a read error is reported and retried (Flux swallows it).
         .map_err(|e| (Reason::Failure, e))?
         .ok_or_else(|| {
             let err = format!(

@@ -1,5 +1,5 @@
 //! The ImageRepository reconcile as a function of (object, cluster objects, registry answers,
-//! tag store, clock): Flux's inner flow (flux-compat.md §3.3) with decisions.md's changes,
+//! tag store, clock): Flux's inner flow (docs/imagerepository.md) with docs/compatibility.md's changes,
 //! returning the status to write and what to do next. No API-server writes happen here, so
 //! the controller and `image-reflector scan` share it, and tests call it directly.
 

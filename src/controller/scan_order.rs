@@ -1,4 +1,4 @@
-//! At start-up, repositories that policies refer to are scanned first (decisions.md, warm
+//! At start-up, repositories that policies refer to are scanned first (docs/compatibility.md, warm
 //! start). Once both caches have synced, the first ones are known: the repositories policies
 //! refer to that exist and are not suspended, less those already reconciled since start. Until
 //! each of them has had its first reconcile (whatever its outcome), the others step back

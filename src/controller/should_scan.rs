@@ -1,4 +1,4 @@
-//! Whether an ImageRepository is scanned now, and when next (flux-compat.md §3.7): the first
+//! Whether an ImageRepository is scanned now, and when next (docs/imagerepository.md): the first
 //! rule that applies wins, with Flux's reason strings. Pure; the stored tag count is read only
 //! when the earlier rules did not decide.
 

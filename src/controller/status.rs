@@ -1,4 +1,4 @@
-//! Writing status the way Flux does (flux-compat.md §2.5): a JSON merge patch on the status
+//! Writing status the way Flux does (docs/imagerepository.md): a JSON merge patch on the status
 //! subresource with field manager `image-reflector-controller`, sent only when the status
 //! changed, so a reconcile that changed nothing writes nothing.
 

@@ -1,4 +1,4 @@
-//! Masterminds semver v3 constraints, grammar and semantics (flux-compat.md §4.6.1).
+//! Masterminds semver v3 constraints, grammar and semantics (docs/policy.md).
 //!
 //! Deliberately not the `semver` crate's `VersionReq`: Cargo's rules differ (bare versions
 //! mean caret, no `||`, hyphen ranges or `x` wildcards, per-comparator prerelease matching).

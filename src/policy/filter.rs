@@ -1,5 +1,5 @@
 //! `filterTags`: keep tags a regular expression finds, and extract the value to compare
-//! (flux-compat.md §4.5).
+//! (docs/policy.md).
 //!
 //! The search is unanchored (the pattern may anchor itself); the pattern is Go's syntax
 //! (`goregex`), the template Go's `Regexp.Expand` (`template.rs`).

@@ -1,5 +1,5 @@
 //! Tag selection: which tag is the latest, by `semver`, `alphabetical` or `numerical`, after an
-//! optional `filterTags` regex with `extract` (flux-compat.md §4.4–4.6, decisions.md).
+//! optional `filterTags` regex with `extract` (docs/policy.md, docs/compatibility.md).
 //!
 //! Pure: no Kubernetes, no HTTP, no async. The result never depends on the input order of the
 //! same set of tags: ties are broken by the original tag, as Flux's own election breaks them

@@ -1,6 +1,6 @@
 //! Numbers as the numerical policy reads them: Go `strconv.ParseFloat` syntax, exact values.
 //!
-//! Flux compares float64 values, so long timestamps lose precision and tie; decisions.md says
+//! Flux compares float64 values, so long timestamps lose precision and tie; docs/compatibility.md says
 //! we compare exactly. Accepted syntax is Go's: optional sign, decimal with optional dot and
 //! `e` exponent, `_` between digits, hex with a mandatory `p` exponent (`0x1p4`), and
 //! case-insensitive `inf`/`infinity`. `NaN` and anything else is "not a number" (skipped).

@@ -84,7 +84,7 @@ impl Exclusions {
     }
 }
 
-/// Compiles the exclusion list before any registry call (decisions.md). Each entry is parsed
+/// Compiles the exclusion list before any registry call (docs/compatibility.md). Each entry is parsed
 /// alone first, so a bad one fails with Flux's scan-failure text naming it; then the list
 /// compiles as one, within [`REGEX_SIZE_LIMIT`] for all of it.
 pub fn compile_exclusions(patterns: &[String]) -> Result<Exclusions, String> {

@@ -1,6 +1,6 @@
 //! The election: one pass over the tags, keeping the best candidate.
 //!
-//! Tie rule (decisions.md): ties go to the tag Flux's unfiltered election picks on the store's
+//! Tie rule (docs/compatibility.md): ties go to the tag Flux's unfiltered election picks on the store's
 //! descending byte order. For semver that is the first equal tag (the byte-greatest); for
 //! numerical Flux keeps the last equal one (the byte-smallest); alphabetical values can only tie
 //! after extraction, and then the byte-greatest tag wins. Because the rule looks at the tags
@@ -386,7 +386,7 @@ impl Policy {
 ///
 /// Several tags extracting the *identical* value are one candidate, represented by the last
 /// one Flux processes in the store's descending byte order: the byte-smallest (Flux's map
-/// assignment; decisions.md). Only between *different* values ranked equal does the tie rule
+/// assignment; docs/compatibility.md). Only between *different* values ranked equal does the tie rule
 /// decide. Members are only appended while electing (a class may be large: a million
 /// `1.0.0+build.N` tags rank equal) and grouped once, at the end.
 #[derive(Default)]

@@ -1,4 +1,4 @@
-//! Versions as Flux reads them from tags, and semver precedence (flux-compat.md §4.6.1).
+//! Versions as Flux reads them from tags, and semver precedence (docs/policy.md).
 //!
 //! Parsing mirrors fluxcd/pkg `ParseVersion` + Masterminds `NewVersion` (coerce mode): the tag
 //! must have at least two dots, an optional lower-case `v`, one to three numeric parts

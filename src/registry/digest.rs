@@ -1,4 +1,4 @@
-//! The digest of a tag (flux-compat.md §4.7, decisions.md): `HEAD /v2/<repo>/manifests/<tag>`
+//! The digest of a tag (docs/imagepolicy.md, docs/compatibility.md): `HEAD /v2/<repo>/manifests/<tag>`
 //! with every manifest type in `Accept` (an OCI index is a 404 without its type, a Docker list
 //! resolves to one platform's manifest without its own), the `Docker-Content-Digest` header.
 //! Beyond Flux: a registry that omits the header, or refuses HEAD, is asked with GET and the

@@ -1,5 +1,5 @@
 //! Registry credentials from Kubernetes docker config Secrets, matched to an image the way the
-//! kubelet matches pull secrets (flux-compat.md §3.6 step 5): keys lose their scheme and a
+//! kubelet matches pull secrets (docs/registry.md): keys lose their scheme and a
 //! `/v1/` or `/v2/` path prefix; a key matches `<registry>/<repository>` when it has as many
 //! host labels (each may be a glob, `*.example.com`), the same port, and its path is a prefix
 //! of the repository path. Keys are tried in reverse lexical order; the first match wins.

@@ -1,4 +1,4 @@
-//! The proxy for registry traffic (flux-compat.md §3.6 step 1): from a `proxySecretRef`
+//! The proxy for registry traffic (docs/registry.md): from a `proxySecretRef`
 //! Secret's `address`, `username`, `password`, or a URL on the command line. Without one,
 //! `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` from the environment apply.
 

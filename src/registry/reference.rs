@@ -1,4 +1,4 @@
-//! Image references as Flux reads `spec.image` (flux-compat.md §3.4): go-containerregistry's
+//! Image references as Flux reads `spec.image` (docs/registry.md): go-containerregistry's
 //! `name.ParseReference` rules plus Flux's two extra checks (no URL scheme, no tag), and the
 //! canonical name reported as `status.canonicalImageName`.
 
@@ -28,7 +28,7 @@ pub enum Scheme {
     /// Plain HTTP (`spec.insecure: true`).
     Http,
     /// A loopback, `localhost` or private-range host: HTTPS first, HTTP when the TLS handshake
-    /// fails (decisions.md; Flux assumes HTTP for these hosts).
+    /// fails (docs/compatibility.md; Flux assumes HTTP for these hosts).
     HttpsThenHttp,
 }
 

@@ -1,4 +1,4 @@
-//! Tag listing (flux-compat.md §3.8 step 1): `tags/list?n=1000`, following `Link: <...>;
+//! Tag listing (docs/imagerepository.md): `tags/list?n=1000`, following `Link: <...>;
 //! rel="next"` (relative or absolute) until there is none. Beyond Flux: a registry that rejects
 //! the page size (Quay's `TOO_MANY_TAGS_REQUESTED`) is asked again with `n=100`; a `next` URL
 //! seen before, too many pages or tags, or an oversized body stop the listing with an error.

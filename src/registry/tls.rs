@@ -1,4 +1,4 @@
-//! TLS material for registry connections (flux-compat.md §3.6 step 3): an extra CA, added to
+//! TLS material for registry connections (docs/registry.md): an extra CA, added to
 //! the system roots, and a client certificate for mTLS. Verification is never skipped.
 //!
 //! The material comes in as the data of a Secret (`certSecretRef`), or as files from the

@@ -1,4 +1,4 @@
-//! The filesystem store, in Flux's "FluxStorage" layout (flux-compat.md §3.11):
+//! The filesystem store, in Flux's "FluxStorage" layout (docs/store.md):
 //! `<root>/imagerepository/<namespace>/<name>/tags.txt`, or `tags.txt.gz` from the compression
 //! threshold on, plus the `<root>/.storage-version` marker (`2\n`).
 //!

@@ -1,7 +1,7 @@
 //! The tag store: each ImageRepository's tags, kept between scans and across restarts.
 //!
 //! Keyed per object (namespace/name), never by image name, so two repositories for the same
-//! image cannot overwrite each other (decisions.md). Knows nothing of Kubernetes or HTTP.
+//! image cannot overwrite each other (docs/compatibility.md). Knows nothing of Kubernetes or HTTP.
 //! `FsStore` is the default, in Flux's filesystem layout; `MemoryStore` serves tests and the
 //! offline commands. See docs/store.md for the guarantees.
 

@@ -1,4 +1,4 @@
-//! The flags of `image-reflector run`: Flux's names and defaults (flux-compat.md §5.1), so
+//! The flags of `image-reflector run`: Flux's names and defaults (docs/operations.md), so
 //! Flux's own Deployment arguments are accepted as they are. Flags that mean nothing here
 //! (Badger's sizes, the unused configs selector) are accepted and named in one warning.
 
