@@ -12,8 +12,8 @@ use super::migrate::{migrate_status, migration_patch};
 use super::policy::{reconcile_policy, PolicyEnv, PolicyReader};
 use super::slim::slim;
 use super::status::{
-    is_ready, is_stalled, key_of, object_key, object_labels, patch_status, suspended_status,
-    trigger_hash, FIELD_MANAGER,
+    is_ready, is_stalled, key_of, object_key, object_labels, patch_status, trigger_hash,
+    FIELD_MANAGER,
 };
 use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository, API_GROUP};
 use crate::http::ReadyPart;
@@ -99,8 +99,8 @@ async fn apply(
     }
     let old = policy.status.clone().unwrap_or_default();
     if policy.spec.suspend == Some(true) {
+        // Suspend returns before anything else (after the migration), as Flux does.
         tracing::info!("reconciliation is suspended for this object");
-        patch_status(api, &policy, &old, &suspended_status(&policy, &old)).await?;
         return Ok(None);
     }
     let now = (shared.clock)();

@@ -8,9 +8,7 @@ use super::frame::{reconcile_in_frame, retry, Requeue};
 use super::repository::{reconcile_repository, Next, RepositoryEnv};
 use super::scan_order::STEP_BACK;
 use super::slim::slim;
-use super::status::{
-    is_ready, is_stalled, object_key, object_labels, patch_status, suspended_status, trigger_hash,
-};
+use super::status::{is_ready, is_stalled, object_key, object_labels, patch_status, trigger_hash};
 use crate::api::ImageRepository;
 use crate::http::ReadyPart;
 use crate::store::RepoKey;
@@ -56,12 +54,13 @@ async fn apply(
 ) -> Result<Requeue, Error> {
     let old = repo.status.clone().unwrap_or_default();
     let store_key = RepoKey::new(repo.namespace().unwrap_or_default(), repo.name_any()).ok();
+    // Suspend returns before anything else, as Flux does: not even a reconcile request is
+    // recorded.
     if repo.spec.suspend == Some(true) {
         tracing::info!("reconciliation is suspended for this object");
         if let Some(k) = &store_key {
             ctx.scan_order.reconciled(k);
         }
-        patch_status(api, repo, &old, &suspended_status(repo, &old)).await?;
         return Ok(None);
     }
     if store_key

@@ -143,25 +143,6 @@ pub fn finish_status<K: Resource, S: FluxStatus>(
     }
 }
 
-/// A suspended object's status: only `lastHandledReconcileAt`, and observedGeneration when its
-/// conditions still say Ready, as Flux's final patch on the suspend path does (§2.4).
-pub fn suspended_status<K: Resource, S: FluxStatus>(obj: &K, old: &S) -> S {
-    use crate::api::ConditionStatus::True;
-    let mut status = old.clone();
-    if let Some(token) = requested_at(obj) {
-        status.set_last_handled_reconcile_at(token.to_string());
-    }
-    let conditions = old.conditions();
-    let ready = is_ready(conditions)
-        && !conditions
-            .iter()
-            .any(|c| c.type_ != "Ready" && c.status == True);
-    if ready {
-        status.set_observed_generation(obj.meta().generation);
-    }
-    status
-}
-
 /// Whether `conditions` say Ready=True.
 pub fn is_ready(conditions: &[Condition]) -> bool {
     conditions

@@ -269,12 +269,13 @@ async fn a_suspended_repository_is_not_scanned_and_keeps_its_status() {
     let (result, calls, _) = run(&obj, vec![], memory()).await;
     assert_eq!(result.unwrap(), Action::await_change());
     assert!(calls.is_empty() && reg.seen().is_empty());
-    // A reconcile request is still acknowledged.
+    // Suspend returns before anything else, as Flux does: a reconcile request is not even
+    // recorded (no write at all).
     let mut asked = obj.clone();
     asked["metadata"]["annotations"] = json!({"reconcile.fluxcd.io/requestedAt": "t"});
-    let (_, calls, _) = run(&asked, vec![patch(&asked)], memory()).await;
-    assert_eq!(calls[0].body["status"]["lastHandledReconcileAt"], "t");
-    assert!(calls[0].body["status"].get("conditions").is_none());
+    let (result, calls, _) = run(&asked, vec![], memory()).await;
+    assert_eq!(result.unwrap(), Action::await_change());
+    assert!(calls.is_empty() && reg.seen().is_empty());
 }
 
 #[tokio::test]
