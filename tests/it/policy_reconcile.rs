@@ -497,6 +497,19 @@ async fn digest_registry(digest: Arc<Mutex<String>>) -> FaultServer {
 const OLD: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
 const NEW: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
 
+/// An `Always` policy on `image` with `interval`, Ready with 1.1.0 at digest OLD.
+fn always_elected_at_old(image: &str, interval: &str) -> (Value, Value) {
+    let mut spec = semver("1.x");
+    spec["digestReflectionPolicy"] = json!("Always");
+    spec["interval"] = json!(interval);
+    let mut status = elected_status("1.1.0", Some(OLD), None);
+    status["latestRef"]["name"] = json!(image);
+    status["conditions"][0]["message"] = json!(format!(
+        "Latest image tag for {image} resolved to 1.1.0 with digest {OLD}"
+    ));
+    (spec, status)
+}
+
 #[tokio::test]
 async fn a_digest_only_change_sends_one_event_and_one_notification() {
     let digest = Arc::new(Mutex::new(NEW.to_string()));
@@ -510,14 +523,7 @@ async fn a_digest_only_change_sends_one_event_and_one_notification() {
     .await;
     let image = format!("{}/team/app", reg.host());
     let repo = repository(NS, &image, json!({}));
-    let mut spec = semver("1.x");
-    spec["digestReflectionPolicy"] = json!("Always");
-    spec["interval"] = json!("1m");
-    let mut status = elected_status("1.1.0", Some(OLD), None);
-    status["latestRef"]["name"] = json!(image);
-    status["conditions"][0]["message"] = json!(format!(
-        "Latest image tag for {image} resolved to 1.1.0 with digest {OLD}"
-    ));
+    let (spec, status) = always_elected_at_old(&image, "1m");
     let mut obj = policy(spec, status);
     obj["metadata"]["annotations"] = json!({"event.toolkit.fluxcd.io/cluster": "prod-eu"});
     let events_addr = format!("http://{}/", receiver.host());
@@ -678,14 +684,7 @@ async fn a_tiny_digest_interval_is_floored_at_ten_seconds() {
     let reg = digest_registry(digest).await;
     let image = format!("{}/team/app", reg.host());
     let repo = repository(NS, &image, json!({}));
-    let mut spec = semver("1.x");
-    spec["digestReflectionPolicy"] = json!("Always");
-    spec["interval"] = json!("1ms");
-    let mut status = elected_status("1.1.0", Some(OLD), None);
-    status["latestRef"]["name"] = json!(image);
-    status["conditions"][0]["message"] = json!(format!(
-        "Latest image tag for {image} resolved to 1.1.0 with digest {OLD}"
-    ));
+    let (spec, status) = always_elected_at_old(&image, "1ms");
     let obj = policy(spec, status);
     let run = run(&obj, &[repo], vec![], store_with(NS, &["1.0.0", "1.1.0"])).await;
     assert_eq!(
