@@ -133,16 +133,28 @@ impl RegistryClient {
             let mut held = std::mem::take(&mut listing.held);
             let parsed = tokio::task::spawn_blocking(move || {
                 let _entered = span.enter();
+                // Reserved from the shared budget 64 KiB at a time, not per tag (a million
+                // tags would be a million semaphore operations); the limit is exact.
+                const STEP: usize = 64 << 10;
+                let mut pending = 0;
                 let mut charge = |cost: usize| {
-                    if held.bytes() + cost > max_kept {
+                    if held.bytes() + pending + cost > max_kept {
                         return Err(format!(
                             "the tags kept exceed the {max_kept}-byte limit one repository may \
                              hold in memory; the listing was stopped and nothing is kept"
                         ));
                     }
-                    budget.reserve(&mut held, cost)
+                    pending += cost;
+                    if pending >= STEP {
+                        budget.reserve(&mut held, std::mem::take(&mut pending))?;
+                    }
+                    Ok(())
                 };
                 let page = parse_page_charged(&body, &keep, &mut charge);
+                let page = page.and_then(|page| {
+                    budget.reserve(&mut held, pending)?;
+                    Ok(page)
+                });
                 (page, held)
             })
             .await;
