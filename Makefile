@@ -2,7 +2,7 @@
 CARGO ?= cargo
 SHARED ?= ../shared
 
-.PHONY: all build test lint fmt crds run e2e e2e-cluster prometheus-deps bench conformance deps image image-deps image-smoke deploy undeploy fuzz
+.PHONY: all build test lint fmt crds run e2e e2e-cluster prometheus-deps bench bench-controller conformance deps image image-deps image-smoke deploy undeploy fuzz
 
 all: build
 
@@ -121,6 +121,14 @@ bench:
 	$(CARGO) bench --locked --bench registry
 	$(CARGO) bench --locked --bench controller
 	$(CARGO) bench --locked --bench hostile
+
+# The real `run` against a real API server (KUBECONFIG, else ../shared/tools/kube/apiserver)
+# and the in-repo fake registry at 1K x 10K, 5K x 400 and 10K x 100: cold start, steady
+# cycles, warm restart and triggered scans. Rewrites its section of docs/benchmarks.md;
+# `make bench-controller SCENARIOS=1000x10000` runs one and only prints it.
+SCENARIOS ?=
+bench-controller:
+	@$(with_apiserver) $(CARGO) bench --locked --bench controller_run -- $(SCENARIOS)
 
 # Runs Flux's policy vectors through the binary (needs ../shared beside the checkout).
 conformance:

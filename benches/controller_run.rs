@@ -1,0 +1,761 @@
+//! `make bench-controller`: the real `image-reflector run` against a real API server (the one
+//! in KUBECONFIG; the Makefile starts ../shared/tools/kube/apiserver when none is set) and an
+//! in-repo fast fake registry (benches/common/fake_registry.rs), at Flux's large scenarios.
+//! Each scenario: N ImageRepositories of T tags, one ImagePolicy each (semver, digest
+//! reflection `Always`, `IfNotPresent` and `Never` in turn), measured through
+//! - cold start: the controller starts on an empty store with every object created;
+//!   until every policy is Ready with the highest tag (and the right digest);
+//! - steady state: every repository rescanned on request, cycle after cycle, tags unchanged;
+//! - warm restart: SIGTERM, and a new process on the same store, until every object was
+//!   reconciled and it is quiet;
+//! - triggered scans on that new process: a new tag pushed and `requestedAt` set on 1, then on
+//!   100 repositories at once; the time until each policy's latestRef names it.
+//!
+//! `cargo bench --bench controller_run -- 1000x10000` runs one scenario and prints its rows;
+//! without arguments every scenario runs and docs/benchmarks.md's section is rewritten.
+
+mod common;
+#[path = "common/fake_registry.rs"]
+mod fake_registry;
+
+use fake_registry::{Counts, FakeRegistry};
+use futures::{StreamExt, TryStreamExt};
+use image_reflector::api::{ImagePolicy, ImageRepository};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use kube::{Api, Client, ResourceExt};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const SCENARIOS: &[&str] = &["1000x10000", "5000x400", "10000x100"];
+const TRIGGERED: usize = 100;
+const NEW_TAG: &str = "2.0.0";
+
+fn main() {
+    let chosen: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let all = chosen.is_empty();
+    let names: Vec<&str> = if all {
+        SCENARIOS.to_vec()
+    } else {
+        chosen.iter().map(String::as_str).collect()
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    image_reflector::registry::install_crypto_provider();
+    let mut reports = Vec::new();
+    for name in names {
+        let report = runtime.block_on(scenario(name));
+        println!("{}", report.cold_row());
+        println!("{}", report.warm_row());
+        reports.push(report);
+    }
+    if all {
+        write_docs(&reports);
+    }
+}
+
+/// What one scenario measured.
+struct Report {
+    name: String,
+    repositories: usize,
+    tags: usize,
+    cold: Duration,
+    cold_peak_kib: u64,
+    idle_kib: u64,
+    cold_cpu: f64,
+    store_bytes: u64,
+    cold_requests: Counts,
+    cold_writes: u64,
+    cycles: Vec<Cycle>,
+    warm: Duration,
+    warm_peak_kib: u64,
+    warm_cpu: f64,
+    warm_requests: Counts,
+    warm_writes: u64,
+    triggered_one: Duration,
+    triggered: Vec<Duration>,
+    final_peak_kib: u64,
+}
+
+struct Cycle {
+    wall: Duration,
+    rss_kib: u64,
+    requests: Counts,
+    writes: u64,
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+fn secs(d: Duration) -> String {
+    if d < Duration::from_secs(10) {
+        format!("{:.2} s", d.as_secs_f64())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+impl Report {
+    fn objects(&self) -> f64 {
+        (2 * self.repositories) as f64
+    }
+
+    const COLD_HEAD: &str = "| scenario | cold start to all Ready | peak RSS | idle RSS | CPU | store | registry requests per repository (pages + HEADs) | API writes per object | steady cycle (wall) | RSS over the cycles | requests per cycle |\n|---|---|---|---|---|---|---|---|---|---|---|";
+
+    fn cold_row(&self) -> String {
+        let n = self.repositories as f64;
+        let cycle_walls: Vec<Duration> = self.cycles.iter().map(|c| c.wall).collect();
+        let median_wall = {
+            let mut w = cycle_walls.clone();
+            w.sort();
+            w.get(w.len() / 2).copied().unwrap_or_default()
+        };
+        let rss = match (self.cycles.first(), self.cycles.last()) {
+            (Some(first), Some(last)) => format!(
+                "{} → {} ({} cycles)",
+                mib(first.rss_kib),
+                mib(last.rss_kib),
+                self.cycles.len()
+            ),
+            _ => "-".into(),
+        };
+        let per_cycle = self
+            .cycles
+            .last()
+            .map(|c| {
+                format!(
+                    "{} pages, {} HEADs, {:.2} API writes per repository",
+                    c.requests.tag_pages,
+                    c.requests.manifest_heads + c.requests.manifest_gets,
+                    c.writes as f64 / n
+                )
+            })
+            .unwrap_or_default();
+        format!(
+            "| {} × {} | {} | {} | {} | {:.1} s | {:.1} MB | {:.2} + {:.2} | {:.2} | {} | {} | {} |",
+            self.repositories,
+            self.tags,
+            secs(self.cold),
+            mib(self.cold_peak_kib),
+            mib(self.idle_kib),
+            self.cold_cpu,
+            self.store_bytes as f64 / 1e6,
+            self.cold_requests.tag_pages as f64 / n,
+            (self.cold_requests.manifest_heads + self.cold_requests.manifest_gets) as f64 / n,
+            self.cold_writes as f64 / self.objects(),
+            secs(median_wall),
+            rss,
+            per_cycle,
+        )
+    }
+
+    const WARM_HEAD: &str = "| scenario | warm restart until quiet | its registry requests | its API writes | its peak RSS | its CPU | triggered, 1 repository | triggered, 100 at once: p50 | p99 | peak RSS of the run |\n|---|---|---|---|---|---|---|---|---|---|";
+
+    fn warm_row(&self) -> String {
+        let mut sorted = self.triggered.clone();
+        sorted.sort();
+        format!(
+            "| {} × {} | {} | {} | {} | {} | {:.1} s | {} | {} | {} | {} |",
+            self.repositories,
+            self.tags,
+            secs(self.warm),
+            self.warm_requests.total(),
+            self.warm_writes,
+            mib(self.warm_peak_kib),
+            self.warm_cpu,
+            secs(self.triggered_one),
+            secs(percentile(&sorted, 0.5)),
+            secs(percentile(&sorted, 0.99)),
+            mib(self.final_peak_kib),
+        )
+    }
+}
+
+/// The controller process and what it reports about itself.
+struct Controller {
+    child: Child,
+    metrics: String,
+}
+
+impl Controller {
+    fn start(binary: &Path, namespace: &str, storage: &Path) -> Controller {
+        let metrics = free_address();
+        let child = Command::new(binary)
+            .args([
+                "run",
+                "--watch-all-namespaces=false",
+                "--health-addr=127.0.0.1:0",
+                "--log-level=error",
+            ])
+            .arg(format!("--metrics-addr={metrics}"))
+            .arg("--storage-path")
+            .arg(storage)
+            .env("RUNTIME_NAMESPACE", namespace)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("image-reflector run starts");
+        Controller { child, metrics }
+    }
+
+    fn status_kib(&self, field: &str) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with(field))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            })
+            .unwrap_or(0)
+    }
+
+    fn peak_kib(&self) -> u64 {
+        self.status_kib("VmHWM:")
+    }
+
+    fn rss_kib(&self) -> u64 {
+        self.status_kib("VmRSS:")
+    }
+
+    /// User plus system CPU seconds so far.
+    fn cpu(&self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
+        // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+        // SAFETY: sysconf has no preconditions.
+        ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+    }
+
+    async fn metrics(&self) -> String {
+        match reqwest::get(format!("http://{}/metrics", self.metrics)).await {
+            Ok(response) => response.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// What `quiet` watches: reconciles of each kind and API writes (POST, PUT, PATCH,
+    /// DELETE, by rest_client_requests_total), from one scrape.
+    async fn progress(&self) -> (u64, u64, u64) {
+        let text = self.metrics().await;
+        let reconciles = |kind: &str| {
+            sum_metric(&text, "controller_runtime_reconcile_total", |labels| {
+                labels.to_ascii_lowercase().contains(kind)
+            })
+        };
+        let writes = sum_metric(&text, "rest_client_requests_total", |labels| {
+            ["POST", "PUT", "PATCH", "DELETE"]
+                .iter()
+                .any(|m| labels.contains(&format!("method=\"{m}\"")))
+        });
+        (
+            reconciles("imagerepository"),
+            reconciles("imagepolicy"),
+            writes,
+        )
+    }
+
+    async fn api_writes(&self) -> u64 {
+        self.progress().await.2
+    }
+
+    fn stop(mut self) {
+        // SAFETY: kill has no memory preconditions; the pid is our child's.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "the controller exited with {status}");
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sum_metric(text: &str, name: &str, keep: impl Fn(&str) -> bool) -> u64 {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix(name)?.strip_prefix('{')?;
+            let (labels, value) = rest.split_once("} ")?;
+            keep(labels).then(|| value.trim().parse::<f64>().ok())?
+        })
+        .sum::<f64>() as u64
+}
+
+fn free_address() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
+/// What the watches saw of the policies: the latest tag and digest, readiness, and when each
+/// (policy, tag) was first seen.
+#[derive(Default)]
+struct Seen {
+    policies: HashMap<String, (Option<String>, Option<String>, bool)>,
+    first_seen: HashMap<(String, String), Instant>,
+    handled: HashMap<String, Option<String>>,
+}
+
+fn watch_policies(api: Api<ImagePolicy>, seen: Arc<Mutex<Seen>>) {
+    tokio::spawn(async move {
+        let mut events = watcher(api, watcher::Config::default()).boxed();
+        while let Ok(Some(event)) = events.try_next().await {
+            let (watcher::Event::Apply(p) | watcher::Event::InitApply(p)) = event else {
+                continue;
+            };
+            let status = p.status.clone().unwrap_or_default();
+            let latest = status.latest_ref.as_ref();
+            let tag = latest.map(|r| r.tag.clone());
+            let digest = latest.and_then(|r| r.digest.clone());
+            let ready = status.conditions.unwrap_or_default().iter().any(|c| {
+                c.type_ == "Ready" && c.status == image_reflector::api::ConditionStatus::True
+            });
+            let mut seen = seen.lock().unwrap();
+            if let Some(tag) = &tag {
+                seen.first_seen
+                    .entry((p.name_any(), tag.clone()))
+                    .or_insert_with(Instant::now);
+            }
+            seen.policies.insert(p.name_any(), (tag, digest, ready));
+        }
+    });
+}
+
+fn watch_repositories(api: Api<ImageRepository>, seen: Arc<Mutex<Seen>>) {
+    tokio::spawn(async move {
+        let mut events = watcher(api, watcher::Config::default()).boxed();
+        while let Ok(Some(event)) = events.try_next().await {
+            let (watcher::Event::Apply(r) | watcher::Event::InitApply(r)) = event else {
+                continue;
+            };
+            let handled = r
+                .status
+                .as_ref()
+                .and_then(|s| s.last_handled_reconcile_at.clone());
+            seen.lock().unwrap().handled.insert(r.name_any(), handled);
+        }
+    });
+}
+
+/// Waits until `done` holds, looking every 50 ms; panics after `limit`.
+async fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) -> Duration {
+    let started = Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < limit,
+            "{what}: not done after {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    started.elapsed()
+}
+
+fn reflection(i: usize) -> &'static str {
+    ["Always", "IfNotPresent", "Never"][i % 3]
+}
+
+async fn create_objects(client: &Client, namespace: &str, registry: &str, n: usize) {
+    let repos: Api<ImageRepository> = Api::namespaced(client.clone(), namespace);
+    let policies: Api<ImagePolicy> = Api::namespaced(client.clone(), namespace);
+    futures::stream::iter(0..n)
+        .map(|i| {
+            let (repos, policies) = (repos.clone(), policies.clone());
+            async move {
+                let repo: ImageRepository = serde_json::from_value(serde_json::json!({
+                    "apiVersion": "image.toolkit.fluxcd.io/v1",
+                    "kind": "ImageRepository",
+                    "metadata": {"name": format!("app-{i}")},
+                    "spec": {"image": format!("{registry}/{}", fake_registry::repository(i)), "interval": "1h"},
+                }))
+                .unwrap();
+                let mut spec = serde_json::json!({
+                    "imageRepositoryRef": {"name": format!("app-{i}")},
+                    "policy": {"semver": {"range": ">=1.0.0"}},
+                    "digestReflectionPolicy": reflection(i),
+                });
+                if reflection(i) == "Always" {
+                    spec["interval"] = "1h".into();
+                }
+                let policy: ImagePolicy = serde_json::from_value(serde_json::json!({
+                    "apiVersion": "image.toolkit.fluxcd.io/v1",
+                    "kind": "ImagePolicy",
+                    "metadata": {"name": format!("app-{i}")},
+                    "spec": spec,
+                }))
+                .unwrap();
+                repos.create(&PostParams::default(), &repo).await.unwrap();
+                policies.create(&PostParams::default(), &policy).await.unwrap();
+            }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<()>>()
+        .await;
+}
+
+async fn request_reconcile(api: &Api<ImageRepository>, name: &str, token: &str) {
+    let patch = serde_json::json!({
+        "metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": token}}
+    });
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+fn directory_bytes(path: &Path) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+        let meta = entry.metadata().unwrap();
+        total += if meta.is_dir() {
+            directory_bytes(&entry.path())
+        } else {
+            meta.len()
+        };
+    }
+    total
+}
+
+fn install_crds() {
+    let crds = format!("{}/crds/crds.yaml", env!("CARGO_MANIFEST_DIR"));
+    for args in [
+        vec!["apply", "--server-side", "--force-conflicts", "-f", &crds],
+        vec![
+            "wait",
+            "--for=condition=established",
+            "--timeout=60s",
+            "crd/imagerepositories.image.toolkit.fluxcd.io",
+            "crd/imagepolicies.image.toolkit.fluxcd.io",
+        ],
+    ] {
+        let out = Command::new("kubectl").args(&args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Waits until the controller finished `at_least` reconciles of each kind and its counters of
+/// reconciles, API writes and registry requests stood still for two seconds.
+async fn quiet(controller: &Controller, registry: &FakeRegistry, at_least: u64) -> Duration {
+    let started = Instant::now();
+    let mut last = ((0, 0, 0), Counts::default());
+    let mut still_since = Instant::now();
+    loop {
+        // As often as a scraper that wants the moment, not 4 times per poll: a scrape of 10,000
+        // objects' series is tens of megabytes of text for the controller to write.
+        let now = (controller.progress().await, registry.counts());
+        if now != last {
+            last = now;
+            still_since = Instant::now();
+        } else if now.0 .0 >= at_least
+            && now.0 .1 >= at_least
+            && still_since.elapsed() >= Duration::from_secs(2)
+        {
+            return still_since.duration_since(started);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(900),
+            "never quiet: {last:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+async fn scenario(name: &str) -> Report {
+    let (repositories, tags) = name
+        .split_once('x')
+        .and_then(|(n, t)| Some((n.parse::<usize>().ok()?, t.parse::<usize>().ok()?)))
+        .unwrap_or_else(|| panic!("a scenario is <repositories>x<tags>, not {name}"));
+    let cycles: usize = std::env::var("BENCH_CYCLES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(10);
+    eprintln!("== {repositories} × {tags}");
+    install_crds();
+    let client = Client::try_default().await.expect("KUBECONFIG");
+    let registry = FakeRegistry::start(repositories, tags).await;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let namespace = format!("bench-{repositories}x{tags}-{stamp}");
+    let ns: Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": namespace}})).unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let created = Instant::now();
+    create_objects(&client, &namespace, &registry.host(), repositories).await;
+    eprintln!(
+        "created {} objects in {:.1?}",
+        2 * repositories,
+        created.elapsed()
+    );
+
+    let repos: Api<ImageRepository> = Api::namespaced(client.clone(), &namespace);
+    let policies: Api<ImagePolicy> = Api::namespaced(client.clone(), &namespace);
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    watch_policies(policies.clone(), seen.clone());
+    watch_repositories(repos.clone(), seen.clone());
+
+    let dir = tempfile::tempdir().unwrap();
+    let storage: PathBuf = dir.path().join("store");
+    let binary = Path::new(env!("CARGO_BIN_EXE_image-reflector"));
+    let highest = fake_registry::tag(tags - 1);
+
+    // Cold start.
+    let controller = Controller::start(binary, &namespace, &storage);
+    let started = Instant::now();
+    let limit = Duration::from_secs(1800);
+    let all_ready = |seen: &Seen| {
+        seen.policies.len() == repositories
+            && seen
+                .policies
+                .values()
+                .all(|(tag, _, ready)| *ready && tag.as_deref() == Some(highest.as_str()))
+    };
+    wait_until("cold start", limit, || all_ready(&seen.lock().unwrap())).await;
+    let cold = started.elapsed();
+    let cold_cpu = controller.cpu();
+    let cold_requests = registry.counts();
+    eprintln!("cold start: {cold:.1?}");
+    {
+        let seen = seen.lock().unwrap();
+        for i in 0..repositories {
+            let (_, digest, _) = &seen.policies[&format!("app-{i}")];
+            let expected = (reflection(i) != "Never").then(|| registry.digest(i, &highest));
+            assert_eq!(digest, &expected, "digest of app-{i}");
+        }
+    }
+    quiet(&controller, &registry, repositories as u64).await;
+    let cold_writes = controller.api_writes().await;
+    let cold_peak_kib = controller.peak_kib();
+    let idle_kib = controller.rss_kib();
+    let store_bytes = directory_bytes(&storage);
+
+    // Steady state: every repository rescanned on request, tags unchanged.
+    let mut steady = Vec::new();
+    for cycle in 1..=cycles {
+        let token = format!("cycle-{cycle}");
+        let (before, writes) = (registry.counts(), controller.api_writes().await);
+        let t = Instant::now();
+        futures::stream::iter(0..repositories)
+            .map(|i| {
+                let (repos, token) = (repos.clone(), token.clone());
+                async move { request_reconcile(&repos, &format!("app-{i}"), &token).await }
+            })
+            .buffer_unordered(32)
+            .collect::<Vec<()>>()
+            .await;
+        wait_until(&token, limit, || {
+            let seen = seen.lock().unwrap();
+            seen.handled.len() == repositories
+                && seen
+                    .handled
+                    .values()
+                    .all(|h| h.as_deref() == Some(token.as_str()))
+        })
+        .await;
+        let wall = t.elapsed();
+        let c = Cycle {
+            wall,
+            rss_kib: controller.rss_kib(),
+            requests: registry.counts().since(before),
+            writes: controller.api_writes().await - writes,
+        };
+        eprintln!(
+            "cycle {cycle}: {wall:.1?}, RSS {}, {:?}, {} writes",
+            mib(c.rss_kib),
+            c.requests,
+            c.writes
+        );
+        steady.push(c);
+    }
+    assert!(
+        seen.lock()
+            .unwrap()
+            .policies
+            .values()
+            .all(|(tag, _, ready)| *ready && tag.as_deref() == Some(highest.as_str())),
+        "the elections held over the cycles"
+    );
+
+    // Warm restart on the same store.
+    controller.stop();
+    if std::env::var_os("BENCH_KEEP").is_some() {
+        // For profiling a warm start by hand: the objects and the store stay.
+        let kept = dir.keep();
+        eprintln!(
+            "kept: RUNTIME_NAMESPACE={namespace} store {}",
+            kept.join("store").display()
+        );
+        std::process::exit(0);
+    }
+    let before = registry.counts();
+    let controller = Controller::start(binary, &namespace, &storage);
+    let warm = quiet(&controller, &registry, repositories as u64).await;
+    let warm_requests = registry.counts().since(before);
+    let warm_writes = controller.api_writes().await;
+    let warm_peak_kib = controller.peak_kib();
+    let warm_cpu = controller.cpu();
+    eprintln!("warm restart: {warm:.1?}, {warm_requests:?}, {warm_writes} writes");
+
+    // Triggered scans: one, then 100 at once.
+    registry.push(0, NEW_TAG);
+    let sent = Instant::now();
+    request_reconcile(&repos, "app-0", "triggered-0").await;
+    let key = ("app-0".to_string(), NEW_TAG.to_string());
+    wait_until("triggered app-0", limit, || {
+        seen.lock().unwrap().first_seen.contains_key(&key)
+    })
+    .await;
+    let triggered_one = seen.lock().unwrap().first_seen[&key] - sent;
+    let batch: Vec<usize> = (1..=TRIGGERED.min(repositories - 1)).collect();
+    for &i in &batch {
+        registry.push(i, NEW_TAG);
+    }
+    let sent: Vec<(usize, Instant)> = futures::future::join_all(batch.iter().map(|&i| {
+        let repos = repos.clone();
+        async move {
+            let at = Instant::now();
+            request_reconcile(&repos, &format!("app-{i}"), "triggered-100").await;
+            (i, at)
+        }
+    }))
+    .await;
+    wait_until("triggered batch", limit, || {
+        let seen = seen.lock().unwrap();
+        batch.iter().all(|i| {
+            seen.first_seen
+                .contains_key(&(format!("app-{i}"), NEW_TAG.to_string()))
+        })
+    })
+    .await;
+    let triggered: Vec<Duration> = {
+        let seen = seen.lock().unwrap();
+        sent.iter()
+            .map(|(i, at)| seen.first_seen[&(format!("app-{i}"), NEW_TAG.to_string())] - *at)
+            .collect()
+    };
+    {
+        let seen = seen.lock().unwrap();
+        for &i in std::iter::once(&0).chain(&batch) {
+            let (_, digest, _) = &seen.policies[&format!("app-{i}")];
+            let expected = (reflection(i) != "Never").then(|| registry.digest(i, NEW_TAG));
+            assert_eq!(digest, &expected, "digest of app-{i} after the new tag");
+        }
+    }
+    let final_peak_kib = controller.peak_kib();
+
+    // Clean up while the controller runs: it removes its finalizers.
+    let all = ListParams::default();
+    policies
+        .delete_collection(&DeleteParams::default(), &all)
+        .await
+        .unwrap();
+    repos
+        .delete_collection(&DeleteParams::default(), &all)
+        .await
+        .unwrap();
+    let gone = Instant::now();
+    while !(policies
+        .list_metadata(&all.clone().limit(1))
+        .await
+        .unwrap()
+        .items
+        .is_empty()
+        && repos
+            .list_metadata(&all.clone().limit(1))
+            .await
+            .unwrap()
+            .items
+            .is_empty())
+    {
+        assert!(gone.elapsed() < limit, "objects were not deleted");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    controller.stop();
+    let _ = Api::<Namespace>::all(client.clone())
+        .delete(&namespace, &DeleteParams::default())
+        .await;
+
+    Report {
+        name: name.to_string(),
+        repositories,
+        tags,
+        cold,
+        cold_peak_kib,
+        idle_kib,
+        cold_cpu,
+        store_bytes,
+        cold_requests,
+        cold_writes,
+        cycles: steady,
+        warm,
+        warm_peak_kib,
+        warm_cpu,
+        warm_requests,
+        warm_writes,
+        triggered_one,
+        triggered,
+        final_peak_kib,
+    }
+}
+
+const BEGIN: &str = "<!-- bench-controller:begin (written by `make bench-controller`) -->";
+const END: &str = "<!-- bench-controller:end -->";
+
+fn write_docs(reports: &[Report]) {
+    let path = format!("{}/docs/benchmarks.md", env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let (Some(begin), Some(end)) = (doc.find(BEGIN), doc.find(END)) else {
+        panic!("{path} has no {BEGIN} ... {END} section");
+    };
+    let date = Command::new("date")
+        .arg("+%Y-%m-%d")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mut section = format!(
+        "{BEGIN}\nMeasured on {date}, {cpus} CPUs, the API server, its etcd, the fake registry and the controller on the same machine.\n\n{}\n",
+        Report::COLD_HEAD
+    );
+    for r in reports {
+        section.push_str(&r.cold_row());
+        section.push('\n');
+    }
+    section.push('\n');
+    section.push_str(Report::WARM_HEAD);
+    section.push('\n');
+    for r in reports {
+        section.push_str(&r.warm_row());
+        section.push('\n');
+    }
+    let names: Vec<&str> = reports.iter().map(|r| r.name.as_str()).collect();
+    section.push_str(&format!("\nScenarios: {}.\n", names.join(", ")));
+    let updated = format!("{}{section}{}", &doc[..begin], &doc[end..]);
+    std::fs::write(&path, updated).unwrap();
+    eprintln!("wrote {path}");
+}
