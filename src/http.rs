@@ -69,20 +69,25 @@ pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("invalid address '{text}': use host:port or :port"))
 }
 
-/// The `/metrics` router.
+/// The `/metrics` router. The answer is encoded in pieces and sent as they are (chunked), so a
+/// scrape costs about its own size in memory, once, and holds no lock while it is sent.
 pub fn metrics_router(metrics: Arc<Metrics>) -> Router {
-    use crate::telemetry::exposition::{to_text_004, wants_openmetrics, OPENMETRICS, TEXT_004};
+    use crate::telemetry::exposition::{wants_openmetrics, OPENMETRICS, TEXT_004};
     Router::new().route(
         "/metrics",
         get(move |headers: axum::http::HeaderMap| {
             let metrics = metrics.clone();
             async move {
                 let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-                let text = metrics.encode();
-                match wants_openmetrics(accept) {
-                    true => ([(header::CONTENT_TYPE, OPENMETRICS)], text),
-                    false => ([(header::CONTENT_TYPE, TEXT_004)], to_text_004(&text)),
-                }
+                let openmetrics = wants_openmetrics(accept);
+                let pieces = metrics.encode_chunks(!openmetrics);
+                let body = axum::body::Body::from_stream(futures::stream::iter(
+                    pieces
+                        .into_iter()
+                        .map(|p| Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(p))),
+                ));
+                let kind = if openmetrics { OPENMETRICS } else { TEXT_004 };
+                ([(header::CONTENT_TYPE, kind)], body)
             }
         }),
     )

@@ -40,6 +40,7 @@ fn with_default_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::O
 }
 
 fn main() -> ExitCode {
+    cli::allocator::limit_malloc_arenas();
     let args = Args::parse_from(with_default_subcommand(std::env::args_os().collect()));
     let mut stdout = std::io::stdout().lock();
     let result = match args.command {

@@ -1,5 +1,6 @@
 //! The `image-reflector` subcommands, one file each.
 
+pub mod allocator;
 pub mod crds;
 pub mod error;
 mod manifests;

@@ -125,6 +125,8 @@ pub fn run(args: &ScanArgs, out: &mut impl Write) -> Result<(), CliError> {
                     no_cross_namespace_refs: false,
                     requeue_dependency: Duration::from_secs(30),
                     repository_scanned: scanned_here,
+                    // Offline: every digest is fetched.
+                    first_since_start: false,
                 };
                 reconcile_policy(policy, &env).await
             }

@@ -65,6 +65,9 @@ pub struct Context {
     pub clock: fn() -> Timestamp,
     /// Repositories reconciled successfully since start (docs/compatibility.md, warm start).
     scanned: Mutex<HashSet<RepoKey>>,
+    /// ImagePolicies (`namespace/name`) reconciled since start: a digest fetched before a
+    /// restart may still be fresh for their first reconcile (docs/imagepolicy.md).
+    policies_seen: Mutex<HashSet<String>>,
     /// Repositories with policies are scanned first at start-up.
     pub scan_order: ScanOrder,
     /// The ImageRepository controller's queue, as metrics and `/healthz` see it.
@@ -113,6 +116,7 @@ impl Context {
             settings,
             clock: Timestamp::now,
             scanned: Mutex::default(),
+            policies_seen: Mutex::default(),
             scan_order: ScanOrder::default(),
             repository_queue,
             policy_queue,
@@ -128,6 +132,22 @@ impl Context {
     /// Whether `key`'s repository reconciled successfully since start.
     pub fn was_scanned(&self, key: &RepoKey) -> bool {
         self.scanned.lock().expect("scanned lock").contains(key)
+    }
+
+    /// Whether this is the first reconcile of the ImagePolicy `key` since start; records it.
+    pub fn first_policy_reconcile(&self, key: &str) -> bool {
+        self.policies_seen
+            .lock()
+            .expect("policies lock")
+            .insert(key.to_string())
+    }
+
+    /// Forgets a deleted ImagePolicy.
+    pub fn forget_policy(&self, key: &str) {
+        self.policies_seen
+            .lock()
+            .expect("policies lock")
+            .remove(key);
     }
 }
 

@@ -118,6 +118,7 @@ async fn apply(
         no_cross_namespace_refs: shared.settings.no_cross_namespace_refs,
         requeue_dependency: shared.settings.requeue_dependency,
         repository_scanned: &scanned,
+        first_since_start: shared.first_policy_reconcile(&object_key(&policy)),
     };
     let result = reconcile_policy(&policy, &env).await;
     let stalled = is_stalled(result.status.conditions.as_deref().unwrap_or_default());
@@ -165,6 +166,7 @@ fn cleanup(policy: &ImagePolicy, ctx: &Context) -> Result<Requeue, Error> {
     let key = object_key(policy);
     ctx.backoff.reset(&key);
     ctx.recorder.repeats.forget(&key);
+    ctx.forget_policy(&key);
     Ok(None)
 }
 

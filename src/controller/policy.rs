@@ -15,7 +15,7 @@ use crate::api::{
 };
 use crate::policy::NotElected;
 use crate::registry::{ImageReference, Registries, RegistryClient};
-use crate::store::{RepoKey, StoreError, TagStore};
+use crate::store::{DigestFact, RepoKey, StoreError, TagStore};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use std::collections::BTreeMap;
@@ -57,6 +57,9 @@ pub struct PolicyEnv<'a, R> {
     pub requeue_dependency: Duration,
     /// Whether the repository was scanned since this process started (warm start).
     pub repository_scanned: &'a (dyn Fn(&RepoKey) -> bool + Sync),
+    /// The policy's first reconcile since the process started: an `Always` digest fetched
+    /// before a restart may still be fresh (`reflected_digest`).
+    pub first_since_start: bool,
 }
 
 /// The status to write and what to do next.
@@ -232,8 +235,15 @@ async fn run_steps<R: PolicyReader>(
         Err(err) => return failed(c, Reason::Failure, err.to_string()),
     };
     let name = repo.spec.image.clone();
-    let digest = match reflected_digest(policy, &repo, &image, &name, &tag, status, env).await {
-        Ok(digest) => digest,
+    let wanted = Wanted {
+        image: &image,
+        key: &key,
+        name: &name,
+        tag: &tag,
+        interval,
+    };
+    let (digest, due_in) = match reflected_digest(policy, &repo, &wanted, status, env).await {
+        Ok(reflected) => reflected,
         Err(message) => return failed(c, Reason::Failed, message),
     };
     let elected = ImageRef { name, tag, digest };
@@ -242,7 +252,7 @@ async fn run_steps<R: PolicyReader>(
     }
     c.delete(ConditionType::Ready);
     let message = ready_message(status);
-    let next = interval.map_or(Next::AwaitChange, Next::After);
+    let next = due_in.or(interval).map_or(Next::AwaitChange, Next::After);
     Step::Done(
         Outcome::Succeeded {
             message: message.clone(),
@@ -327,18 +337,34 @@ async fn find_repository<R: PolicyReader>(
     Ok(repo)
 }
 
+/// The elected tag whose digest is wanted, and the policy's interval (`Always` only).
+struct Wanted<'a> {
+    image: &'a ImageReference,
+    key: &'a RepoKey,
+    name: &'a str,
+    tag: &'a str,
+    interval: Option<Duration>,
+}
+
 /// The digest per `digestReflectionPolicy` (§4.7): `Never` none, `IfNotPresent` the recorded
 /// one when name and tag are unchanged, `Always` (and the rest of `IfNotPresent`) fetched with
-/// the repository's credentials, TLS, proxy, `insecure` and timeout.
+/// the repository's credentials, TLS, proxy, `insecure` and timeout. At its first reconcile
+/// after a restart, an `Always` policy whose tag's digest was fetched less than its interval ago (the store keeps when) takes that digest and says when the next fetch is due,
+/// unless a reconcile was requested or the spec changed (docs/imagepolicy.md).
 async fn reflected_digest<R: PolicyReader>(
     policy: &ImagePolicy,
     repo: &ImageRepository,
-    image: &ImageReference,
-    name: &str,
-    tag: &str,
+    wanted: &Wanted<'_>,
     status: &ImagePolicyStatus,
     env: &PolicyEnv<'_, R>,
-) -> Result<Option<String>, String> {
+) -> Result<(Option<String>, Option<Duration>), String> {
+    let Wanted {
+        image,
+        key,
+        name,
+        tag,
+        interval,
+    } = *wanted;
     let recorded = status
         .latest_ref
         .as_ref()
@@ -346,9 +372,19 @@ async fn reflected_digest<R: PolicyReader>(
         .and_then(|r| r.digest.clone())
         .filter(|d| !d.is_empty());
     match policy.spec.digest_reflection_policy.unwrap_or_default() {
-        ReflectionPolicy::Never => return Ok(None),
-        ReflectionPolicy::IfNotPresent if recorded.is_some() => return Ok(recorded),
-        _ => {}
+        ReflectionPolicy::Never => return Ok((None, None)),
+        ReflectionPolicy::IfNotPresent if recorded.is_some() => return Ok((recorded, None)),
+        ReflectionPolicy::Always => {
+            // Only the first reconcile after a restart: from then on every reconcile
+            // fetches, as Flux's do.
+            let warm = env.first_since_start && !asked_anew(policy, status);
+            if let Some(interval) = interval.filter(|_| warm) {
+                if let Some(fresh) = fresh_fact(env.store, key, tag, interval, env.now).await {
+                    return Ok(fresh);
+                }
+            }
+        }
+        ReflectionPolicy::IfNotPresent => {}
     }
     let fail = |err: String| format!("failed fetching digest of {name}:{tag}: {err}");
     let (_, timeout) = intervals(repo).map_err(fail)?;
@@ -372,11 +408,63 @@ async fn reflected_digest<R: PolicyReader>(
         ))
     };
     match tokio::time::timeout(timeout, client.digest(image, tag)).await {
-        Ok(Ok(digest)) => Ok(Some(digest)),
+        Ok(Ok(digest)) => {
+            remember_digest(env.store, key, tag, &digest, env.now).await;
+            Ok((Some(digest), None))
+        }
         Ok(Err(err)) => Err(descriptor(err.to_string())),
         Err(_) => Err(descriptor(format!(
             "no answer within {} (the ImageRepository's spec.timeout)",
             format_go_duration(timeout)
         ))),
+    }
+}
+
+/// Whether the policy asks for a fresh look: a `requestedAt` not yet handled, or a spec not yet
+/// observed.
+fn asked_anew(policy: &ImagePolicy, status: &ImagePolicyStatus) -> bool {
+    let requested = policy
+        .annotations()
+        .get(super::status::REQUESTED_AT_ANNOTATION);
+    requested.is_some_and(|r| status.last_handled_reconcile_at.as_ref() != Some(r))
+        || status.observed_generation != policy.metadata.generation
+}
+
+/// The digest of `tag` fetched less than `interval` ago, and when the next fetch is due.
+async fn fresh_fact(
+    store: &Arc<dyn TagStore>,
+    key: &RepoKey,
+    tag: &str,
+    interval: Duration,
+    now: Timestamp,
+) -> Option<(Option<String>, Option<Duration>)> {
+    let (store, key, owned) = (store.clone(), key.clone(), tag.to_string());
+    let fact = tokio::task::spawn_blocking(move || store.digest_fact(&key, &owned))
+        .await
+        .ok()?
+        .ok()??;
+    let age = u64::try_from(now.as_second() - fact.checked_at).ok()?;
+    let due_in = interval.checked_sub(Duration::from_secs(age))?;
+    // Nearly due is due: whole seconds and requeue delays must not add a reconcile.
+    let slack = (interval / 20).max(Duration::from_secs(2));
+    (due_in > slack).then_some((Some(fact.digest), Some(due_in)))
+}
+
+/// Keeps when `tag`'s digest was fetched; a failure only costs an earlier fetch after a restart.
+async fn remember_digest(
+    store: &Arc<dyn TagStore>,
+    key: &RepoKey,
+    tag: &str,
+    digest: &str,
+    now: Timestamp,
+) {
+    let (store, key, tag) = (store.clone(), key.clone(), tag.to_string());
+    let fact = DigestFact {
+        digest: digest.to_string(),
+        checked_at: now.as_second(),
+    };
+    let recorded = tokio::task::spawn_blocking(move || store.record_digest(&key, &tag, fact)).await;
+    if let Ok(Err(err)) = recorded {
+        tracing::debug!(%err, "the digest's fetch time was not kept");
     }
 }

@@ -7,7 +7,8 @@
 //! is never fatal: a file that does not read back is logged, removed and reported as no tags,
 //! and the repository is rescanned.
 
-use super::{RepoKey, Revision, StoreError, TagList, TagStore};
+use super::digests::MAX_FILE_BYTES;
+use super::{DigestFact, DigestFacts, RepoKey, Revision, StoreError, TagList, TagStore};
 use flate2::{read::GzDecoder, write::GzEncoder, Compression};
 use std::collections::HashSet;
 use std::fs::{self, DirBuilder, File, OpenOptions};
@@ -22,6 +23,7 @@ pub const DEFAULT_COMPRESSION_THRESHOLD: usize = 64 * 1024;
 const OBJECTS: &str = "imagerepository";
 const PLAIN: &str = "tags.txt";
 const GZIP: &str = "tags.txt.gz";
+const DIGESTS: &str = "digests.txt";
 const VERSION_FILE: &str = ".storage-version";
 const VERSION: &str = "2\n";
 const WIPE_MARKER: &str = ".storage-wipe-in-progress";
@@ -40,6 +42,8 @@ pub struct FsStore {
     /// The revision each key's file holds, as last written or read: a scan whose tags did not
     /// change then costs no write (no compression, no fsync).
     known: std::sync::Mutex<std::collections::HashMap<RepoKey, Revision>>,
+    /// Serialises the read-modify-write of `digests.txt` files.
+    digests: std::sync::Mutex<()>,
 }
 
 impl FsStore {
@@ -69,6 +73,7 @@ impl FsStore {
             root,
             compression_threshold,
             known: Default::default(),
+            digests: Default::default(),
         };
         store.reconcile_format()?;
         store.sweep_temporary_files()?;
@@ -275,6 +280,23 @@ impl TagStore for FsStore {
         Ok(())
     }
 
+    fn digest_fact(&self, key: &RepoKey, tag: &str) -> Result<Option<DigestFact>, StoreError> {
+        let facts = read_digests(&self.object_dir(key).join(DIGESTS));
+        Ok(facts.get(tag).cloned())
+    }
+
+    fn record_digest(&self, key: &RepoKey, tag: &str, fact: DigestFact) -> Result<(), StoreError> {
+        let dir = self.object_dir(key);
+        let _one_writer = self.digests.lock().expect("store lock");
+        if !dir.is_dir() {
+            return Ok(());
+        }
+        let mut facts = read_digests(&dir.join(DIGESTS));
+        facts.record(tag, fact);
+        // Advisory (digests.rs): a crash losing it costs a request, so no fsync.
+        write_file(&dir, DIGESTS, facts.render().as_bytes(), false)
+    }
+
     fn keys(&self) -> Result<Vec<RepoKey>, StoreError> {
         let objects = self.root.join(OBJECTS);
         let mut keys = Vec::new();
@@ -347,8 +369,27 @@ fn create_private_dir(path: &Path) -> Result<(), StoreError> {
         .map_err(StoreError::io("creating directory", path))
 }
 
+/// The digest facts at `path`: none when missing, too large or unreadable.
+fn read_digests(path: &Path) -> DigestFacts {
+    let read = File::open(path).and_then(|f| {
+        let mut text = String::new();
+        f.take(MAX_FILE_BYTES + 1).read_to_string(&mut text)?;
+        Ok(text)
+    });
+    match read {
+        Ok(text) if text.len() as u64 <= MAX_FILE_BYTES => DigestFacts::parse(&text),
+        _ => DigestFacts::default(),
+    }
+}
+
 /// Writes `dir/name` so that a crash at any point leaves either the old or the new content.
 fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    write_file(dir, name, bytes, true)
+}
+
+/// Writes `dir/name` through a temporary file and a rename; `durable` adds the fsyncs that
+/// make the new content survive a crash.
+fn write_file(dir: &Path, name: &str, bytes: &[u8], durable: bool) -> Result<(), StoreError> {
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
     let temp = dir.join(format!("{TEMP_PREFIX}{name}-{}-{n}", std::process::id()));
     let written = (|| {
@@ -358,7 +399,10 @@ fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StoreError> 
             .mode(0o600)
             .open(&temp)?;
         file.write_all(bytes)?;
-        file.sync_all()
+        if durable {
+            file.sync_all()?;
+        }
+        Ok(())
     })();
     if let Err(e) = written {
         let _ = fs::remove_file(&temp);
@@ -369,7 +413,10 @@ fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StoreError> 
         let _ = fs::remove_file(&temp);
         StoreError::io("renaming a new file to", &target)(e)
     })?;
-    sync_dir(dir)
+    if durable {
+        sync_dir(dir)?;
+    }
+    Ok(())
 }
 
 fn sync_dir(dir: &Path) -> Result<(), StoreError> {

@@ -1,6 +1,6 @@
 //! An in-memory store: for tests and the offline commands.
 
-use super::{RepoKey, Revision, StoreError, TagList, TagStore};
+use super::{DigestFact, DigestFacts, RepoKey, Revision, StoreError, TagList, TagStore};
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
@@ -8,6 +8,7 @@ use std::sync::{Arc, RwLock};
 #[derive(Default)]
 pub struct MemoryStore {
     entries: RwLock<HashMap<RepoKey, Arc<TagList>>>,
+    digests: RwLock<HashMap<RepoKey, DigestFacts>>,
 }
 
 impl MemoryStore {
@@ -39,6 +40,28 @@ impl TagStore for MemoryStore {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(key);
+        self.digests
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+        Ok(())
+    }
+
+    fn digest_fact(&self, key: &RepoKey, tag: &str) -> Result<Option<DigestFact>, StoreError> {
+        let digests = self.digests.read().unwrap_or_else(|p| p.into_inner());
+        Ok(digests.get(key).and_then(|f| f.get(tag)).cloned())
+    }
+
+    fn record_digest(&self, key: &RepoKey, tag: &str, fact: DigestFact) -> Result<(), StoreError> {
+        let has_tags = self
+            .entries
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(key);
+        if has_tags {
+            let mut digests = self.digests.write().unwrap_or_else(|p| p.into_inner());
+            digests.entry(key.clone()).or_default().record(tag, fact);
+        }
         Ok(())
     }
 

@@ -5,12 +5,14 @@
 //! `FsStore` is the default, in Flux's filesystem layout; `MemoryStore` serves tests and the
 //! offline commands. See docs/store.md for the guarantees.
 
+mod digests;
 mod error;
 mod fs;
 mod key;
 mod memory;
 mod tag_list;
 
+pub use digests::{DigestFact, DigestFacts, MAX_FACTS};
 pub use error::StoreError;
 pub use fs::{FsStore, DEFAULT_COMPRESSION_THRESHOLD};
 pub use key::RepoKey;
@@ -31,6 +33,12 @@ pub trait TagStore: Send + Sync {
 
     /// Forgets `key`.
     fn delete(&self, key: &RepoKey) -> Result<(), StoreError>;
+
+    /// When `tag`'s digest was last fetched (`digests.rs`); `None` when not known.
+    fn digest_fact(&self, key: &RepoKey, tag: &str) -> Result<Option<DigestFact>, StoreError>;
+
+    /// Remembers a fetched digest of `tag`, beside `key`'s tags (nothing when it has none).
+    fn record_digest(&self, key: &RepoKey, tag: &str, fact: DigestFact) -> Result<(), StoreError>;
 
     /// Every key with stored tags.
     fn keys(&self) -> Result<Vec<RepoKey>, StoreError>;

@@ -30,22 +30,63 @@ pub fn wants_openmetrics(accept: Option<&str>) -> bool {
 /// OpenMetrics text as Prometheus text 0.0.4.
 pub fn to_text_004(openmetrics: &str) -> String {
     let mut out = String::with_capacity(openmetrics.len());
-    // prometheus-client writes HELP before TYPE: a HELP waits for its TYPE to learn the name.
-    let mut help: Option<(String, String)> = None;
-    let flush = |out: &mut String, help: &mut Option<(String, String)>, name: Option<&str>| {
-        if let Some((family, text)) = help.take() {
+    let mut converter = Text004::default();
+    converter.push(openmetrics, &mut out);
+    converter.finish(&mut out);
+    out
+}
+
+/// The 0.0.4 conversion, line by line, of OpenMetrics text that arrives in pieces.
+#[derive(Default)]
+pub struct Text004 {
+    /// The end of the last piece, until its line is complete.
+    partial: String,
+    /// prometheus-client writes HELP before TYPE: a HELP waits for its TYPE to learn the name.
+    help: Option<(String, String)>,
+}
+
+impl Text004 {
+    /// Converts the complete lines of `piece` (with what was left of the last one) into `out`.
+    pub fn push(&mut self, piece: &str, out: &mut String) {
+        let mut rest = piece;
+        while let Some(end) = rest.find('\n') {
+            let (line, after) = (&rest[..end], &rest[end + 1..]);
+            if self.partial.is_empty() {
+                self.line(line, out);
+            } else {
+                let mut whole = std::mem::take(&mut self.partial);
+                whole.push_str(line);
+                self.line(&whole, out);
+            }
+            rest = after;
+        }
+        self.partial.push_str(rest);
+    }
+
+    /// Converts what is left: a last line without a newline, a HELP without its TYPE.
+    pub fn finish(&mut self, out: &mut String) {
+        let last = std::mem::take(&mut self.partial);
+        if !last.is_empty() {
+            self.line(&last, out);
+        }
+        self.flush_help(out, None);
+    }
+
+    fn flush_help(&mut self, out: &mut String, name: Option<&str>) {
+        if let Some((family, text)) = self.help.take() {
             out.push_str(&format!("# HELP {} {text}\n", name.unwrap_or(&family)));
         }
-    };
-    for line in openmetrics.lines() {
+    }
+
+    fn line(&mut self, line: &str, out: &mut String) {
         if line == "# EOF" || line.starts_with("# UNIT ") {
-            continue;
+            return;
         }
         if let Some(rest) = line.strip_prefix("# HELP ") {
-            flush(&mut out, &mut help, None);
+            self.flush_help(out, None);
             let (name, text) = rest.split_once(' ').unwrap_or((rest, ""));
-            help = Some((name.to_string(), text.to_string()));
-            continue;
+            self.help = Some((name.to_string(), text.to_string()));
+            return;
         }
         if let Some(rest) = line.strip_prefix("# TYPE ") {
             let (name, kind) = rest.split_once(' ').unwrap_or((rest, "untyped"));
@@ -55,22 +96,68 @@ pub fn to_text_004(openmetrics: &str) -> String {
                 "unknown" => (name.to_string(), "untyped"),
                 other => (name.to_string(), other),
             };
-            flush(&mut out, &mut help, Some(&name));
+            self.flush_help(out, Some(&name));
             out.push_str(&format!("# TYPE {name} {kind}\n"));
-            continue;
+            return;
         }
-        flush(&mut out, &mut help, None);
+        self.flush_help(out, None);
         let sample = line.split(['{', ' ']).next().unwrap_or_default();
         if sample.ends_with("_created") {
-            continue;
+            return;
         }
         // Exemplars (` # {...}`) are OpenMetrics only.
         let line = line.split(" # ").next().unwrap_or(line);
         out.push_str(line);
         out.push('\n');
     }
-    flush(&mut out, &mut help, None);
-    out
+}
+
+/// The size of the pieces a scrape's answer is written in.
+pub const CHUNK_BYTES: usize = 64 * 1024;
+
+/// Collects encoded text in pieces of about `CHUNK_BYTES`, converted to 0.0.4 on the way
+/// when asked: a scrape of 10,000 objects' series is tens of megabytes, and one growing
+/// String would hold up to twice that while it doubles, and the conversion a copy on top.
+pub struct Chunks {
+    done: Vec<String>,
+    current: String,
+    text_004: Option<Text004>,
+}
+
+impl Chunks {
+    pub fn new(text_004: bool) -> Self {
+        Chunks {
+            done: Vec::new(),
+            current: String::with_capacity(CHUNK_BYTES + 1024),
+            text_004: text_004.then(Text004::default),
+        }
+    }
+
+    /// The pieces, in order.
+    pub fn finish(mut self) -> Vec<String> {
+        if let Some(converter) = self.text_004.as_mut() {
+            converter.finish(&mut self.current);
+        }
+        if !self.current.is_empty() {
+            self.done.push(self.current);
+        }
+        self.done
+    }
+}
+
+impl std::fmt::Write for Chunks {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        match self.text_004.as_mut() {
+            Some(converter) => converter.push(s, &mut self.current),
+            None => self.current.push_str(s),
+        }
+        if self.current.len() >= CHUNK_BYTES {
+            let full =
+                std::mem::replace(&mut self.current, String::with_capacity(CHUNK_BYTES + 1024));
+            self.done.push(full);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -97,6 +184,46 @@ mod tests {
             "# HELP requests_total Requests made.\n# TYPE requests_total counter\nrequests_total{code=\"200\"} 3\n\
              # HELP up Up.\n# TYPE up gauge\nup 1\n\
              # HELP build_info Build.\n# TYPE build_info gauge\nbuild_info{version=\"1\"} 1\n"
+        );
+    }
+
+    #[test]
+    fn the_conversion_does_not_depend_on_where_pieces_end() {
+        use std::fmt::Write;
+        let om = "# HELP requests Requests made.\n# TYPE requests counter\nrequests_total{code=\"200\"} 3\nrequests_created{code=\"200\"} 1.7e9\n\
+                  # HELP up Up.\n# TYPE up gauge\n# UNIT up seconds\nup 1\n# EOF\n";
+        let whole = to_text_004(om);
+        for size in 1..om.len() {
+            let mut chunks = Chunks::new(true);
+            let mut at = 0;
+            while at < om.len() {
+                let end = (at + size).min(om.len());
+                chunks.write_str(&om[at..end]).unwrap();
+                at = end;
+            }
+            assert_eq!(chunks.finish().concat(), whole, "pieces of {size} bytes");
+        }
+        let mut chunks = Chunks::new(false);
+        chunks.write_str(om).unwrap();
+        assert_eq!(chunks.finish().concat(), om, "OpenMetrics passes unchanged");
+    }
+
+    #[test]
+    fn a_large_answer_is_held_in_bounded_pieces() {
+        use std::fmt::Write;
+        let mut chunks = Chunks::new(true);
+        let line = "gotk_reconcile_duration_seconds_bucket{kind=\"ImagePolicy\",name=\"app\",namespace=\"team\",le=\"0.5\"} 1\n";
+        for _ in 0..100_000 {
+            chunks.write_str(line).unwrap();
+        }
+        let pieces = chunks.finish();
+        assert!(pieces.len() > 100);
+        assert!(pieces
+            .iter()
+            .all(|p| p.len() < CHUNK_BYTES + line.len() + 1024));
+        assert_eq!(
+            pieces.iter().map(String::len).sum::<usize>(),
+            100_000 * line.len()
         );
     }
 }

@@ -308,6 +308,15 @@ impl Metrics {
         }
     }
 
+    /// The scrape's answer in pieces (`exposition::Chunks`): OpenMetrics, or 0.0.4.
+    pub fn encode_chunks(&self, text_004: bool) -> Vec<String> {
+        let mut chunks = super::exposition::Chunks::new(text_004);
+        let registry = self.registry.lock().expect("metrics registry lock");
+        // Chunks never fail a write.
+        let _ = prometheus_client::encoding::text::encode(&mut chunks, &registry);
+        chunks.finish()
+    }
+
     /// The OpenMetrics text.
     pub fn encode(&self) -> String {
         let mut text = String::new();

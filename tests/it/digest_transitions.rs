@@ -83,6 +83,7 @@ async fn reconcile(
         no_cross_namespace_refs: false,
         requeue_dependency: Duration::from_secs(30),
         repository_scanned: &scanned,
+        first_since_start: false,
     };
     let result = reconcile_policy(&policy, &env).await;
     let ready = result

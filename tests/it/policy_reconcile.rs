@@ -754,3 +754,60 @@ async fn a_policy_waits_for_its_repositorys_first_scan_without_a_failure() {
     assert!(again.result.is_ok());
     assert!(again.calls.is_empty());
 }
+
+/// The HEADs `reg` answered.
+fn heads(reg: &FaultServer) -> usize {
+    reg.seen().iter().filter(|s| s.method == "HEAD").count()
+}
+
+/// After a restart (the repository not yet scanned by this process), an `Always` policy whose
+/// tag's digest the store says was fetched two minutes ago takes it without a request and
+/// looks again when its interval is due; a fetch older than the interval, or a requested
+/// reconcile, makes the request, and the store then keeps its time.
+#[tokio::test]
+async fn after_a_restart_an_always_policy_fetches_only_when_due() {
+    use image_reflector::store::DigestFact;
+    let digest = Arc::new(Mutex::new(NEW.to_string()));
+    let reg = digest_registry(digest).await;
+    let image = format!("{}/team/app", reg.host());
+    let repo = repository(NS, &image, json!({}));
+    let (spec, status) = always_elected_at_old(&image, "10m");
+    let key = RepoKey::new(NS, "app").unwrap();
+    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    let store_checked = |seconds_ago: i64| {
+        let store = store_with(NS, &["1.0.0", "1.1.0"]);
+        let fact = DigestFact {
+            digest: OLD.into(),
+            checked_at: now - seconds_ago,
+        };
+        store.record_digest(&key, "1.1.0", fact).unwrap();
+        store
+    };
+
+    let obj = policy(spec.clone(), status.clone());
+    let fresh = run(&obj, &[repo.clone()], vec![], store_checked(120)).await;
+    let action = fresh.result.unwrap();
+    assert!(
+        (470..=480).any(|s| action == Action::requeue(Duration::from_secs(s))),
+        "requeued when the 10m interval is due, 8 minutes on: {action:?}"
+    );
+    assert_eq!(heads(&reg), 0, "a digest fetched 2 minutes ago is not due");
+    assert!(fresh.calls.is_empty(), "nothing changed: {:?}", fresh.calls);
+
+    let store = store_checked(660);
+    let stale = run(&obj, &[repo.clone()], vec![patch(&obj)], store.clone()).await;
+    assert_eq!(heads(&reg), 1, "a fetch 11 minutes old is due");
+    assert_eq!(
+        stale.result.unwrap(),
+        Action::requeue(Duration::from_secs(600))
+    );
+    assert!(stale.calls[0].body["status"]["latestRef"]["digest"] == NEW);
+    let kept = store.digest_fact(&key, "1.1.0").unwrap().unwrap();
+    assert_eq!(kept.digest, NEW);
+    assert!(kept.checked_at >= now, "the fetch's time is kept");
+
+    let mut asked = policy(spec, status);
+    asked["metadata"]["annotations"] = json!({"reconcile.fluxcd.io/requestedAt": "now"});
+    run(&asked, &[repo], vec![patch(&asked)], store_checked(120)).await;
+    assert_eq!(heads(&reg), 2, "a requested reconcile fetches");
+}

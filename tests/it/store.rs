@@ -394,3 +394,70 @@ fn unchanged_tags_are_not_rewritten() {
     reopened.set(&k, &tags(51, "build")).unwrap();
     assert_ne!(reopened.get(&k).unwrap().1, rev);
 }
+
+fn check_digest_facts(store: &dyn TagStore) {
+    use image_reflector::store::DigestFact;
+    let (a, none) = (key("ns1", "facts"), key("ns1", "no-tags"));
+    let fact = |digest: &str, at| DigestFact {
+        digest: digest.into(),
+        checked_at: at,
+    };
+    store.set(&a, &TagList::new(["1.0.0"]).unwrap()).unwrap();
+    store
+        .record_digest(&a, "1.0.0", fact("sha256:aa", 10))
+        .unwrap();
+    store
+        .record_digest(&a, "1.0.0", fact("sha256:bb", 20))
+        .unwrap();
+    assert_eq!(
+        store.digest_fact(&a, "1.0.0").unwrap(),
+        Some(fact("sha256:bb", 20))
+    );
+    assert_eq!(store.digest_fact(&a, "2.0.0").unwrap(), None);
+    store
+        .record_digest(&none, "1.0.0", fact("sha256:aa", 10))
+        .unwrap();
+    assert_eq!(
+        store.digest_fact(&none, "1.0.0").unwrap(),
+        None,
+        "no facts are kept for a repository without tags"
+    );
+    store.delete(&a).unwrap();
+    store.set(&a, &TagList::new(["1.0.0"]).unwrap()).unwrap();
+    assert_eq!(
+        store.digest_fact(&a, "1.0.0").unwrap(),
+        None,
+        "deleted with the tags"
+    );
+}
+
+#[test]
+fn digest_facts_are_kept_beside_the_tags_in_both_stores() {
+    check_digest_facts(&MemoryStore::new());
+    let dir = tempfile::tempdir().unwrap();
+    check_digest_facts(&FsStore::open(dir.path(), 64 * 1024).unwrap());
+}
+
+#[test]
+fn digest_facts_survive_a_restart_and_a_hostile_file_is_not_read() {
+    use image_reflector::store::DigestFact;
+    let dir = tempfile::tempdir().unwrap();
+    let k = key("ns1", "app");
+    let fact = DigestFact {
+        digest: "sha256:aa".into(),
+        checked_at: 1_700_000_000,
+    };
+    {
+        let store = FsStore::open(dir.path(), 64 * 1024).unwrap();
+        store.set(&k, &TagList::new(["1.0.0"]).unwrap()).unwrap();
+        store.record_digest(&k, "1.0.0", fact.clone()).unwrap();
+    }
+    let store = FsStore::open(dir.path(), 64 * 1024).unwrap();
+    assert_eq!(store.digest_fact(&k, "1.0.0").unwrap(), Some(fact));
+    assert_eq!(store.get(&k).unwrap().0.len(), 1, "the tags read as before");
+    // A huge file (planted, or grown by a bug) is not read into memory: no facts.
+    let file = object_dir(dir.path(), &k).join("digests.txt");
+    let line = "1.0.0 sha256:aa 1700000000\n";
+    std::fs::write(&file, line.repeat(1 + (1 << 20) / line.len())).unwrap();
+    assert_eq!(store.digest_fact(&k, "1.0.0").unwrap(), None);
+}
