@@ -244,11 +244,28 @@ impl Controller {
         ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
     }
 
+    /// A scrape as Prometheus makes it (gzip accepted).
     async fn metrics(&self) -> String {
-        match reqwest::get(format!("http://{}/metrics", self.metrics)).await {
-            Ok(response) => response.text().await.unwrap_or_default(),
-            Err(_) => String::new(),
+        use std::io::Read;
+        let client = reqwest::Client::new();
+        let request = client
+            .get(format!("http://{}/metrics", self.metrics))
+            .header("Accept-Encoding", "gzip");
+        let Ok(response) = request.send().await else {
+            return String::new();
+        };
+        let gzipped = response
+            .headers()
+            .get("Content-Encoding")
+            .is_some_and(|e| e == "gzip");
+        let body = response.bytes().await.unwrap_or_default();
+        let mut text = String::new();
+        if gzipped {
+            let _ = flate2::read::GzDecoder::new(&body[..]).read_to_string(&mut text);
+        } else {
+            text = String::from_utf8_lossy(&body).into_owned();
         }
+        text
     }
 
     /// What `quiet` watches: reconciles of each kind and API writes (POST, PUT, PATCH,
@@ -486,10 +503,11 @@ async fn scenario(name: &str) -> Report {
         .split_once('x')
         .and_then(|(n, t)| Some((n.parse::<usize>().ok()?, t.parse::<usize>().ok()?)))
         .unwrap_or_else(|| panic!("a scenario is <repositories>x<tags>, not {name}"));
+    // Ten cycles where a cycle takes seconds; three where it takes a minute (10,000 patches).
     let cycles: usize = std::env::var("BENCH_CYCLES")
         .ok()
         .and_then(|c| c.parse().ok())
-        .unwrap_or(10);
+        .unwrap_or(if repositories <= 1000 { 10 } else { 3 });
     eprintln!("== {repositories} × {tags}");
     install_crds();
     let client = Client::try_default().await.expect("KUBECONFIG");
@@ -668,32 +686,36 @@ async fn scenario(name: &str) -> Report {
     }
     let final_peak_kib = controller.peak_kib();
 
-    // Clean up while the controller runs: it removes its finalizers.
+    // Clean up while the controller runs: it removes its finalizers. The API server answers a
+    // collection delete with every object deleted; at 10,000 that can fail mid-answer, and the
+    // request is repeated until none is left.
     let all = ListParams::default();
-    policies
-        .delete_collection(&DeleteParams::default(), &all)
-        .await
-        .unwrap();
-    repos
-        .delete_collection(&DeleteParams::default(), &all)
-        .await
-        .unwrap();
     let gone = Instant::now();
-    while !(policies
-        .list_metadata(&all.clone().limit(1))
-        .await
-        .unwrap()
-        .items
-        .is_empty()
-        && repos
+    loop {
+        let left = policies
             .list_metadata(&all.clone().limit(1))
             .await
             .unwrap()
             .items
-            .is_empty())
-    {
+            .len()
+            + repos
+                .list_metadata(&all.clone().limit(1))
+                .await
+                .unwrap()
+                .items
+                .len();
+        if left == 0 {
+            break;
+        }
         assert!(gone.elapsed() < limit, "objects were not deleted");
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        let deleted = DeleteParams::default();
+        if let Err(err) = policies.delete_collection(&deleted, &all).await {
+            eprintln!("deleting the policies: {err}; again");
+        }
+        if let Err(err) = repos.delete_collection(&deleted, &all).await {
+            eprintln!("deleting the repositories: {err}; again");
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
     controller.stop();
     let _ = Api::<Namespace>::all(client.clone())

@@ -69,25 +69,34 @@ pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("invalid address '{text}': use host:port or :port"))
 }
 
-/// The `/metrics` router. The answer is encoded in pieces and sent as they are (chunked), so a
-/// scrape costs about its own size in memory, once, and holds no lock while it is sent.
+/// The `/metrics` router. The answer is encoded in pieces, gzipped when the scraper accepts
+/// it, and sent as it is held (chunked): a scrape costs about its own size in memory, once,
+/// and holds no lock while it is sent.
 pub fn metrics_router(metrics: Arc<Metrics>) -> Router {
-    use crate::telemetry::exposition::{wants_openmetrics, OPENMETRICS, TEXT_004};
+    use crate::telemetry::exposition::{accepts_gzip, wants_openmetrics, OPENMETRICS, TEXT_004};
     Router::new().route(
         "/metrics",
         get(move |headers: axum::http::HeaderMap| {
             let metrics = metrics.clone();
             async move {
-                let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-                let openmetrics = wants_openmetrics(accept);
-                let pieces = metrics.encode_chunks(!openmetrics);
+                let header_text = |name| headers.get(name).and_then(|v| v.to_str().ok());
+                let openmetrics = wants_openmetrics(header_text(header::ACCEPT));
+                let gzip = accepts_gzip(header_text(header::ACCEPT_ENCODING));
+                let pieces = metrics.encode_chunks(!openmetrics, gzip);
                 let body = axum::body::Body::from_stream(futures::stream::iter(
                     pieces
                         .into_iter()
                         .map(|p| Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(p))),
                 ));
                 let kind = if openmetrics { OPENMETRICS } else { TEXT_004 };
-                ([(header::CONTENT_TYPE, kind)], body)
+                let mut response = ([(header::CONTENT_TYPE, kind)], body).into_response();
+                if gzip {
+                    response.headers_mut().insert(
+                        header::CONTENT_ENCODING,
+                        axum::http::HeaderValue::from_static("gzip"),
+                    );
+                }
+                response
             }
         }),
     )
@@ -186,6 +195,40 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(&body[..], b"the imagepolicy controller is not running");
+    }
+
+    #[tokio::test]
+    async fn metrics_are_gzipped_for_a_scraper_that_accepts_it() {
+        use std::io::Read;
+        use tower::Service;
+        let metrics = std::sync::Arc::new(crate::telemetry::metrics::Metrics::default());
+        metrics.set_scan("team", "app", 42, 1.7e9);
+        let mut router = super::metrics_router(metrics.clone());
+        let scrape = |encoding: Option<&str>| {
+            let mut request = axum::http::Request::get("/metrics");
+            if let Some(e) = encoding {
+                request = request.header("Accept-Encoding", e);
+            }
+            request.body(axum::body::Body::empty()).unwrap()
+        };
+        let plain = router.call(scrape(None)).await.unwrap();
+        assert!(plain.headers().get("Content-Encoding").is_none());
+        let plain = axum::body::to_bytes(plain.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let text = String::from_utf8(plain.to_vec()).unwrap();
+        assert!(text.contains("image_reflector_repository_tags{"), "{text}");
+
+        let gzipped = router.call(scrape(Some("gzip"))).await.unwrap();
+        assert_eq!(gzipped.headers()["Content-Encoding"], "gzip");
+        let body = axum::body::to_bytes(gzipped.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let mut unzipped = String::new();
+        flate2::read::GzDecoder::new(&body[..])
+            .read_to_string(&mut unzipped)
+            .unwrap();
+        assert_eq!(unzipped, text);
     }
 
     #[test]

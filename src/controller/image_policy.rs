@@ -10,6 +10,7 @@ use super::error::{log_result, next_requeue, Error};
 use super::frame::{reconcile_in_frame, retry, Requeue};
 use super::migrate::{migrate_status, migration_patch};
 use super::policy::{reconcile_policy, PolicyEnv, PolicyReader};
+use super::repository_feed::Feed;
 use super::slim::slim;
 use super::status::{
     is_ready, is_stalled, key_of, object_key, object_labels, patch_status, trigger_hash,
@@ -369,17 +370,16 @@ fn repository_change_hash(repo: &ImageRepository) -> Option<u64> {
     Some(h.finish())
 }
 
-/// The running controller; each `synced` part is marked once its cache has the initial list.
-#[allow(clippy::too_many_arguments)]
+/// The running controller; `policies_synced` is marked once its cache has the initial list.
+/// Repositories come from the repository controller's watch (`repository_feed`).
 pub fn controller(
     policies: Api<ImagePolicy>,
-    repositories: Api<ImageRepository>,
+    repositories: Feed,
     watch: watcher::Config,
     ctx: Arc<Context>,
     concurrency: u16,
     shutdown: CancellationToken,
     policies_synced: ReadyPart,
-    repositories_synced: ReadyPart,
 ) -> impl std::future::Future<Output = ()> {
     let index = PolicyIndex::default();
     let queue = ctx.policy_queue.clone();
@@ -387,7 +387,7 @@ pub fn controller(
     let (policy_reader, policy_writer) = reflector::store();
     let observed = index.clone();
     let order_ctx = ctx.clone();
-    let policy_triggers = watcher(policies, watch.clone())
+    let policy_triggers = watcher(policies, watch)
         .default_backoff()
         .modify(slim)
         .reflect(policy_writer)
@@ -403,21 +403,8 @@ pub fn controller(
         .applied_objects()
         .predicate_filter(trigger_hash, Default::default())
         .inspect_ok(move |policy| enqueued.add(object_key(policy), Instant::now()));
-    let (repo_reader, repo_writer) = reflector::store();
-    let synced = Arc::new(AtomicBool::new(false));
-    let synced_flag = synced.clone();
-    let repository_changes = watcher(repositories, watch)
-        .default_backoff()
-        .modify(slim)
-        .reflect(repo_writer)
-        .inspect_ok(move |event| {
-            if matches!(event, watcher::Event::InitDone) {
-                synced_flag.store(true, Ordering::SeqCst);
-                repositories_synced.set_ready();
-            }
-        })
-        .touched_objects()
-        .predicate_filter(repository_change_hash, Default::default());
+    let (repo_reader, synced, changes) = repositories.into_parts();
+    let repository_changes = changes.predicate_filter(repository_change_hash, Default::default());
     // A namespace's labels decide a cross-namespace policy (accessFrom): their changes are
     // watched (metadata only) and re-evaluate that namespace's cross-namespace policies.
     let namespace_changes = watcher(

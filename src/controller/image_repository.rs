@@ -6,6 +6,7 @@ use super::context::{ApiReader, Context};
 use super::error::{log_result, next_requeue, Error};
 use super::frame::{reconcile_in_frame, retry, Requeue};
 use super::repository::{reconcile_repository, Next, RepositoryEnv};
+use super::repository_feed::FeedSource;
 use super::scan_order::STEP_BACK;
 use super::slim::slim;
 use super::status::{is_ready, is_stalled, object_key, object_labels, patch_status, trigger_hash};
@@ -15,7 +16,6 @@ use crate::store::RepoKey;
 use futures::TryStreamExt;
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::finalizer::Event as Finalizer;
-use kube::runtime::reflector;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, ResourceExt};
 use std::sync::Arc;
@@ -149,13 +149,14 @@ pub fn error_policy(repo: Arc<ImageRepository>, err: &Error, ctx: Arc<Context>) 
 // controller's runner waits on it too.)
 pub fn controller(
     api: Api<ImageRepository>,
+    feed: FeedSource,
     watch: watcher::Config,
     ctx: Arc<Context>,
     concurrency: u16,
     shutdown: CancellationToken,
     synced: ReadyPart,
 ) -> impl std::future::Future<Output = ()> {
-    let (reader, writer) = reflector::store();
+    let (reader, writer, forward) = feed.split();
     let queue = ctx.repository_queue.clone();
     let enqueued = queue.clone();
     let running = ctx.running.clone();
@@ -165,6 +166,7 @@ pub fn controller(
         .modify(slim)
         .reflect(writer)
         .inspect_ok(move |event| {
+            forward.event(event);
             if matches!(event, watcher::Event::InitDone) {
                 // The start-up order waits only for repositories that exist and will scan.
                 order.scan_order.existing(

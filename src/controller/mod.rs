@@ -22,6 +22,7 @@ pub mod notify;
 pub mod policy;
 pub mod queue;
 pub mod repository;
+pub mod repository_feed;
 pub mod rest_client;
 pub mod running_scans;
 pub mod scan_order;

@@ -308,9 +308,9 @@ impl Metrics {
         }
     }
 
-    /// The scrape's answer in pieces (`exposition::Chunks`): OpenMetrics, or 0.0.4.
-    pub fn encode_chunks(&self, text_004: bool) -> Vec<String> {
-        let mut chunks = super::exposition::Chunks::new(text_004);
+    /// The scrape's answer in pieces (`exposition::Chunks`): OpenMetrics or 0.0.4, gzipped or not.
+    pub fn encode_chunks(&self, text_004: bool, gzip: bool) -> Vec<Vec<u8>> {
+        let mut chunks = super::exposition::Chunks::new(text_004, gzip);
         let registry = self.registry.lock().expect("metrics registry lock");
         // Chunks never fail a write.
         let _ = prometheus_client::encoding::text::encode(&mut chunks, &registry);

@@ -14,6 +14,7 @@ use super::error::CliError;
 use crate::api::{ImagePolicy, ImageRepository};
 use crate::controller::leader::{self, Elector, Ended, LeaseConfig};
 use crate::controller::queue::unhealthy;
+use crate::controller::repository_feed::repository_feed;
 use crate::controller::{gc, image_policy, image_repository, throttle, Context, Settings};
 use crate::http::{self, Readiness};
 use crate::registry::cloud::TokenCache;
@@ -181,18 +182,20 @@ async fn run_as_leader(
     let work = shutdown.child_token();
     let watch = watch_config(args);
     let concurrency = args.concurrent.max(1);
+    // One ImageRepository watch and cache for both controllers.
+    let (repository_source, repository_feed) = repository_feed();
     let policy_controller = image_policy::controller(
         policies,
-        repositories.clone(),
+        repository_feed,
         watch.clone(),
         ctx.clone(),
         concurrency,
         work.clone(),
         readiness.part(),
-        readiness.part(),
     );
     let repository_controller = image_repository::controller(
         repositories.clone(),
+        repository_source,
         watch,
         ctx.clone(),
         concurrency,

@@ -1,0 +1,153 @@
+//! The one ImageRepository watch of the process. The ImageRepository controller owns it and its
+//! cache; the ImagePolicy controller reads repositories from that same cache and learns of their
+//! changes from it (a policy-sized copy of each changed object), instead of watching and caching
+//! every repository a second time: at 10,000 repositories that copy was tens of megabytes, and
+//! a second LIST and WATCH on the API server (docs/benchmarks.md).
+
+use super::slim::slim_for_policies;
+use crate::api::ImageRepository;
+use futures::Stream;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::watcher;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// The repository controller's side: the cache's writer and where changes go.
+pub struct FeedSource {
+    pub reader: Store<ImageRepository>,
+    pub writer: reflector::store::Writer<ImageRepository>,
+    changes: mpsc::UnboundedSender<ImageRepository>,
+    synced: Arc<AtomicBool>,
+}
+
+/// The policy controller's side: the cache, whether it has the initial list, and the changes.
+pub struct Feed {
+    pub reader: Store<ImageRepository>,
+    pub synced: Arc<AtomicBool>,
+    changes: mpsc::UnboundedReceiver<ImageRepository>,
+}
+
+/// A new feed: its source for the repository controller, the feed for the policy controller.
+pub fn repository_feed() -> (FeedSource, Feed) {
+    let (reader, writer) = reflector::store();
+    let (tx, rx) = mpsc::unbounded_channel();
+    let synced = Arc::new(AtomicBool::new(false));
+    let source = FeedSource {
+        reader: reader.clone(),
+        writer,
+        changes: tx,
+        synced: synced.clone(),
+    };
+    let feed = Feed {
+        reader,
+        synced,
+        changes: rx,
+    };
+    (source, feed)
+}
+
+/// Passes a watch event on, after the cache applied it.
+#[derive(Clone)]
+pub struct Forward {
+    changes: mpsc::UnboundedSender<ImageRepository>,
+    synced: Arc<AtomicBool>,
+}
+
+impl FeedSource {
+    /// The writer for the watch, and what forwards its events.
+    pub fn split(
+        self,
+    ) -> (
+        Store<ImageRepository>,
+        reflector::store::Writer<ImageRepository>,
+        Forward,
+    ) {
+        let forward = Forward {
+            changes: self.changes,
+            synced: self.synced,
+        };
+        (self.reader, self.writer, forward)
+    }
+}
+
+impl Forward {
+    pub fn event(&self, event: &watcher::Event<ImageRepository>) {
+        match event {
+            watcher::Event::Apply(repo)
+            | watcher::Event::InitApply(repo)
+            | watcher::Event::Delete(repo) => {
+                let mut copy = repo.clone();
+                slim_for_policies(&mut copy);
+                // The policy controller is gone only at shutdown.
+                let _ = self.changes.send(copy);
+            }
+            watcher::Event::InitDone => self.synced.store(true, Ordering::SeqCst),
+            watcher::Event::Init => {}
+        }
+    }
+}
+
+impl Feed {
+    /// The cache, its synced flag, and the changed repositories as a watch stream.
+    pub fn into_parts(
+        self,
+    ) -> (
+        Store<ImageRepository>,
+        Arc<AtomicBool>,
+        impl Stream<Item = Result<ImageRepository, watcher::Error>> + Send + 'static,
+    ) {
+        let changes = futures::stream::unfold(self.changes, |mut rx| async move {
+            rx.recv().await.map(|repo| (Ok(repo), rx))
+        });
+        (self.reader, self.synced, changes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+
+    #[tokio::test]
+    async fn the_policy_side_sees_the_cache_and_every_change() {
+        let (source, feed) = repository_feed();
+        let (_reader, mut writer, forward) = source.split();
+        let (reader, synced, changes) = feed.into_parts();
+        let repo: ImageRepository = serde_json::from_value(serde_json::json!({
+            "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImageRepository",
+            "metadata": {"name": "app", "namespace": "team"},
+            "spec": {"image": "r/app", "interval": "5m", "exclusionList": ["^x"]},
+        }))
+        .unwrap();
+        for event in [
+            watcher::Event::Init,
+            watcher::Event::InitApply(repo.clone()),
+            watcher::Event::InitDone,
+            watcher::Event::Delete(repo.clone()),
+        ] {
+            writer.apply_watcher_event(&event);
+            forward.event(&event);
+            if matches!(event, watcher::Event::InitDone) {
+                assert!(synced.load(Ordering::SeqCst));
+                assert_eq!(reader.state().len(), 1, "one cache, shared");
+                assert_eq!(
+                    reader.state()[0]
+                        .spec
+                        .exclusion_list
+                        .as_ref()
+                        .unwrap()
+                        .len(),
+                    1
+                );
+            }
+        }
+        drop(forward);
+        let seen: Vec<_> = changes.collect().await;
+        assert_eq!(seen.len(), 2, "the initial object and its deletion");
+        assert!(seen
+            .iter()
+            .all(|r| r.as_ref().unwrap().spec.exclusion_list.is_none()));
+        assert!(reader.state().is_empty());
+    }
+}
