@@ -1,5 +1,5 @@
-//! Controller benchmark: `cargo bench --bench controller`. N ImageRepositories of 1,000 tags
-//! each, on the in-test HTTP registry, reconciled in one scan cycle by the controller's own
+//! Controller benchmark: `cargo bench --bench controller`. N ImageRepositories of T tags
+//! each (1,000, or 10,000 for `1000x10000`), on the in-test HTTP registry, reconciled in one scan cycle by the controller's own
 //! reconcile in its own process: `image-reflector scan` (4 at a time, as `run --concurrent 4`,
 //! with the filesystem tag store). Reports the cycle's wall time, registry requests per scan,
 //! the process's CPU time (wait4) and its own peak RSS (VmHWM), and TCP connections.
@@ -18,20 +18,21 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-const TAGS: usize = 1000;
-
 fn scenario(name: &str) {
-    let repositories: usize = name.parse().expect("a repository count");
+    let (repositories, tags) = match name.split_once('x') {
+        Some((n, t)) => (n.parse().expect("repositories"), t.parse().expect("tags")),
+        None => (name.parse().expect("a repository count"), 1000),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .unwrap();
-    let tags: Vec<String> = (0..TAGS)
+    let list: Vec<String> = (0..tags)
         .map(|i| format!("1.{}.{}", i / 100, i % 100))
         .collect();
     let body =
-        serde_json::to_vec(&serde_json::json!({ "name": "bench/app", "tags": tags })).unwrap();
+        serde_json::to_vec(&serde_json::json!({ "name": "bench/app", "tags": list })).unwrap();
     let server = runtime.block_on(FaultServer::start(move |_| {
         Reply::status(200).body(body.clone())
     }));
@@ -65,7 +66,7 @@ fn scenario(name: &str) {
     let requests = server.seen().len();
     let cpu = usage.cpu_seconds;
     println!(
-        "| {repositories} × {TAGS} | {wall:.2?} | {:.2} | {cpu:.2} s | {:.1} MiB | {} |",
+        "| {repositories} × {tags} | {wall:.2?} | {:.2} | {cpu:.2} s | {:.1} MiB | {} |",
         requests as f64 / repositories as f64,
         usage.peak_rss_kib as f64 / 1024.0,
         server.connections(),
@@ -80,7 +81,7 @@ fn main() {
     run_scenarios(
         "controller",
         "| repositories × tags | scan cycle (wall) | registry requests per scan | CPU (user+sys) | peak RSS | TCP connections |\n|---|---|---|---|---|---|",
-        &["100", "1000"],
+        &["100", "1000", "1000x10000"],
         scenario,
     );
 }

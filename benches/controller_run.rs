@@ -61,6 +61,8 @@ fn main() {
     }
     if all {
         write_docs(&reports);
+    } else if std::env::var_os("BENCH_WRITE").is_some() {
+        update_rows(&reports);
     }
 }
 
@@ -780,4 +782,23 @@ fn write_docs(reports: &[Report]) {
     let updated = format!("{}{section}{}", &doc[..begin], &doc[end..]);
     std::fs::write(&path, updated).unwrap();
     eprintln!("wrote {path}");
+}
+
+/// Replaces the rows of the scenarios measured (cold, then warm table) in the section written
+/// before: `BENCH_WRITE=1` with scenarios named.
+fn update_rows(reports: &[Report]) {
+    let path = format!("{}/docs/benchmarks.md", env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = doc.lines().map(String::from).collect();
+    for r in reports {
+        let prefix = format!("| {} × {} |", r.repositories, r.tags);
+        let rows: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i].starts_with(&prefix))
+            .collect();
+        assert_eq!(rows.len(), 2, "{path}: the rows of {prefix}");
+        lines[rows[0]] = r.cold_row();
+        lines[rows[1]] = r.warm_row();
+    }
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    eprintln!("updated {path}");
 }

@@ -1,14 +1,14 @@
 //! The one ImageRepository watch of the process. The ImageRepository controller owns it and its
 //! cache; the ImagePolicy controller reads repositories from that same cache and learns of their
-//! changes from it (a policy-sized copy of each changed object), instead of watching and caching
+//! changes from it (which repository changed, and what the policy trigger compares), instead of watching and caching
 //! every repository a second time: at 10,000 repositories that copy was tens of megabytes, and
 //! a second LIST and WATCH on the API server (docs/benchmarks.md).
 
-use super::slim::slim_for_policies;
 use crate::api::ImageRepository;
 use futures::Stream;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
+use kube::ResourceExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -77,15 +77,38 @@ impl Forward {
             watcher::Event::Apply(repo)
             | watcher::Event::InitApply(repo)
             | watcher::Event::Delete(repo) => {
-                let mut copy = repo.clone();
-                slim_for_policies(&mut copy);
                 // The policy controller is gone only at shutdown.
-                let _ = self.changes.send(copy);
+                let _ = self.changes.send(change_of(repo));
             }
             watcher::Event::InitDone => self.synced.store(true, Ordering::SeqCst),
             watcher::Event::Init => {}
         }
     }
+}
+
+/// What the policy side needs of a changed repository: which one it is (to find its policies)
+/// and what its trigger compares (`repository_change_hash`: the scan's revision, the canonical
+/// name, the deletion). Reads go to the shared cache. A few hundred bytes, not the object: at a
+/// restart every repository passes here at once.
+fn change_of(repo: &ImageRepository) -> ImageRepository {
+    // The spec is small but for the exclusions, which no policy reads.
+    let mut spec = repo.spec.clone();
+    spec.exclusion_list = None;
+    let mut change = ImageRepository::new(&repo.name_any(), spec);
+    change.metadata.namespace = repo.metadata.namespace.clone();
+    change.metadata.uid = repo.metadata.uid.clone();
+    change.metadata.deletion_timestamp = repo.metadata.deletion_timestamp.clone();
+    let status = repo.status.as_ref();
+    let scan = status.and_then(|s| s.last_scan_result.as_ref());
+    change.status = status.map(|s| crate::api::ImageRepositoryStatus {
+        canonical_image_name: s.canonical_image_name.clone(),
+        last_scan_result: scan.map(|r| crate::api::ScanResult {
+            revision: r.revision.clone(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    change
 }
 
 impl Feed {

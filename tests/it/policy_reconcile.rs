@@ -785,7 +785,13 @@ async fn after_a_restart_an_always_policy_fetches_only_when_due() {
     };
 
     let obj = policy(spec.clone(), status.clone());
-    let fresh = run(&obj, &[repo.clone()], vec![], store_checked(120)).await;
+    let fresh = run(
+        &obj,
+        std::slice::from_ref(&repo),
+        vec![],
+        store_checked(120),
+    )
+    .await;
     let action = fresh.result.unwrap();
     assert!(
         (470..=480).any(|s| action == Action::requeue(Duration::from_secs(s))),
@@ -795,7 +801,13 @@ async fn after_a_restart_an_always_policy_fetches_only_when_due() {
     assert!(fresh.calls.is_empty(), "nothing changed: {:?}", fresh.calls);
 
     let store = store_checked(660);
-    let stale = run(&obj, &[repo.clone()], vec![patch(&obj)], store.clone()).await;
+    let stale = run(
+        &obj,
+        std::slice::from_ref(&repo),
+        vec![patch(&obj)],
+        store.clone(),
+    )
+    .await;
     assert_eq!(heads(&reg), 1, "a fetch 11 minutes old is due");
     assert_eq!(
         stale.result.unwrap(),
