@@ -10,13 +10,25 @@
 /// The arenas allowed, unless `MALLOC_ARENA_MAX` says otherwise.
 pub const MALLOC_ARENAS: i32 = 2;
 
-/// Limits glibc's malloc arenas; called first in `main`, before any thread exists. An operator's
-/// `MALLOC_ARENA_MAX` (read by glibc itself) wins.
+/// Allocations from this size on are mapped on their own and returned to the system when freed:
+/// a LIST page or a scrape's buffer then leaves no hole in an arena. glibc's default threshold
+/// grows with every such free, up to 32 MiB, which stops doing that. 10,000 objects: a warm
+/// restart peaked 2 MiB lower.
+pub const MMAP_THRESHOLD: i32 = 256 * 1024;
+
+/// Limits glibc's malloc arenas and fixes its mmap threshold; called first in `main`, before any
+/// thread exists. An operator's `MALLOC_ARENA_MAX` or `MALLOC_MMAP_THRESHOLD_` (read by glibc
+/// itself) wins.
 pub fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
         // SAFETY: mallopt only sets an allocator parameter; no thread allocates concurrently
         // this early in main.
         unsafe { libc::mallopt(libc::M_ARENA_MAX, MALLOC_ARENAS) };
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
+        // SAFETY: as above.
+        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD) };
     }
 }
