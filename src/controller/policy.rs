@@ -349,8 +349,9 @@ struct Wanted<'a> {
 /// The digest per `digestReflectionPolicy` (§4.7): `Never` none, `IfNotPresent` the recorded
 /// one when name and tag are unchanged, `Always` (and the rest of `IfNotPresent`) fetched with
 /// the repository's credentials, TLS, proxy, `insecure` and timeout. At its first reconcile
-/// after a restart, an `Always` policy whose tag's digest was fetched less than its interval ago (the store keeps when) takes that digest and says when the next fetch is due,
-/// unless a reconcile was requested or the spec changed (docs/imagepolicy.md).
+/// after a restart, an `Always` policy whose tag's digest was fetched less than its interval
+/// ago (the store keeps when) takes that digest and says when the next fetch is due, unless a
+/// reconcile was requested or the spec changed (docs/imagepolicy.md).
 async fn reflected_digest<R: PolicyReader>(
     policy: &ImagePolicy,
     repo: &ImageRepository,

@@ -15,8 +15,8 @@ use tokio::sync::mpsc;
 
 /// The repository controller's side: the cache's writer and where changes go.
 pub struct FeedSource {
-    pub reader: Store<ImageRepository>,
-    pub writer: reflector::store::Writer<ImageRepository>,
+    reader: Store<ImageRepository>,
+    writer: reflector::store::Writer<ImageRepository>,
     changes: mpsc::UnboundedSender<ImageRepository>,
     synced: Arc<AtomicBool>,
 }

@@ -13,16 +13,21 @@ pub const TEXT_004: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// Whether the `Accept` header asks for OpenMetrics (with a non-zero quality).
 pub fn wants_openmetrics(accept: Option<&str>) -> bool {
-    accept.is_some_and(|accept| {
-        accept.split(',').any(|range| {
-            let mut parts = range.split(';').map(str::trim);
-            let media = parts.next().unwrap_or_default();
+    lists(accept, "application/openmetrics-text")
+}
+
+/// Whether a list header (`Accept`, `Accept-Encoding`) names `value` with a non-zero quality.
+fn lists(header: Option<&str>, value: &str) -> bool {
+    header.is_some_and(|header| {
+        header.split(',').any(|item| {
+            let mut parts = item.split(';').map(str::trim);
+            let name = parts.next().unwrap_or_default();
             let refused = parts.any(|p| {
                 p.strip_prefix("q=")
                     .and_then(|q| q.parse::<f32>().ok())
                     .is_some_and(|q| q == 0.0)
             });
-            media.eq_ignore_ascii_case("application/openmetrics-text") && !refused
+            name.eq_ignore_ascii_case(value) && !refused
         })
     })
 }
@@ -184,18 +189,7 @@ impl std::fmt::Write for Chunks {
 
 /// Whether the `Accept-Encoding` header accepts gzip (with a non-zero quality).
 pub fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
-    accept_encoding.is_some_and(|header| {
-        header.split(',').any(|coding| {
-            let mut parts = coding.split(';').map(str::trim);
-            let name = parts.next().unwrap_or_default();
-            let refused = parts.any(|p| {
-                p.strip_prefix("q=")
-                    .and_then(|q| q.parse::<f32>().ok())
-                    .is_some_and(|q| q == 0.0)
-            });
-            name.eq_ignore_ascii_case("gzip") && !refused
-        })
-    })
+    lists(accept_encoding, "gzip")
 }
 
 #[cfg(test)]
