@@ -22,6 +22,12 @@ pub fn dead_keys(stored_before: &[RepoKey], live: &HashSet<RepoKey>) -> Vec<Repo
         .collect()
 }
 
+/// Objects per LIST page: client-go's pager default. The list is read a page at a time and
+/// only each object's key is kept: an unpaged list of 10,000 repositories is one response of
+/// tens of megabytes (metadata carries `managedFields`), held twice while it is parsed, every
+/// `--gc-interval` (docs/benchmarks.md).
+pub const PAGE: u32 = 500;
+
 /// One collection; returns how many keys were removed.
 pub async fn collect(
     api: &Api<ImageRepository>,
@@ -35,19 +41,7 @@ pub async fn collect(
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?
     };
-    let mut params = ListParams::default();
-    if !selector.is_empty() {
-        params = params.labels(selector);
-    }
-    let listed = api
-        .list_metadata(&params)
-        .await
-        .map_err(|e| format!("listing ImageRepositories: {e}"))?;
-    let live: HashSet<RepoKey> = listed
-        .items
-        .iter()
-        .filter_map(|m| RepoKey::new(m.namespace().unwrap_or_default(), m.name_any()).ok())
-        .collect();
+    let live = live_keys(api, selector).await?;
     let dead = dead_keys(&before, &live);
     let removed = dead.len();
     let store = store.clone();
@@ -56,6 +50,30 @@ pub async fn collect(
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?;
     Ok(removed)
+}
+
+/// The keys of every ImageRepository in scope, listed [`PAGE`] at a time.
+async fn live_keys(api: &Api<ImageRepository>, selector: &str) -> Result<HashSet<RepoKey>, String> {
+    let mut params = ListParams::default().limit(PAGE);
+    if !selector.is_empty() {
+        params = params.labels(selector);
+    }
+    let mut live = HashSet::new();
+    loop {
+        let page = api
+            .list_metadata(&params)
+            .await
+            .map_err(|e| format!("listing ImageRepositories: {e}"))?;
+        live.extend(
+            page.items
+                .iter()
+                .filter_map(|m| RepoKey::new(m.namespace().unwrap_or_default(), m.name_any()).ok()),
+        );
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(live),
+        }
+    }
 }
 
 /// Collects every `interval` until cancelled.

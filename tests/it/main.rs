@@ -19,6 +19,7 @@ mod e2e_samples;
 mod e2e_security;
 mod fault_server;
 mod fuzz_replay;
+mod gc;
 mod notify;
 mod policy_props;
 mod policy_reconcile;
