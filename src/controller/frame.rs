@@ -81,7 +81,7 @@ where
         let key = object_key(obj.as_ref());
         queue.start(&key, started);
         let deleting = obj.meta().deletion_timestamp.is_some();
-        let labels = object_labels(&K::kind(&()), obj.as_ref());
+        let labels = object_labels(K::kind(&()), obj.as_ref());
         let mut requeue = None;
         if deleting {
             // Before the finalizer goes: once the object is gone, so are its series.

@@ -19,7 +19,7 @@ use super::status::{
 use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository, API_GROUP};
 use crate::http::ReadyPart;
 use crate::store::RepoKey;
-use crate::telemetry::metrics::PolicyInfo;
+use crate::telemetry::metrics::Elected;
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use kube::api::{Patch, PatchParams};
@@ -151,9 +151,7 @@ fn record_metrics(policy: &ImagePolicy, status: &ImagePolicyStatus, ctx: &Contex
         &labels,
         is_ready(status.conditions.as_deref().unwrap_or_default()),
     );
-    let info = status.latest_ref.as_ref().map(|latest| PolicyInfo {
-        name: labels.name.clone(),
-        namespace: labels.namespace.clone(),
+    let info = status.latest_ref.as_ref().map(|latest| Elected {
         image: latest.name.clone(),
         tag: latest.tag.clone(),
         digest: latest.digest.clone().unwrap_or_default(),

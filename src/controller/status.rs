@@ -158,7 +158,10 @@ pub fn is_stalled(conditions: &[Condition]) -> bool {
 }
 
 /// The labels of an object's metric series.
-pub fn object_labels<K: Resource>(kind: &str, obj: &K) -> ObjectLabels {
+pub fn object_labels<K: Resource>(
+    kind: impl Into<std::borrow::Cow<'static, str>>,
+    obj: &K,
+) -> ObjectLabels {
     ObjectLabels {
         kind: kind.into(),
         name: obj.name_any(),

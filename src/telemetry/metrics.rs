@@ -8,24 +8,26 @@
 //! and the work queue series of [`crate::controller::queue`]. Ours, prefixed
 //! `image_reflector_`: tags and last scan time per repository, Ready per object, one info
 //! series per policy with its current tag and digest, and registry requests, throttling and
-//! backoff per host ([`super::collect`]). Every series of a deleted object is removed.
+//! backoff per host ([`super::collect`]). Every series of a deleted object is removed. The
+//! per-object series are one record per object ([`super::objects`]).
 
 use super::collect::{Collected, Source};
+pub use super::objects::Elected;
+use super::objects::ObjectSeries;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The object a series belongs to.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct ObjectLabels {
-    pub kind: String,
+    pub kind: Cow<'static, str>,
     pub name: String,
     pub namespace: String,
 }
@@ -40,22 +42,6 @@ pub struct ResultLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ControllerLabels {
     controller: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RepositoryLabels {
-    name: String,
-    namespace: String,
-}
-
-/// The info series of a policy: what it elected.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct PolicyInfo {
-    pub name: String,
-    pub namespace: String,
-    pub image: String,
-    pub tag: String,
-    pub digest: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -85,37 +71,17 @@ fn workqueue_histogram() -> Histogram {
     Histogram::new((0..10).map(|i| 1e-8 * 10f64.powi(i)))
 }
 
-type FloatGauge = Gauge<f64, AtomicU64>;
-
 /// Every metric the controller exports.
 pub struct Metrics {
     registry: Mutex<Registry>,
-    durations: Family<ObjectLabels, Histogram, fn() -> Histogram>,
+    objects: ObjectSeries,
     totals: Family<ResultLabels, Counter>,
     errors: Family<ControllerLabels, Counter>,
     times: Family<ControllerLabels, Histogram, fn() -> Histogram>,
-    ready: Family<ObjectLabels, Gauge>,
-    tags: Family<RepositoryLabels, Gauge>,
-    last_scan: Family<RepositoryLabels, FloatGauge>,
-    policy_info: Family<PolicyInfo, Gauge>,
-    /// The info series each policy has now, so a new election replaces it.
-    policy_current: Mutex<HashMap<(String, String), PolicyInfo>>,
     leader: Family<LeaderLabels, Gauge>,
     queue_durations: Family<QueueLabels, Histogram, fn() -> Histogram>,
     work_durations: Family<QueueLabels, Histogram, fn() -> Histogram>,
     retries: Family<QueueLabels, Counter>,
-}
-
-/// `min × factor^i` for `count` buckets from `min` to `max`, as Go's
-/// `prometheus.ExponentialBucketsRange`.
-fn exponential_range(min: f64, max: f64, count: u16) -> impl Iterator<Item = f64> {
-    let factor = (max / min).powf(1.0 / (f64::from(count) - 1.0));
-    (0..count).map(move |i| min * factor.powf(f64::from(i)))
-}
-
-/// Flux's 10 exponential buckets from 10 ms to 1800 s.
-fn duration_histogram() -> Histogram {
-    Histogram::new(exponential_range(0.01, 1800.0, 10))
 }
 
 /// controller-runtime's reconcile time buckets.
@@ -132,26 +98,16 @@ impl Default for Metrics {
         let mut registry = Registry::default();
         let m = Metrics {
             registry: Mutex::default(),
-            durations: Family::new_with_constructor(duration_histogram),
+            objects: ObjectSeries::new(),
             totals: Family::default(),
             errors: Family::default(),
             times: Family::new_with_constructor(reconcile_time_histogram),
-            ready: Family::default(),
-            tags: Family::default(),
-            last_scan: Family::default(),
-            policy_info: Family::default(),
-            policy_current: Mutex::default(),
             leader: Family::default(),
             queue_durations: Family::new_with_constructor(workqueue_histogram),
             work_durations: Family::new_with_constructor(workqueue_histogram),
             retries: Family::default(),
         };
         let r = &mut registry;
-        r.register(
-            "gotk_reconcile_duration_seconds",
-            "The duration in seconds of a GitOps Toolkit resource reconciliation",
-            m.durations.clone(),
-        );
         r.register(
             "controller_runtime_reconcile",
             "Total number of reconciliations per controller and result",
@@ -166,26 +122,6 @@ impl Default for Metrics {
             "controller_runtime_reconcile_time_seconds",
             "Length of time per reconciliation per controller",
             m.times.clone(),
-        );
-        r.register(
-            "image_reflector_ready",
-            "1 when the object's Ready condition is True, 0 otherwise",
-            m.ready.clone(),
-        );
-        r.register(
-            "image_reflector_repository_tags",
-            "Tags stored by the last successful scan of the ImageRepository",
-            m.tags.clone(),
-        );
-        r.register(
-            "image_reflector_repository_last_scan_timestamp_seconds",
-            "When the ImageRepository was last scanned successfully (Unix time)",
-            m.last_scan.clone(),
-        );
-        r.register(
-            "image_reflector_policy_info",
-            "The image, tag and digest an ImagePolicy currently elects (value 1)",
-            m.policy_info.clone(),
         );
         r.register(
             "leader_election_master_status",
@@ -207,6 +143,7 @@ impl Default for Metrics {
             "Total number of retries handled by workqueue",
             m.retries.clone(),
         );
+        r.register_collector(Box::new(m.objects.clone()));
         *m.registry.lock().expect("metrics registry lock") = registry;
         m
     }
@@ -240,7 +177,8 @@ impl Metrics {
         started: Instant,
     ) {
         let seconds = started.elapsed().as_secs_f64();
-        self.durations.get_or_create(&object).observe(seconds);
+        self.objects
+            .observe(object.kind, &object.namespace, &object.name, seconds);
         self.times
             .get_or_create(&ControllerLabels { controller })
             .observe(seconds);
@@ -256,32 +194,19 @@ impl Metrics {
 
     /// Whether the object's Ready condition is True.
     pub fn set_ready(&self, object: &ObjectLabels, ready: bool) {
-        self.ready.get_or_create(object).set(i64::from(ready));
+        self.objects
+            .set_ready(object.kind.clone(), &object.namespace, &object.name, ready);
     }
 
     /// The result of an ImageRepository's last successful scan.
     pub fn set_scan(&self, namespace: &str, name: &str, tags: u64, scanned_at_unix: f64) {
-        let labels = RepositoryLabels {
-            name: name.into(),
-            namespace: namespace.into(),
-        };
-        self.tags
-            .get_or_create(&labels)
-            .set(i64::try_from(tags).unwrap_or(i64::MAX));
-        self.last_scan.get_or_create(&labels).set(scanned_at_unix);
+        self.objects
+            .set_scan(namespace, name, tags, scanned_at_unix);
     }
 
-    /// What a policy elects now; `None` removes its series.
-    pub fn set_policy(&self, namespace: &str, name: &str, info: Option<PolicyInfo>) {
-        let mut current = self.policy_current.lock().expect("policy info lock");
-        let key = (namespace.to_string(), name.to_string());
-        if let Some(old) = current.remove(&key) {
-            self.policy_info.remove(&old);
-        }
-        if let Some(info) = info {
-            self.policy_info.get_or_create(&info).set(1);
-            current.insert(key, info);
-        }
+    /// What a policy elects now; `None` removes its info series.
+    pub fn set_policy(&self, namespace: &str, name: &str, elected: Option<Elected>) {
+        self.objects.set_elected(namespace, name, elected);
     }
 
     /// Whether this replica leads (`name` is the Lease's name).
@@ -293,19 +218,8 @@ impl Metrics {
 
     /// Drops every series of a deleted object.
     pub fn forget(&self, object: &ObjectLabels) {
-        self.durations.remove(object);
-        self.ready.remove(object);
-        let repository = RepositoryLabels {
-            name: object.name.clone(),
-            namespace: object.namespace.clone(),
-        };
-        match object.kind.as_str() {
-            "ImageRepository" => {
-                self.tags.remove(&repository);
-                self.last_scan.remove(&repository);
-            }
-            _ => self.set_policy(&object.namespace, &object.name, None),
-        }
+        self.objects
+            .forget(&object.kind, &object.namespace, &object.name);
     }
 
     /// The scrape's answer in pieces (`exposition::Chunks`): OpenMetrics or 0.0.4, gzipped or not.
@@ -331,7 +245,7 @@ impl Metrics {
 mod tests {
     use super::*;
 
-    fn object(kind: &str) -> ObjectLabels {
+    fn object(kind: &'static str) -> ObjectLabels {
         ObjectLabels {
             kind: kind.into(),
             name: "app".into(),
@@ -374,9 +288,7 @@ mod tests {
     #[test]
     fn a_policy_has_one_info_series_with_its_current_election() {
         let m = Metrics::default();
-        let info = |tag: &str| PolicyInfo {
-            name: "app".into(),
-            namespace: "team".into(),
+        let info = |tag: &str| Elected {
             image: "ghcr.io/org/app".into(),
             tag: tag.into(),
             digest: String::new(),

@@ -4,6 +4,7 @@ pub mod collect;
 pub mod exposition;
 pub mod logging;
 pub mod metrics;
+pub mod objects;
 pub mod process;
 pub mod registry;
 pub mod traces;

@@ -4,7 +4,7 @@
 use crate::support::root;
 use image_reflector::controller::queue::{QueueSource, WorkQueue};
 use image_reflector::registry::{Registries, SchedulerConfig};
-use image_reflector::telemetry::metrics::{Metrics, ObjectLabels, PolicyInfo};
+use image_reflector::telemetry::metrics::{Elected, Metrics, ObjectLabels};
 use image_reflector::telemetry::registry::RegistrySource;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -87,9 +87,7 @@ pub fn populated() -> Metrics {
     metrics.set_policy(
         "n",
         "p",
-        Some(PolicyInfo {
-            name: "p".into(),
-            namespace: "n".into(),
+        Some(Elected {
             image: "i".into(),
             tag: "t".into(),
             digest: String::new(),

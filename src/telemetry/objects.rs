@@ -1,0 +1,367 @@
+//! The series of each ImageRepository and ImagePolicy, kept as one record per object and
+//! encoded at scrape time: Flux's `gotk_reconcile_duration_seconds{kind,name,namespace}`,
+//! `image_reflector_ready`, the repository's tags and last scan time, and the policy's info
+//! series.
+//!
+//! One record instead of one prometheus-client `Family` per metric: each family kept its own
+//! copy of the labels and a boxed metric per object, and a `Histogram` carries native-histogram
+//! state besides its buckets; at 10,000 objects of each kind that was 23 MB, a record is a
+//! third of it (docs/benchmarks.md). Updates of an existing record take the read lock and
+//! atomics, as a family's did; only a new or deleted object takes the write lock.
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// Flux's 10 exponential buckets from 10 ms to 1800 s, as Go's
+/// `prometheus.ExponentialBucketsRange(0.01, 1800, 10)`.
+const BUCKETS: usize = 10;
+
+fn upper_bounds() -> [f64; BUCKETS] {
+    let (min, max) = (0.01_f64, 1800.0_f64);
+    let factor = (max / min).powf(1.0 / (BUCKETS as f64 - 1.0));
+    // `min × factor^i` with a float power, as Go computes it: the bounds print as Flux's do.
+    std::array::from_fn(|i| min * factor.powf(i as f64))
+}
+
+/// Which object: its kind (`ImageRepository`, `ImagePolicy`), namespace and name.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct Key {
+    kind: Cow<'static, str>,
+    namespace: Box<str>,
+    name: Box<str>,
+}
+
+/// What a policy elects now: the labels of its info series.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Elected {
+    pub image: String,
+    pub tag: String,
+    pub digest: String,
+}
+
+const UNSET: u8 = 0;
+
+/// The `kind`, `name` and `namespace` labels.
+fn object(k: &Key) -> [(&'static str, &str); 3] {
+    [
+        ("kind", k.kind.as_ref()),
+        ("name", &k.name),
+        ("namespace", &k.namespace),
+    ]
+}
+
+/// A repository's series carry `name` and `namespace` only, as Flux's did.
+fn repository(k: &Key) -> [(&'static str, &str); 2] {
+    [("name", &k.name), ("namespace", &k.namespace)]
+}
+
+/// One object's series. Counts and values are atomics, so a reconcile updates them under the
+/// map's read lock.
+#[derive(Default)]
+struct Record {
+    /// Per bucket (not cumulative); the `+Inf` bucket is `count` minus their sum.
+    buckets: [AtomicU64; BUCKETS],
+    /// Seconds, as `f64` bits.
+    sum: AtomicU64,
+    count: AtomicU64,
+    /// `UNSET`, 1 (not Ready) or 2 (Ready).
+    ready: AtomicU8,
+    /// The last successful scan: `UNSET` until there is one.
+    scanned: AtomicU8,
+    tags: AtomicU64,
+    /// Unix seconds, as `f64` bits.
+    last_scan: AtomicU64,
+    elected: Mutex<Option<Box<Elected>>>,
+}
+
+/// Every object's record.
+#[derive(Clone, Default)]
+pub struct ObjectSeries {
+    records: Arc<RwLock<HashMap<Key, Record>>>,
+    bounds: Arc<[f64; BUCKETS]>,
+}
+
+impl std::fmt::Debug for ObjectSeries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ObjectSeries")
+    }
+}
+
+impl ObjectSeries {
+    pub fn new() -> Self {
+        ObjectSeries {
+            records: Arc::default(),
+            bounds: Arc::new(upper_bounds()),
+        }
+    }
+
+    /// Runs `update` on the object's record, creating it first if needed.
+    fn with(
+        &self,
+        kind: Cow<'static, str>,
+        namespace: &str,
+        name: &str,
+        update: impl FnOnce(&Record),
+    ) {
+        let key = Key {
+            kind,
+            namespace: namespace.into(),
+            name: name.into(),
+        };
+        if let Some(record) = self.read().get(&key) {
+            return update(record);
+        }
+        let mut records = self.records.write().unwrap_or_else(|e| e.into_inner());
+        update(records.entry(key).or_default());
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Key, Record>> {
+        // A panic elsewhere cannot leave a record half-written: every field is one atomic.
+        self.records.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One reconcile of the object took `seconds`.
+    pub fn observe(&self, kind: Cow<'static, str>, namespace: &str, name: &str, seconds: f64) {
+        let bucket = self.bounds.iter().position(|b| seconds <= *b);
+        self.with(kind, namespace, name, |r| {
+            if let Some(i) = bucket {
+                r.buckets[i].fetch_add(1, Ordering::Relaxed);
+            }
+            let _ = r
+                .sum
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
+                    Some((f64::from_bits(bits) + seconds).to_bits())
+                });
+            r.count.fetch_add(1, Ordering::Relaxed);
+        });
+    }
+
+    /// Whether the object's Ready condition is True.
+    pub fn set_ready(&self, kind: Cow<'static, str>, namespace: &str, name: &str, ready: bool) {
+        self.with(kind, namespace, name, |r| {
+            r.ready.store(1 + u8::from(ready), Ordering::Relaxed)
+        });
+    }
+
+    /// An ImageRepository's last successful scan.
+    pub fn set_scan(&self, namespace: &str, name: &str, tags: u64, scanned_at_unix: f64) {
+        self.with(Cow::Borrowed("ImageRepository"), namespace, name, |r| {
+            r.tags.store(tags, Ordering::Relaxed);
+            r.last_scan
+                .store(scanned_at_unix.to_bits(), Ordering::Relaxed);
+            r.scanned.store(1, Ordering::Relaxed);
+        });
+    }
+
+    /// What an ImagePolicy elects now; `None` removes its info series.
+    pub fn set_elected(&self, namespace: &str, name: &str, elected: Option<Elected>) {
+        let elected = elected.map(Box::new);
+        self.with(Cow::Borrowed("ImagePolicy"), namespace, name, |r| {
+            *r.elected.lock().unwrap_or_else(|e| e.into_inner()) = elected;
+        });
+    }
+
+    /// Drops every series of a deleted object.
+    pub fn forget(&self, kind: &str, namespace: &str, name: &str) {
+        let key = Key {
+            kind: Cow::Owned(kind.to_string()),
+            namespace: namespace.into(),
+            name: name.into(),
+        };
+        self.records
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key);
+    }
+}
+
+impl Collector for ObjectSeries {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let records = self.read();
+        let ready = |r: &Record| r.ready.load(Ordering::Relaxed) != UNSET;
+        let scanned = |r: &Record| r.scanned.load(Ordering::Relaxed) != UNSET;
+        // Like a family, a metric without series is left out.
+        if records
+            .values()
+            .any(|r| r.count.load(Ordering::Relaxed) > 0)
+        {
+            let mut metric = encoder.encode_descriptor(
+                "gotk_reconcile_duration_seconds",
+                "The duration in seconds of a GitOps Toolkit resource reconciliation",
+                None,
+                MetricType::Histogram,
+            )?;
+            for (key, r) in records.iter() {
+                let count = r.count.load(Ordering::Relaxed);
+                if count == 0 {
+                    continue;
+                }
+                let mut buckets = [(f64::INFINITY, 0u64); BUCKETS + 1];
+                let mut finite = 0;
+                for (i, bound) in self.bounds.iter().enumerate() {
+                    let n = r.buckets[i].load(Ordering::Relaxed);
+                    buckets[i] = (*bound, n);
+                    finite += n;
+                }
+                buckets[BUCKETS].1 = count.saturating_sub(finite);
+                let sum = f64::from_bits(r.sum.load(Ordering::Relaxed));
+                metric
+                    .encode_family(&object(key))?
+                    .encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?;
+            }
+        }
+        if records.values().any(ready) {
+            let mut metric = encoder.encode_descriptor(
+                "image_reflector_ready",
+                "1 when the object's Ready condition is True, 0 otherwise",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (key, r) in records.iter().filter(|(_, r)| ready(r)) {
+                let value = i64::from(r.ready.load(Ordering::Relaxed) == 2);
+                metric.encode_family(&object(key))?.encode_gauge(&value)?;
+            }
+        }
+        if records.values().any(scanned) {
+            let mut metric = encoder.encode_descriptor(
+                "image_reflector_repository_tags",
+                "Tags stored by the last successful scan of the ImageRepository",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (key, r) in records.iter().filter(|(_, r)| scanned(r)) {
+                let tags = i64::try_from(r.tags.load(Ordering::Relaxed)).unwrap_or(i64::MAX);
+                metric
+                    .encode_family(&repository(key))?
+                    .encode_gauge(&tags)?;
+            }
+            let mut metric = encoder.encode_descriptor(
+                "image_reflector_repository_last_scan_timestamp_seconds",
+                "When the ImageRepository was last scanned successfully (Unix time)",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (key, r) in records.iter().filter(|(_, r)| scanned(r)) {
+                let at = f64::from_bits(r.last_scan.load(Ordering::Relaxed));
+                metric.encode_family(&repository(key))?.encode_gauge(&at)?;
+            }
+        }
+        let elected = |r: &Record| {
+            r.elected
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_some()
+        };
+        if records.values().any(elected) {
+            let mut metric = encoder.encode_descriptor(
+                "image_reflector_policy_info",
+                "The image, tag and digest an ImagePolicy currently elects (value 1)",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (key, r) in records.iter() {
+                let guard = r.elected.lock().unwrap_or_else(|e| e.into_inner());
+                let Some(e) = guard.as_deref() else { continue };
+                let labels = [
+                    ("name", &*key.name),
+                    ("namespace", &*key.namespace),
+                    ("image", e.image.as_str()),
+                    ("tag", e.tag.as_str()),
+                    ("digest", e.digest.as_str()),
+                ];
+                metric.encode_family(&labels)?.encode_gauge(&1i64)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_buckets_are_fluxs() {
+        let b = upper_bounds();
+        assert!(
+            (b[0] - 0.01).abs() < 1e-12 && (b[9] - 1800.0).abs() < 1e-9,
+            "{b:?}"
+        );
+        assert!(b.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    fn text(series: &ObjectSeries) -> String {
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register_collector(Box::new(series.clone()));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        text
+    }
+
+    #[test]
+    fn durations_are_cumulative_buckets_with_inf_sum_and_count() {
+        let s = ObjectSeries::new();
+        for seconds in [0.005, 5.0, 5000.0] {
+            s.observe("ImagePolicy".into(), "team", "app", seconds);
+        }
+        let text = text(&s);
+        let labels = "kind=\"ImagePolicy\",name=\"app\",namespace=\"team\"";
+        for line in [
+            format!("gotk_reconcile_duration_seconds_sum{{{labels}}} 5005.005"),
+            format!("gotk_reconcile_duration_seconds_count{{{labels}}} 3"),
+            format!("gotk_reconcile_duration_seconds_bucket{{le=\"0.01\",{labels}}} 1"),
+            // The last finite bound, 1800 as Go's float power computes it.
+            format!(
+                "gotk_reconcile_duration_seconds_bucket{{le=\"1799.9999999999982\",{labels}}} 2"
+            ),
+            format!("gotk_reconcile_duration_seconds_bucket{{le=\"+Inf\",{labels}}} 3"),
+        ] {
+            assert!(text.contains(&line), "{line} in\n{text}");
+        }
+        // Nothing else was set: no Ready, scan or info series.
+        assert!(!text.contains("image_reflector_"), "{text}");
+    }
+
+    #[test]
+    fn a_new_election_replaces_the_info_series_and_forget_drops_the_record() {
+        let s = ObjectSeries::new();
+        let elected = |tag: &str| Elected {
+            image: "r/app".into(),
+            tag: tag.into(),
+            digest: "sha256:1".into(),
+        };
+        s.set_elected("team", "app", Some(elected("1.0.0")));
+        s.set_ready("ImagePolicy".into(), "team", "app", false);
+        s.set_elected("team", "app", Some(elected("1.1.0")));
+        let text = text(&s);
+        assert_eq!(
+            text.matches("image_reflector_policy_info{").count(),
+            1,
+            "{text}"
+        );
+        assert!(text.contains("tag=\"1.1.0\""), "{text}");
+        assert!(
+            text.contains(
+                "image_reflector_ready{kind=\"ImagePolicy\",name=\"app\",namespace=\"team\"} 0"
+            ),
+            "{text}"
+        );
+        s.forget("ImagePolicy", "team", "app");
+        assert!(!self::text(&s).contains("app"), "{}", self::text(&s));
+    }
+
+    #[test]
+    fn a_record_is_a_fraction_of_a_family_entry() {
+        // What the records hold per object, beside the key: the point of this file.
+        assert!(
+            std::mem::size_of::<Record>() <= 160,
+            "{}",
+            std::mem::size_of::<Record>()
+        );
+    }
+}
