@@ -2,15 +2,16 @@
 //!
 //! `api` holds the CRD types; `policy` (tag selection) and `store` (the tag store) are pure
 //! and know nothing of Kubernetes or HTTP; `registry` talks to OCI registries; `cli` holds
-//! the binary's subcommands; `controller` holds the reconcilers, `telemetry` logs and metrics.
+//! the binary's subcommands; `controller` holds the reconcilers, `runtime` the process around them (leader election,
+//! API throttle, storage GC, HTTP endpoints), `telemetry` logs and metrics.
 
 pub mod api;
 pub mod cli;
 pub mod controller;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod http;
 pub mod policy;
 pub mod registry;
+pub mod runtime;
 pub mod store;
 pub mod telemetry;

@@ -17,7 +17,7 @@ use super::status::{
     FIELD_MANAGER,
 };
 use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository, API_GROUP};
-use crate::http::ReadyPart;
+use crate::runtime::http::ReadyPart;
 use crate::store::RepoKey;
 use crate::telemetry::metrics::Elected;
 use futures::TryStreamExt;

@@ -11,7 +11,7 @@ use super::scan_order::STEP_BACK;
 use super::slim::slim;
 use super::status::{is_ready, is_stalled, object_key, object_labels, patch_status, trigger_hash};
 use crate::api::ImageRepository;
-use crate::http::ReadyPart;
+use crate::runtime::http::ReadyPart;
 use crate::store::RepoKey;
 use futures::TryStreamExt;
 use kube::runtime::controller::{Action, Config, Controller};

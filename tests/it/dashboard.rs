@@ -44,10 +44,10 @@ pub fn populated() -> Metrics {
     queue.queue_duration.observe(0.001);
     queue.work_duration.observe(0.2);
     queue.retries.inc();
-    let requests = image_reflector::controller::rest_client::RestClientCounts::default();
+    let requests = image_reflector::runtime::rest_client::RestClientCounts::default();
     {
         use tower::{Layer, Service, ServiceExt};
-        let layer = image_reflector::controller::rest_client::CountLayer {
+        let layer = image_reflector::runtime::rest_client::CountLayer {
             counts: requests.clone(),
             host: "10.96.0.1:443".into(),
         };

@@ -210,7 +210,7 @@ async fn e2e_two_replicas_one_leader_and_a_takeover() {
     // As in Flux's Deployment: the ServiceAccount of config/, the Lease in the pod's namespace.
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = install_and_controller_kubeconfig(dir.path());
-    let lease = image_reflector::controller::leader::lease_name(&selector);
+    let lease = image_reflector::runtime::leader::lease_name(&selector);
     let selector_flag = format!("--watch-label-selector={selector}");
     let flux_args = [
         "--watch-all-namespaces=true",
@@ -423,7 +423,7 @@ async fn e2e_shards_split_labelled_objects() {
         "sharding.fluxcd.io/key=shard1",
         "sharding.fluxcd.io/key=shard2",
     ] {
-        let name = image_reflector::controller::leader::lease_name(selector);
+        let name = image_reflector::runtime::leader::lease_name(selector);
         assert!(leases.contains(&name), "{name} in {leases}");
     }
     for replica in [main, one, two] {
@@ -551,7 +551,7 @@ async fn e2e_traces_reach_an_otlp_collector() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a cluster: make e2e"]
 async fn e2e_storage_gc_removes_only_deleted_repositories_in_scope() {
-    use image_reflector::controller::gc;
+    use image_reflector::runtime::gc;
     use image_reflector::store::{FsStore, RepoKey, TagList, TagStore};
     use std::sync::Arc;
     install_crds();

@@ -2,7 +2,7 @@
 //! API server, in tokio's paused (virtual) time.
 
 use http::{Request, Response};
-use image_reflector::controller::throttle::ThrottleLayer;
+use image_reflector::runtime::throttle::ThrottleLayer;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::client::{Body, ClientBuilder};
 use kube::Api;

@@ -12,13 +12,14 @@ pub use flags::{FeatureGates, RunArgs};
 
 use super::error::CliError;
 use crate::api::{ImagePolicy, ImageRepository};
-use crate::controller::leader::{self, Elector, Ended, LeaseConfig};
 use crate::controller::queue::unhealthy;
 use crate::controller::repository_feed::repository_feed;
-use crate::controller::{gc, image_policy, image_repository, throttle, Context, Settings};
-use crate::http::{self, Readiness};
+use crate::controller::{image_policy, image_repository, Context, Settings};
 use crate::registry::cloud::TokenCache;
 use crate::registry::{install_crypto_provider, Registries, SchedulerConfig};
+use crate::runtime::http::{self, Readiness};
+use crate::runtime::leader::{self, Elector, Ended, LeaseConfig};
+use crate::runtime::{gc, throttle};
 use crate::store::{FsStore, TagStore};
 use crate::telemetry::logging;
 use crate::telemetry::metrics::Metrics;
@@ -65,7 +66,7 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
     let metrics_addr = http::parse_addr(&args.metrics_addr).map_err(CliError::invalid)?;
     let health_addr = http::parse_addr(&args.health_addr).map_err(CliError::invalid)?;
     let store = open_store(args)?;
-    let rest_counts = crate::controller::rest_client::RestClientCounts::default();
+    let rest_counts = crate::runtime::rest_client::RestClientCounts::default();
     let client = connect(args, rest_counts.clone()).await?;
     let repositories: Api<ImageRepository> = scoped_api(&client, args);
     let policies: Api<ImagePolicy> = scoped_api(&client, args);
@@ -248,7 +249,7 @@ async fn run_as_leader(
 /// `KUBERNETES_SERVICE_HOST`/`_PORT`), which is what the installed Deployment uses.
 async fn connect(
     args: &RunArgs,
-    counts: crate::controller::rest_client::RestClientCounts,
+    counts: crate::runtime::rest_client::RestClientCounts,
 ) -> Result<Client, CliError> {
     let options = kube::config::KubeConfigOptions::default();
     let (mut config, source) = match kube::Config::from_kubeconfig(&options).await {

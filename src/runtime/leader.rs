@@ -219,7 +219,7 @@ impl Elector {
                 Ok(true) => renewed = Instant::now(),
                 Ok(false) => return Ended::Lost,
                 Err(err) => {
-                    tracing::warn!(error = %super::error::describe_api_error(&err), "renewing the leader lease failed")
+                    tracing::warn!(error = %super::api_error::describe_api_error(&err), "renewing the leader lease failed")
                 }
             }
             if renewed.elapsed() > self.config.renew_deadline {
@@ -259,7 +259,7 @@ impl Elector {
         match result {
             Ok(()) => tracing::info!(lease = %self.config.name, "released the leader lease"),
             Err(err) => {
-                tracing::warn!(error = %super::error::describe_api_error(&err), "releasing the leader lease failed")
+                tracing::warn!(error = %super::api_error::describe_api_error(&err), "releasing the leader lease failed")
             }
         }
     }

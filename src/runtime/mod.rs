@@ -1,0 +1,10 @@
+//! The process around the reconcilers: leader election, the API client's throttle and request
+//! counts, the storage GC, and the HTTP endpoints (`/metrics`, `/healthz`, `/readyz`). Nothing
+//! here reconciles or knows the controllers; `controller` and `cli::run` use it.
+
+pub mod api_error;
+pub mod gc;
+pub mod http;
+pub mod leader;
+pub mod rest_client;
+pub mod throttle;
