@@ -10,8 +10,8 @@
 use super::error::CliError;
 use super::manifests::Manifests;
 use crate::api::ConditionStatus;
-use crate::controller::policy::{reconcile_policy, PolicyEnv};
-use crate::controller::repository::{reconcile_repository, Next, RepositoryEnv};
+use crate::controller::image_policy::decide::{reconcile_policy, PolicyEnv};
+use crate::controller::image_repository::decide::{reconcile_repository, Next, RepositoryEnv};
 use crate::registry::{Registries, SchedulerConfig};
 use crate::store::{FsStore, RepoKey, TagStore, DEFAULT_COMPRESSION_THRESHOLD};
 use futures::StreamExt;

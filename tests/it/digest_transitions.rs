@@ -5,9 +5,11 @@
 
 use crate::distribution::{Distribution, Variant};
 use image_reflector::api::{ImagePolicy, ImageRef, ImageRepository};
-use image_reflector::controller::credentials::ObjectReader;
-use image_reflector::controller::finalize::Next;
-use image_reflector::controller::policy::{reconcile_policy, PolicyEnv, PolicyReader};
+use image_reflector::controller::image_policy::decide::{
+    reconcile_policy, PolicyEnv, PolicyReader,
+};
+use image_reflector::controller::shared::credentials::ObjectReader;
+use image_reflector::controller::shared::summary::Next;
 use image_reflector::registry::Registries;
 use image_reflector::store::{MemoryStore, RepoKey, TagList, TagStore};
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};

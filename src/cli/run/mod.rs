@@ -12,8 +12,8 @@ pub use flags::{FeatureGates, RunArgs};
 
 use super::error::CliError;
 use crate::api::{ImagePolicy, ImageRepository};
-use crate::controller::queue::unhealthy;
-use crate::controller::repository_feed::repository_feed;
+use crate::controller::image_repository::feed::repository_feed;
+use crate::controller::shared::queue::unhealthy;
 use crate::controller::{image_policy, image_repository, Context, Settings};
 use crate::registry::cloud::TokenCache;
 use crate::registry::{install_crypto_provider, Registries, SchedulerConfig};
@@ -356,7 +356,7 @@ where
         }
         Err(e) => Err(CliError::failed(format!(
             "listing {kind}s: {}; check the controller's RBAC (config/rbac)",
-            crate::controller::error::describe_api_error(&e)
+            crate::controller::shared::error::describe_api_error(&e)
         ))),
     }
 }

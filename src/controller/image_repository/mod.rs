@@ -2,15 +2,21 @@
 //! Flux's outer flow (docs/imagerepository.md): finalizer, deletion, suspend, then the reconcile;
 //! the status is written only when it changed, an event only on a transition.
 
-use super::context::{ApiReader, Context};
-use super::error::{log_result, next_requeue, Error};
-use super::frame::{reconcile_in_frame, retry, Requeue};
-use super::repository::{reconcile_repository, Next, RepositoryEnv};
-use super::repository_feed::FeedSource;
-use super::scan_order::STEP_BACK;
-use super::slim::slim;
-use super::status::{is_ready, is_stalled, object_key, object_labels, patch_status, trigger_hash};
+pub mod decide;
+pub mod feed;
+pub mod should_scan;
+
 use crate::api::ImageRepository;
+use crate::controller::image_repository::decide::{reconcile_repository, Next, RepositoryEnv};
+use crate::controller::image_repository::feed::FeedSource;
+use crate::controller::shared::context::{ApiReader, Context};
+use crate::controller::shared::error::{log_result, next_requeue, Error};
+use crate::controller::shared::reconcile::{reconcile_in_frame, retry, Requeue};
+use crate::controller::shared::scan_order::STEP_BACK;
+use crate::controller::shared::slim::slim;
+use crate::controller::shared::status::{
+    is_ready, is_stalled, object_key, object_labels, patch_status, trigger_hash,
+};
 use crate::runtime::http::ReadyPart;
 use crate::store::RepoKey;
 use futures::TryStreamExt;

@@ -3,16 +3,16 @@
 //! start, digest reflection honouring `insecure`, no stale failure message). It returns the
 //! status to write and when to run again; the controller and `image-reflector scan` share it.
 
-use super::access::{check_acl, check_cross_namespace};
-use super::conditions::{ConditionType, Conditions, Reason};
-use super::credentials::{client_options, ObjectReader, WorkloadIdentity};
-use super::finalize::{Next, Outcome};
-use super::repository::intervals;
-use super::status::{finish_status, ready_message};
 use crate::api::{
     format_go_duration, parse_go_duration, ImagePolicy, ImagePolicyStatus, ImageRef,
     ImageRepository, Provider, ReflectionPolicy,
 };
+use crate::controller::image_policy::access::{check_acl, check_cross_namespace};
+use crate::controller::shared::conditions::{ConditionType, Conditions, Reason};
+use crate::controller::shared::credentials::{client_options, ObjectReader, WorkloadIdentity};
+use crate::controller::shared::intervals::intervals;
+use crate::controller::shared::status::{finish_status, ready_message};
+use crate::controller::shared::summary::{Next, Outcome};
 use crate::policy::NotElected;
 use crate::registry::{ImageReference, Registries, RegistryClient};
 use crate::store::{DigestFact, RepoKey, StoreError, TagStore};
@@ -137,7 +137,7 @@ async fn run_steps<R: PolicyReader>(
         (true, Some(text)) => match parse_go_duration(text) {
             Ok(d) if d.is_zero() => Some(DEFAULT_POLICY_INTERVAL),
             // Each period costs a manifest request to a shared host: the same floor as scans.
-            Ok(d) => Some(d.max(super::repository::MIN_INTERVAL)),
+            Ok(d) => Some(d.max(crate::controller::shared::intervals::MIN_INTERVAL)),
             Err(e) => {
                 return stalled(
                     c,
@@ -296,7 +296,9 @@ async fn find_repository<R: PolicyReader>(
         .clone()
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| policy_namespace.clone());
-    let denied = |e: super::access::AccessError| (Reason::AccessDenied, e.to_string());
+    let denied = |e: crate::controller::image_policy::access::AccessError| {
+        (Reason::AccessDenied, e.to_string())
+    };
     check_cross_namespace(
         &policy_namespace,
         &namespace,
@@ -426,7 +428,7 @@ async fn reflected_digest<R: PolicyReader>(
 fn asked_anew(policy: &ImagePolicy, status: &ImagePolicyStatus) -> bool {
     let requested = policy
         .annotations()
-        .get(super::status::REQUESTED_AT_ANNOTATION);
+        .get(crate::controller::shared::status::REQUESTED_AT_ANNOTATION);
     requested.is_some_and(|r| status.last_handled_reconcile_at.as_ref() != Some(r))
         || status.observed_generation != policy.metadata.generation
 }

@@ -4,19 +4,23 @@
 //! `lastScanResult.revision` or canonical name changes (docs/compatibility.md), through an index from
 //! repository to policies.
 
-use super::context::{ApiReader, Context};
-use super::credentials::ObjectReader;
-use super::error::{log_result, next_requeue, Error};
-use super::frame::{reconcile_in_frame, retry, Requeue};
-use super::migrate::{migrate_status, migration_patch};
-use super::policy::{reconcile_policy, PolicyEnv, PolicyReader};
-use super::repository_feed::Feed;
-use super::slim::slim;
-use super::status::{
+pub mod access;
+pub mod decide;
+pub mod migrate;
+
+use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository, API_GROUP};
+use crate::controller::image_policy::decide::{reconcile_policy, PolicyEnv, PolicyReader};
+use crate::controller::image_policy::migrate::{migrate_status, migration_patch};
+use crate::controller::image_repository::feed::Feed;
+use crate::controller::shared::context::{ApiReader, Context};
+use crate::controller::shared::credentials::ObjectReader;
+use crate::controller::shared::error::{log_result, next_requeue, Error};
+use crate::controller::shared::reconcile::{reconcile_in_frame, retry, Requeue};
+use crate::controller::shared::slim::slim;
+use crate::controller::shared::status::{
     is_ready, is_stalled, key_of, object_key, object_labels, patch_status, trigger_hash,
     FIELD_MANAGER,
 };
-use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository, API_GROUP};
 use crate::runtime::http::ReadyPart;
 use crate::store::RepoKey;
 use crate::telemetry::metrics::Elected;
@@ -258,7 +262,7 @@ impl PolicyReader for ClusterReader {
         crate::api::check_namespace_name(namespace)
             .map_err(|why| format!("invalid namespace {namespace:?}: {why}"))?;
         let api = Api::<Namespace>::all(self.api.0.clone());
-        super::context::read_named(namespace, api.get_opt(namespace))
+        crate::controller::shared::context::read_named(namespace, api.get_opt(namespace))
             .await
             .map(|ns| ns.map(|ns| ns.labels().clone()))
     }

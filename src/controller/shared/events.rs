@@ -5,8 +5,8 @@
 //! Unlike Flux, only transitions produce events: no Trace event on a reconcile that changed
 //! nothing, and an identical Warning is written at most once per repeat interval.
 
-use super::notify::{event_metadata, Involved, Notifier};
 use crate::api::{Condition, ConditionStatus};
+use crate::controller::shared::notify::{event_metadata, Involved, Notifier};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
@@ -192,7 +192,7 @@ impl EventRecorder {
         };
         let age = unchanged_for(old, &event, now);
         if let Err(err) = self.publish(obj, &event, age, now, extra).await {
-            let error = super::error::describe_api_error(&err);
+            let error = crate::controller::shared::error::describe_api_error(&err);
             tracing::warn!(%error, "could not record the event");
         }
     }

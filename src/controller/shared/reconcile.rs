@@ -3,10 +3,10 @@
 //! how it ended. The kinds supply only what happens inside (`apply` or `cleanup`), as a
 //! delay until the next run.
 
-use super::context::Context;
-use super::error::{retry_delay, Error};
-use super::queue::WorkQueue;
-use super::status::{object_key, object_labels, FINALIZER};
+use crate::controller::shared::context::Context;
+use crate::controller::shared::error::{retry_delay, Error};
+use crate::controller::shared::queue::WorkQueue;
+use crate::controller::shared::status::{object_key, object_labels, FINALIZER};
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{finalizer, Event as Finalizer};
 use kube::{Api, Resource, ResourceExt};
@@ -120,8 +120,9 @@ where
 
 /// The longest one reconcile may hold a worker: a scan's cap, plus room for the API calls
 /// around it.
-pub const RECONCILE_DEADLINE: std::time::Duration =
-    std::time::Duration::from_secs(super::repository::MAX_SCAN_TIMEOUT.as_secs() + 60);
+pub const RECONCILE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(
+    crate::controller::shared::intervals::MAX_SCAN_TIMEOUT.as_secs() + 60,
+);
 
 /// The error policy of either kind: when to try again, decided by the error's kind.
 pub fn retry<K: Resource<DynamicType = ()>>(

@@ -78,12 +78,12 @@ impl Error {
 /// The controller's answer to a reconcile's [`Next`]: a requeue (and the object's backoff
 /// reset) when it ended well or stalled, an error (so [`retry_delay`] decides) when not.
 pub fn next_requeue(
-    next: super::finalize::Next,
+    next: crate::controller::shared::summary::Next,
     summary: String,
     key: &str,
-    backoff: &super::backoff::Backoff,
-) -> Result<super::frame::Requeue, Error> {
-    use super::finalize::Next;
+    backoff: &crate::controller::shared::backoff::Backoff,
+) -> Result<crate::controller::shared::reconcile::Requeue, Error> {
+    use crate::controller::shared::summary::Next;
     match next {
         Next::After(delay) => {
             backoff.reset(key);
@@ -105,8 +105,8 @@ pub fn next_requeue(
 /// its meaning deserves: a failure (retried with backoff) or a stall (no retry until the spec
 /// changes) at error, a registry's rate limit at warn, the rest at info. [`retry_delay`] then
 /// logs only the errors that happened around the reconcile (an API write, the finalizer).
-pub fn log_result(next: &super::finalize::Next, stalled: bool, summary: &str) {
-    use super::finalize::Next;
+pub fn log_result(next: &crate::controller::shared::summary::Next, stalled: bool, summary: &str) {
+    use crate::controller::shared::summary::Next;
     match next {
         Next::Retry(_) => tracing::error!("{summary}"),
         Next::RetryAt(_) => tracing::warn!("{summary}"),
@@ -119,7 +119,7 @@ pub fn log_result(next: &super::finalize::Next, stalled: bool, summary: &str) {
 pub fn retry_delay(
     err: &Error,
     key: &str,
-    backoff: &super::backoff::Backoff,
+    backoff: &crate::controller::shared::backoff::Backoff,
 ) -> std::time::Duration {
     use std::time::Duration;
     match err.kind() {
@@ -144,7 +144,7 @@ fn finalizer_text(err: &kube::runtime::finalizer::Error<Error>) -> String {
     use kube::runtime::finalizer::Error as F;
     match err {
         F::ApplyFailed(e) | F::CleanupFailed(e) => e.to_string(),
-        other => format!("finalizer {}: {other}", super::FINALIZER),
+        other => format!("finalizer {}: {other}", crate::controller::FINALIZER),
     }
 }
 

@@ -2,10 +2,10 @@
 //! subresource with field manager `image-reflector-controller`, sent only when the status
 //! changed, so a reconcile that changed nothing writes nothing.
 
-use super::conditions::{carry_transition_times, Conditions};
-use super::error::Error;
-use super::finalize::{finalize, Outcome};
 use crate::api::Condition;
+use crate::controller::shared::conditions::{carry_transition_times, Conditions};
+use crate::controller::shared::error::Error;
+use crate::controller::shared::summary::{finalize, Outcome};
 use crate::telemetry::metrics::ObjectLabels;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};

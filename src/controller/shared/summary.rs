@@ -2,8 +2,8 @@
 //! become the final Ready / Reconciling / Stalled, and when `observedGeneration` and
 //! `lastHandledReconcileAt` move. Pure; both reconcilers end with [`finalize`].
 
-use super::conditions::{ConditionType, Conditions, Reason};
 use crate::api::ConditionStatus;
+use crate::controller::shared::conditions::{ConditionType, Conditions, Reason};
 use std::time::{Duration, SystemTime};
 
 /// How a reconcile ended.

@@ -3,17 +3,18 @@
 //! returning the status to write and what to do next. No API-server writes happen here, so
 //! the controller and `image-reflector scan` share it, and tests call it directly.
 
-use super::conditions::{whole_seconds, ConditionType, Conditions, Reason};
-use super::credentials::{client_options, ObjectReader, WorkloadIdentity};
-pub use super::finalize::Next;
-use super::finalize::Outcome;
-use super::running_scans::{RunningScans, SLOT_RETRY};
-use super::should_scan::{should_scan, ScanInputs, ScanReason};
-use super::status::{finish_status, REQUESTED_AT_ANNOTATION};
 use crate::api::{
-    format_go_duration, parse_go_duration, ImageRepository, ImageRepositoryStatus, Provider,
-    ScanResult, DEFAULT_EXCLUSION_LIST,
+    format_go_duration, ImageRepository, ImageRepositoryStatus, Provider, ScanResult,
+    DEFAULT_EXCLUSION_LIST,
 };
+use crate::controller::image_repository::should_scan::{should_scan, ScanInputs, ScanReason};
+use crate::controller::shared::conditions::{whole_seconds, ConditionType, Conditions, Reason};
+use crate::controller::shared::credentials::{client_options, ObjectReader, WorkloadIdentity};
+use crate::controller::shared::intervals::intervals;
+use crate::controller::shared::running_scans::{RunningScans, SLOT_RETRY};
+use crate::controller::shared::status::{finish_status, REQUESTED_AT_ANNOTATION};
+pub use crate::controller::shared::summary::Next;
+use crate::controller::shared::summary::Outcome;
 use crate::policy::{compile_exclusions, Exclusions};
 use crate::registry::{ImageReference, Registries, RegistryClient, RegistryError};
 use crate::store::{RepoKey, TagList, TagStore};
@@ -279,31 +280,6 @@ pub fn effective_exclusions(repo: &ImageRepository) -> Vec<String> {
             .map(|s| s.to_string())
             .collect(),
     }
-}
-
-/// The shortest effective scan interval (and ImagePolicy digest interval). The schema admits
-/// `1ms`, as Flux's does; three such objects sent 465 requests/s to a registry host other
-/// tenants share. Flux has no floor (docs/compatibility.md).
-pub const MIN_INTERVAL: Duration = Duration::from_secs(10);
-
-/// The longest a scan may take, whatever `spec.timeout` (or the interval it defaults to)
-/// says: a registry that drips a byte a second holds a worker no longer than this.
-pub const MAX_SCAN_TIMEOUT: Duration = Duration::from_secs(5 * 60);
-
-/// The effective scan interval (at least [`MIN_INTERVAL`]) and timeout (`timeout`, or the
-/// interval, within 1 s and [`MAX_SCAN_TIMEOUT`]).
-pub(super) fn intervals(repo: &ImageRepository) -> Result<(Duration, Duration), String> {
-    let interval = parse_go_duration(&repo.spec.interval)
-        .map_err(|e| format!("invalid spec.interval: {e}"))?
-        .max(MIN_INTERVAL);
-    let timeout = match &repo.spec.timeout {
-        Some(t) => parse_go_duration(t).map_err(|e| format!("invalid spec.timeout: {e}"))?,
-        None => interval,
-    };
-    Ok((
-        interval,
-        timeout.clamp(Duration::from_secs(1), MAX_SCAN_TIMEOUT),
-    ))
 }
 
 fn stored_tag_count(store: &Arc<dyn TagStore>, key: &RepoKey) -> Result<usize, String> {

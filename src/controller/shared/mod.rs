@@ -1,0 +1,18 @@
+//! What both kinds use.
+
+pub mod backoff;
+pub mod conditions;
+pub mod context;
+pub mod credentials;
+pub mod error;
+pub mod events;
+pub mod intervals;
+pub mod notify;
+pub mod queue;
+pub mod reconcile;
+pub mod running_scans;
+pub mod scan_order;
+pub mod slim;
+pub mod status;
+pub mod summary;
+pub mod token_request;
