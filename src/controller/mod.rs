@@ -10,4 +10,4 @@ pub mod shared;
 
 pub use shared::context::{Context, Settings};
 pub use shared::error::Error;
-pub use shared::status::{FIELD_MANAGER, FINALIZER, REQUESTED_AT_ANNOTATION};
+pub use shared::keys::{FIELD_MANAGER, FINALIZER, REQUESTED_AT_ANNOTATION};

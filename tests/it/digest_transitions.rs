@@ -9,7 +9,7 @@ use image_reflector::controller::image_policy::decide::{
     reconcile_policy, PolicyEnv, PolicyReader,
 };
 use image_reflector::controller::shared::credentials::ObjectReader;
-use image_reflector::controller::shared::summary::Next;
+use image_reflector::controller::shared::next::Next;
 use image_reflector::registry::Registries;
 use image_reflector::store::{MemoryStore, RepoKey, TagList, TagStore};
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};

@@ -76,11 +76,11 @@ async fn run_with(
     for repo in repos {
         writer.apply_watcher_event(&watcher::Event::Apply(repo.clone()));
     }
-    let ctx = Arc::new(PolicyContext {
-        shared: context(client, store, settings),
-        repositories: reader,
-        repositories_synced: Arc::new(AtomicBool::new(true)),
-    });
+    let ctx = PolicyContext::new(
+        context(client, store, settings),
+        reader,
+        Arc::new(AtomicBool::new(true)),
+    );
     let policy: ImagePolicy = serde_json::from_value(obj.clone()).unwrap();
     let result = reconcile(Arc::new(policy), ctx).await;
     Run {

@@ -5,8 +5,7 @@
 use crate::api_mock::{calls, mock, Call, Expect};
 use crate::fault_server::{FaultServer, Reply};
 use image_reflector::api::ImageRepository;
-use image_reflector::controller::image_repository::{error_policy, reconcile};
-use image_reflector::controller::Context;
+use image_reflector::controller::image_repository::{error_policy, reconcile, RepositoryContext};
 use image_reflector::store::{MemoryStore, RepoKey, TagList, TagStore};
 use kube::runtime::controller::Action;
 use serde_json::{json, Value};
@@ -30,8 +29,8 @@ fn object(spec: Value) -> Value {
     })
 }
 
-fn context(client: kube::Client, store: Arc<dyn TagStore>) -> Arc<Context> {
-    crate::api_mock::context(client, store, |_| {})
+fn context(client: kube::Client, store: Arc<dyn TagStore>) -> Arc<RepositoryContext> {
+    RepositoryContext::new(crate::api_mock::context(client, store, |_| {}))
 }
 
 /// A registry listing `tags` for every repository.
@@ -48,7 +47,7 @@ async fn run(
 ) -> (
     Result<Action, image_reflector::controller::Error>,
     Vec<Call>,
-    Arc<Context>,
+    Arc<RepositoryContext>,
 ) {
     let (client, server) = mock(script);
     let ctx = context(client, store);
@@ -821,7 +820,7 @@ async fn a_busy_host_or_namespace_requeues_without_holding_a_worker() {
     assert!(calls(server).await.is_empty(), "no status write");
     assert!(reg.seen().is_empty(), "no registry request");
     assert!(
-        !ctx.was_scanned(&RepoKey::new(NS, "app").unwrap()),
+        !ctx.shared.was_scanned(&RepoKey::new(NS, "app").unwrap()),
         "a held reconcile is not a scan (warm start)"
     );
     drop(busy);
@@ -991,9 +990,9 @@ async fn a_policy_naming_a_missing_repository_does_not_hold_the_others_at_start(
     let obj = object(json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m"}));
     let (client, server) = mock(vec![patch(&obj), Expect::event(NS)]);
     let ctx = context(client, memory());
-    ctx.scan_order
+    ctx.shared.scan_order
         .prioritize([RepoKey::new(NS, "missing").unwrap()]);
-    ctx.scan_order.existing([RepoKey::new(NS, "app").unwrap()]);
+    ctx.shared.scan_order.existing([RepoKey::new(NS, "app").unwrap()]);
     let repo: ImageRepository = serde_json::from_value(obj).unwrap();
     let action = reconcile(Arc::new(repo), ctx).await.unwrap();
     assert_eq!(

@@ -3,6 +3,7 @@
 //! start, digest reflection honouring `insecure`, no stale failure message). It returns the
 //! status to write and when to run again; the controller and `image-reflector scan` share it.
 
+use super::report::ready_message;
 use crate::api::{
     format_go_duration, parse_go_duration, ImagePolicy, ImagePolicyStatus, ImageRef,
     ImageRepository, Provider, ReflectionPolicy,
@@ -11,8 +12,10 @@ use crate::controller::image_policy::access::{check_acl, check_cross_namespace};
 use crate::controller::shared::conditions::{ConditionType, Conditions, Reason};
 use crate::controller::shared::credentials::{client_options, ObjectReader, WorkloadIdentity};
 use crate::controller::shared::intervals::intervals;
-use crate::controller::shared::status::{finish_status, ready_message};
-use crate::controller::shared::summary::{Next, Outcome};
+use crate::controller::shared::next::Next;
+use crate::controller::shared::reconcile::Decision;
+use crate::controller::shared::status::finish_status;
+use crate::controller::shared::summary::Outcome;
 use crate::policy::NotElected;
 use crate::registry::{ImageReference, Registries, RegistryClient};
 use crate::store::{DigestFact, RepoKey, StoreError, TagStore};
@@ -63,13 +66,7 @@ pub struct PolicyEnv<'a, R> {
 }
 
 /// The status to write and what to do next.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PolicyResult {
-    pub status: ImagePolicyStatus,
-    pub next: Next,
-    /// What happened, for the log.
-    pub summary: String,
-}
+pub type PolicyResult = Decision<ImagePolicyStatus>;
 
 /// How the steps ended: with an outcome, or holding the status as it is (warm start).
 enum Step {
@@ -95,6 +92,7 @@ pub async fn reconcile_policy<R: PolicyReader>(
                 status: old,
                 next,
                 summary,
+                held: true,
             }
         }
     };
@@ -103,6 +101,7 @@ pub async fn reconcile_policy<R: PolicyReader>(
         status,
         next,
         summary,
+        held: false,
     }
 }
 
@@ -428,7 +427,7 @@ async fn reflected_digest<R: PolicyReader>(
 fn asked_anew(policy: &ImagePolicy, status: &ImagePolicyStatus) -> bool {
     let requested = policy
         .annotations()
-        .get(crate::controller::shared::status::REQUESTED_AT_ANNOTATION);
+        .get(crate::controller::shared::keys::REQUESTED_AT_ANNOTATION);
     requested.is_some_and(|r| status.last_handled_reconcile_at.as_ref() != Some(r))
         || status.observed_generation != policy.metadata.generation
 }

@@ -3,6 +3,7 @@
 //! returning the status to write and what to do next. No API-server writes happen here, so
 //! the controller and `image-reflector scan` share it, and tests call it directly.
 
+use super::running_scans::{RunningScans, SLOT_RETRY};
 use crate::api::{
     format_go_duration, ImageRepository, ImageRepositoryStatus, Provider, ScanResult,
     DEFAULT_EXCLUSION_LIST,
@@ -11,9 +12,10 @@ use crate::controller::image_repository::should_scan::{should_scan, ScanInputs, 
 use crate::controller::shared::conditions::{whole_seconds, ConditionType, Conditions, Reason};
 use crate::controller::shared::credentials::{client_options, ObjectReader, WorkloadIdentity};
 use crate::controller::shared::intervals::intervals;
-use crate::controller::shared::running_scans::{RunningScans, SLOT_RETRY};
-use crate::controller::shared::status::{finish_status, REQUESTED_AT_ANNOTATION};
-pub use crate::controller::shared::summary::Next;
+use crate::controller::shared::keys::REQUESTED_AT_ANNOTATION;
+pub use crate::controller::shared::next::Next;
+use crate::controller::shared::reconcile::Decision;
+use crate::controller::shared::status::finish_status;
 use crate::controller::shared::summary::Outcome;
 use crate::policy::{compile_exclusions, Exclusions};
 use crate::registry::{ImageReference, Registries, RegistryClient, RegistryError};
@@ -40,16 +42,7 @@ pub struct RepositoryEnv<'a, R> {
 }
 
 /// The status to write and what to do next.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RepositoryResult {
-    pub status: ImageRepositoryStatus,
-    pub next: Next,
-    /// What happened, for the log (Flux's trace message when nothing failed).
-    pub summary: String,
-    /// Nothing was done this time (no scan slot, or deleted while scanning): not a reconcile
-    /// of the repository, for the start-up order and the warm start.
-    pub held: bool,
-}
+pub type RepositoryResult = Decision<ImageRepositoryStatus>;
 
 /// Runs one reconcile of `repo` and returns its status.
 pub async fn reconcile_repository<R: ObjectReader>(

@@ -257,14 +257,20 @@ fn sort(list: &mut [Condition]) {
 
 /// At most [`MAX_MESSAGE_LEN`] bytes, ending in `...` when cut (on a character boundary).
 fn truncate(message: &str) -> String {
-    if message.len() <= MAX_MESSAGE_LEN {
-        return message.to_string();
+    cut(message, MAX_MESSAGE_LEN)
+}
+
+/// At most `max` bytes of `text`, ending in `...` when cut (on a character boundary): a
+/// condition's message, an Event's note.
+pub fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
     }
-    let mut end = MAX_MESSAGE_LEN - 3;
-    while !message.is_char_boundary(end) {
+    let mut end = max - 3;
+    while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}...", &message[..end])
+    format!("{}...", &text[..end])
 }
 
 /// Whole seconds in UTC, as metav1.Time serialises them (so what is written reads back equal).

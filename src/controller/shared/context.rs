@@ -4,10 +4,9 @@
 
 use crate::controller::shared::backoff::Backoff;
 use crate::controller::shared::credentials::ObjectReader;
-use crate::controller::shared::events::EventRecorder;
 use crate::controller::shared::notify::Notifier;
 use crate::controller::shared::queue::{QueueSource, WorkQueue};
-use crate::controller::shared::running_scans::RunningScans;
+use crate::controller::shared::recorder::EventRecorder;
 use crate::controller::shared::scan_order::ScanOrder;
 use crate::registry::Registries;
 use crate::store::{RepoKey, TagStore};
@@ -67,17 +66,12 @@ pub struct Context {
     pub clock: fn() -> Timestamp,
     /// Repositories reconciled successfully since start (docs/compatibility.md, warm start).
     scanned: Mutex<HashSet<RepoKey>>,
-    /// ImagePolicies (`namespace/name`) reconciled since start: a digest fetched before a
-    /// restart may still be fresh for their first reconcile (docs/imagepolicy.md).
-    policies_seen: Mutex<HashSet<String>>,
     /// Repositories with policies are scanned first at start-up.
     pub scan_order: ScanOrder,
     /// The ImageRepository controller's queue, as metrics and `/healthz` see it.
     pub repository_queue: Arc<WorkQueue>,
     /// The ImagePolicy controller's queue.
     pub policy_queue: Arc<WorkQueue>,
-    /// The running scans: per-host and per-namespace limits, cancellation on deletion.
-    pub running: RunningScans,
 }
 
 impl Context {
@@ -93,7 +87,6 @@ impl Context {
             Some(address) => Some(Notifier::new(address, settings.instance.clone())?),
             None => None,
         };
-        let settings_concurrent = settings.concurrent;
         let repository_queue = Arc::new(WorkQueue::new("imagerepository"));
         let policy_queue = Arc::new(WorkQueue::new("imagepolicy"));
         for queue in [&repository_queue, &policy_queue] {
@@ -118,11 +111,9 @@ impl Context {
             settings,
             clock: Timestamp::now,
             scanned: Mutex::default(),
-            policies_seen: Mutex::default(),
             scan_order: ScanOrder::default(),
             repository_queue,
             policy_queue,
-            running: RunningScans::for_workers(settings_concurrent),
         }))
     }
 
@@ -134,22 +125,6 @@ impl Context {
     /// Whether `key`'s repository reconciled successfully since start.
     pub fn was_scanned(&self, key: &RepoKey) -> bool {
         self.scanned.lock().expect("scanned lock").contains(key)
-    }
-
-    /// Whether this is the first reconcile of the ImagePolicy `key` since start; records it.
-    pub fn first_policy_reconcile(&self, key: &str) -> bool {
-        self.policies_seen
-            .lock()
-            .expect("policies lock")
-            .insert(key.to_string())
-    }
-
-    /// Forgets a deleted ImagePolicy.
-    pub fn forget_policy(&self, key: &str) {
-        self.policies_seen
-            .lock()
-            .expect("policies lock")
-            .remove(key);
     }
 }
 

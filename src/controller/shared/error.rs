@@ -1,19 +1,14 @@
 //! The controller's errors, and the one place that decides what each means for the object:
-//! [`Error::kind`] picks stalled, conflict, transient or rate-limited (style.md §2).
+//! [`retry_delay`] picks a conflict's short delay, a rate limit's wait, or the object's
+//! backoff (style.md §2), and [`log_result`] logs what a reconcile decided, once.
 
-use std::time::SystemTime;
+use super::backoff::Backoff;
+use super::next::Next;
+use crate::store::StoreError;
+use std::time::{Duration, SystemTime};
 use thiserror::Error;
 
-/// What an error means for when the object is tried again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// Someone else changed the object: try again soon, without a failure count.
-    Conflict,
-    /// Retry with per-object exponential backoff.
-    Transient,
-    /// The registry asked us to wait until then.
-    RateLimited(SystemTime),
-}
+pub use crate::runtime::api_error::describe_api_error;
 
 /// An error of a reconcile.
 #[derive(Debug, Error)]
@@ -21,15 +16,21 @@ pub enum Error {
     /// An API-server call failed (status patch, event, finalizer).
     #[error("Kubernetes API: {}", describe_api_error(.0))]
     Kube(#[from] kube::Error),
-    /// The reconcile failed; the status already says why.
+    /// The reconcile failed and retries with backoff; Ready already says why, in these words.
     #[error("{0}")]
-    Reconcile(String),
+    Failed(String),
     /// The registry is rate limiting; the status says until when.
     #[error("{message}")]
     RateLimited { message: String, until: SystemTime },
+    /// The reconcile held its worker past the deadline and was cut.
+    #[error("the reconcile did not finish within {}s; it is retried", .0.as_secs())]
+    Deadline(Duration),
     /// Removing the object's stored tags failed.
     #[error("deleting the stored tags: {0}")]
-    Store(String),
+    Store(#[from] StoreError),
+    /// A blocking task (a store call) panicked or was cancelled.
+    #[error("a blocking task did not finish: {0}")]
+    Task(#[from] tokio::task::JoinError),
     /// kube's finalizer helper, boxed to break the type cycle with this enum. Shows the
     /// reconcile's own error when that is what failed.
     #[error("{}", finalizer_text(.0))]
@@ -37,53 +38,54 @@ pub enum Error {
 }
 
 impl Error {
-    /// How to retry.
-    pub fn kind(&self) -> ErrorKind {
+    /// The error itself, or the reconcile's error inside kube's finalizer helper.
+    fn inner(&self) -> &Error {
         use kube::runtime::finalizer::Error as F;
         match self {
-            Error::Kube(e) if is_conflict(e) => ErrorKind::Conflict,
-            Error::RateLimited { until, .. } => ErrorKind::RateLimited(*until),
             Error::Finalizer(inner) => match inner.as_ref() {
-                F::ApplyFailed(e) | F::CleanupFailed(e) => e.kind(),
-                F::AddFinalizer(e) | F::RemoveFinalizer(e) if is_conflict(e) => ErrorKind::Conflict,
-                _ => ErrorKind::Transient,
+                F::ApplyFailed(e) | F::CleanupFailed(e) => e.inner(),
+                _ => self,
             },
-            _ => ErrorKind::Transient,
+            _ => self,
         }
     }
 
-    /// A failure the reconcile reported itself (its status and log line say it).
-    fn logged_by_the_reconcile(&self) -> bool {
+    /// Someone else changed the object: try again soon, without a failure counted.
+    fn is_conflict(&self) -> bool {
         use kube::runtime::finalizer::Error as F;
-        match self {
-            Error::Reconcile(_) => true,
+        match self.inner() {
+            Error::Kube(e) => is_conflict(e),
             Error::Finalizer(inner) => matches!(
                 inner.as_ref(),
-                F::ApplyFailed(Error::Reconcile(_)) | F::CleanupFailed(Error::Reconcile(_))
+                F::AddFinalizer(e) | F::RemoveFinalizer(e) if is_conflict(e)
             ),
             _ => false,
         }
     }
 
+    /// A failure the reconcile reported itself (its status and log line say it).
+    fn logged_by_the_reconcile(&self) -> bool {
+        matches!(self.inner(), Error::Failed(_))
+    }
+
     /// A fixed label for metrics (never free text).
     pub fn metric_label(&self) -> &'static str {
-        match self.kind() {
-            ErrorKind::Conflict => "conflict",
-            ErrorKind::RateLimited(_) => "rate_limited",
-            ErrorKind::Transient => "transient",
+        match self.inner() {
+            _ if self.is_conflict() => "conflict",
+            Error::RateLimited { .. } => "rate_limited",
+            _ => "transient",
         }
     }
 }
 
-/// The controller's answer to a reconcile's [`Next`]: a requeue (and the object's backoff
+/// What a reconcile's [`Next`] means for the object `key`: a requeue (and the object's backoff
 /// reset) when it ended well or stalled, an error (so [`retry_delay`] decides) when not.
-pub fn next_requeue(
-    next: crate::controller::shared::summary::Next,
-    summary: String,
+pub fn requeue_after(
+    next: Next,
+    summary: &str,
     key: &str,
-    backoff: &crate::controller::shared::backoff::Backoff,
-) -> Result<crate::controller::shared::reconcile::Requeue, Error> {
-    use crate::controller::shared::summary::Next;
+    backoff: &Backoff,
+) -> Result<Option<Duration>, Error> {
     match next {
         Next::After(delay) => {
             backoff.reset(key);
@@ -93,9 +95,9 @@ pub fn next_requeue(
             backoff.reset(key);
             Ok(None)
         }
-        Next::Retry(message) => Err(Error::Reconcile(message)),
+        Next::Retry(message) => Err(Error::Failed(message)),
         Next::RetryAt(until) => Err(Error::RateLimited {
-            message: summary,
+            message: summary.to_string(),
             until,
         }),
     }
@@ -105,8 +107,7 @@ pub fn next_requeue(
 /// its meaning deserves: a failure (retried with backoff) or a stall (no retry until the spec
 /// changes) at error, a registry's rate limit at warn, the rest at info. [`retry_delay`] then
 /// logs only the errors that happened around the reconcile (an API write, the finalizer).
-pub fn log_result(next: &crate::controller::shared::summary::Next, stalled: bool, summary: &str) {
-    use crate::controller::shared::summary::Next;
+pub fn log_result(next: &Next, stalled: bool, summary: &str) {
     match next {
         Next::Retry(_) => tracing::error!("{summary}"),
         Next::RetryAt(_) => tracing::warn!("{summary}"),
@@ -115,36 +116,32 @@ pub fn log_result(next: &crate::controller::shared::summary::Next, stalled: bool
     }
 }
 
-/// When to try again after `err` for the object `key`: decided by the error's kind.
-pub fn retry_delay(
-    err: &Error,
-    key: &str,
-    backoff: &crate::controller::shared::backoff::Backoff,
-) -> std::time::Duration {
-    use std::time::Duration;
-    match err.kind() {
-        ErrorKind::Conflict => Duration::from_secs(1),
-        ErrorKind::RateLimited(until) => until
+/// When to try again after `err` for the object `key`: soon after a conflict, when the
+/// registry said after a rate limit, else with the object's exponential backoff.
+pub fn retry_delay(err: &Error, key: &str, backoff: &Backoff) -> Duration {
+    if err.is_conflict() {
+        return Duration::from_secs(1);
+    }
+    if let Error::RateLimited { until, .. } = err.inner() {
+        return until
             .duration_since(SystemTime::now())
             .unwrap_or_default()
-            .max(Duration::from_secs(1)),
-        ErrorKind::Transient => {
-            let delay = backoff.next_delay(key);
-            // A reconcile's own failure was logged inside it (log_result, with its
-            // reconcileID); an API error around it was not.
-            if !err.logged_by_the_reconcile() {
-                tracing::error!(retry_in = ?delay, "{err}");
-            }
-            delay
-        }
+            .max(Duration::from_secs(1));
     }
+    let delay = backoff.next_delay(key);
+    // A reconcile's own failure was logged inside it (log_result, with its reconcileID); an
+    // API error around it was not.
+    if !err.logged_by_the_reconcile() {
+        tracing::error!(retry_in = ?delay, "{err}");
+    }
+    delay
 }
 
 fn finalizer_text(err: &kube::runtime::finalizer::Error<Error>) -> String {
     use kube::runtime::finalizer::Error as F;
     match err {
         F::ApplyFailed(e) | F::CleanupFailed(e) => e.to_string(),
-        other => format!("finalizer {}: {other}", crate::controller::FINALIZER),
+        other => format!("finalizer {}: {other}", super::keys::FINALIZER),
     }
 }
 
@@ -152,5 +149,3 @@ fn finalizer_text(err: &kube::runtime::finalizer::Error<Error>) -> String {
 fn is_conflict(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(status) if status.code == 409 || status.code == 422)
 }
-
-pub use crate::runtime::api_error::describe_api_error;

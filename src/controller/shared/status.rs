@@ -1,12 +1,13 @@
-//! Writing status the way Flux does (docs/imagerepository.md): a JSON merge patch on the status
-//! subresource with field manager `image-reflector-controller`, sent only when the status
-//! changed, so a reconcile that changed nothing writes nothing.
+//! The status writer, the way Flux writes status (docs/imagerepository.md): Flux's final step
+//! (conditions summarized, observedGeneration, the handled request) and a JSON merge patch on
+//! the status subresource with field manager `image-reflector-controller`, sent only when the
+//! status changed, so a reconcile that changed nothing writes nothing.
 
 use crate::api::Condition;
 use crate::controller::shared::conditions::{carry_transition_times, Conditions};
 use crate::controller::shared::error::Error;
-use crate::controller::shared::summary::{finalize, Outcome};
-use crate::telemetry::metrics::ObjectLabels;
+use crate::controller::shared::keys::{requested_at, FIELD_MANAGER};
+use crate::controller::shared::summary::{summarize, Outcome};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
@@ -14,22 +15,6 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt::Debug;
 use tracing::Instrument;
-
-/// The field manager of every write, as Flux names it.
-pub const FIELD_MANAGER: &str = "image-reflector-controller";
-
-/// The finalizer both kinds carry.
-pub const FINALIZER: &str = "finalizers.fluxcd.io";
-
-/// The reconcile-request annotation.
-pub const REQUESTED_AT_ANNOTATION: &str = "reconcile.fluxcd.io/requestedAt";
-
-/// The `reconcile.fluxcd.io/requestedAt` value, if any.
-pub fn requested_at<K: Resource>(obj: &K) -> Option<&str> {
-    obj.annotations()
-        .get(REQUESTED_AT_ANNOTATION)
-        .map(String::as_str)
-}
 
 /// Patches `desired` onto the object's status when it differs from `current`.
 pub async fn patch_status<K, S>(
@@ -54,33 +39,6 @@ where
         .instrument(tracing::info_span!("status patch"))
         .await?;
     Ok(true)
-}
-
-/// `Kind/namespace/name`: the key of per-object state (backoff, repeated events).
-pub fn object_key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
-    key_of(
-        &K::kind(&()),
-        &obj.namespace().unwrap_or_default(),
-        &obj.name_any(),
-    )
-}
-
-/// [`object_key`] from its parts (for an object known only by reference).
-pub fn key_of(kind: &str, namespace: &str, name: &str) -> String {
-    format!("{kind}/{namespace}/{name}")
-}
-
-/// What triggers a reconcile of either kind (Flux §3.1, §4.1): a new generation, a changed
-/// `reconcile.fluxcd.io/requestedAt`, plus our finalizer and deletion (kube's finalizer helper
-/// waits for its own patch to come back). Status-only writes do not.
-pub fn trigger_hash<K: Resource>(obj: &K) -> Option<u64> {
-    use std::hash::{DefaultHasher, Hash, Hasher};
-    let mut h = DefaultHasher::new();
-    obj.meta().generation.hash(&mut h);
-    requested_at(obj).hash(&mut h);
-    obj.finalizers().hash(&mut h);
-    obj.meta().deletion_timestamp.is_some().hash(&mut h);
-    Some(h.finish())
 }
 
 /// The fields both kinds' statuses share, which Flux's final step writes.
@@ -129,7 +87,7 @@ pub fn finish_status<K: Resource, S: FluxStatus>(
 ) {
     let generation = obj.meta().generation.unwrap_or(0);
     let mut conditions = Conditions::new(&mut list, generation, now);
-    let observed = finalize(
+    let observed = summarize(
         &mut conditions,
         outcome,
         generation,
@@ -155,86 +113,4 @@ pub fn is_stalled(conditions: &[Condition]) -> bool {
     conditions
         .iter()
         .any(|c| c.type_ == "Stalled" && c.status == crate::api::ConditionStatus::True)
-}
-
-/// The labels of an object's metric series.
-pub fn object_labels<K: Resource>(
-    kind: impl Into<std::borrow::Cow<'static, str>>,
-    obj: &K,
-) -> ObjectLabels {
-    ObjectLabels {
-        kind: kind.into(),
-        name: obj.name_any(),
-        namespace: obj.namespace().unwrap_or_default(),
-    }
-}
-
-/// `Latest image tag for <name> resolved to <tag>[ with digest <d>][ (previously
-/// <name>:<tag>[@<digest>])]` (§4.8).
-pub fn ready_message(status: &crate::api::ImagePolicyStatus) -> String {
-    let Some(latest) = &status.latest_ref else {
-        return String::new();
-    };
-    let mut message = format!(
-        "Latest image tag for {} resolved to {}",
-        latest.name, latest.tag
-    );
-    if let Some(digest) = latest.digest.as_deref().filter(|d| !d.is_empty()) {
-        message.push_str(&format!(" with digest {digest}"));
-    }
-    if let Some(previous) = status
-        .observed_previous_ref
-        .as_ref()
-        .filter(|p| *p != latest)
-    {
-        message.push_str(&format!(" (previously {}:{}", previous.name, previous.tag));
-        if let Some(digest) = previous.digest.as_deref().filter(|d| !d.is_empty()) {
-            message.push_str(&format!("@{digest}"));
-        }
-        message.push(')');
-    }
-    message
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::api::{ImagePolicyStatus, ImageRef};
-
-    fn r(tag: &str, digest: Option<&str>) -> ImageRef {
-        ImageRef {
-            name: "foo/bar".into(),
-            tag: tag.into(),
-            digest: digest.map(String::from),
-        }
-    }
-
-    #[test]
-    fn ready_messages_are_fluxs() {
-        let status = |latest, previous| ImagePolicyStatus {
-            latest_ref: Some(latest),
-            observed_previous_ref: previous,
-            ..Default::default()
-        };
-        assert_eq!(
-            ready_message(&status(r("1.1.0", None), Some(r("1.0.0", None)))),
-            "Latest image tag for foo/bar resolved to 1.1.0 (previously foo/bar:1.0.0)"
-        );
-        assert_eq!(
-            ready_message(&status(
-                r("1.0.0", Some("sha256:1234567890abcdef")),
-                Some(r("1.0.0", Some("sha256:abcdef1234567890")))
-            )),
-            "Latest image tag for foo/bar resolved to 1.0.0 with digest sha256:1234567890abcdef (previously foo/bar:1.0.0@sha256:abcdef1234567890)"
-        );
-        assert_eq!(
-            ready_message(&status(r("1.0.0", None), None)),
-            "Latest image tag for foo/bar resolved to 1.0.0"
-        );
-        assert_eq!(
-            ready_message(&status(r("1.0.0", None), Some(r("1.0.0", None)))),
-            "Latest image tag for foo/bar resolved to 1.0.0",
-            "a previous ref equal to the latest is not shown"
-        );
-    }
 }

@@ -1,10 +1,9 @@
-//! Flux's "result finalizer" (docs/imagerepository.md): how the conditions a reconcile left
-//! become the final Ready / Reconciling / Stalled, and when `observedGeneration` and
-//! `lastHandledReconcileAt` move. Pure; both reconcilers end with [`finalize`].
+//! Flux's summary of a reconcile (its "result finalizer", docs/imagerepository.md; not kube's
+//! finalizer): how the conditions a reconcile left become the final Ready / Reconciling /
+//! Stalled, and when `observedGeneration` moves. Pure; both kinds end with [`summarize`].
 
 use crate::api::ConditionStatus;
 use crate::controller::shared::conditions::{ConditionType, Conditions, Reason};
-use std::time::{Duration, SystemTime};
 
 /// How a reconcile ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,23 +19,10 @@ pub enum Outcome {
     Waiting,
 }
 
-/// When to reconcile again.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Next {
-    /// Done: again after this (the next scan, or an `Always` policy's interval).
-    After(Duration),
-    /// Done, or stalled: only a change of the object (or a watched one) helps.
-    AwaitChange,
-    /// A transient failure (the message is in Ready): retry with backoff.
-    Retry(String),
-    /// The registry asked us to wait until then.
-    RetryAt(SystemTime),
-}
-
 /// The final conditions and observedGeneration for `outcome`, in Flux's order of steps.
 /// Returns the observedGeneration to write: the generation when the object ends ready or
 /// stalled, else `previous`.
-pub fn finalize(
+pub fn summarize(
     conditions: &mut Conditions<'_>,
     outcome: &Outcome,
     generation: i64,
@@ -155,7 +141,7 @@ mod tests {
         c.mark_reconciling(Reason::Progressing, "reconciliation in progress");
         c.mark_unknown_if_unset(Reason::Progressing, "reconciliation in progress");
         step(&mut c);
-        finalize(&mut c, &outcome, 3, Some(2))
+        summarize(&mut c, &outcome, 3, Some(2))
     }
 
     use ConditionStatus::{False, True};

@@ -1,0 +1,62 @@
+//! What an ImagePolicy reads of the cluster: its repository from the shared watch cache (as
+//! Flux reads it), namespaces and Secrets live.
+
+use super::decide::PolicyReader;
+use crate::api::ImageRepository;
+use crate::controller::shared::context::{read_named, ApiReader};
+use crate::controller::shared::credentials::ObjectReader;
+use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Api, ResourceExt};
+use std::collections::BTreeMap;
+
+/// Repositories from the watch cache (as Flux reads them), namespaces and Secrets live.
+pub struct ClusterReader {
+    pub api: ApiReader,
+    pub repositories: Store<ImageRepository>,
+}
+
+impl ObjectReader for ClusterReader {
+    async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, String> {
+        self.api.secret(namespace, name).await
+    }
+
+    async fn service_account(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<ServiceAccount>, String> {
+        self.api.service_account(namespace, name).await
+    }
+
+    fn service_account_source(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> std::sync::Arc<dyn crate::registry::cloud::ServiceAccountSource> {
+        self.api.service_account_source(namespace, name)
+    }
+}
+
+impl PolicyReader for ClusterReader {
+    async fn image_repository(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<ImageRepository>, String> {
+        let key = ObjectRef::<ImageRepository>::new(name).within(namespace);
+        Ok(self.repositories.get(&key).map(|r| r.as_ref().clone()))
+    }
+
+    async fn namespace_labels(
+        &self,
+        namespace: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, String> {
+        crate::api::check_namespace_name(namespace)
+            .map_err(|why| format!("invalid namespace {namespace:?}: {why}"))?;
+        let api = Api::<Namespace>::all(self.api.0.clone());
+        read_named(namespace, api.get_opt(namespace))
+            .await
+            .map(|ns| ns.map(|ns| ns.labels().clone()))
+    }
+}

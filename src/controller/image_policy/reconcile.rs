@@ -1,0 +1,163 @@
+//! What a reconcile of an ImagePolicy adds to the shared one ([`Reconciled`]): it waits for
+//! the repositories' cache, migrates deprecated status fields first (its own patch), decides
+//! in [`super::decide`], and reports its election in metrics and events.
+
+use super::decide::{reconcile_policy, PolicyEnv};
+use super::migrate::{migrate_status, migration_patch};
+use super::reader::ClusterReader;
+use super::report::ref_metadata;
+use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository};
+use crate::controller::shared::context::{ApiReader, Context};
+use crate::controller::shared::error::Error;
+use crate::controller::shared::keys::{object_key, object_labels, FIELD_MANAGER};
+use crate::controller::shared::next::Next;
+use crate::controller::shared::queue::WorkQueue;
+use crate::controller::shared::reconcile::{Decision, Prepared, Reconciled};
+use crate::controller::shared::status::is_ready;
+use crate::store::RepoKey;
+use crate::telemetry::metrics::{Elected, Metrics};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::reflector::Store;
+use kube::{Api, ResourceExt};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How soon a policy looks again while the repositories' cache is still loading.
+const CACHE_WAIT: Duration = Duration::from_millis(200);
+
+/// What the ImagePolicy reconciles share: the common context and the repositories' cache.
+pub struct PolicyContext {
+    pub shared: Arc<Context>,
+    pub repositories: Store<ImageRepository>,
+    /// Set once the repositories' cache holds the initial list: before that a policy would
+    /// wrongly find its repository missing.
+    pub repositories_synced: Arc<AtomicBool>,
+    /// Policies (`Kind/namespace/name`) reconciled since start: a digest fetched before a
+    /// restart may still be fresh for their first reconcile (docs/imagepolicy.md).
+    seen: Mutex<HashSet<String>>,
+}
+
+impl PolicyContext {
+    pub fn new(
+        shared: Arc<Context>,
+        repositories: Store<ImageRepository>,
+        repositories_synced: Arc<AtomicBool>,
+    ) -> Arc<Self> {
+        Arc::new(PolicyContext {
+            shared,
+            repositories,
+            repositories_synced,
+            seen: Mutex::default(),
+        })
+    }
+
+    /// Whether this is the first reconcile of the policy `key` since start; records it.
+    fn first_reconcile(&self, key: &str) -> bool {
+        self.seen
+            .lock()
+            .expect("policies lock")
+            .insert(key.to_string())
+    }
+}
+
+impl AsRef<Context> for PolicyContext {
+    fn as_ref(&self) -> &Context {
+        &self.shared
+    }
+}
+
+impl Reconciled for ImagePolicy {
+    type Status = ImagePolicyStatus;
+    type Ctx = PolicyContext;
+    const CONTROLLER: &'static str = "imagepolicy";
+
+    fn queue(ctx: &Context) -> &WorkQueue {
+        &ctx.policy_queue
+    }
+
+    fn status(&self) -> Option<&ImagePolicyStatus> {
+        self.status.as_ref()
+    }
+
+    fn suspended(&self) -> bool {
+        self.spec.suspend == Some(true)
+    }
+
+    /// The cache first, then the migration of deprecated fields, before anything else (even
+    /// suspend), in its own patch.
+    async fn prepare<'a>(
+        &'a self,
+        api: &Api<Self>,
+        ctx: &PolicyContext,
+    ) -> Result<Prepared<'a, Self>, Error> {
+        if !ctx.repositories_synced.load(Ordering::SeqCst) {
+            return Ok(Prepared::Stop(Next::After(CACHE_WAIT)));
+        }
+        let Some(migrated) = self.status.as_ref().and_then(migrate_status) else {
+            return Ok(Prepared::Go(Cow::Borrowed(self)));
+        };
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..Default::default()
+        };
+        let patch = Patch::Merge(migration_patch(&migrated));
+        api.patch_status(&self.name_any(), &params, &patch).await?;
+        tracing::info!("migrated the deprecated status fields latestImage/observedPreviousImage");
+        let mut policy = self.clone();
+        policy.status = Some(migrated);
+        Ok(Prepared::Go(Cow::Owned(policy)))
+    }
+
+    async fn decide(&self, ctx: &PolicyContext, now: Timestamp) -> Decision<ImagePolicyStatus> {
+        let shared = &ctx.shared;
+        let reader = ClusterReader {
+            api: ApiReader(shared.client.clone()),
+            repositories: ctx.repositories.clone(),
+        };
+        let scanned = |key: &RepoKey| shared.was_scanned(key);
+        let env = PolicyEnv {
+            reader: &reader,
+            registries: &shared.registries,
+            store: &shared.store,
+            now,
+            workload_identity: shared.settings.workload_identity(),
+            no_cross_namespace_refs: shared.settings.no_cross_namespace_refs,
+            requeue_dependency: shared.settings.requeue_dependency,
+            repository_scanned: &scanned,
+            first_since_start: ctx.first_reconcile(&object_key(self)),
+        };
+        reconcile_policy(self, &env).await
+    }
+
+    /// Ready, and what the policy elects now.
+    fn record_metrics(&self, status: &ImagePolicyStatus, metrics: &Metrics) {
+        let labels = object_labels("ImagePolicy", self);
+        metrics.set_ready(
+            &labels,
+            is_ready(status.conditions.as_deref().unwrap_or_default()),
+        );
+        let elected = status.latest_ref.as_ref().map(|latest| Elected {
+            image: latest.name.clone(),
+            tag: latest.tag.clone(),
+            digest: latest.digest.clone().unwrap_or_default(),
+        });
+        metrics.set_policy(&labels.namespace, &labels.name, elected);
+    }
+
+    fn event_metadata(status: &ImagePolicyStatus) -> BTreeMap<String, String> {
+        ref_metadata(status)
+    }
+
+    /// Nothing is stored per policy; per-object state goes.
+    async fn cleanup(&self, ctx: &PolicyContext) -> Result<Next, Error> {
+        let key = object_key(self);
+        ctx.shared.backoff.reset(&key);
+        ctx.shared.recorder.repeats.forget(&key);
+        ctx.seen.lock().expect("policies lock").remove(&key);
+        Ok(Next::AwaitChange)
+    }
+}

@@ -1,0 +1,135 @@
+//! What a policy's election says: Ready's message (Flux's words) and the Alert metadata of its
+//! events.
+
+use crate::api::{ImagePolicyStatus, API_GROUP};
+use std::collections::BTreeMap;
+
+/// `Latest image tag for <name> resolved to <tag>[ with digest <d>][ (previously
+/// <name>:<tag>[@<digest>])]` (§4.8).
+pub fn ready_message(status: &ImagePolicyStatus) -> String {
+    let Some(latest) = &status.latest_ref else {
+        return String::new();
+    };
+    let mut message = format!(
+        "Latest image tag for {} resolved to {}",
+        latest.name, latest.tag
+    );
+    if let Some(digest) = latest.digest.as_deref().filter(|d| !d.is_empty()) {
+        message.push_str(&format!(" with digest {digest}"));
+    }
+    if let Some(previous) = status
+        .observed_previous_ref
+        .as_ref()
+        .filter(|p| *p != latest)
+    {
+        message.push_str(&format!(" (previously {}:{}", previous.name, previous.tag));
+        if let Some(digest) = previous.digest.as_deref().filter(|d| !d.is_empty()) {
+            message.push_str(&format!("@{digest}"));
+        }
+        message.push(')');
+    }
+    message
+}
+
+/// The Alert metadata of a policy event, under keys Flux's notification-controller keeps: it
+/// passes on only `<involved object's group>/<key>` (prefix removed) and
+/// `event.toolkit.fluxcd.io/<key>`, drops `<group>/digest` and `<group>/checksum`, and
+/// de-duplicates events by message plus `<group>/revision`. So the revision is `tag@digest`
+/// (a digest change under the same tag is never folded into the tag change), and the digests
+/// travel as `latestDigest` and `previousDigest`.
+pub fn ref_metadata(status: &ImagePolicyStatus) -> BTreeMap<String, String> {
+    let mut metadata = BTreeMap::new();
+    let mut put = |key: &str, value: Option<&String>| {
+        if let Some(value) = value.filter(|v| !v.is_empty()) {
+            metadata.insert(format!("{API_GROUP}/{key}"), value.clone());
+        }
+    };
+    if let Some(latest) = &status.latest_ref {
+        let revision = match &latest.digest {
+            Some(digest) if !digest.is_empty() => format!("{}@{digest}", latest.tag),
+            _ => latest.tag.clone(),
+        };
+        put(REVISION_KEY, Some(&revision));
+        put("latestTag", Some(&latest.tag));
+        put("latestDigest", latest.digest.as_ref());
+    }
+    if let Some(previous) = &status.observed_previous_ref {
+        put("previousTag", Some(&previous.tag));
+        put("previousDigest", previous.digest.as_ref());
+    }
+    metadata
+}
+
+/// notification-controller's de-duplication key (with the message).
+pub const REVISION_KEY: &str = "revision";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::ImageRef;
+
+    fn r(tag: &str, digest: Option<&str>) -> ImageRef {
+        ImageRef {
+            name: "foo/bar".into(),
+            tag: tag.into(),
+            digest: digest.map(String::from),
+        }
+    }
+
+    #[test]
+    fn ready_messages_are_fluxs() {
+        let status = |latest, previous| ImagePolicyStatus {
+            latest_ref: Some(latest),
+            observed_previous_ref: previous,
+            ..Default::default()
+        };
+        assert_eq!(
+            ready_message(&status(r("1.1.0", None), Some(r("1.0.0", None)))),
+            "Latest image tag for foo/bar resolved to 1.1.0 (previously foo/bar:1.0.0)"
+        );
+        assert_eq!(
+            ready_message(&status(
+                r("1.0.0", Some("sha256:1234567890abcdef")),
+                Some(r("1.0.0", Some("sha256:abcdef1234567890")))
+            )),
+            "Latest image tag for foo/bar resolved to 1.0.0 with digest sha256:1234567890abcdef (previously foo/bar:1.0.0@sha256:abcdef1234567890)"
+        );
+        assert_eq!(
+            ready_message(&status(r("1.0.0", None), None)),
+            "Latest image tag for foo/bar resolved to 1.0.0"
+        );
+        assert_eq!(
+            ready_message(&status(r("1.0.0", None), Some(r("1.0.0", None)))),
+            "Latest image tag for foo/bar resolved to 1.0.0",
+            "a previous ref equal to the latest is not shown"
+        );
+    }
+
+    #[test]
+    fn alert_metadata_names_tags_and_digests() {
+        let status = ImagePolicyStatus {
+            latest_ref: Some(ImageRef {
+                name: "a/b".into(),
+                tag: "1.1".into(),
+                digest: Some("sha256:new".into()),
+            }),
+            observed_previous_ref: Some(ImageRef {
+                name: "a/b".into(),
+                tag: "1.0".into(),
+                digest: None,
+            }),
+            ..Default::default()
+        };
+        let metadata = ref_metadata(&status);
+        let expected: BTreeMap<String, String> = [
+            ("revision", "1.1@sha256:new"),
+            ("latestTag", "1.1"),
+            ("latestDigest", "sha256:new"),
+            ("previousTag", "1.0"),
+        ]
+        .iter()
+        .map(|(k, v)| (format!("image.toolkit.fluxcd.io/{k}"), v.to_string()))
+        .collect();
+        assert_eq!(metadata, expected);
+    }
+}

@@ -1,0 +1,135 @@
+//! The event recorder: writes the events [`super::events`] decides as `events.k8s.io/v1` Events
+//! from `image-reflector-controller`, thins repeated Warnings, and forwards them to the
+//! notification-controller ([`super::notify`]).
+
+use super::conditions::cut;
+use super::events::{
+    transition_event, unchanged_for, EventSpec, RepeatFilter, REPORTING_CONTROLLER,
+};
+use super::notify::{event_metadata, Involved, Notifier};
+use crate::api::Condition;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::PostParams;
+use kube::{Api, Client, Resource, ResourceExt};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Writes events as `image-reflector-controller`, thinning repeated Warnings, and forwards
+/// them to the notification-controller when `--events-addr` is set.
+pub struct EventRecorder {
+    client: Client,
+    instance: String,
+    pub repeats: RepeatFilter,
+    notifier: Option<Notifier>,
+}
+
+impl EventRecorder {
+    pub fn new(
+        client: Client,
+        instance: String,
+        repeat_interval: Duration,
+        notifier: Option<Notifier>,
+    ) -> Self {
+        EventRecorder {
+            client,
+            instance,
+            repeats: RepeatFilter::new(repeat_interval),
+            notifier,
+        }
+    }
+
+    /// Publishes the event (if any) of a reconcile that moved the conditions from `old` to
+    /// `new`; a failure to record it is logged, never fails the reconcile.
+    pub async fn publish_transition<K: Resource<DynamicType = ()>>(
+        &self,
+        obj: &K,
+        old: &[Condition],
+        new: &[Condition],
+        now: Timestamp,
+        extra: BTreeMap<String, String>,
+    ) {
+        let Some(event) = transition_event(old, new) else {
+            return;
+        };
+        let age = unchanged_for(old, &event, now);
+        if let Err(err) = self.publish(obj, &event, age, now, extra).await {
+            let error = crate::controller::shared::error::describe_api_error(&err);
+            tracing::warn!(%error, "could not record the event");
+        }
+    }
+
+    /// Waits (at most `limit`) for the notifications still being forwarded.
+    pub async fn flush(&self, limit: Duration) {
+        if let Some(notifier) = &self.notifier {
+            notifier.flush(limit).await;
+        }
+    }
+
+    /// Logs `event`, writes it to the API server and forwards it, unless it repeats a recent
+    /// Warning (`unchanged_for`: see [`RepeatFilter::should_send`]). `extra` metadata (tag,
+    /// digest, ...) goes with the object's `event.toolkit.fluxcd.io/*` annotations.
+    pub async fn publish<K: Resource<DynamicType = ()>>(
+        &self,
+        obj: &K,
+        event: &EventSpec,
+        unchanged_for: Option<Duration>,
+        now: Timestamp,
+        extra: BTreeMap<String, String>,
+    ) -> Result<(), kube::Error> {
+        let regarding = obj.object_ref(&());
+        let key = format!(
+            "{}/{}/{}",
+            regarding.kind.as_deref().unwrap_or_default(),
+            regarding.namespace.as_deref().unwrap_or_default(),
+            regarding.name.as_deref().unwrap_or_default()
+        );
+        if !self.repeats.should_send(&key, event, unchanged_for) {
+            return Ok(());
+        }
+        // The reconcile's own line already says it (error.rs, log_result): debug only here.
+        tracing::debug!(reason = %event.reason, type_ = ?event.type_, "event: {}", event.message);
+        let metadata = event_metadata(obj.annotations(), extra);
+        if let Some(notifier) = &self.notifier {
+            let involved = Involved {
+                kind: K::kind(&()).to_string(),
+                namespace: obj.namespace().unwrap_or_default(),
+                name: obj.name_any(),
+                uid: obj.uid().unwrap_or_default(),
+                resource_version: obj.resource_version().unwrap_or_default(),
+            };
+            notifier.spawn_send(notifier.payload(&involved, event, &metadata, now));
+        }
+        let namespace = regarding
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let body = Event {
+            metadata: ObjectMeta {
+                name: Some(format!(
+                    "{}.{:x}",
+                    regarding.name.as_deref().unwrap_or("object"),
+                    now.as_nanosecond()
+                )),
+                namespace: Some(namespace.clone()),
+                annotations: (!metadata.is_empty()).then_some(metadata),
+                ..Default::default()
+            },
+            event_time: Some(MicroTime(now)),
+            type_: Some(event.type_.as_str().into()),
+            reason: Some(event.reason.clone()),
+            // The Events API caps a note at 1 kB.
+            note: Some(cut(&event.message, 1024)),
+            action: Some("Reconcile".into()),
+            regarding: Some(regarding),
+            reporting_controller: Some(REPORTING_CONTROLLER.into()),
+            reporting_instance: Some(self.instance.clone()),
+            ..Default::default()
+        };
+        Api::<Event>::namespaced(self.client.clone(), &namespace)
+            .create(&PostParams::default(), &body)
+            .await
+            .map(|_| ())
+    }
+}
