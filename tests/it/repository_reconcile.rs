@@ -990,9 +990,12 @@ async fn a_policy_naming_a_missing_repository_does_not_hold_the_others_at_start(
     let obj = object(json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m"}));
     let (client, server) = mock(vec![patch(&obj), Expect::event(NS)]);
     let ctx = context(client, memory());
-    ctx.shared.scan_order
+    ctx.shared
+        .scan_order
         .prioritize([RepoKey::new(NS, "missing").unwrap()]);
-    ctx.shared.scan_order.existing([RepoKey::new(NS, "app").unwrap()]);
+    ctx.shared
+        .scan_order
+        .existing([RepoKey::new(NS, "app").unwrap()]);
     let repo: ImageRepository = serde_json::from_value(obj).unwrap();
     let action = reconcile(Arc::new(repo), ctx).await.unwrap();
     assert_eq!(

@@ -12,8 +12,9 @@ pub use flags::{FeatureGates, RunArgs};
 
 use super::error::CliError;
 use crate::api::{ImagePolicy, ImageRepository};
-use crate::controller::image_repository::feed::repository_feed;
 use crate::controller::shared::queue::unhealthy;
+use crate::controller::shared::repository_feed::repository_feed;
+use crate::controller::shared::wiring::Wiring;
 use crate::controller::{image_policy, image_repository, Context, Settings};
 use crate::registry::cloud::TokenCache;
 use crate::registry::{install_crypto_provider, Registries, SchedulerConfig};
@@ -185,24 +186,17 @@ async fn run_as_leader(
     let concurrency = args.concurrent.max(1);
     // One ImageRepository watch and cache for both controllers.
     let (repository_source, repository_feed) = repository_feed();
-    let policy_controller = image_policy::controller(
-        policies,
-        repository_feed,
-        watch.clone(),
-        ctx.clone(),
-        concurrency,
-        work.clone(),
-        readiness.part(),
-    );
-    let repository_controller = image_repository::controller(
-        repositories.clone(),
-        repository_source,
+    let wiring = |watch| Wiring {
         watch,
-        ctx.clone(),
+        ctx: ctx.clone(),
         concurrency,
-        work.clone(),
-        readiness.part(),
-    );
+        shutdown: work.clone(),
+        synced: readiness.part(),
+    };
+    let policy_controller =
+        image_policy::controller(policies, repository_feed, wiring(watch.clone()));
+    let repository_controller =
+        image_repository::controller(repositories.clone(), repository_source, wiring(watch));
     let gc = match args.gc_interval {
         0 => None,
         minutes => Some(gc::run(

@@ -3,12 +3,12 @@
 //! start, digest reflection honouring `insecure`, no stale failure message). It returns the
 //! status to write and when to run again; the controller and `image-reflector scan` share it.
 
+use super::access::{check_acl, check_cross_namespace};
 use super::report::ready_message;
 use crate::api::{
     format_go_duration, parse_go_duration, ImagePolicy, ImagePolicyStatus, ImageRef,
     ImageRepository, Provider, ReflectionPolicy,
 };
-use crate::controller::image_policy::access::{check_acl, check_cross_namespace};
 use crate::controller::shared::conditions::{ConditionType, Conditions, Reason};
 use crate::controller::shared::credentials::{client_options, ObjectReader, WorkloadIdentity};
 use crate::controller::shared::intervals::intervals;
@@ -295,9 +295,7 @@ async fn find_repository<R: PolicyReader>(
         .clone()
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| policy_namespace.clone());
-    let denied = |e: crate::controller::image_policy::access::AccessError| {
-        (Reason::AccessDenied, e.to_string())
-    };
+    let denied = |e: super::access::AccessError| (Reason::AccessDenied, e.to_string());
     check_cross_namespace(
         &policy_namespace,
         &namespace,

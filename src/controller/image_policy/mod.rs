@@ -13,13 +13,12 @@ pub mod reconcile;
 pub mod report;
 
 use crate::api::{ImagePolicy, ImageRepository};
-use crate::controller::image_repository::feed::Feed;
-use crate::controller::shared::context::Context;
 use crate::controller::shared::error::Error;
 use crate::controller::shared::keys::{key_of, object_key, trigger_hash};
 use crate::controller::shared::reconcile as shared_reconcile;
+use crate::controller::shared::repository_feed::Feed;
 use crate::controller::shared::slim::slim;
-use crate::runtime::http::ReadyPart;
+use crate::controller::shared::wiring::Wiring;
 use futures::TryStreamExt;
 use index::PolicyIndex;
 use k8s_openapi::api::core::v1::Namespace;
@@ -31,7 +30,6 @@ use kube::{Api, ResourceExt};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 use std::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 pub use reconcile::PolicyContext;
 
@@ -66,12 +64,15 @@ fn repository_change_hash(repo: &ImageRepository) -> Option<u64> {
 pub fn controller(
     policies: Api<ImagePolicy>,
     repositories: Feed,
-    watch: watcher::Config,
-    ctx: Arc<Context>,
-    concurrency: u16,
-    shutdown: CancellationToken,
-    policies_synced: ReadyPart,
+    wiring: Wiring,
 ) -> impl std::future::Future<Output = ()> {
+    let Wiring {
+        watch,
+        ctx,
+        concurrency,
+        shutdown,
+        synced: policies_synced,
+    } = wiring;
     let index = PolicyIndex::default();
     let queue = ctx.policy_queue.clone();
     let (enqueued, mapped) = (queue.clone(), queue.clone());

@@ -4,11 +4,11 @@
 //! the controller and `image-reflector scan` share it, and tests call it directly.
 
 use super::running_scans::{RunningScans, SLOT_RETRY};
+use super::should_scan::{should_scan, ScanInputs, ScanReason};
 use crate::api::{
     format_go_duration, ImageRepository, ImageRepositoryStatus, Provider, ScanResult,
     DEFAULT_EXCLUSION_LIST,
 };
-use crate::controller::image_repository::should_scan::{should_scan, ScanInputs, ScanReason};
 use crate::controller::shared::conditions::{whole_seconds, ConditionType, Conditions, Reason};
 use crate::controller::shared::credentials::{client_options, ObjectReader, WorkloadIdentity};
 use crate::controller::shared::intervals::intervals;

@@ -4,20 +4,18 @@
 //! [`decide`] (Flux's flow, docs/imagerepository.md).
 
 pub mod decide;
-pub mod feed;
 pub mod reconcile;
 pub mod running_scans;
 pub mod should_scan;
 
 use crate::api::ImageRepository;
-use crate::controller::shared::context::Context;
 use crate::controller::shared::error::Error;
 use crate::controller::shared::keys::{object_key, trigger_hash};
 use crate::controller::shared::reconcile as shared_reconcile;
+use crate::controller::shared::repository_feed::FeedSource;
 use crate::controller::shared::slim::slim;
-use crate::runtime::http::ReadyPart;
+use crate::controller::shared::wiring::Wiring;
 use crate::store::RepoKey;
-use feed::FeedSource;
 use futures::TryStreamExt;
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::{watcher, WatchStreamExt};
@@ -25,7 +23,6 @@ use kube::{Api, ResourceExt};
 pub use reconcile::RepositoryContext;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 /// One reconcile (kube's signature): the shared reconcile of [`Reconciled`].
 pub async fn reconcile(
@@ -50,12 +47,15 @@ pub fn error_policy(
 pub fn controller(
     api: Api<ImageRepository>,
     feed: FeedSource,
-    watch: watcher::Config,
-    ctx: Arc<Context>,
-    concurrency: u16,
-    shutdown: CancellationToken,
-    synced: ReadyPart,
+    wiring: Wiring,
 ) -> impl std::future::Future<Output = ()> {
+    let Wiring {
+        watch,
+        ctx,
+        concurrency,
+        shutdown,
+        synced,
+    } = wiring;
     let (reader, writer, forward) = feed.split();
     let queue = ctx.repository_queue.clone();
     let enqueued = queue.clone();

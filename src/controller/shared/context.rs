@@ -2,12 +2,12 @@
 //! recorder, the per-object backoff, metrics, settings and the clock. Built once by
 //! [`Context::new`].
 
-use crate::controller::shared::backoff::Backoff;
-use crate::controller::shared::credentials::ObjectReader;
-use crate::controller::shared::notify::Notifier;
-use crate::controller::shared::queue::{QueueSource, WorkQueue};
-use crate::controller::shared::recorder::EventRecorder;
-use crate::controller::shared::scan_order::ScanOrder;
+use super::backoff::Backoff;
+use super::credentials::ObjectReader;
+use super::notify::Notifier;
+use super::queue::{QueueSource, WorkQueue};
+use super::recorder::EventRecorder;
+use super::scan_order::ScanOrder;
 use crate::registry::Registries;
 use crate::store::{RepoKey, TagStore};
 use crate::telemetry::metrics::Metrics;
@@ -44,10 +44,8 @@ pub struct Settings {
 /// Shared by every reconcile of both kinds.
 impl Settings {
     /// The gate and default ServiceAccount, as the reconcilers take them.
-    pub fn workload_identity(
-        &self,
-    ) -> crate::controller::shared::credentials::WorkloadIdentity<'_> {
-        crate::controller::shared::credentials::WorkloadIdentity {
+    pub fn workload_identity(&self) -> super::credentials::WorkloadIdentity<'_> {
+        super::credentials::WorkloadIdentity {
             enabled: self.object_level_workload_identity,
             default_service_account: self.default_service_account.as_deref(),
         }
@@ -155,13 +153,11 @@ impl ObjectReader for ApiReader {
         namespace: &str,
         name: &str,
     ) -> std::sync::Arc<dyn crate::registry::cloud::ServiceAccountSource> {
-        std::sync::Arc::new(
-            crate::controller::shared::token_request::KubeServiceAccount {
-                client: self.0.clone(),
-                namespace: namespace.to_string(),
-                name: name.to_string(),
-            },
-        )
+        std::sync::Arc::new(super::token_request::KubeServiceAccount {
+            client: self.0.clone(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        })
     }
 }
 
@@ -177,7 +173,7 @@ pub async fn read_named<T>(
 ) -> Result<T, String> {
     crate::api::check_object_name(name).map_err(|why| format!("invalid name {name:?}: {why}"))?;
     match tokio::time::timeout(API_READ_DEADLINE, read).await {
-        Ok(result) => result.map_err(|e| crate::controller::shared::error::describe_api_error(&e)),
+        Ok(result) => result.map_err(|e| super::error::describe_api_error(&e)),
         Err(_) => Err(format!(
             "the API server did not answer within {}s",
             API_READ_DEADLINE.as_secs()

@@ -55,7 +55,7 @@ impl EventRecorder {
         };
         let age = unchanged_for(old, &event, now);
         if let Err(err) = self.publish(obj, &event, age, now, extra).await {
-            let error = crate::controller::shared::error::describe_api_error(&err);
+            let error = super::error::describe_api_error(&err);
             tracing::warn!(%error, "could not record the event");
         }
     }

@@ -2,8 +2,8 @@
 //! finalizer): how the conditions a reconcile left become the final Ready / Reconciling /
 //! Stalled, and when `observedGeneration` moves. Pure; both kinds end with [`summarize`].
 
+use super::conditions::{ConditionType, Conditions, Reason};
 use crate::api::ConditionStatus;
-use crate::controller::shared::conditions::{ConditionType, Conditions, Reason};
 
 /// How a reconcile ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
