@@ -5,6 +5,7 @@
 //! same set of tags: ties are broken by the original tag, as Flux's own election breaks them
 //! on the store's descending byte order (see `docs/policy.md`).
 
+mod best;
 mod constraint;
 mod error;
 mod filter;
@@ -16,11 +17,12 @@ mod select;
 mod template;
 mod version;
 
+pub use best::Order;
 pub use constraint::Constraints;
 pub use error::{InvalidPolicy, NotElected, MAX_RANGE_BYTES};
 pub use filter::Filter;
 pub use goregex::{translate as translate_go_regex, GoError, Translated};
 pub use numeric::Number;
 pub use regex::{compile_exclusions, compile_go, Exclusions, GoRegex, REGEX_SIZE_LIMIT};
-pub use select::{Candidate, Explanation, FilterSpec, Order, Policy, PolicyChoice, PolicyKind};
+pub use select::{Candidate, Explanation, FilterSpec, Policy, PolicyChoice, PolicyKind};
 pub use version::Version;

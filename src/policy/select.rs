@@ -6,21 +6,12 @@
 //! after extraction, and then the byte-greatest tag wins. Because the rule looks at the tags
 //! and not at their positions, any input order gives the same answer.
 
+use super::best::{self, directed, EachValue, Order};
 use super::numeric::Number;
 use super::version::Version;
 use super::{Constraints, Filter, InvalidPolicy, NotElected};
 use serde::Serialize;
 use std::cmp::Ordering;
-
-/// Which way the alphabetical and numerical policies elect.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Order {
-    /// Elect the greatest.
-    #[default]
-    Asc,
-    /// Elect the smallest.
-    Desc,
-}
 
 /// The policy as written in `spec.policy`: the first one set of semver, alphabetical,
 /// numerical is used.
@@ -135,13 +126,14 @@ impl Policy {
         tags: impl IntoIterator<Item = &'t str>,
     ) -> Result<&'t str, NotElected> {
         let tags = tags.into_iter();
+        let tie = |a: &str, b: &str| self.tie(a, b);
         let (best, passed) = match &self.rule {
-            Rule::SemVer(range) => self.best_semver(range, tags),
+            Rule::SemVer(range) => best::semver(range, self.kept(tags), tie),
             Rule::Alphabetical(order) if self.filter.is_none() => {
-                best_alphabetical_unfiltered(*order, tags)
+                best::alphabetical_unfiltered(*order, tags)
             }
-            Rule::Alphabetical(order) => self.best_alphabetical(*order, tags),
-            Rule::Numerical(order) => self.best_numerical(*order, tags),
+            Rule::Alphabetical(order) => best::alphabetical(*order, self.kept(tags), tie),
+            Rule::Numerical(order) => best::numerical(*order, self.kept(tags), tie),
         };
         match best {
             Some(tag) => Ok(tag),
@@ -270,6 +262,11 @@ impl Policy {
         }
     }
 
+    /// The tags the filter keeps, for a pass of [`best`].
+    fn kept<'p, 't, I: Iterator<Item = &'t str>>(&'p self, tags: I) -> Kept<'p, I> {
+        Kept { policy: self, tags }
+    }
+
     /// Calls `f(tag, value)` for every tag the filter keeps; returns how many it kept.
     #[inline(always)]
     fn for_each_value<'t>(
@@ -299,306 +296,20 @@ impl Policy {
             }
         }
     }
-
-    fn best_semver<'t>(
-        &self,
-        range: &Constraints,
-        tags: impl Iterator<Item = &'t str>,
-    ) -> (Option<&'t str>, usize) {
-        let mut best: Option<OwnedVersion> = None;
-        let mut class = BestClass::default();
-        let passed = self.for_each_value(tags, |tag, value| {
-            let Some(v) = Version::parse_tag(value) else {
-                return;
-            };
-            if !range.matches(&v) {
-                return;
-            }
-            match &mut best {
-                None => {
-                    best = Some(OwnedVersion::from(&v));
-                    class.reset(value, tag);
-                }
-                Some(bv) => match v.precedence(&bv.as_version()) {
-                    Ordering::Greater => {
-                        bv.set(&v);
-                        class.reset(value, tag);
-                    }
-                    Ordering::Equal => class.offer(value, tag),
-                    Ordering::Less => {}
-                },
-            }
-        });
-        (class.winner(|a, b| self.tie(a, b)), passed)
-    }
-
-    fn best_alphabetical<'t>(
-        &self,
-        order: Order,
-        tags: impl Iterator<Item = &'t str>,
-    ) -> (Option<&'t str>, usize) {
-        // Equal values are identical values here: the class holds one value and its
-        // byte-smallest tag.
-        let mut class = BestClass::default();
-        let passed = self.for_each_value(tags, |tag, value| match class.value() {
-            None => class.reset(value, tag),
-            Some(bv) => match directed(order, value.as_bytes().cmp(bv.as_bytes())) {
-                Ordering::Greater => class.reset(value, tag),
-                Ordering::Equal => class.offer(value, tag),
-                Ordering::Less => {}
-            },
-        });
-        (class.winner(|a, b| self.tie(a, b)), passed)
-    }
-
-    fn best_numerical<'t>(
-        &self,
-        order: Order,
-        tags: impl Iterator<Item = &'t str>,
-    ) -> (Option<&'t str>, usize) {
-        let mut scratch = Number::default();
-        let mut best: Option<Number> = None;
-        let mut class = BestClass::default();
-        let passed = self.for_each_value(tags, |tag, value| {
-            if !scratch.parse_into(value) {
-                return;
-            }
-            let ord = best
-                .as_ref()
-                .map_or(Ordering::Greater, |bn| directed(order, scratch.cmp(bn)));
-            match ord {
-                Ordering::Greater => {
-                    match &mut best {
-                        Some(bn) => std::mem::swap(bn, &mut scratch),
-                        None => best = Some(std::mem::take(&mut scratch)),
-                    }
-                    class.reset(value, tag);
-                }
-                Ordering::Equal => class.offer(value, tag),
-                Ordering::Less => {}
-            }
-        });
-        (class.winner(|a, b| self.tie(a, b)), passed)
-    }
 }
 
-/// The candidates the policy ranks best so far.
-///
-/// Several tags extracting the *identical* value are one candidate, represented by the last
-/// one Flux processes in the store's descending byte order: the byte-smallest (Flux's map
-/// assignment; docs/compatibility.md). Only between *different* values ranked equal does the tie rule
-/// decide. Members are only appended while electing (a class may be large: a million
-/// `1.0.0+build.N` tags rank equal) and grouped once, at the end.
-#[derive(Default)]
-struct BestClass<'t> {
-    /// (value, tag), ranked equal. Strings are reused across resets.
-    members: Vec<(String, &'t str)>,
-    len: usize,
+/// A policy's kept tags, as [`best`] walks them.
+struct Kept<'p, I> {
+    policy: &'p Policy,
+    tags: I,
 }
 
-impl<'t> BestClass<'t> {
-    /// The first value of the class (all rank equal).
-    fn value(&self) -> Option<&str> {
-        (self.len > 0).then(|| self.members[0].0.as_str())
-    }
-
-    /// A strictly better candidate: the class starts again with it.
-    fn reset(&mut self, value: &str, tag: &'t str) {
-        self.len = 0;
-        self.offer(value, tag);
-    }
-
-    /// A candidate ranked equal to the class.
-    fn offer(&mut self, value: &str, tag: &'t str) {
-        if let Some((v, t)) = self.members.get_mut(self.len) {
-            v.clear();
-            v.push_str(value);
-            *t = tag;
-        } else {
-            self.members.push((value.to_string(), tag));
-        }
-        self.len += 1;
-    }
-
-    /// The byte-smallest tag of each value, then the one that wins the tie rule (`Greater`:
-    /// the first argument wins).
-    fn winner(mut self, tie: impl Fn(&str, &str) -> Ordering) -> Option<&'t str> {
-        let members = &mut self.members[..self.len];
-        if members.len() > 1 {
-            members.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
-        }
-        members
-            .chunk_by(|a, b| a.0 == b.0)
-            .map(|group| group[0].1)
-            .reduce(|a, b| if tie(b, a) == Ordering::Greater { b } else { a })
-    }
-}
-
-/// Without a filter the value is the tag and tags are distinct, so there are no ties.
-/// Comparing an 8-byte big-endian prefix first settles almost every comparison without a
-/// `memcmp` call; this loop is the whole cost of the alphabetical policy.
-fn best_alphabetical_unfiltered<'t>(
-    order: Order,
-    mut tags: impl Iterator<Item = &'t str>,
-) -> (Option<&'t str>, usize) {
-    let Some(mut best) = tags.next() else {
-        return (None, 0);
-    };
-    let mut best_prefix = prefix_key(best);
-    let mut count = 1;
-    // One loop per direction keeps the hot comparison a single predictable branch.
-    match order {
-        Order::Asc => {
-            for tag in tags {
-                count += 1;
-                let prefix = prefix_key(tag);
-                if prefix > best_prefix
-                    || (prefix == best_prefix && tag.as_bytes() > best.as_bytes())
-                {
-                    (best, best_prefix) = (tag, prefix);
-                }
-            }
-        }
-        Order::Desc => {
-            for tag in tags {
-                count += 1;
-                let prefix = prefix_key(tag);
-                if prefix < best_prefix
-                    || (prefix == best_prefix && tag.as_bytes() < best.as_bytes())
-                {
-                    (best, best_prefix) = (tag, prefix);
-                }
-            }
-        }
-    }
-    (Some(best), count)
-}
-
-/// The first eight bytes as a big-endian number, zero-padded: orders like the bytes themselves
-/// (tags contain no NUL bytes).
-#[inline(always)]
-pub(super) fn prefix_key(tag: &str) -> u64 {
-    let b = tag.as_bytes();
-    let n = b.len();
-    if let Some(first8) = b.first_chunk::<8>() {
-        return u64::from_be_bytes(*first8);
-    }
-    if n >= 4 {
-        // Two overlapping 4-byte loads: bytes 0..4, and n-4..n shifted into place; the
-        // overlapping bytes are equal, so OR-ing them is harmless.
-        let hi = u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
-        let lo = u64::from(u32::from_be_bytes([b[n - 4], b[n - 3], b[n - 2], b[n - 1]]));
-        return hi << 32 | lo << (8 * (8 - n));
-    }
-    b.iter()
-        .enumerate()
-        .fold(0, |key, (i, &byte)| key | u64::from(byte) << (56 - 8 * i))
-}
-
-fn directed(order: Order, ord: Ordering) -> Ordering {
-    match order {
-        Order::Asc => ord,
-        Order::Desc => ord.reverse(),
-    }
-}
-
-/// The best version so far, owning its prerelease so the scratch buffer can be reused.
-struct OwnedVersion {
-    major: u64,
-    minor: u64,
-    patch: u64,
-    pre: String,
-}
-
-impl OwnedVersion {
-    fn from(v: &Version<'_>) -> Self {
-        OwnedVersion {
-            major: v.major,
-            minor: v.minor,
-            patch: v.patch,
-            pre: v.pre.to_string(),
-        }
-    }
-
-    fn set(&mut self, v: &Version<'_>) {
-        (self.major, self.minor, self.patch) = (v.major, v.minor, v.patch);
-        self.pre.clear();
-        self.pre.push_str(v.pre);
-    }
-
-    fn as_version(&self) -> Version<'_> {
-        Version {
-            major: self.major,
-            minor: self.minor,
-            patch: self.patch,
-            pre: &self.pre,
-        }
+impl<'t, I: Iterator<Item = &'t str>> EachValue<'t> for Kept<'_, I> {
+    #[inline(always)]
+    fn each(self, f: impl FnMut(&'t str, &str)) -> usize {
+        self.policy.for_each_value(self.tags, f)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{prefix_key, FilterSpec, Policy, PolicyChoice};
-
-    #[test]
-    fn prefix_key_orders_like_bytes_for_every_length() {
-        let tags = [
-            "",
-            "a",
-            "ab",
-            "abc",
-            "abcd",
-            "abcde",
-            "abcdef",
-            "abcdefg",
-            "abcdefgh",
-            "abcdefghi",
-            "b",
-            "ba",
-            "z9",
-            "1.2.3",
-            "v1.2.30",
-            "v1.2.4",
-        ];
-        for a in tags {
-            for b in tags {
-                let (ka, kb) = (prefix_key(a), prefix_key(b));
-                if ka != kb {
-                    assert_eq!(ka.cmp(&kb), a.cmp(b), "{a:?} vs {b:?}");
-                }
-                if a.len().max(b.len()) <= 8 {
-                    assert_eq!(ka == kb, a == b, "{a:?} vs {b:?}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn a_large_class_of_equal_rank_is_grouped_once() {
-        // Build metadata does not count in semver precedence: every tag ranks equal. Searching
-        // the class per tag was quadratic; grouping at the end is one sort.
-        let tags: Vec<String> = (0..200_000).map(|i| format!("1.0.0+b{i:06}")).collect();
-        let mut sorted = tags.clone();
-        sorted.sort_unstable_by(|a, b| b.cmp(a));
-        let semver = PolicyChoice {
-            semver: Some(">=1.0.0".into()),
-            ..Default::default()
-        };
-        let policy = Policy::new(&semver, None).unwrap();
-        assert_eq!(
-            policy.select_sorted(sorted.iter().map(String::as_str)),
-            Ok("1.0.0+b199999")
-        );
-        // With an extract that groups them by tens: each group is represented by its
-        // byte-smallest tag, and the tie between groups goes to the byte-greatest of those.
-        let filter = FilterSpec {
-            pattern: r"^(1\.0\.0\+b\d{5})\d$".into(),
-            extract: "$1".into(),
-        };
-        let policy = Policy::new(&semver, Some(&filter)).unwrap();
-        assert_eq!(
-            policy.select(tags.iter().map(String::as_str)),
-            Ok("1.0.0+b199990")
-        );
-    }
-}
+mod tests;

@@ -4,7 +4,9 @@
 //! Beyond Flux: a registry that omits the header, or refuses HEAD, is asked with GET and the
 //! digest is the SHA-256 of the manifest bytes. Multi-arch tags give the index (list) digest.
 
-use super::client::{read_limited, status_error, url_host, RegistryClient, Target};
+use super::body::{read_limited, status_error};
+use super::client::{RegistryClient, Target};
+use super::describe::url_host;
 use super::{ImageReference, RegistryError};
 use reqwest::{Method, Response, StatusCode};
 use sha2::{Digest, Sha256};

@@ -9,28 +9,35 @@
 //! - `cloud`: logging in to cloud registries with the provider's identity.
 
 mod auth;
+mod body;
 mod budget;
 mod client;
 pub mod cloud;
+mod describe;
 mod digest;
 mod error;
 #[doc(hidden)]
 pub mod fuzz;
 mod keyring;
+mod login;
 mod proxy;
 mod reference;
+mod registries;
+mod request;
 mod scheduler;
 mod tag_page;
 mod tags;
 mod tls;
+mod token_auth;
 
 pub use budget::{Held, MemoryBudget, MAX_KEPT_BYTES, PROCESS_BUDGET_BYTES};
-pub use client::{install_crypto_provider, Registries, RegistryClient};
+pub use client::{install_crypto_provider, RegistryClient};
 pub use digest::MANIFEST_ACCEPT;
 pub use error::{ConfigError, Fixes, RegistryError};
 pub use keyring::{Credentials, Keyring};
 pub use proxy::{ProxySettings, MAX_PROXY_URL_LEN};
 pub use reference::{ImageReference, ReferenceError, Scheme, DEFAULT_REGISTRY};
+pub use registries::Registries;
 pub use scheduler::{parse_retry_after, Scheduler, SchedulerConfig};
 pub use tag_page::{is_valid_tag, MAX_TAG_LEN};
 pub use tags::{ListLimits, Listing};

@@ -4,8 +4,10 @@
 //! seen before, too many pages or tags, or an oversized body stop the listing with an error.
 //! A listing never returns part of the tags as if it were all of them.
 
+use super::body::{read_limited_with, status_error};
 use super::budget::{Held, MAX_KEPT_BYTES};
-use super::client::{read_limited_with, status_error, url_host, RegistryClient, Target};
+use super::client::{RegistryClient, Target};
+use super::describe::url_host;
 use super::tag_page::parse_page_charged;
 use super::{ImageReference, RegistryError};
 use reqwest::header::LINK;

@@ -8,14 +8,13 @@
 //! and the repository is rescanned.
 
 use super::digests::MAX_FILE_BYTES;
+use super::files::{create_private_dir, sync_dir, write_atomic, write_file, TEMP_PREFIX};
 use super::{DigestFact, DigestFacts, RepoKey, Revision, StoreError, TagList, TagStore};
 use flate2::{read::GzDecoder, write::GzEncoder, Compression};
 use std::collections::HashSet;
-use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Flux's default `--storage-compression-threshold` (64 KiB).
 pub const DEFAULT_COMPRESSION_THRESHOLD: usize = 64 * 1024;
@@ -27,12 +26,9 @@ const DIGESTS: &str = "digests.txt";
 const VERSION_FILE: &str = ".storage-version";
 const VERSION: &str = "2\n";
 const WIPE_MARKER: &str = ".storage-wipe-in-progress";
-const TEMP_PREFIX: &str = ".tmp-";
 /// What a filesystem puts in its own root (ext4's `lost+found` on a fresh PVC): neither the
 /// store's nor another format's, so never a reason to wipe, and never removed.
 const VOLUME_ENTRIES: &[&str] = &["lost+found"];
-
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Tags on the local filesystem, one directory per ImageRepository.
 #[derive(Debug)]
@@ -359,16 +355,6 @@ fn is_volume_entry(name: &std::ffi::OsStr) -> bool {
     VOLUME_ENTRIES.iter().any(|v| name == *v)
 }
 
-/// Creates `path` and any missing parent with mode 0700 (less the umask): only the
-/// directories the store makes, never one it was given.
-fn create_private_dir(path: &Path) -> Result<(), StoreError> {
-    DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
-        .map_err(StoreError::io("creating directory", path))
-}
-
 /// The digest facts at `path`: none when missing, too large or unreadable.
 fn read_digests(path: &Path) -> DigestFacts {
     let read = File::open(path).and_then(|f| {
@@ -380,47 +366,4 @@ fn read_digests(path: &Path) -> DigestFacts {
         Ok(text) if text.len() as u64 <= MAX_FILE_BYTES => DigestFacts::parse(&text),
         _ => DigestFacts::default(),
     }
-}
-
-/// Writes `dir/name` so that a crash at any point leaves either the old or the new content.
-fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
-    write_file(dir, name, bytes, true)
-}
-
-/// Writes `dir/name` through a temporary file and a rename; `durable` adds the fsyncs that
-/// make the new content survive a crash.
-fn write_file(dir: &Path, name: &str, bytes: &[u8], durable: bool) -> Result<(), StoreError> {
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let temp = dir.join(format!("{TEMP_PREFIX}{name}-{}-{n}", std::process::id()));
-    let written = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        if durable {
-            file.sync_all()?;
-        }
-        Ok(())
-    })();
-    if let Err(e) = written {
-        let _ = fs::remove_file(&temp);
-        return Err(StoreError::io("writing", &temp)(e));
-    }
-    let target = dir.join(name);
-    fs::rename(&temp, &target).map_err(|e| {
-        let _ = fs::remove_file(&temp);
-        StoreError::io("renaming a new file to", &target)(e)
-    })?;
-    if durable {
-        sync_dir(dir)?;
-    }
-    Ok(())
-}
-
-fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(StoreError::io("syncing directory", dir))
 }

@@ -7,6 +7,7 @@
 
 mod digests;
 mod error;
+mod files;
 mod fs;
 mod key;
 mod memory;

@@ -20,6 +20,7 @@ mod e2e_security;
 mod fault_server;
 mod fuzz_replay;
 mod gc;
+mod layout;
 mod notify;
 mod policy_props;
 mod policy_reconcile;

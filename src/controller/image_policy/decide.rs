@@ -4,25 +4,23 @@
 //! status to write and when to run again; the controller and `image-reflector scan` share it.
 
 use super::access::{check_acl, check_cross_namespace};
+use super::digest::{reflected_digest, Wanted};
+pub use super::env::{PolicyEnv, PolicyReader};
 use super::report::ready_message;
 use crate::api::{
     format_go_duration, parse_go_duration, ImagePolicy, ImagePolicyStatus, ImageRef,
     ImageRepository, Provider, ReflectionPolicy,
 };
 use crate::controller::shared::conditions::{ConditionType, Conditions, Reason};
-use crate::controller::shared::credentials::{client_options, ObjectReader, WorkloadIdentity};
-use crate::controller::shared::intervals::intervals;
 use crate::controller::shared::next::Next;
 use crate::controller::shared::reconcile::Decision;
 use crate::controller::shared::status::finish_status;
 use crate::controller::shared::summary::Outcome;
 use crate::policy::NotElected;
-use crate::registry::{ImageReference, Registries, RegistryClient};
-use crate::store::{DigestFact, RepoKey, StoreError, TagStore};
-use k8s_openapi::jiff::Timestamp;
+use crate::registry::ImageReference;
+use crate::store::{RepoKey, StoreError, TagStore};
 use kube::ResourceExt;
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,39 +29,6 @@ pub const FEATURE_GATE_MESSAGE: &str = "to use spec.serviceAccountName in the Im
 
 /// The requeue of an `Always` policy whose interval is zero (§1.6).
 const DEFAULT_POLICY_INTERVAL: Duration = Duration::from_secs(600);
-
-/// Reads what a policy refers to, besides Secrets: its ImageRepository and namespace labels.
-pub trait PolicyReader: ObjectReader {
-    fn image_repository(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> impl Future<Output = Result<Option<ImageRepository>, String>> + Send;
-
-    /// The labels of a namespace (`Ok(None)`: no such namespace).
-    fn namespace_labels(
-        &self,
-        namespace: &str,
-    ) -> impl Future<Output = Result<Option<BTreeMap<String, String>>, String>> + Send;
-}
-
-/// What a policy reconcile reads besides the object.
-pub struct PolicyEnv<'a, R> {
-    pub reader: &'a R,
-    pub registries: &'a Arc<Registries>,
-    pub store: &'a Arc<dyn TagStore>,
-    pub now: Timestamp,
-    /// The `ObjectLevelWorkloadIdentity` gate and `--default-service-account`.
-    pub workload_identity: WorkloadIdentity<'a>,
-    pub no_cross_namespace_refs: bool,
-    /// `--requeue-dependency`: how soon to look again when the repository has no tags.
-    pub requeue_dependency: Duration,
-    /// Whether the repository was scanned since this process started (warm start).
-    pub repository_scanned: &'a (dyn Fn(&RepoKey) -> bool + Sync),
-    /// The policy's first reconcile since the process started: an `Always` digest fetched
-    /// before a restart may still be fresh (`reflected_digest`).
-    pub first_since_start: bool,
-}
 
 /// The status to write and what to do next.
 pub type PolicyResult = Decision<ImagePolicyStatus>;
@@ -334,137 +299,4 @@ async fn find_repository<R: PolicyReader>(
     )
     .map_err(denied)?;
     Ok(repo)
-}
-
-/// The elected tag whose digest is wanted, and the policy's interval (`Always` only).
-struct Wanted<'a> {
-    image: &'a ImageReference,
-    key: &'a RepoKey,
-    name: &'a str,
-    tag: &'a str,
-    interval: Option<Duration>,
-}
-
-/// The digest per `digestReflectionPolicy` (§4.7): `Never` none, `IfNotPresent` the recorded
-/// one when name and tag are unchanged, `Always` (and the rest of `IfNotPresent`) fetched with
-/// the repository's credentials, TLS, proxy, `insecure` and timeout. At its first reconcile
-/// after a restart, an `Always` policy whose tag's digest was fetched less than its interval
-/// ago (the store keeps when) takes that digest and says when the next fetch is due, unless a
-/// reconcile was requested or the spec changed (docs/imagepolicy.md).
-async fn reflected_digest<R: PolicyReader>(
-    policy: &ImagePolicy,
-    repo: &ImageRepository,
-    wanted: &Wanted<'_>,
-    status: &ImagePolicyStatus,
-    env: &PolicyEnv<'_, R>,
-) -> Result<(Option<String>, Option<Duration>), String> {
-    let Wanted {
-        image,
-        key,
-        name,
-        tag,
-        interval,
-    } = *wanted;
-    let recorded = status
-        .latest_ref
-        .as_ref()
-        .filter(|r| r.name == name && r.tag == tag)
-        .and_then(|r| r.digest.clone())
-        .filter(|d| !d.is_empty());
-    match policy.spec.digest_reflection_policy.unwrap_or_default() {
-        ReflectionPolicy::Never => return Ok((None, None)),
-        ReflectionPolicy::IfNotPresent if recorded.is_some() => return Ok((recorded, None)),
-        ReflectionPolicy::Always => {
-            // Only the first reconcile after a restart: from then on every reconcile
-            // fetches, as Flux's do.
-            let warm = env.first_since_start && !asked_anew(policy, status);
-            if let Some(interval) = interval.filter(|_| warm) {
-                if let Some(fresh) = fresh_fact(env.store, key, tag, interval, env.now).await {
-                    return Ok(fresh);
-                }
-            }
-        }
-        ReflectionPolicy::IfNotPresent => {}
-    }
-    let fail = |err: String| format!("failed fetching digest of {name}:{tag}: {err}");
-    let (_, timeout) = intervals(repo).map_err(fail)?;
-    let namespace = repo.namespace().unwrap_or_default();
-    let options = client_options(
-        repo,
-        &namespace,
-        &image.canonical(),
-        env.reader,
-        timeout,
-        env.workload_identity,
-    )
-    .await
-    .map_err(|e| fail(format!("failed to configure authentication options: {e}")))?;
-    let client =
-        RegistryClient::new(options, env.registries.clone()).map_err(|e| fail(e.to_string()))?;
-    let reference = format!("{name}:{tag}");
-    let descriptor = |err: String| {
-        fail(format!(
-            "failed fetching descriptor for \"{reference}\": {err}"
-        ))
-    };
-    match tokio::time::timeout(timeout, client.digest(image, tag)).await {
-        Ok(Ok(digest)) => {
-            remember_digest(env.store, key, tag, &digest, env.now).await;
-            Ok((Some(digest), None))
-        }
-        Ok(Err(err)) => Err(descriptor(err.to_string())),
-        Err(_) => Err(descriptor(format!(
-            "no answer within {} (the ImageRepository's spec.timeout)",
-            format_go_duration(timeout)
-        ))),
-    }
-}
-
-/// Whether the policy asks for a fresh look: a `requestedAt` not yet handled, or a spec not yet
-/// observed.
-fn asked_anew(policy: &ImagePolicy, status: &ImagePolicyStatus) -> bool {
-    let requested = policy
-        .annotations()
-        .get(crate::controller::shared::keys::REQUESTED_AT_ANNOTATION);
-    requested.is_some_and(|r| status.last_handled_reconcile_at.as_ref() != Some(r))
-        || status.observed_generation != policy.metadata.generation
-}
-
-/// The digest of `tag` fetched less than `interval` ago, and when the next fetch is due.
-async fn fresh_fact(
-    store: &Arc<dyn TagStore>,
-    key: &RepoKey,
-    tag: &str,
-    interval: Duration,
-    now: Timestamp,
-) -> Option<(Option<String>, Option<Duration>)> {
-    let (store, key, owned) = (store.clone(), key.clone(), tag.to_string());
-    let fact = tokio::task::spawn_blocking(move || store.digest_fact(&key, &owned))
-        .await
-        .ok()?
-        .ok()??;
-    let age = u64::try_from(now.as_second() - fact.checked_at).ok()?;
-    let due_in = interval.checked_sub(Duration::from_secs(age))?;
-    // Nearly due is due: whole seconds and requeue delays must not add a reconcile.
-    let slack = (interval / 20).max(Duration::from_secs(2));
-    (due_in > slack).then_some((Some(fact.digest), Some(due_in)))
-}
-
-/// Keeps when `tag`'s digest was fetched; a failure only costs an earlier fetch after a restart.
-async fn remember_digest(
-    store: &Arc<dyn TagStore>,
-    key: &RepoKey,
-    tag: &str,
-    digest: &str,
-    now: Timestamp,
-) {
-    let (store, key, tag) = (store.clone(), key.clone(), tag.to_string());
-    let fact = DigestFact {
-        digest: digest.to_string(),
-        checked_at: now.as_second(),
-    };
-    let recorded = tokio::task::spawn_blocking(move || store.record_digest(&key, &tag, fact)).await;
-    if let Ok(Err(err)) = recorded {
-        tracing::debug!(%err, "the digest's fetch time was not kept");
-    }
 }

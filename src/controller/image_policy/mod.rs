@@ -6,6 +6,8 @@
 
 pub mod access;
 pub mod decide;
+pub mod digest;
+pub mod env;
 pub mod index;
 pub mod migrate;
 pub mod reader;

@@ -3,7 +3,8 @@
 
 use super::decide::PolicyReader;
 use crate::api::ImageRepository;
-use crate::controller::shared::context::{read_named, ApiReader};
+use crate::controller::shared::api_read::read_named;
+use crate::controller::shared::context::ApiReader;
 use crate::controller::shared::credentials::ObjectReader;
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use kube::runtime::reflector::{ObjectRef, Store};

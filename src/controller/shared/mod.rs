@@ -1,5 +1,6 @@
 //! What both kinds use.
 
+pub mod api_read;
 pub mod backoff;
 pub mod conditions;
 pub mod context;

@@ -29,7 +29,7 @@ impl ServiceAccountSource for KubeServiceAccount {
     fn get(&self) -> BoxFuture<'_, Result<CloudServiceAccount, String>> {
         Box::pin(async move {
             let api = Api::<ServiceAccount>::namespaced(self.client.clone(), &self.namespace);
-            let sa = super::context::read_named(&self.name, api.get(&self.name)).await?;
+            let sa = super::api_read::read_named(&self.name, api.get(&self.name)).await?;
             Ok(CloudServiceAccount {
                 namespace: self.namespace.clone(),
                 name: self.name.clone(),
@@ -51,7 +51,7 @@ impl ServiceAccountSource for KubeServiceAccount {
             let api = Api::<ServiceAccount>::namespaced(self.client.clone(), &self.namespace);
             let params = PostParams::default();
             let create = api.create_subresource("token", &self.name, &params, &request);
-            let answer: TokenRequest = super::context::read_named(&self.name, create).await?;
+            let answer: TokenRequest = super::api_read::read_named(&self.name, create).await?;
             answer
                 .status
                 .map(|s| s.token)

@@ -6,8 +6,9 @@
 //! link-local addresses, `metadata.google.internal`) are reached directly, never through a
 //! proxy, which could not reach them.
 
-use super::super::client::{chain, url_host, Registries};
+use super::super::describe::{chain, url_host};
 use super::super::scheduler::parse_retry_after;
+use super::super::scheduler::Scheduler;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Method, RequestBuilder, StatusCode, Url};
 use std::net::IpAddr;
@@ -29,7 +30,7 @@ pub(crate) struct Answer {
 pub(crate) struct CloudHttp {
     pub(crate) proxied: reqwest::Client,
     pub(crate) direct: reqwest::Client,
-    pub(crate) shared: Arc<Registries>,
+    pub(crate) scheduler: Arc<Scheduler>,
     /// The proxy in use, for cache keys (tokens fetched through one proxy are not shared with
     /// another, as in Flux).
     pub(crate) proxy: String,
@@ -60,7 +61,7 @@ impl CloudHttp {
         let request = request.build().map_err(|e| chain(&e))?;
         let (method, url) = (request.method().clone(), request.url().clone());
         let host = url_host(&url);
-        let scheduler = self.shared.scheduler();
+        let scheduler = &self.scheduler;
         let slot = scheduler.acquire(&host).await.map_err(|e| e.to_string())?;
         let client = if is_node_local(&url) {
             &self.direct

@@ -8,8 +8,9 @@
 //! - `identity`: ServiceAccount annotations → provider identity;
 //! - `aws`, `azure`, `gcp`: the providers' token flows;
 //! - `http`, `smithy`: our HTTP client for the cloud APIs, and as the AWS SDK's;
-//! - `cache`: the token cache;
-//! - `login`: the registry client's side (host rule, credentials on first use).
+//! - `cache`: the token cache.
+//!
+//! The registry client's side (host rule, credentials on first use) is `registry/login.rs`.
 
 mod aws;
 mod azure;
@@ -18,7 +19,6 @@ mod gcp;
 mod hosts;
 pub(crate) mod http;
 mod identity;
-mod login;
 mod smithy;
 
 pub use azure::ACR_USER;

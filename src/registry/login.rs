@@ -2,9 +2,11 @@
 //! the credentials fetched (once per client, through the shared token cache) when the registry
 //! first asks for them, so a provider failure fails that request, as in Flux.
 
-use super::super::client::{chain, Registries, RegistryClient};
-use super::super::{ConfigError, Credentials, RegistryError};
-use super::http::CloudHttp;
+use super::client::RegistryClient;
+use super::cloud::http::CloudHttp;
+use super::describe::chain;
+use super::registries::Registries;
+use super::{ConfigError, Credentials, RegistryError};
 use futures::future::BoxFuture;
 use std::time::Duration;
 
@@ -15,7 +17,7 @@ impl RegistryClient {
         let Some(login) = &self.options.login else {
             return Ok(());
         };
-        super::registry_target(login.provider, host)
+        super::cloud::registry_target(login.provider, host)
             .map(|_| ())
             .map_err(|detail| RegistryError::CloudLogin {
                 provider: login.provider.name(),
@@ -35,7 +37,7 @@ impl RegistryClient {
         let http = CloudHttp {
             proxied: self.http.clone(),
             direct: self.shared.direct_client()?,
-            shared: self.shared.clone(),
+            scheduler: self.shared.scheduler.clone(),
             proxy: self
                 .options
                 .proxy

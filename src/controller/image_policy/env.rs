@@ -1,0 +1,45 @@
+//! What a policy reconcile reads besides the object: the cluster (its repository, namespace
+//! labels, Secrets), the registries, the store, the clock and the controller's settings.
+
+use crate::api::ImageRepository;
+use crate::controller::shared::credentials::{ObjectReader, WorkloadIdentity};
+use crate::registry::Registries;
+use crate::store::{RepoKey, TagStore};
+use k8s_openapi::jiff::Timestamp;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Reads what a policy refers to, besides Secrets: its ImageRepository and namespace labels.
+pub trait PolicyReader: ObjectReader {
+    fn image_repository(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<ImageRepository>, String>> + Send;
+
+    /// The labels of a namespace (`Ok(None)`: no such namespace).
+    fn namespace_labels(
+        &self,
+        namespace: &str,
+    ) -> impl Future<Output = Result<Option<BTreeMap<String, String>>, String>> + Send;
+}
+
+/// What a policy reconcile reads besides the object.
+pub struct PolicyEnv<'a, R> {
+    pub reader: &'a R,
+    pub registries: &'a Arc<Registries>,
+    pub store: &'a Arc<dyn TagStore>,
+    pub now: Timestamp,
+    /// The `ObjectLevelWorkloadIdentity` gate and `--default-service-account`.
+    pub workload_identity: WorkloadIdentity<'a>,
+    pub no_cross_namespace_refs: bool,
+    /// `--requeue-dependency`: how soon to look again when the repository has no tags.
+    pub requeue_dependency: Duration,
+    /// Whether the repository was scanned since this process started (warm start).
+    pub repository_scanned: &'a (dyn Fn(&RepoKey) -> bool + Sync),
+    /// The policy's first reconcile since the process started: an `Always` digest fetched
+    /// before a restart may still be fresh (`reflected_digest`).
+    pub first_since_start: bool,
+}

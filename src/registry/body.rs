@@ -1,0 +1,140 @@
+//! Reading a registry's answer: a body within a size limit (and a memory budget), and an error
+//! answer with its OCI error codes.
+
+use super::describe::{chain, method_name};
+use super::{ClientOptions, RegistryError};
+use reqwest::{Method, Response, Url};
+use serde::Deserialize;
+
+/// Reads a body, refusing more than `limit` bytes (checked as it streams, not after).
+pub(super) async fn read_limited(
+    method: &Method,
+    url: &Url,
+    host: &str,
+    response: Response,
+    limit: usize,
+) -> Result<Vec<u8>, RegistryError> {
+    read_limited_with(method, url, host, response, limit, |_| Ok(())).await
+}
+
+/// [`read_limited`], asking `grow` for each chunk's bytes before keeping it (a memory budget);
+/// its refusal ends the read with that reason.
+pub(super) async fn read_limited_with(
+    method: &Method,
+    url: &Url,
+    host: &str,
+    mut response: Response,
+    limit: usize,
+    mut grow: impl FnMut(usize) -> Result<(), String>,
+) -> Result<Vec<u8>, RegistryError> {
+    let too_big = || RegistryError::InvalidResponse {
+        method: method_name(method),
+        url: url.to_string(),
+        host: host.into(),
+        detail: format!("the body exceeds the {limit}-byte limit"),
+    };
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(too_big());
+    }
+    // A known length is allocated once (growing a large buffer copies it: twice the memory
+    // for a moment); otherwise the buffer doubles as chunks arrive.
+    let mut body = Vec::new();
+    if let Some(length) = response.content_length() {
+        let length = length as usize;
+        grow(length).map_err(|detail| RegistryError::InvalidResponse {
+            method: method_name(method),
+            url: url.to_string(),
+            host: host.into(),
+            detail,
+        })?;
+        body.reserve_exact(length);
+    }
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                let needed = body.len() + chunk.len();
+                if needed > limit {
+                    return Err(too_big());
+                }
+                // `grow` is charged what is allocated (capacity), not only what is used.
+                if needed > body.capacity() {
+                    let capacity = needed.max(body.capacity() * 2).min(limit);
+                    grow(capacity - body.capacity()).map_err(|detail| {
+                        RegistryError::InvalidResponse {
+                            method: method_name(method),
+                            url: url.to_string(),
+                            host: host.into(),
+                            detail,
+                        }
+                    })?;
+                    body.reserve_exact(capacity - body.len());
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => return Ok(body),
+            Err(err) => {
+                return Err(RegistryError::InvalidResponse {
+                    method: method_name(method),
+                    url: url.to_string(),
+                    host: host.into(),
+                    detail: format!("reading the body: {}", chain(&err)),
+                })
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct OciErrors {
+    #[serde(default)]
+    errors: Vec<OciError>,
+}
+
+#[derive(Deserialize)]
+struct OciError {
+    #[serde(default)]
+    code: String,
+    #[serde(default)]
+    message: String,
+}
+
+/// A [`RegistryError::Status`] with the OCI error codes from the body (GET only: HEAD has none).
+/// `options` say whether the client had credentials for the host (so a 401 means they were
+/// rejected rather than missing) and how to name the settings to change.
+pub(super) async fn status_error(
+    method: Method,
+    url: &Url,
+    host: &str,
+    response: Response,
+    options: &ClientOptions,
+) -> RegistryError {
+    let status = response.status();
+    let codes = if method == Method::HEAD {
+        Vec::new()
+    } else {
+        read_limited(&method, url, host, response, 64 << 10)
+            .await
+            .ok()
+            .and_then(|body| serde_json::from_slice::<OciErrors>(&body).ok())
+            .map(|e| {
+                e.errors
+                    .into_iter()
+                    .map(|e| match e.message.is_empty() {
+                        true => e.code,
+                        false => format!("{}: {}", e.code, e.message),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    RegistryError::Status {
+        method: method_name(&method),
+        url: url.to_string(),
+        host: host.into(),
+        status_code: status.as_u16(),
+        status: status.to_string(),
+        codes,
+        credentials_sent: options.credentials.is_some() || options.login.is_some(),
+        fixes: options.fixes,
+    }
+}
