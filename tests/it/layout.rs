@@ -78,7 +78,7 @@ fn expand(tree: &str) -> Vec<String> {
     parts
         .into_iter()
         .filter(|p| !p.trim().is_empty())
-        .flat_map(|p| expand(p))
+        .flat_map(expand)
         .map(|p| match p.as_str() {
             "self" => prefix.trim_end_matches("::").to_string(),
             _ => format!("{prefix}{p}"),
