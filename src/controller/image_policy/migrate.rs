@@ -3,7 +3,6 @@
 //! become `latestRef` / `observedPreviousRef` where those are absent, and are removed.
 
 use crate::api::{ImagePolicyStatus, ImageRef};
-use serde_json::{json, Value};
 
 /// The migrated status, when there is anything to migrate.
 pub fn migrate_status(status: &ImagePolicyStatus) -> Option<ImagePolicyStatus> {
@@ -23,19 +22,6 @@ pub fn migrate_status(status: &ImagePolicyStatus) -> Option<ImagePolicyStatus> {
     migrated.latest_image = None;
     migrated.observed_previous_image = None;
     Some(migrated)
-}
-
-/// The merge patch that writes a migration: the refs, and `null` for the old fields (a merge
-/// patch deletes with `null`; the status' own serialisation omits absent fields).
-pub fn migration_patch(migrated: &ImagePolicyStatus) -> Value {
-    json!({
-        "status": {
-            "latestRef": migrated.latest_ref,
-            "observedPreviousRef": migrated.observed_previous_ref,
-            "latestImage": null,
-            "observedPreviousImage": null,
-        }
-    })
 }
 
 /// `name:tag` split at the last `:` (after the last `/`, so a registry port is not a tag);
@@ -86,12 +72,6 @@ mod tests {
             (new.latest_image, new.observed_previous_image),
             (None, None)
         );
-        let patch = migration_patch(&migrate_status(&old).unwrap());
-        assert_eq!(patch["status"]["latestImage"], Value::Null);
-        assert!(patch["status"]
-            .as_object()
-            .unwrap()
-            .contains_key("observedPreviousImage"));
     }
 
     #[test]

@@ -3,23 +3,22 @@
 //! in [`super::decide`], and reports its election in metrics and events.
 
 use super::decide::{reconcile_policy, PolicyEnv};
-use super::migrate::{migrate_status, migration_patch};
+use super::migrate::migrate_status;
 use super::reader::ClusterReader;
 use super::report::ref_metadata;
 use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository};
 use crate::controller::shared::context::{ApiReader, Context};
 use crate::controller::shared::error::Error;
-use crate::controller::shared::keys::{object_key, object_labels, FIELD_MANAGER};
+use crate::controller::shared::keys::{object_key, object_labels};
 use crate::controller::shared::next::Next;
 use crate::controller::shared::queue::WorkQueue;
 use crate::controller::shared::reconcile::{Decision, Prepared, Reconciled};
-use crate::controller::shared::status::is_ready;
+use crate::controller::shared::status::{is_ready, patch_status_changes};
 use crate::store::RepoKey;
 use crate::telemetry::metrics::{Elected, Metrics};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Patch, PatchParams};
 use kube::runtime::reflector::Store;
-use kube::{Api, ResourceExt};
+use kube::Api;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -100,12 +99,9 @@ impl Reconciled for ImagePolicy {
         let Some(migrated) = self.status.as_ref().and_then(migrate_status) else {
             return Ok(Prepared::Go(Cow::Borrowed(self)));
         };
-        let params = PatchParams {
-            field_manager: Some(FIELD_MANAGER.into()),
-            ..Default::default()
-        };
-        let patch = Patch::Merge(migration_patch(&migrated));
-        api.patch_status(&self.name_any(), &params, &patch).await?;
+        // Only the migration: the refs, and `null` for the deprecated fields.
+        let current = self.status.clone().unwrap_or_default();
+        patch_status_changes(api, self, &current, &migrated).await?;
         tracing::info!("migrated the deprecated status fields latestImage/observedPreviousImage");
         let mut policy = self.clone();
         policy.status = Some(migrated);

@@ -13,10 +13,12 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde_json::Value;
 use std::fmt::Debug;
 use tracing::Instrument;
 
-/// Patches `desired` onto the object's status when it differs from `current`.
+/// Patches `desired` onto the object's status when it differs from `current`: all of it (so
+/// a cache a write behind is overwritten), and `null` for what `desired` no longer has.
 pub async fn patch_status<K, S>(
     api: &Api<K>,
     obj: &K,
@@ -27,18 +29,85 @@ where
     K: Resource + Clone + DeserializeOwned + Debug,
     S: Serialize + PartialEq,
 {
+    write(api, obj, current, desired, Patched::Whole).await
+}
+
+/// Patches only what changed from `current` to `desired` (a migration, its own small write).
+pub async fn patch_status_changes<K, S>(
+    api: &Api<K>,
+    obj: &K,
+    current: &S,
+    desired: &S,
+) -> Result<bool, Error>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+    S: Serialize + PartialEq,
+{
+    write(api, obj, current, desired, Patched::Changes).await
+}
+
+/// What a status patch carries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Patched {
+    Whole,
+    Changes,
+}
+
+async fn write<K, S>(
+    api: &Api<K>,
+    obj: &K,
+    current: &S,
+    desired: &S,
+    patched: Patched,
+) -> Result<bool, Error>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+    S: Serialize + PartialEq,
+{
     if current == desired {
         return Ok(false);
     }
+    let (current, desired) = (to_value(current), to_value(desired));
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.into()),
         ..Default::default()
     };
-    let patch = serde_json::json!({ "status": desired });
+    let patch = serde_json::json!({ "status": merge_patch(&current, &desired, patched) });
     api.patch_status(&obj.name_any(), &params, &Patch::Merge(&patch))
         .instrument(tracing::info_span!("status patch"))
         .await?;
     Ok(true)
+}
+
+fn to_value<S: Serialize>(status: &S) -> Value {
+    // A status is plain data: it always serialises.
+    serde_json::to_value(status).unwrap_or(Value::Null)
+}
+
+/// The JSON merge patch (RFC 7386) from `current` to `desired`. The status types omit absent
+/// fields when serialised, and a merge patch leaves an omitted field as it was: a field to
+/// clear must be sent as `null`. `Whole` sends every field of `desired`; `Changes` only those
+/// that differ.
+fn merge_patch(current: &Value, desired: &Value, patched: Patched) -> Value {
+    let (Value::Object(old), Value::Object(new)) = (current, desired) else {
+        return desired.clone();
+    };
+    let mut patch = serde_json::Map::new();
+    for (key, value) in new {
+        match old.get(key) {
+            Some(was) if was == value && patched == Patched::Changes => {}
+            Some(was) => {
+                patch.insert(key.clone(), merge_patch(was, value, patched));
+            }
+            None => {
+                patch.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    for key in old.keys().filter(|k| !new.contains_key(*k)) {
+        patch.insert(key.clone(), Value::Null);
+    }
+    Value::Object(patch)
 }
 
 /// The fields both kinds' statuses share, which Flux's final step writes.
@@ -113,4 +182,26 @@ pub fn is_stalled(conditions: &[Condition]) -> bool {
     conditions
         .iter()
         .any(|c| c.type_ == "Stalled" && c.status == crate::api::ConditionStatus::True)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_merge_patch_clears_what_the_status_no_longer_has() {
+        let current = json!({"latestRef": {"name": "a", "tag": "1", "digest": "sha256:1"},
+                             "latestImage": "a:1", "observedGeneration": 2});
+        let desired = json!({"latestRef": {"name": "a", "tag": "1"}, "observedGeneration": 2});
+        assert_eq!(
+            merge_patch(&current, &desired, Patched::Whole),
+            json!({"latestRef": {"name": "a", "tag": "1", "digest": null},
+                   "latestImage": null, "observedGeneration": 2})
+        );
+        assert_eq!(
+            merge_patch(&current, &desired, Patched::Changes),
+            json!({"latestRef": {"digest": null}, "latestImage": null})
+        );
+    }
 }
