@@ -90,6 +90,7 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
         settings(args),
     )
     .map_err(CliError::invalid)?;
+    ctx.export_queue_metrics();
 
     let shutdown = shutdown_on_signal();
     let stop_servers = CancellationToken::new();

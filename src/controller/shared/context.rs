@@ -88,13 +88,6 @@ impl Context {
         };
         let repository_queue = Arc::new(WorkQueue::new("imagerepository"));
         let policy_queue = Arc::new(WorkQueue::new("imagepolicy"));
-        for queue in [&repository_queue, &policy_queue] {
-            queue.record_into(metrics.queue(queue.name));
-        }
-        metrics.add_source(Arc::new(QueueSource(vec![
-            repository_queue.clone(),
-            policy_queue.clone(),
-        ])));
         Ok(Arc::new(Context {
             recorder: EventRecorder::new(
                 client.clone(),
@@ -114,6 +107,17 @@ impl Context {
             repository_queue,
             policy_queue,
         }))
+    }
+
+    /// Exports both work queues' series (client-go's `workqueue_*`) through the metrics:
+    /// `run` does, once; a context built for a test or `scan` need not.
+    pub fn export_queue_metrics(&self) {
+        let queues = [&self.repository_queue, &self.policy_queue];
+        for queue in queues {
+            queue.record_into(self.metrics.queue(queue.name));
+        }
+        let sources = queues.into_iter().cloned().collect();
+        self.metrics.add_source(Arc::new(QueueSource(sources)));
     }
 
     /// Records that `key`'s repository reconciled successfully since start (warm start).
