@@ -4,12 +4,13 @@
 //! the controller and `image-reflector scan` share it, and tests call it directly.
 
 use super::running_scans::{RunningScans, SLOT_RETRY};
+use super::scan::{scan, ScanError};
 use super::should_scan::{should_scan, ScanInputs, ScanReason};
 use crate::api::{
     format_go_duration, ImageRepository, ImageRepositoryStatus, Provider, ScanResult,
     DEFAULT_EXCLUSION_LIST,
 };
-use crate::controller::shared::conditions::{whole_seconds, ConditionType, Conditions, Reason};
+use crate::controller::shared::conditions::{ConditionType, Conditions, Reason};
 use crate::controller::shared::credentials::{client_options, ObjectReader, WorkloadIdentity};
 use crate::controller::shared::intervals::intervals;
 use crate::controller::shared::keys::REQUESTED_AT_ANNOTATION;
@@ -19,7 +20,7 @@ use crate::controller::shared::status::finish_status;
 use crate::controller::shared::summary::Outcome;
 use crate::policy::{compile_exclusions, Exclusions};
 use crate::registry::{ImageReference, Registries, RegistryClient, RegistryError};
-use crate::store::{RepoKey, TagList, TagStore};
+use crate::store::{RepoKey, TagStore};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use std::sync::Arc;
@@ -78,167 +79,271 @@ pub async fn reconcile_repository<R: ObjectReader>(
 /// How the steps ended: done, or held without a status change (`Err`: when next, and why).
 type Steps = Result<(Outcome, Next, String), (Next, String)>;
 
-/// The steps of §3.3, each ending the reconcile on failure.
+/// Why the steps stopped before the end.
+enum Stop {
+    /// Nothing will change until the spec does.
+    Stalled(Reason, String),
+    /// Retried with backoff.
+    Failed(Reason, String),
+    /// The registry asked us to wait until then.
+    RateLimited(String, std::time::SystemTime),
+    /// Not this time, nothing written (no scan slot, or deleted while scanning).
+    Held(Next, String),
+}
+
+impl Stop {
+    /// The conditions and the outcome for this stop.
+    fn into_steps(self, c: &mut Conditions<'_>) -> Steps {
+        match self {
+            Stop::Stalled(reason, message) => {
+                c.mark_stalled(reason, &message);
+                Ok((Outcome::Stalled, Next::AwaitChange, message))
+            }
+            Stop::Failed(reason, message) => {
+                c.mark_false(reason, &message);
+                let outcome = Outcome::Failed {
+                    error: message.clone(),
+                };
+                Ok((outcome, Next::Retry(message.clone()), message))
+            }
+            Stop::RateLimited(message, until) => {
+                c.mark_false(Reason::RateLimited, &message);
+                let outcome = Outcome::Failed {
+                    error: message.clone(),
+                };
+                Ok((outcome, Next::RetryAt(until), message))
+            }
+            Stop::Held(next, summary) => Err((next, summary)),
+        }
+    }
+}
+
+/// What the spec says, checked: everything a scan needs that cannot fail later.
+struct Checked {
+    image: ImageReference,
+    exclusions: Vec<String>,
+    filters: Exclusions,
+    interval: Duration,
+    timeout: Duration,
+    key: RepoKey,
+}
+
+/// The steps of Flux's flow (docs/imagerepository.md), each ending the reconcile on failure.
 async fn run_steps<R: ObjectReader>(
     repo: &ImageRepository,
     env: &RepositoryEnv<'_, R>,
     c: &mut Conditions<'_>,
     status: &mut ImageRepositoryStatus,
 ) -> Steps {
-    let stalled = |c: &mut Conditions<'_>, reason: Reason, message: String| {
-        c.mark_stalled(reason, &message);
-        Ok((Outcome::Stalled, Next::AwaitChange, message))
-    };
-    let failed = |c: &mut Conditions<'_>, reason: Reason, message: String| {
-        c.mark_false(reason, &message);
-        let outcome = Outcome::Failed {
-            error: message.clone(),
+    let steps = async {
+        check_gate(repo, env)?;
+        c.mark_progress(status.observed_generation);
+        let spec = check_spec(repo).await?;
+        c.delete(ConditionType::Stalled);
+        let canonical = spec.image.canonical();
+        let options = auth_options(repo, env, &canonical, spec.timeout).await?;
+        let due = scan_due(repo, env, status, &spec, &canonical)?;
+        let next_in = format_go_duration(due.next);
+        let summary = match due.reason {
+            None => format!(
+                "no change in repository configuration since last scan, next scan in {next_in}"
+            ),
+            Some(reason) => {
+                mark_scanning(c, reason);
+                let result = scan_now(env, &spec, options, &canonical).await?;
+                record_scan(status, result, &next_in)
+            }
         };
-        Ok((outcome, Next::Retry(message.clone()), message))
+        status.canonical_image_name = Some(canonical);
+        status.observed_exclusion_list = Some(spec.exclusions);
+        Ok::<_, Stop>((due.next, summary))
     };
+    match steps.await {
+        Ok((next, summary)) => Ok(succeeded(c, status, next, summary)),
+        Err(stop) => stop.into_steps(c),
+    }
+}
+
+/// Object-level workload identity needs its feature gate.
+fn check_gate<R>(repo: &ImageRepository, env: &RepositoryEnv<'_, R>) -> Result<(), Stop> {
+    match needs_workload_identity_gate(repo) && !env.workload_identity.enabled {
+        true => Err(Stop::Stalled(
+            Reason::FeatureGateDisabled,
+            FEATURE_GATE_MESSAGE.into(),
+        )),
+        false => Ok(()),
+    }
+}
+
+/// The references, the image, the exclusions, the interval and the store key: a tenant's
+/// input, checked before any read (docs/security.md); what fails here stalls.
+async fn check_spec(repo: &ImageRepository) -> Result<Checked, Stop> {
     let spec = &repo.spec;
-    if needs_workload_identity_gate(repo) && !env.workload_identity.enabled {
-        return stalled(c, Reason::FeatureGateDisabled, FEATURE_GATE_MESSAGE.into());
-    }
-    c.mark_progress(status.observed_generation);
-    // Names reach request URLs: checked before any read (docs/security.md).
-    if let Err(message) = spec.check_references() {
-        return stalled(c, Reason::InvalidReference, message);
-    }
-    let image = match ImageReference::parse(&spec.image, spec.insecure.unwrap_or(false)) {
-        Ok(image) => image,
-        Err(err) => return stalled(c, Reason::ImageUrlInvalid, err.to_string()),
-    };
-    c.delete(ConditionType::Stalled);
+    let stalled = |reason| move |message: String| Stop::Stalled(reason, message);
+    // Names reach request URLs.
+    spec.check_references()
+        .map_err(stalled(Reason::InvalidReference))?;
+    let image = ImageReference::parse(&spec.image, spec.insecure.unwrap_or(false))
+        .map_err(|e| Stop::Stalled(Reason::ImageUrlInvalid, e.to_string()))?;
     let exclusions = effective_exclusions(repo);
-    // A tenant's list: compiled on the blocking pool, within one size bound (docs/security.md).
+    // Compiled on the blocking pool, within one size bound.
     let list = exclusions.clone();
     let compiled = tokio::task::spawn_blocking(move || compile_exclusions(&list)).await;
-    let filters = match compiled.unwrap_or_else(|e| Err(e.to_string())) {
-        Ok(filters) => filters,
-        Err(message) => return stalled(c, Reason::InvalidExclusionList, message),
-    };
-    let (interval, timeout) = match intervals(repo) {
-        Ok(pair) => pair,
-        Err(message) => return stalled(c, Reason::Failed, message),
-    };
-    let canonical = image.canonical();
+    let filters = compiled
+        .unwrap_or_else(|e| Err(e.to_string()))
+        .map_err(stalled(Reason::InvalidExclusionList))?;
+    let (interval, timeout) = intervals(repo).map_err(stalled(Reason::Failed))?;
+    let key = RepoKey::new(repo.namespace().unwrap_or_default(), repo.name_any())
+        .map_err(|e| Stop::Stalled(Reason::Failed, e.to_string()))?;
+    Ok(Checked {
+        image,
+        exclusions,
+        filters,
+        interval,
+        timeout,
+        key,
+    })
+}
+
+/// Credentials, TLS and proxy for the registry, from the Secrets and ServiceAccount named.
+async fn auth_options<R: ObjectReader>(
+    repo: &ImageRepository,
+    env: &RepositoryEnv<'_, R>,
+    canonical: &str,
+    timeout: Duration,
+) -> Result<crate::registry::ClientOptions, Stop> {
     let namespace = repo.namespace().unwrap_or_default();
-    let options = match client_options(
+    let options = client_options(
         repo,
         &namespace,
-        &canonical,
+        canonical,
         env.reader,
         timeout,
         env.workload_identity,
-    )
-    .await
-    {
-        Ok(options) => options,
-        Err(err) => {
-            let message = format!("failed to configure authentication options: {err}");
-            return failed(c, Reason::AuthenticationFailed, message);
-        }
-    };
-    let key = match RepoKey::new(namespace.as_str(), repo.name_any()) {
-        Ok(key) => key,
-        Err(err) => return stalled(c, Reason::Failed, err.to_string()),
-    };
+    );
+    options.await.map_err(|err| {
+        let message = format!("failed to configure authentication options: {err}");
+        Stop::Failed(Reason::AuthenticationFailed, message)
+    })
+}
+
+/// Whether to scan now, and when next ([`should_scan`]).
+fn scan_due<R>(
+    repo: &ImageRepository,
+    env: &RepositoryEnv<'_, R>,
+    status: &ImageRepositoryStatus,
+    spec: &Checked,
+    canonical: &str,
+) -> Result<super::should_scan::ScanDecision, Stop> {
     let inputs = ScanInputs {
         requested_at: repo
             .annotations()
             .get(REQUESTED_AT_ANNOTATION)
             .map(String::as_str),
-        canonical: &canonical,
-        exclusions: &exclusions,
-        interval,
+        canonical,
+        exclusions: &spec.exclusions,
+        interval: spec.interval,
         now: env.now,
     };
-    let decision = match should_scan(status, &inputs, || stored_tag_count(env.store, &key)) {
-        Ok(decision) => decision,
-        Err(err) => {
-            let message = format!("failed to determine if it's scan time: {err}");
-            return failed(c, Reason::Failure, message);
-        }
-    };
-    let next_in = format_go_duration(decision.next);
-    let summary = match decision.reason {
-        None => {
-            format!("no change in repository configuration since last scan, next scan in {next_in}")
-        }
-        Some(reason) => {
-            let progress = format!("scanning: {}", reason.as_str());
-            c.mark_reconciling(Reason::Progressing, &progress);
-            if reason == ScanReason::NoTagsInDatabase {
-                c.set(
-                    ConditionType::Ready,
-                    crate::api::ConditionStatus::Unknown,
-                    Reason::Progressing,
-                    &progress,
-                );
+    should_scan(status, &inputs, || stored_tag_count(env.store, &spec.key)).map_err(|err| {
+        let message = format!("failed to determine if it's scan time: {err}");
+        Stop::Failed(Reason::Failure, message)
+    })
+}
+
+/// Reconciling (and Ready=Unknown before a first scan) while the scan runs.
+fn mark_scanning(c: &mut Conditions<'_>, reason: ScanReason) {
+    let progress = format!("scanning: {}", reason.as_str());
+    c.mark_reconciling(Reason::Progressing, &progress);
+    if reason == ScanReason::NoTagsInDatabase {
+        c.set(
+            ConditionType::Ready,
+            crate::api::ConditionStatus::Unknown,
+            Reason::Progressing,
+            &progress,
+        );
+    }
+}
+
+/// The scan, in a slot of its host and namespace when the controller runs it: a slow host or
+/// a busy tenant leaves a worker to the others (no slot, no wait), and deleting the object
+/// cancels it.
+async fn scan_now<R>(
+    env: &RepositoryEnv<'_, R>,
+    spec: &Checked,
+    options: crate::registry::ClientOptions,
+    canonical: &str,
+) -> Result<ScanResult, Stop> {
+    let slot = match env.running {
+        Some(running) => match running.try_start(&spec.key, spec.image.registry()) {
+            Ok(slot) => Some(slot),
+            Err(busy) => {
+                return Err(Stop::Held(
+                    Next::After(SLOT_RETRY),
+                    format!("waiting to scan: {busy}"),
+                ))
             }
-            // A slow host or a busy tenant leaves a worker to the others: no slot, no wait.
-            let slot = match env.running {
-                Some(running) => match running.try_start(&key, image.registry()) {
-                    Ok(slot) => Some(slot),
-                    Err(busy) => {
-                        return Err((Next::After(SLOT_RETRY), format!("waiting to scan: {busy}")))
-                    }
+        },
+        None => None,
+    };
+    let scanned = match RegistryClient::new(options, env.registries.clone()) {
+        Ok(client) => {
+            let (image, store) = (&spec.image, env.store);
+            let scanning = scan(
+                &client,
+                image,
+                spec.filters.clone(),
+                store,
+                &spec.key,
+                spec.timeout,
+                env.now,
+            );
+            match &slot {
+                Some(slot) => tokio::select! {
+                    scanned = scanning => scanned,
+                    () = slot.cancelled() => return Err(Stop::Held(
+                        Next::After(Duration::ZERO),
+                        "scan cancelled: the object is being deleted".into(),
+                    )),
                 },
-                None => None,
-            };
-            let client = RegistryClient::new(options, env.registries.clone());
-            let scanned = match client {
-                Ok(client) => {
-                    let scanning =
-                        scan(&client, &image, filters, env.store, &key, timeout, env.now);
-                    match &slot {
-                        Some(slot) => tokio::select! {
-                            scanned = scanning => scanned,
-                            () = slot.cancelled() => return Err((
-                                Next::After(std::time::Duration::ZERO),
-                                "scan cancelled: the object is being deleted".into(),
-                            )),
-                        },
-                        None => scanning.await,
-                    }
-                }
-                Err(err) => Err(ScanError::Registry(err)),
-            };
-            drop(slot);
-            let result = match scanned {
-                Ok(result) => result,
-                Err(ScanError::Registry(err @ RegistryError::RateLimited { retry_at, .. })) => {
-                    let message = format!("scan failed: {err}");
-                    c.mark_false(Reason::RateLimited, &message);
-                    let outcome = Outcome::Failed {
-                        error: message.clone(),
-                    };
-                    return Ok((outcome, Next::RetryAt(retry_at), message));
-                }
-                Err(err) => {
-                    let message = match err {
-                        ScanError::Store(text) => {
-                            format!("scan failed: failed to set tags for \"{canonical}\": {text}")
-                        }
-                        other => format!("scan failed: {other}"),
-                    };
-                    return failed(c, Reason::ReadOperationFailed, message);
-                }
-            };
-            let unchanged = status
-                .last_scan_result
-                .as_ref()
-                .is_some_and(|old| old.revision == result.revision);
-            status.last_scan_result = Some(result);
-            match unchanged {
-                true => format!("tags did not change, next scan in {next_in}"),
-                false => format!("successful scan, next scan in {next_in}"),
+                None => scanning.await,
             }
         }
+        Err(err) => Err(ScanError::Registry(err)),
     };
-    status.canonical_image_name = Some(canonical);
-    status.observed_exclusion_list = Some(exclusions);
+    drop(slot);
+    scanned.map_err(|err| match err {
+        ScanError::Registry(err @ RegistryError::RateLimited { retry_at, .. }) => {
+            Stop::RateLimited(format!("scan failed: {err}"), retry_at)
+        }
+        ScanError::Store(text) => Stop::Failed(
+            Reason::ReadOperationFailed,
+            format!("scan failed: failed to set tags for \"{canonical}\": {text}"),
+        ),
+        other => Stop::Failed(Reason::ReadOperationFailed, format!("scan failed: {other}")),
+    })
+}
+
+/// The scan's result in the status; the summary says whether the tags changed.
+fn record_scan(status: &mut ImageRepositoryStatus, result: ScanResult, next_in: &str) -> String {
+    let unchanged = status
+        .last_scan_result
+        .as_ref()
+        .is_some_and(|old| old.revision == result.revision);
+    status.last_scan_result = Some(result);
+    match unchanged {
+        true => format!("tags did not change, next scan in {next_in}"),
+        false => format!("successful scan, next scan in {next_in}"),
+    }
+}
+
+/// Ready=True with the last scan's count and checksum; again after the interval.
+fn succeeded(
+    c: &mut Conditions<'_>,
+    status: &ImageRepositoryStatus,
+    next: Duration,
+    summary: String,
+) -> (Outcome, Next, String) {
     c.delete(ConditionType::Ready);
     let scan = status.last_scan_result.clone().unwrap_or_default();
     let message = format!(
@@ -246,11 +351,7 @@ async fn run_steps<R: ObjectReader>(
         scan.tag_count,
         scan.revision.unwrap_or_default()
     );
-    Ok((
-        Outcome::Succeeded { message },
-        Next::After(decision.next),
-        summary,
-    ))
+    (Outcome::Succeeded { message }, Next::After(next), summary)
 }
 
 /// A cloud provider with a ServiceAccount is object-level workload identity. Unlike Flux
@@ -280,53 +381,4 @@ fn stored_tag_count(store: &Arc<dyn TagStore>, key: &RepoKey) -> Result<usize, S
         .get(key)
         .map(|(tags, _)| tags.len())
         .map_err(|e| e.to_string())
-}
-
-#[derive(Debug, thiserror::Error)]
-enum ScanError {
-    #[error(transparent)]
-    Registry(RegistryError),
-    #[error("{0}")]
-    Store(String),
-    #[error("the scan did not finish within {0} (spec.timeout)")]
-    Timeout(String),
-}
-
-/// Lists, excludes, sorts and stores the tags under one deadline (§3.8).
-async fn scan(
-    client: &RegistryClient,
-    image: &ImageReference,
-    filters: Exclusions,
-    store: &Arc<dyn TagStore>,
-    key: &RepoKey,
-    timeout: Duration,
-    now: Timestamp,
-) -> Result<ScanResult, ScanError> {
-    let listing = tokio::time::timeout(
-        timeout,
-        client.list_tags_with(image, move |tag| !filters.excludes(tag)),
-    )
-    .await
-    .map_err(|_| ScanError::Timeout(format_go_duration(timeout)))?
-    .map_err(ScanError::Registry)?;
-    let (store, key) = (store.clone(), key.clone());
-    // Sorting up to a million tags, fsync and rename: off the async workers.
-    let span = tracing::info_span!("store write", tags = listing.tags.len());
-    let write = move || {
-        span.in_scope(|| {
-            let tags = TagList::new(&listing.tags)?;
-            let revision = store.set(&key, &tags)?;
-            Ok::<_, crate::store::StoreError>((tags.first(10), tags.len(), revision))
-        })
-    };
-    let (latest_tags, count, revision) = tokio::task::spawn_blocking(write)
-        .await
-        .map_err(|e| ScanError::Store(e.to_string()))?
-        .map_err(|e| ScanError::Store(e.to_string()))?;
-    Ok(ScanResult {
-        revision: Some(revision.as_str().to_string()),
-        tag_count: count as i64,
-        scan_time: Some(whole_seconds(now)),
-        latest_tags: (!latest_tags.is_empty()).then_some(latest_tags),
-    })
 }

@@ -6,6 +6,7 @@
 pub mod decide;
 pub mod reconcile;
 pub mod running_scans;
+pub mod scan;
 pub mod should_scan;
 
 use crate::api::ImageRepository;
