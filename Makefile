@@ -138,7 +138,7 @@ conformance:
 
 # Every cargo-fuzz target for FUZZ_TIME seconds each. An input running longer than
 # FUZZ_TIMEOUT seconds is a finding, like a crash: libFuzzer writes it to
-# fuzz/regressions/<target>/, which `cargo test` replays (tests/it/fuzz_replay.rs); commit it
+# fuzz/regressions/<target>/, which `cargo test` replays (tests/it/policy/fuzz_replay.rs); commit it
 # with the fix. New coverage goes to fuzz/target/corpus/<target> (not committed). cargo-fuzz
 # needs nightly features: RUSTC_BOOTSTRAP=1 lets the stable toolchain build it.
 FUZZ_TIME ?= 60

@@ -8,7 +8,7 @@
 //! writes; the registry, credentials, store and reconcile paths are the same code.
 
 mod common;
-#[path = "../tests/it/fault_server.rs"]
+#[path = "../tests/it/support/fault_server.rs"]
 #[allow(dead_code)]
 mod fault_server;
 

@@ -7,7 +7,7 @@
 //! A scan may fail (a budget stops it): what is measured is the memory it took to get there.
 
 mod common;
-#[path = "../tests/it/fault_server.rs"]
+#[path = "../tests/it/support/fault_server.rs"]
 #[allow(dead_code)]
 mod fault_server;
 

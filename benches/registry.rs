@@ -4,7 +4,7 @@
 //! memory above the process's baseline (server and runtime already running).
 
 mod common;
-#[path = "../tests/it/fault_server.rs"]
+#[path = "../tests/it/support/fault_server.rs"]
 #[allow(dead_code)]
 mod fault_server;
 

@@ -1,6 +1,6 @@
 //! Every fuzz target, by name: the targets in `fuzz/` call these, and `cargo test` replays the
 //! checked-in corpora and past findings (`fuzz/corpus/<name>`, `fuzz/regressions/<name>`)
-//! through them under a watchdog (`tests/it/fuzz_replay.rs`). Each takes arbitrary bytes,
+//! through them under a watchdog (`tests/it/policy/fuzz_replay.rs`). Each takes arbitrary bytes,
 //! must not panic, and asserts what must hold of its parser. Not an API.
 
 use crate::policy::{

@@ -2,7 +2,7 @@
 //! tenant writes (`spec.image`, docker config Secrets) and what a registry answers (`Link`,
 //! `WWW-Authenticate`, `Retry-After`, token and tag-list JSON, manifests). The parsers stay
 //! private; each function here feeds one of them raw bytes and asserts what must hold. Used by
-//! the targets in `fuzz/` and replayed over the checked-in corpora by `tests/it/fuzz_replay.rs`.
+//! the targets in `fuzz/` and replayed over the checked-in corpora by `tests/it/policy/fuzz_replay.rs`.
 //! Not an API.
 
 use super::auth::{parse_challenge, Challenge, TokenResponse};

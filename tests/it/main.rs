@@ -1,39 +1,12 @@
-//! The one integration-test binary: public surfaces only (library API and the CLI).
+//! The one integration-test binary: public surfaces only (library API and the CLI). Helpers
+//! are in `support/`; tests are grouped by what they test.
 
 mod api;
-mod api_mock;
-mod cloud_fakes;
-mod cloud_hosts;
-mod cloud_identity;
-mod cloud_login;
-mod config_rbac;
-mod connect_proxy;
-mod dashboard;
-mod digest_transitions;
-mod distribution;
-mod docs_links;
+mod cli;
+mod controller;
 mod e2e;
-mod e2e_cloud;
-mod e2e_operations;
-mod e2e_samples;
-mod e2e_security;
-mod fault_server;
-mod fuzz_replay;
-mod gc;
-mod layout;
-mod notify;
-mod policy_props;
-mod policy_reconcile;
-mod ref_cli;
-mod registry_cli;
-mod registry_faults;
-mod registry_real;
-mod repository_reconcile;
-mod run_cli;
-mod scan_cli;
-mod select_cli;
+mod policy;
+mod project;
+mod registry;
 mod store;
-mod store_volumes;
 mod support;
-mod throttle;
-mod vectors;

@@ -1,54 +1,12 @@
 //! End-to-end checks against a real API server (`make e2e`, needs KUBECONFIG and kubectl).
 //! Ignored by default: CI has no cluster. They create one namespace and delete it after.
 
-use crate::support::{root, run};
-use std::process::Output;
+mod cloud;
+mod operations;
+mod samples;
+mod security;
 
-pub fn kubectl(args: &[&str], stdin: Option<&str>) -> Output {
-    run("kubectl", args, stdin)
-}
-
-pub fn ok(out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "kubectl failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// Applies `crds/` (server-side) and waits until both CRDs are served.
-pub fn install_crds() {
-    let crds = root().join("crds/crds.yaml");
-    ok(kubectl(
-        &[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "-f",
-            crds.to_str().unwrap(),
-        ],
-        None,
-    ));
-    ok(kubectl(
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/imagerepositories.image.toolkit.fluxcd.io",
-            "crd/imagepolicies.image.toolkit.fluxcd.io",
-        ],
-        None,
-    ));
-}
-
-pub struct Namespace(pub String);
-
-impl Drop for Namespace {
-    fn drop(&mut self) {
-        let _ = kubectl(&["delete", "namespace", &self.0, "--wait=false"], None);
-    }
-}
+use crate::support::cluster::*;
 
 #[test]
 #[ignore = "needs a cluster: make e2e"]
@@ -133,188 +91,10 @@ fn e2e_crds_install_default_validate_and_serve_v1beta2() {
     assert_eq!(got["spec"]["digestReflectionPolicy"], "Never");
 }
 
-/// The controller as a local process watching one namespace; SIGTERM on drop.
-pub struct Controller {
-    child: std::process::Child,
-    _storage: tempfile::TempDir,
-    pub storage: std::path::PathBuf,
-}
-
-/// Installs `config/default` (RBAC, namespace, Deployment: no node runs it here) and returns a
-/// kubeconfig for its ServiceAccount, so the controller runs with exactly the permissions the
-/// install grants.
-pub fn install_and_controller_kubeconfig(dir: &std::path::Path) -> std::path::PathBuf {
-    install_and_controller_kubeconfig_from(dir, "config/default")
-}
-
-/// The same with another kustomization of the repository (an overlay of config/default).
-pub fn install_and_controller_kubeconfig_from(
-    dir: &std::path::Path,
-    kustomization: &str,
-) -> std::path::PathBuf {
-    let rendered = ok(kubectl(
-        &["kustomize", root().join(kustomization).to_str().unwrap()],
-        None,
-    ));
-    ok(kubectl(
-        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
-        Some(&rendered),
-    ));
-    let token = ok(kubectl(
-        &[
-            "create",
-            "token",
-            "image-reflector-controller",
-            "-n",
-            "image-reflector-system",
-        ],
-        None,
-    ));
-    let view: serde_json::Value = serde_json::from_str(&ok(kubectl(
-        &["config", "view", "--raw", "--minify", "-o", "json"],
-        None,
-    )))
-    .unwrap();
-    let cluster = &view["clusters"][0]["cluster"];
-    let config = serde_json::json!({
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "c", "cluster": cluster}],
-        "users": [{"name": "controller", "user": {"token": token.trim()}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "controller"}}],
-        "current-context": "c"
-    });
-    let path = dir.join("controller.kubeconfig");
-    std::fs::write(&path, config.to_string()).unwrap();
-    path
-}
-
-impl Controller {
-    pub fn start(namespace: &str, kubeconfig: &std::path::Path) -> Controller {
-        Controller::start_with(namespace, kubeconfig, &[])
-    }
-
-    pub fn start_with(namespace: &str, kubeconfig: &std::path::Path, extra: &[&str]) -> Controller {
-        Controller::start_with_env(namespace, kubeconfig, extra, &[])
-    }
-
-    /// With these environment variables too (a cloud identity of the controller's own).
-    pub fn start_with_env(
-        namespace: &str,
-        kubeconfig: &std::path::Path,
-        extra: &[&str],
-        env: &[(&str, &str)],
-    ) -> Controller {
-        Controller::start_full(
-            namespace,
-            kubeconfig,
-            extra,
-            env,
-            std::process::Stdio::inherit(),
-        )
-    }
-
-    /// With its log (standard error) going to `log`.
-    pub fn start_full(
-        namespace: &str,
-        kubeconfig: &std::path::Path,
-        extra: &[&str],
-        env: &[(&str, &str)],
-        log: std::process::Stdio,
-    ) -> Controller {
-        let storage = tempfile::tempdir().unwrap();
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_image-reflector"))
-            .arg("run")
-            // One namespace and ephemeral ports, unless the caller says otherwise.
-            .args(
-                [
-                    "--watch-all-namespaces=false",
-                    "--metrics-addr=127.0.0.1:0",
-                    "--health-addr=127.0.0.1:0",
-                    "--min-retry-delay=200ms",
-                ]
-                .into_iter()
-                .filter(|flag| {
-                    let name = flag.split('=').next().unwrap();
-                    !extra.iter().any(|e| e.starts_with(name))
-                }),
-            )
-            .args(["--log-encoding=console", "--storage-path"])
-            .arg(storage.path())
-            .args(extra)
-            .env("RUNTIME_NAMESPACE", namespace)
-            .env("KUBECONFIG", kubeconfig)
-            .envs(env.iter().copied())
-            .stdout(std::process::Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("image-reflector run starts");
-        Controller {
-            child,
-            storage: storage.path().to_path_buf(),
-            _storage: storage,
-        }
-    }
-
-    /// SIGTERM, and the exit status.
-    pub fn stop(mut self) -> std::process::ExitStatus {
-        let _ = run("kill", &["-TERM", &self.child.id().to_string()], None);
-        self.child.wait().unwrap()
-    }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Asks for a reconcile of `object` with Flux's annotation, as `flux reconcile` does.
-pub fn request_reconcile(ns: &str, object: &str, token: &str) {
-    ok(kubectl(
-        &[
-            "annotate",
-            "--overwrite",
-            "-n",
-            ns,
-            object,
-            &format!("reconcile.fluxcd.io/requestedAt={token}"),
-        ],
-        None,
-    ));
-}
-
-/// Waits (up to 60 s) until `kubectl get -o jsonpath` shows `value` for `object`. Not `kubectl
-/// wait --for=jsonpath`: kubectl 1.28 (what a version-matching kubectl picks for this API
-/// server) splits that flag at every `=`, so a filter such as `[?(@.type=="Ready")]` breaks it.
-pub fn wait_for(ns: &str, object: &str, jsonpath: &str, value: &str) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let mut last = String::new();
-    while std::time::Instant::now() < deadline {
-        let out = kubectl(
-            &[
-                "get",
-                "-n",
-                ns,
-                object,
-                "-o",
-                &format!("jsonpath={jsonpath}"),
-            ],
-            None,
-        );
-        last = String::from_utf8_lossy(&out.stdout).into_owned();
-        if out.status.success() && last == value {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    panic!("{ns}/{object}: {jsonpath} is {last:?}, not {value:?}, after 60 s");
-}
-
 #[tokio::test]
 #[ignore = "needs a cluster: make e2e"]
 async fn e2e_controller_scans_stalls_reports_events_and_cleans_up() {
-    use crate::distribution::{Distribution, Variant};
+    use crate::support::distribution::{Distribution, Variant};
     install_crds();
     let registry = Distribution::start(Variant::default());
     let tags: Vec<String> = ["1.0.0", "1.1.0", "2.0.0", "2.0.0.sig"]
@@ -475,16 +255,12 @@ async fn e2e_controller_scans_stalls_reports_events_and_cleans_up() {
     );
 }
 
-pub fn get_json(ns: &str, object: &str) -> serde_json::Value {
-    serde_json::from_str(&ok(kubectl(&["get", "-n", ns, object, "-o", "json"], None))).unwrap()
-}
-
 // Multi-threaded: the notification receiver must answer while this thread blocks in kubectl.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a cluster: make e2e"]
 async fn e2e_policies_elect_reflect_digests_migrate_and_notify() {
-    use crate::distribution::{Distribution, Variant};
-    use crate::fault_server::{FaultServer, Reply};
+    use crate::support::distribution::{Distribution, Variant};
+    use crate::support::fault_server::{FaultServer, Reply};
     install_crds();
     let registry = Distribution::start(Variant::default());
     let tags: Vec<String> = ["1.0.0", "1.1.0", "7", "12"]
@@ -604,7 +380,7 @@ async fn e2e_policies_elect_reflect_digests_migrate_and_notify() {
     assert_eq!(digest_change["involvedObject"]["kind"], "ImagePolicy");
     assert_eq!(digest_change["severity"], "info");
     // As notification-controller passes it to an Alert: both digests reach it.
-    let (alert, _) = crate::notify::as_an_alert_sees_it(digest_change);
+    let (alert, _) = crate::controller::notify::as_an_alert_sees_it(digest_change);
     assert_eq!(alert["previousDigest"], old);
     assert_eq!(alert["latestDigest"], new);
     assert_eq!(alert["revision"], format!("1.1.0@{new}"));

@@ -2,7 +2,7 @@
 //! digests of single- and multi-platform tags checked against the pushed bytes, Basic auth
 //! from a docker config Secret, TLS with an extra CA, and mTLS.
 
-use crate::distribution::{Distribution, Pki, Variant};
+use crate::support::distribution::{Distribution, Pki, Variant};
 use image_reflector::registry::{
     ClientOptions, ImageReference, Keyring, Registries, RegistryClient, RegistryError,
     SchedulerConfig, TlsMaterial,

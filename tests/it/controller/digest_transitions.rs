@@ -3,7 +3,7 @@
 //! is re-pushed with new content (new digests) and a second reconcile with the second policy.
 //! Runs the ImagePolicy reconcile itself (no API server: the status is carried by hand).
 
-use crate::distribution::{Distribution, Variant};
+use crate::support::distribution::{Distribution, Variant};
 use image_reflector::api::{ImagePolicy, ImageRef, ImageRepository};
 use image_reflector::controller::image_policy::decide::{
     reconcile_policy, PolicyEnv, PolicyReader,

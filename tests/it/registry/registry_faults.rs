@@ -1,7 +1,7 @@
 //! The registry client against the in-test fault server: paging, throttling, broken answers,
 //! the token flow, proxies and timeouts.
 
-use crate::fault_server::{FaultServer, Reply, Seen};
+use crate::support::fault_server::{FaultServer, Reply, Seen};
 use image_reflector::registry::{
     ClientOptions, Credentials, ImageReference, ListLimits, ProxySettings, Registries,
     RegistryClient, RegistryError, SchedulerConfig, MANIFEST_ACCEPT,

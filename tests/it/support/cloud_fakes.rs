@@ -2,8 +2,8 @@
 //! STS, Entra ID and registry endpoints (the fault server over TLS), each checking what a real
 //! one would before answering.
 
-use crate::distribution::Pki;
-use crate::fault_server::{FaultServer, Reply, Seen};
+use crate::support::distribution::Pki;
+use crate::support::fault_server::{FaultServer, Reply, Seen};
 use base64::Engine;
 use std::time::{Duration, SystemTime};
 

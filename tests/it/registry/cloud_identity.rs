@@ -3,13 +3,13 @@
 //! TokenRequest) is exchanged per provider, on loopback behind the CONNECT proxy; tokens are
 //! shared by every client of one process and refreshed before they expire.
 
-use crate::cloud_fakes::{
+use crate::support::cloud_fakes::{
     basic_registry, cloud_pki, ecr_api, entra_api, form_field, jwt, sts_api, ACR_HOST, ECR_API,
     ECR_HOST, ENTRA, GAR_HOST, GOOGLE_IAM, GOOGLE_STS, STS_EU,
 };
-use crate::connect_proxy::ConnectProxy;
-use crate::distribution::Pki;
-use crate::fault_server::{FaultServer, Reply};
+use crate::support::connect_proxy::ConnectProxy;
+use crate::support::distribution::Pki;
+use crate::support::fault_server::{FaultServer, Reply};
 use futures::future::BoxFuture;
 use image_reflector::registry::cloud::{
     CloudLogin, CloudProvider, ServiceAccount, ServiceAccountSource,

@@ -1,7 +1,7 @@
 //! `image-reflector tags` and `digest` through the binary, against a real TLS registry with
 //! Basic auth, and their errors.
 
-use crate::distribution::{Distribution, Pki, Variant};
+use crate::support::distribution::{Distribution, Pki, Variant};
 use crate::support::{run_bin, write};
 use std::collections::BTreeSet;
 use std::process::Output;
@@ -233,7 +233,7 @@ async fn an_unreachable_registry_exits_3() {
 
 #[tokio::test]
 async fn the_environment_proxy_applies_unless_no_proxy_says_otherwise() {
-    use crate::fault_server::{FaultServer, Reply};
+    use crate::support::fault_server::{FaultServer, Reply};
     let registry =
         FaultServer::start(|_| Reply::json(200, serde_json::json!({"tags": ["direct"]}))).await;
     let proxy =

@@ -2,8 +2,8 @@
 //! `error_policy`), against a mocked API server and an in-test registry: the exact status
 //! patches, events and requeues of each scenario.
 
-use crate::api_mock::{calls, mock, Call, Expect};
-use crate::fault_server::{FaultServer, Reply};
+use crate::support::api_mock::{calls, mock, Call, Expect};
+use crate::support::fault_server::{FaultServer, Reply};
 use image_reflector::api::ImageRepository;
 use image_reflector::controller::image_repository::{error_policy, reconcile, RepositoryContext};
 use image_reflector::store::{MemoryStore, RepoKey, TagList, TagStore};
@@ -30,7 +30,7 @@ fn object(spec: Value) -> Value {
 }
 
 fn context(client: kube::Client, store: Arc<dyn TagStore>) -> Arc<RepositoryContext> {
-    RepositoryContext::new(crate::api_mock::context(client, store, |_| {}))
+    RepositoryContext::new(crate::support::api_mock::context(client, store, |_| {}))
 }
 
 /// A registry listing `tags` for every repository.

@@ -3,12 +3,12 @@
 //! split by `--watch-label-selector`, `/metrics` and the health endpoints after reconciles,
 //! and traces received by an OTLP collector stand-in.
 
-use crate::distribution::{Distribution, Variant};
-use crate::e2e::{
+use crate::support::cluster::{
     install_and_controller_kubeconfig, install_crds, kubectl, ok, request_reconcile, wait_for,
     Namespace,
 };
-use crate::fault_server::{FaultServer, Reply};
+use crate::support::distribution::{Distribution, Variant};
+use crate::support::fault_server::{FaultServer, Reply};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -609,9 +609,10 @@ async fn e2e_prometheus_scrapes_and_answers_the_dashboard_and_alert_queries() {
     };
     let (metrics_port, prom_port) = (free(), free());
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = crate::e2e::install_and_controller_kubeconfig(dir.path());
+    let kubeconfig = crate::support::cluster::install_and_controller_kubeconfig(dir.path());
     let metrics_addr = format!("--metrics-addr=127.0.0.1:{metrics_port}");
-    let controller = crate::e2e::Controller::start_with(&ns.0, &kubeconfig, &[&metrics_addr]);
+    let controller =
+        crate::support::cluster::Controller::start_with(&ns.0, &kubeconfig, &[&metrics_addr]);
     wait_for(&ns.0, "imagepolicy/app", "{.status.latestRef.tag}", "1.0.0");
 
     let config = dir.path().join("prometheus.yml");

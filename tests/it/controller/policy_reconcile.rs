@@ -3,8 +3,8 @@
 //! patches, events, notifications and requeues of each row of flux-compat.md §4.9, migration,
 //! warm start and the thinning of events.
 
-use crate::api_mock::{calls, context, mock, Call, Expect};
-use crate::fault_server::{FaultServer, Reply};
+use crate::support::api_mock::{calls, context, mock, Call, Expect};
+use crate::support::fault_server::{FaultServer, Reply};
 use image_reflector::api::{ImagePolicy, ImageRepository};
 use image_reflector::controller::image_policy::{reconcile, PolicyContext};
 use image_reflector::controller::Settings;
@@ -588,7 +588,7 @@ async fn a_digest_only_change_sends_one_event_and_one_notification() {
     );
     // What an Alert gets of it, by notification-controller's rules: both digests, both tags,
     // and a revision of its own, so this digest change is not folded into an earlier event.
-    let (alert, dedup) = crate::notify::as_an_alert_sees_it(&body);
+    let (alert, dedup) = crate::controller::notify::as_an_alert_sees_it(&body);
     assert_eq!(alert["latestDigest"], NEW);
     assert_eq!(alert["previousDigest"], OLD);
     assert_eq!(
@@ -600,7 +600,7 @@ async fn a_digest_only_change_sends_one_event_and_one_notification() {
                             "metadata": {"image.toolkit.fluxcd.io/revision": format!("1.1.0@{OLD}")}});
     assert_ne!(
         dedup,
-        crate::notify::as_an_alert_sees_it(&tag_change).1,
+        crate::controller::notify::as_an_alert_sees_it(&tag_change).1,
         "never de-duplicated into the earlier event"
     );
 
@@ -748,9 +748,13 @@ async fn a_policy_waits_for_its_repositorys_first_scan_without_a_failure() {
     // Waiting again changes nothing: no write.
     let mut waiting = obj.clone();
     waiting["status"] = run.calls[0].body["status"].clone();
-    let again =
-        super::policy_reconcile::run(&waiting, &[scanned_repo()], vec![], store_with(NS, &[]))
-            .await;
+    let again = crate::controller::policy_reconcile::run(
+        &waiting,
+        &[scanned_repo()],
+        vec![],
+        store_with(NS, &[]),
+    )
+    .await;
     assert!(again.result.is_ok());
     assert!(again.calls.is_empty());
 }

@@ -1,7 +1,7 @@
 //! Forwarding to the notification-controller: retries on 5xx and connection errors, never on
 //! 429 (a duplicate it already has), gives up on other 4xx.
 
-use crate::fault_server::{FaultServer, Reply};
+use crate::support::fault_server::{FaultServer, Reply};
 use image_reflector::controller::shared::notify::Notifier;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

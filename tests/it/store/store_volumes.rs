@@ -78,7 +78,7 @@ fn run_as_pod_user(dir: &Path, setup: Option<&str>) -> String {
     let exe = std::env::current_exe().unwrap();
     let child = format!(
         "exec setpriv --reuid={POD_UID} --regid={POD_UID} --groups={FS_GROUP} --inh-caps=-all \
-         --bounding-set=-all -- \"$EXE\" --ignored --exact store_volumes::store_as_pod_user \
+         --bounding-set=-all -- \"$EXE\" --ignored --exact store::store_volumes::store_as_pod_user \
          --nocapture --test-threads=1"
     );
     let script = match setup {

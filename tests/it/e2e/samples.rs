@@ -1,7 +1,7 @@
 //! `config/samples` on a real API server (`make e2e`): `kubectl apply -k` works on a cluster
 //! that has only `default`, because the kustomization creates the namespaces it uses first.
 
-use crate::e2e::{install_crds, kubectl, ok};
+use crate::support::cluster::{install_crds, kubectl, ok};
 use crate::support::root;
 
 #[test]

@@ -4,12 +4,14 @@
 //! accepts it, and the ACR exchange's refresh token lists the tags; with the gate off, both
 //! kinds stall with Flux's `FeatureGateDisabled` messages.
 
-use crate::cloud_fakes::{basic_registry, cloud_pki, entra_api, form_field, jwt, ACR_HOST, ENTRA};
-use crate::connect_proxy::ConnectProxy;
-use crate::e2e::{
+use crate::support::cloud_fakes::{
+    basic_registry, cloud_pki, entra_api, form_field, jwt, ACR_HOST, ENTRA,
+};
+use crate::support::cluster::{
     install_and_controller_kubeconfig, install_and_controller_kubeconfig_from, install_crds,
     kubectl, ok, wait_for, Controller, Namespace,
 };
+use crate::support::connect_proxy::ConnectProxy;
 use base64::Engine;
 use std::time::{Duration, SystemTime};
 
@@ -138,8 +140,8 @@ async fn e2e_object_level_workload_identity_mints_service_account_tokens_behind_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a cluster: make e2e"]
 async fn e2e_the_controllers_own_identity_logs_in_to_ecr_and_artifact_registry() {
-    use crate::cloud_fakes::{ecr_api, ECR_API, ECR_HOST, GAR_HOST};
-    use crate::fault_server::{FaultServer, Reply};
+    use crate::support::cloud_fakes::{ecr_api, ECR_API, ECR_HOST, GAR_HOST};
+    use crate::support::fault_server::{FaultServer, Reply};
     install_crds();
     let pki = cloud_pki();
     let ecr_registry = basic_registry(&pki, "AWS", "ecr-run".into(), None).await;

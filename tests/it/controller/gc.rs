@@ -1,6 +1,6 @@
 //! The storage GC's list, against a mocked API server: read a page at a time, every page read.
 
-use crate::api_mock::{calls, mock, Expect};
+use crate::support::api_mock::{calls, mock, Expect};
 use image_reflector::runtime::gc;
 use image_reflector::store::{MemoryStore, RepoKey, TagList, TagStore};
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! `image-reflector scan`: the controller's reconcile, offline, over manifest files, against a
 //! real Distribution registry (TLS + Basic auth, credentials from a Secret in the manifests).
 
-use crate::distribution::{Distribution, Pki, Variant};
+use crate::support::distribution::{Distribution, Pki, Variant};
 use crate::support::{run_bin, write};
 use base64::Engine;
 

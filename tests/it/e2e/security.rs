@@ -5,12 +5,12 @@
 //! status, the Events, the notifications it forwards and its metrics. Real API server, the
 //! installed RBAC, a real Distribution registry with Basic auth.
 
-use crate::distribution::{Distribution, Variant};
-use crate::e2e::{
+use crate::support::cluster::{
     get_json, install_and_controller_kubeconfig, install_crds, kubectl, ok, wait_for,
 };
-use crate::e2e::{Controller, Namespace};
-use crate::fault_server::{FaultServer, Reply};
+use crate::support::cluster::{Controller, Namespace};
+use crate::support::distribution::{Distribution, Variant};
+use crate::support::fault_server::{FaultServer, Reply};
 
 const PLANTED: &str = "PLANTEDc0ffee";
 

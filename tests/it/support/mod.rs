@@ -1,4 +1,11 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests: the real Distribution registry, a fault server, the mocked API server, cloud fakes, a CONNECT proxy, and the cluster side of the end-to-end tests.
+
+pub mod api_mock;
+pub mod cloud_fakes;
+pub mod cluster;
+pub mod connect_proxy;
+pub mod distribution;
+pub mod fault_server;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

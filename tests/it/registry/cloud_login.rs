@@ -5,10 +5,10 @@
 //! whose certificate names that host and is trusted through `--ca-file`. So the host rules,
 //! the SDKs' endpoint resolution and TLS run as in production.
 
-use crate::cloud_fakes::*;
-use crate::connect_proxy::ConnectProxy;
-use crate::distribution::{Distribution, Pki, Variant};
-use crate::fault_server::{FaultServer, Reply};
+use crate::support::cloud_fakes::*;
+use crate::support::connect_proxy::ConnectProxy;
+use crate::support::distribution::{Distribution, Pki, Variant};
+use crate::support::fault_server::{FaultServer, Reply};
 use std::net::SocketAddr;
 use std::process::{Command, Output};
 use std::time::{Duration, SystemTime};

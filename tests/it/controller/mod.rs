@@ -1,0 +1,8 @@
+//! The reconcilers through their public functions, over a mocked API server (tower-test) and real registries.
+
+pub mod digest_transitions;
+pub mod gc;
+pub mod notify;
+pub mod policy_reconcile;
+pub mod repository_reconcile;
+pub mod throttle;

@@ -1,0 +1,5 @@
+//! Tag selection: Flux's vectors, properties, and the fuzzers' regressions.
+
+pub mod fuzz_replay;
+pub mod policy_props;
+pub mod vectors;

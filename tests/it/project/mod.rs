@@ -1,0 +1,6 @@
+//! The repository itself: docs links, the dashboard, RBAC and the code's layout.
+
+pub mod config_rbac;
+pub mod dashboard;
+pub mod docs_links;
+pub mod layout;

@@ -1,0 +1,7 @@
+//! The registry client against a real Distribution registry, fault servers and cloud fakes.
+
+pub mod cloud_hosts;
+pub mod cloud_identity;
+pub mod cloud_login;
+pub mod registry_faults;
+pub mod registry_real;
