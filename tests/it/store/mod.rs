@@ -1,4 +1,4 @@
 //! The tag store, on the filesystems it meets.
 
-pub mod store;
 pub mod store_volumes;
+pub mod tag_store;

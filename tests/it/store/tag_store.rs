@@ -303,7 +303,7 @@ fn store_survives_sigkill_at_random_points() {
             .args([
                 "--ignored",
                 "--exact",
-                "store::store::store_crash_writer",
+                "store::tag_store::store_crash_writer",
                 "--nocapture",
                 "--test-threads=1",
             ])
