@@ -6,5 +6,5 @@ pub mod logging;
 pub mod metrics;
 pub mod objects;
 pub mod process;
-pub mod registry;
+pub mod registry_requests;
 pub mod traces;

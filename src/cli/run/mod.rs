@@ -24,7 +24,7 @@ use crate::runtime::{gc, throttle};
 use crate::store::{FsStore, TagStore};
 use crate::telemetry::logging;
 use crate::telemetry::metrics::Metrics;
-use crate::telemetry::registry::RegistrySource;
+use crate::telemetry::registry_requests::RegistrySource;
 use crate::telemetry::traces::{self, Traces};
 use kube::api::ListParams;
 use kube::runtime::watcher;

@@ -5,7 +5,7 @@ use crate::support::root;
 use image_reflector::controller::shared::queue::{QueueSource, WorkQueue};
 use image_reflector::registry::{Registries, SchedulerConfig};
 use image_reflector::telemetry::metrics::{Elected, Metrics, ObjectLabels};
-use image_reflector::telemetry::registry::RegistrySource;
+use image_reflector::telemetry::registry_requests::RegistrySource;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
