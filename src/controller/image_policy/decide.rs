@@ -11,9 +11,9 @@ use crate::api::{
     format_go_duration, parse_go_duration, ImagePolicy, ImagePolicyStatus, ImageRef,
     ImageRepository, Provider, ReflectionPolicy,
 };
+use crate::controller::shared::apply::Decision;
 use crate::controller::shared::conditions::{ConditionType, Conditions, Reason};
 use crate::controller::shared::next::Next;
-use crate::controller::shared::reconcile::Decision;
 use crate::controller::shared::status::finish_status;
 use crate::controller::shared::summary::Outcome;
 use crate::policy::NotElected;

@@ -10,12 +10,12 @@ use crate::api::{
     format_go_duration, ImageRepository, ImageRepositoryStatus, Provider, ScanResult,
     DEFAULT_EXCLUSION_LIST,
 };
+use crate::controller::shared::apply::Decision;
 use crate::controller::shared::conditions::{ConditionType, Conditions, Reason};
 use crate::controller::shared::credentials::{client_options, ObjectReader, WorkloadIdentity};
 use crate::controller::shared::intervals::intervals;
 use crate::controller::shared::keys::REQUESTED_AT_ANNOTATION;
 pub use crate::controller::shared::next::Next;
-use crate::controller::shared::reconcile::Decision;
 use crate::controller::shared::status::finish_status;
 use crate::controller::shared::summary::Outcome;
 use crate::policy::{compile_exclusions, Exclusions};

@@ -5,12 +5,12 @@
 use super::decide::{reconcile_repository, RepositoryEnv};
 use super::running_scans::RunningScans;
 use crate::api::{ImageRepository, ImageRepositoryStatus};
+use crate::controller::shared::apply::{Decision, Prepared, Reconciled};
 use crate::controller::shared::context::{ApiReader, Context};
 use crate::controller::shared::error::Error;
 use crate::controller::shared::keys::{object_key, object_labels};
 use crate::controller::shared::next::Next;
 use crate::controller::shared::queue::WorkQueue;
-use crate::controller::shared::reconcile::{Decision, Prepared, Reconciled};
 use crate::controller::shared::scan_order::STEP_BACK;
 use crate::controller::shared::status::is_ready;
 use crate::store::RepoKey;

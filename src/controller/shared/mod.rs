@@ -1,6 +1,7 @@
 //! What both kinds use.
 
 pub mod api_read;
+pub mod apply;
 pub mod backoff;
 pub mod conditions;
 pub mod context;
