@@ -25,7 +25,7 @@ pub struct Registries {
     http: Mutex<HashMap<[u8; 32], reqwest::Client>>,
     /// Cloud provider tokens and the registry credentials made from them.
     pub(super) token_cache: TokenCache,
-    /// For node-local metadata endpoints: never through a proxy (cloud/login.rs).
+    /// For node-local metadata endpoints: never through a proxy (login.rs).
     pub(super) direct: Mutex<Option<reqwest::Client>>,
     /// What all tag listings may hold in memory at once (budget.rs).
     pub(super) memory: MemoryBudget,

@@ -1,4 +1,6 @@
-//! What both kinds use.
+//! What both kinds use: the reconcile (`reconcile.rs` the frame, `apply.rs` the body and the
+//! `Reconciled` trait), when next (`next.rs`) and what an error means (`error.rs`), the
+//! status writer and Flux's summary of conditions, events, the shared context and watch.
 
 pub mod api_read;
 pub mod apply;
