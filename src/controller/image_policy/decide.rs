@@ -9,13 +9,13 @@ pub use super::env::{PolicyEnv, PolicyReader};
 use super::report::ready_message;
 use crate::api::{
     format_go_duration, parse_go_duration, ImagePolicy, ImagePolicyStatus, ImageRef,
-    ImageRepository, Provider, ReflectionPolicy,
+    ImageRepository, ReflectionPolicy,
 };
 use crate::controller::shared::apply::Decision;
 use crate::controller::shared::conditions::{ConditionType, Conditions, Reason};
 use crate::controller::shared::next::Next;
 use crate::controller::shared::status::finish_status;
-use crate::controller::shared::summary::Outcome;
+use crate::controller::shared::summary::{fail, stall, Outcome};
 use crate::policy::NotElected;
 use crate::registry::ImageReference;
 use crate::store::{RepoKey, StoreError, TagStore};
@@ -71,16 +71,13 @@ pub async fn reconcile_policy<R: PolicyReader>(
 }
 
 fn stalled(c: &mut Conditions<'_>, reason: Reason, message: String) -> Step {
-    c.mark_stalled(reason, &message);
-    Step::Done(Outcome::Stalled, Next::AwaitChange, message)
+    let (outcome, next, message) = stall(c, reason, message);
+    Step::Done(outcome, next, message)
 }
 
 fn failed(c: &mut Conditions<'_>, reason: Reason, message: String) -> Step {
-    c.mark_false(reason, &message);
-    let outcome = Outcome::Failed {
-        error: message.clone(),
-    };
-    Step::Done(outcome, Next::Retry(message.clone()), message)
+    let (outcome, next, message) = fail(c, reason, message);
+    Step::Done(outcome, next, message)
 }
 
 /// The steps of §4.2, each ending the reconcile on failure.
@@ -127,13 +124,7 @@ async fn run_steps<R: PolicyReader>(
         Ok(image) => image,
         Err(err) => return stalled(c, Reason::ImageUrlInvalid, err.to_string()),
     };
-    let workload_identity = repo.spec.provider.is_some_and(|p| p != Provider::Generic)
-        && repo
-            .spec
-            .service_account_name
-            .as_deref()
-            .is_some_and(|s| !s.is_empty());
-    if workload_identity && !env.workload_identity.enabled {
+    if env.workload_identity.refuses(&repo) {
         return stalled(c, Reason::FeatureGateDisabled, FEATURE_GATE_MESSAGE.into());
     }
     // The pattern and range are a tenant's: compiled on the blocking pool (docs/security.md).

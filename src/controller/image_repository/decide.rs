@@ -7,8 +7,7 @@ use super::running_scans::{RunningScans, SLOT_RETRY};
 use super::scan::{scan, ScanError};
 use super::should_scan::{should_scan, ScanInputs, ScanReason};
 use crate::api::{
-    format_go_duration, ImageRepository, ImageRepositoryStatus, Provider, ScanResult,
-    DEFAULT_EXCLUSION_LIST,
+    format_go_duration, ImageRepository, ImageRepositoryStatus, ScanResult, DEFAULT_EXCLUSION_LIST,
 };
 use crate::controller::shared::apply::Decision;
 use crate::controller::shared::conditions::{ConditionType, Conditions, Reason};
@@ -17,7 +16,7 @@ use crate::controller::shared::intervals::intervals;
 use crate::controller::shared::keys::REQUESTED_AT_ANNOTATION;
 pub use crate::controller::shared::next::Next;
 use crate::controller::shared::status::finish_status;
-use crate::controller::shared::summary::Outcome;
+use crate::controller::shared::summary::{fail, stall, Outcome};
 use crate::policy::{compile_exclusions, Exclusions};
 use crate::registry::{ImageReference, Registries, RegistryClient, RegistryError};
 use crate::store::{RepoKey, TagStore};
@@ -95,17 +94,8 @@ impl Stop {
     /// The conditions and the outcome for this stop.
     fn into_steps(self, c: &mut Conditions<'_>) -> Steps {
         match self {
-            Stop::Stalled(reason, message) => {
-                c.mark_stalled(reason, &message);
-                Ok((Outcome::Stalled, Next::AwaitChange, message))
-            }
-            Stop::Failed(reason, message) => {
-                c.mark_false(reason, &message);
-                let outcome = Outcome::Failed {
-                    error: message.clone(),
-                };
-                Ok((outcome, Next::Retry(message.clone()), message))
-            }
+            Stop::Stalled(reason, message) => Ok(stall(c, reason, message)),
+            Stop::Failed(reason, message) => Ok(fail(c, reason, message)),
             Stop::RateLimited(message, until) => {
                 c.mark_false(Reason::RateLimited, &message);
                 let outcome = Outcome::Failed {
@@ -166,7 +156,7 @@ async fn run_steps<R: ObjectReader>(
 
 /// Object-level workload identity needs its feature gate.
 fn check_gate<R>(repo: &ImageRepository, env: &RepositoryEnv<'_, R>) -> Result<(), Stop> {
-    match needs_workload_identity_gate(repo) && !env.workload_identity.enabled {
+    match env.workload_identity.refuses(repo) {
         true => Err(Stop::Stalled(
             Reason::FeatureGateDisabled,
             FEATURE_GATE_MESSAGE.into(),
@@ -352,17 +342,6 @@ fn succeeded(
         scan.revision.unwrap_or_default()
     );
     (Outcome::Succeeded { message }, Next::After(next), summary)
-}
-
-/// A cloud provider with a ServiceAccount is object-level workload identity. Unlike Flux
-/// (§7 item 11), an absent provider counts as `generic`, as everywhere else.
-fn needs_workload_identity_gate(repo: &ImageRepository) -> bool {
-    repo.spec.provider.is_some_and(|p| p != Provider::Generic)
-        && repo
-            .spec
-            .service_account_name
-            .as_deref()
-            .is_some_and(|s| !s.is_empty())
 }
 
 /// `spec.exclusionList`, or the default when it is absent or empty (§1.6).

@@ -68,6 +68,21 @@ pub struct WorkloadIdentity<'a> {
     pub default_service_account: Option<&'a str>,
 }
 
+impl WorkloadIdentity<'_> {
+    /// Whether `repo` asks for object-level workload identity (a cloud provider with a
+    /// ServiceAccount) while the gate is off. Unlike Flux, an absent provider counts as
+    /// `generic`, as everywhere else (docs/compatibility.md).
+    pub fn refuses(&self, repo: &ImageRepository) -> bool {
+        let object_level = repo.spec.provider.is_some_and(|p| p != Provider::Generic)
+            && repo
+                .spec
+                .service_account_name
+                .as_deref()
+                .is_some_and(|s| !s.is_empty());
+        object_level && !self.enabled
+    }
+}
+
 /// Why the options could not be built; shown as `failed to configure authentication options:
 /// <text>` with reason `AuthenticationFailed`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

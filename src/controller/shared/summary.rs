@@ -3,6 +3,7 @@
 //! Stalled, and when `observedGeneration` moves. Pure; both kinds end with [`summarize`].
 
 use super::conditions::{ConditionType, Conditions, Reason};
+use super::next::Next;
 use crate::api::ConditionStatus;
 
 /// How a reconcile ended.
@@ -17,6 +18,21 @@ pub enum Outcome {
     Failed { error: String },
     /// Neither success nor error: retried after a fixed delay (ImagePolicy "no tags").
     Waiting,
+}
+
+/// A step found what only a spec change can mend: Stalled with `reason`, no retry.
+pub fn stall(c: &mut Conditions<'_>, reason: Reason, message: String) -> (Outcome, Next, String) {
+    c.mark_stalled(reason, &message);
+    (Outcome::Stalled, Next::AwaitChange, message)
+}
+
+/// A step failed for now: Ready=False with `reason`, retried with backoff.
+pub fn fail(c: &mut Conditions<'_>, reason: Reason, message: String) -> (Outcome, Next, String) {
+    c.mark_false(reason, &message);
+    let outcome = Outcome::Failed {
+        error: message.clone(),
+    };
+    (outcome, Next::Retry(message.clone()), message)
 }
 
 /// The final conditions and observedGeneration for `outcome`, in Flux's order of steps.
