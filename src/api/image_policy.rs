@@ -212,6 +212,20 @@ pub struct ImagePolicyStatus {
     pub observed_previous_image: Option<String>,
 }
 
+impl ImagePolicy {
+    /// The namespace of the ImageRepository it refers to: `imageRepositoryRef.namespace`, or
+    /// the policy's own when that is absent or empty.
+    pub fn repository_namespace(&self) -> String {
+        self.spec
+            .image_repository_ref
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .or_else(|| self.metadata.namespace.clone())
+            .unwrap_or_default()
+    }
+}
+
 impl ImagePolicySpec {
     /// Builds the tag-selection policy this spec describes; errors mean the object is Stalled
     /// (`InvalidPolicy`).

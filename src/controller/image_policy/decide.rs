@@ -246,11 +246,7 @@ async fn find_repository<R: PolicyReader>(
 ) -> Result<ImageRepository, (Reason, String)> {
     let policy_namespace = policy.namespace().unwrap_or_default();
     let reference = &policy.spec.image_repository_ref;
-    let namespace = reference
-        .namespace
-        .clone()
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| policy_namespace.clone());
+    let namespace = policy.repository_namespace();
     let denied = |e: super::access::AccessError| (Reason::AccessDenied, e.to_string());
     check_cross_namespace(
         &policy_namespace,

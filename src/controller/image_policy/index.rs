@@ -37,14 +37,9 @@ impl PolicyIndex {
         if let Some(namespace) = policy.metadata.namespace.as_deref() {
             key = key.within(namespace);
         }
-        let reference = &policy.spec.image_repository_ref;
         let repository = (
-            reference
-                .namespace
-                .clone()
-                .filter(|n| !n.is_empty())
-                .unwrap_or_else(|| policy.namespace().unwrap_or_default()),
-            reference.name.clone(),
+            policy.repository_namespace(),
+            policy.spec.image_repository_ref.name.clone(),
         );
         self.remove(&key);
         let mut maps = self.0.write().expect("policy index lock");
