@@ -3,7 +3,7 @@
 //! backoff (style.md §2), and [`log_result`] logs what a reconcile decided, once.
 
 use super::backoff::Backoff;
-use super::next::Next;
+use super::next::{Failure, Next};
 use crate::store::StoreError;
 use std::time::{Duration, SystemTime};
 use thiserror::Error;
@@ -16,9 +16,10 @@ pub enum Error {
     /// An API-server call failed (status patch, event, finalizer).
     #[error("Kubernetes API: {}", describe_api_error(.0))]
     Kube(#[from] kube::Error),
-    /// The reconcile failed and retries with backoff; Ready already says why, in these words.
+    /// The reconcile failed and retries with backoff; Ready already says why (its reason and
+    /// these words).
     #[error("{0}")]
-    Failed(String),
+    Failed(Failure),
     /// The registry is rate limiting; the status says until when.
     #[error("{message}")]
     RateLimited { message: String, until: SystemTime },
@@ -95,7 +96,7 @@ pub fn requeue_after(
             backoff.reset(key);
             Ok(None)
         }
-        Next::Retry(message) => Err(Error::Failed(message)),
+        Next::Retry(failure) => Err(Error::Failed(failure)),
         Next::RetryAt(until) => Err(Error::RateLimited {
             message: summary.to_string(),
             until,

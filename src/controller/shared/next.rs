@@ -2,6 +2,7 @@
 //! reconcile ([`super::reconcile`]) turns it into kube's `Action`, or into an error for the
 //! error policy, which answers with a delay ([`super::error::retry_delay`]).
 
+use super::conditions::Reason;
 use std::time::{Duration, SystemTime};
 
 /// When to reconcile again.
@@ -11,8 +12,21 @@ pub enum Next {
     After(Duration),
     /// Done, or stalled: only a change of the object (or a watched one) helps.
     AwaitChange,
-    /// A transient failure (the message is in Ready): retry with backoff.
-    Retry(String),
+    /// A transient failure (Ready says it): retry with backoff.
+    Retry(Failure),
     /// The registry asked us to wait until then.
     RetryAt(SystemTime),
+}
+
+/// A failure a reconcile reports: Ready=False with this reason and message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub reason: Reason,
+    pub message: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
 }

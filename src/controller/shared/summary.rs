@@ -3,7 +3,7 @@
 //! Stalled, and when `observedGeneration` moves. Pure; both kinds end with [`summarize`].
 
 use super::conditions::{ConditionType, Conditions, Reason};
-use super::next::Next;
+use super::next::{Failure, Next};
 use crate::api::ConditionStatus;
 
 /// How a reconcile ended.
@@ -32,7 +32,11 @@ pub fn fail(c: &mut Conditions<'_>, reason: Reason, message: String) -> (Outcome
     let outcome = Outcome::Failed {
         error: message.clone(),
     };
-    (outcome, Next::Retry(message.clone()), message)
+    let failure = Failure {
+        reason,
+        message: message.clone(),
+    };
+    (outcome, Next::Retry(failure), message)
 }
 
 /// The final conditions and observedGeneration for `outcome`, in Flux's order of steps.
