@@ -184,13 +184,11 @@ async fn run_as_leader(
 ) -> Ended {
     let work = shutdown.child_token();
     let watch = watch_config(args);
-    let concurrency = args.concurrent.max(1);
     // One ImageRepository watch and cache for both controllers.
     let (repository_source, repository_feed) = repository_feed();
     let wiring = |watch| Wiring {
         watch,
         ctx: ctx.clone(),
-        concurrency,
         shutdown: work.clone(),
         synced: readiness.part(),
     };

@@ -71,10 +71,10 @@ pub fn controller(
     let Wiring {
         watch,
         ctx,
-        concurrency,
         shutdown,
         synced: policies_synced,
     } = wiring;
+    let concurrency = ctx.settings.concurrent;
     let index = PolicyIndex::default();
     let queue = ctx.policy_queue.clone();
     let (enqueued, mapped) = (queue.clone(), queue.clone());

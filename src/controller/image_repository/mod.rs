@@ -53,10 +53,10 @@ pub fn controller(
     let Wiring {
         watch,
         ctx,
-        concurrency,
         shutdown,
         synced,
     } = wiring;
+    let concurrency = ctx.settings.concurrent;
     let (reader, writer, forward) = feed.split();
     let queue = ctx.repository_queue.clone();
     let enqueued = queue.clone();

@@ -10,9 +10,8 @@ use tokio_util::sync::CancellationToken;
 pub struct Wiring {
     /// The watch's label selector (`--watch-label-selector`).
     pub watch: watcher::Config,
+    /// Also `--concurrent`, the reconciles at once (`ctx.settings.concurrent`).
     pub ctx: Arc<Context>,
-    /// Reconciles at once (`--concurrent`).
-    pub concurrency: u16,
     /// Stops the controller after its in-flight reconciles.
     pub shutdown: CancellationToken,
     /// Marked once the controller's cache has the initial list (`/readyz`).
