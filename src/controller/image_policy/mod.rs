@@ -18,7 +18,7 @@ use crate::api::{ImagePolicy, ImageRepository};
 use crate::controller::shared::error::Error;
 use crate::controller::shared::keys::{key_of, object_key, trigger_hash};
 use crate::controller::shared::reconcile as shared_reconcile;
-use crate::controller::shared::repository_feed::Feed;
+use crate::controller::shared::repository_feed::{is_baseline, Feed};
 use crate::controller::shared::slim::slim;
 use crate::controller::shared::wiring::Wiring;
 use futures::TryStreamExt;
@@ -120,6 +120,9 @@ pub fn controller(
             policies
         })
         .watches_stream(repository_changes, move |repo| {
+            if is_baseline(&repo) {
+                return Vec::new();
+            }
             let policies = index.policies_for(&repo);
             for policy in &policies {
                 let namespace = policy.namespace.as_deref().unwrap_or_default();

@@ -75,11 +75,22 @@ impl Forward {
     pub fn event(&self, event: &watcher::Event<ImageRepository>) {
         match event {
             // The first list: no policy reconciles before it is complete (they wait for
-            // `synced`), and then each reads its repository from the cache. Passing these on
-            // would reconcile every policy a second time at start-up, and an `Always` policy's
-            // second reconcile fetches its digest (docs/imagepolicy.md): requests that are not
-            // due. A later relist is passed on: it may carry changes the watch missed.
-            watcher::Event::InitApply(_) if !self.synced.load(Ordering::SeqCst) => {}
+            // `synced`), and then each reads its repository from the cache. Its objects are
+            // passed on as a baseline only ([`is_baseline`]): the policy side's trigger learns
+            // what each repository looks like, so the next event that changes nothing it
+            // compares (the finalizer being added) triggers nothing either, and no policy is
+            // reconciled for them. Reconciling every policy a second time at start-up made an
+            // `Always` policy fetch its digest (docs/imagepolicy.md): a request that is not due.
+            // A later relist is passed on as changes: it may carry what the watch missed.
+            watcher::Event::InitApply(repo) if !self.synced.load(Ordering::SeqCst) => {
+                let mut change = change_of(repo);
+                change
+                    .metadata
+                    .annotations
+                    .get_or_insert_with(Default::default)
+                    .insert(BASELINE.into(), "true".into());
+                let _ = self.changes.send(change);
+            }
             watcher::Event::Apply(repo)
             | watcher::Event::InitApply(repo)
             | watcher::Event::Delete(repo) => {
@@ -90,6 +101,14 @@ impl Forward {
             watcher::Event::Init => {}
         }
     }
+}
+
+/// Marks a change that is only a baseline for the trigger (never written to the API server).
+const BASELINE: &str = "image-reflector.internal/baseline";
+
+/// Whether a change from the feed is the first list's baseline: no policy is reconciled for it.
+pub fn is_baseline(change: &ImageRepository) -> bool {
+    change.annotations().contains_key(BASELINE)
 }
 
 /// What the policy side needs of a changed repository: which one it is (to find its policies)
@@ -179,15 +198,22 @@ mod tests {
         }
         drop(forward);
         let seen: Vec<_> = changes.collect().await;
-        // Not the first list's object: policies read it from the cache once it is complete.
+        // The first list's object is a baseline only: policies read it from the cache.
         let intervals: Vec<_> = seen
             .iter()
-            .map(|r| r.as_ref().unwrap().spec.interval.clone())
+            .map(|r| {
+                let r = r.as_ref().unwrap();
+                (r.spec.interval.clone(), is_baseline(r))
+            })
             .collect();
         assert_eq!(
             intervals,
-            ["6m", "6m"],
-            "the relisted object and its deletion"
+            [
+                ("5m".to_string(), true),
+                ("6m".to_string(), false),
+                ("6m".to_string(), false)
+            ],
+            "the first list as a baseline, then the relisted object and its deletion"
         );
         assert!(seen
             .iter()
