@@ -266,6 +266,9 @@ impl TagStore for FsStore {
     fn delete(&self, key: &RepoKey) -> Result<(), StoreError> {
         self.known.lock().expect("store lock").remove(key);
         let dir = self.object_dir(key);
+        // Not while a digest is being recorded: its file appearing under `remove_dir_all` fails
+        // the removal ("Directory not empty"), and once the directory is gone none is recorded.
+        let _no_digest_writer = self.digests.lock().expect("store lock");
         match fs::remove_dir_all(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),

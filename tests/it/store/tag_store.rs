@@ -461,3 +461,38 @@ fn digest_facts_survive_a_restart_and_a_hostile_file_is_not_read() {
     std::fs::write(&file, line.repeat(1 + (1 << 20) / line.len())).unwrap();
     assert_eq!(store.digest_fact(&k, "1.0.0").unwrap(), None);
 }
+
+/// A policy records a digest while its repository is being deleted: the deletion never fails
+/// on the file appearing under it ("Directory not empty"), and nothing is left behind.
+#[test]
+fn deleting_a_repository_while_its_digest_is_recorded() {
+    use image_reflector::store::DigestFact;
+    let dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(FsStore::open(dir.path(), 64 * 1024).unwrap());
+    let k = key("apps", "raced");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let recorder = {
+        let (store, k, stop) = (store.clone(), k.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let fact = DigestFact {
+                    digest: format!("sha256:{n:064x}"),
+                    checked_at: n as i64,
+                };
+                store.record_digest(&k, "1.0.0", fact).unwrap();
+                n += 1;
+            }
+        })
+    };
+    for round in 0..200 {
+        store.set(&k, &tags(3, "r")).unwrap();
+        if let Err(err) = store.delete(&k) {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            panic!("round {round}: {err}");
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    recorder.join().unwrap();
+    assert!(!object_dir(dir.path(), &k).exists());
+}
