@@ -13,7 +13,7 @@ use crate::controller::shared::error::Error;
 use crate::controller::shared::keys::{object_key, object_labels};
 use crate::controller::shared::next::Next;
 use crate::controller::shared::queue::WorkQueue;
-use crate::controller::shared::status::{is_ready, patch_status_changes};
+use crate::controller::shared::status::{is_ready, patch_status, Patched};
 use crate::store::RepoKey;
 use crate::telemetry::metrics::{Elected, Metrics};
 use k8s_openapi::jiff::Timestamp;
@@ -101,7 +101,7 @@ impl Reconciled for ImagePolicy {
         };
         // Only the migration: the refs, and `null` for the deprecated fields.
         let current = self.status.clone().unwrap_or_default();
-        patch_status_changes(api, self, &current, &migrated).await?;
+        patch_status(api, self, &current, &migrated, Patched::Changes).await?;
         tracing::info!("migrated the deprecated status fields latestImage/observedPreviousImage");
         let mut policy = self.clone();
         policy.status = Some(migrated);

@@ -6,7 +6,7 @@ use super::context::Context;
 use super::error::{log_result, Error};
 use super::next::Next;
 use super::queue::WorkQueue;
-use super::status::{is_stalled, patch_status, FluxStatus};
+use super::status::{is_stalled, patch_status, FluxStatus, Patched};
 use crate::telemetry::metrics::Metrics;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, Resource};
@@ -114,7 +114,7 @@ pub(super) async fn apply<K: Reconciled>(
         &decision.summary,
     );
     obj.decided(ctx, &decision);
-    patch_status(api, obj.as_ref(), &old, &decision.status).await?;
+    patch_status(api, obj.as_ref(), &old, &decision.status, Patched::Whole).await?;
     obj.record_metrics(&decision.status, &shared.metrics);
     let metadata = K::event_metadata(&decision.status);
     shared

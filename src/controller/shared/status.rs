@@ -17,43 +17,18 @@ use serde_json::Value;
 use std::fmt::Debug;
 use tracing::Instrument;
 
-/// Patches `desired` onto the object's status when it differs from `current`: all of it (so
-/// a cache a write behind is overwritten), and `null` for what `desired` no longer has.
-pub async fn patch_status<K, S>(
-    api: &Api<K>,
-    obj: &K,
-    current: &S,
-    desired: &S,
-) -> Result<bool, Error>
-where
-    K: Resource + Clone + DeserializeOwned + Debug,
-    S: Serialize + PartialEq,
-{
-    write(api, obj, current, desired, Patched::Whole).await
-}
-
-/// Patches only what changed from `current` to `desired` (a migration, its own small write).
-pub async fn patch_status_changes<K, S>(
-    api: &Api<K>,
-    obj: &K,
-    current: &S,
-    desired: &S,
-) -> Result<bool, Error>
-where
-    K: Resource + Clone + DeserializeOwned + Debug,
-    S: Serialize + PartialEq,
-{
-    write(api, obj, current, desired, Patched::Changes).await
-}
-
 /// What a status patch carries.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Patched {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Patched {
+    /// All of `desired` (so a cache a write behind is overwritten): every reconcile's write.
     Whole,
+    /// Only what changed (a migration, its own small write).
     Changes,
 }
 
-async fn write<K, S>(
+/// Patches `desired` onto the object's status when it differs from `current`, with `null`
+/// for what `desired` no longer has; returns whether it wrote.
+pub async fn patch_status<K, S>(
     api: &Api<K>,
     obj: &K,
     current: &S,
