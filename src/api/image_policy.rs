@@ -77,6 +77,16 @@ pub struct ImagePolicySpec {
     /// Stops reconciling while true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend: Option<bool>,
+
+    /// Beyond Flux: elect only a tag whose image provides every one of these platforms
+    /// (`os/architecture[/variant]`, e.g. `linux/arm64`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 16))]
+    pub platforms: Option<Vec<String>>,
+
+    /// Beyond Flux: elect only a tag whose digest has a valid cosign signature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<super::ImageVerification>,
 }
 
 /// The ordering policy; when several are set, semver wins, then alphabetical.
@@ -152,6 +162,12 @@ pub struct TagFilter {
     /// A template such as `$1` or `${ts}` whose expansion is compared instead of the tag.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extract: Option<String>,
+    /// Beyond Flux: a tag is eligible once its image is at least this old (a Go duration,
+    /// e.g. `168h`), by the image config's `created` or the `org.opencontainers.image.created`
+    /// annotation; an image with neither is not eligible.
+    #[serde(default, rename = "minAge", skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    pub min_age: Option<String>,
 }
 
 /// When to resolve the elected tag's digest.
@@ -197,6 +213,11 @@ pub struct ImagePolicyStatus {
     /// Ready, Reconciling and Stalled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
+
+    /// Beyond Flux: the better-ranked candidates a gate held back (at most 10), best first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 10))]
+    pub held_back: Option<Vec<super::HeldBackTag>>,
 
     /// The last `reconcile.fluxcd.io/requestedAt` annotation value handled.
     #[serde(default, skip_serializing_if = "Option::is_none")]

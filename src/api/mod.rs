@@ -6,6 +6,7 @@
 mod conditions;
 mod crd;
 mod duration;
+mod gates;
 mod image_policy;
 mod image_repository;
 mod names;
@@ -14,6 +15,9 @@ mod refs;
 pub use conditions::{Condition, ConditionStatus};
 pub use crd::{crds, crds_yaml, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION};
 pub use duration::{format_go_duration, parse_go_duration};
+pub use gates::{
+    HeldBackTag, ImageVerification, OidcIdentityMatch, VerificationProvider, MAX_HELD_BACK,
+};
 pub use image_policy::{
     AlphabeticalPolicy, ImagePolicy, ImagePolicyChoice, ImagePolicySpec, ImagePolicyStatus,
     ImageRef, NumericalPolicy, ReflectionPolicy, SemVerPolicy, SortOrder, TagFilter,

@@ -9,6 +9,7 @@ mod best;
 mod constraint;
 mod error;
 mod filter;
+mod gates;
 mod goregex;
 mod linear;
 mod numeric;
@@ -21,6 +22,10 @@ pub use best::Order;
 pub use constraint::Constraints;
 pub use error::{InvalidPolicy, NotElected, MAX_RANGE_BYTES};
 pub use filter::Filter;
+pub use gates::{
+    check_image, short_age, Gate, Gates, Hold, Platform, MAX_MIN_AGE, MAX_PLATFORMS,
+    MAX_PLATFORM_LEN,
+};
 pub use goregex::{translate as translate_go_regex, GoError, Translated};
 pub use numeric::Number;
 pub use regex::{compile_exclusions, compile_go, Exclusions, GoRegex, REGEX_SIZE_LIMIT};

@@ -20,7 +20,7 @@ application/vnd.docker.distribution.manifest.v1+prettyjws, \
 application/vnd.docker.distribution.manifest.v1+json";
 
 /// Manifests are at most 4 MiB (the distribution spec's recommended limit).
-const MAX_MANIFEST_BYTES: usize = 4 << 20;
+pub(crate) const MAX_MANIFEST_BYTES: usize = 4 << 20;
 
 impl RegistryClient {
     /// The digest `tag` points at, e.g. `sha256:…`.

@@ -5,6 +5,7 @@
 //! - `reference`: image references as Flux parses `spec.image`;
 //! - `client`: one request, through the per-host `scheduler`, with `auth`;
 //! - `tags`, `digest`: the two registry calls the controller makes;
+//! - `fetch`, `inspect`, `cosign`: what a gated election reads (manifests, configs, signatures);
 //! - `keyring`, `tls`, `proxy`: the settings a client is built from;
 //! - `cloud`: logging in to cloud registries with the provider's identity.
 
@@ -13,11 +14,14 @@ mod body;
 mod budget;
 mod client;
 pub mod cloud;
+mod cosign;
 mod describe;
 mod digest;
 mod error;
+mod fetch;
 #[doc(hidden)]
 pub mod fuzz;
+mod inspect;
 mod keyring;
 mod login;
 mod proxy;
@@ -32,7 +36,10 @@ mod token_auth;
 
 pub use budget::{Held, MemoryBudget, MAX_KEPT_BYTES, PROCESS_BUDGET_BYTES};
 pub use client::{install_crypto_provider, RegistryClient};
+pub use cosign::{signature_tag, SignedPayload, TrustedKeys};
 pub use digest::MANIFEST_ACCEPT;
+pub use fetch::Manifest;
+pub use inspect::{Inspected, InspectedPlatform, MAX_DATED_PLATFORMS};
 pub use error::{ConfigError, Fixes, RegistryError};
 pub use keyring::{Credentials, Keyring};
 pub use proxy::{ProxySettings, MAX_PROXY_URL_LEN};

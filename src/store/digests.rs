@@ -9,8 +9,9 @@
 
 use super::MAX_TAG_LEN;
 
-/// Tags remembered per repository: policies elect one tag each, so a few per repository.
-pub const MAX_FACTS: usize = 64;
+/// Tags remembered per repository: policies elect one tag each, and a gated walk (docs/imagepolicy.md)
+/// looks at the digests of up to 50 candidates.
+pub const MAX_FACTS: usize = 128;
 /// A file larger than the facts it may hold is not ours to read.
 pub const MAX_FILE_BYTES: u64 = (MAX_FACTS * (MAX_TAG_LEN + 100)) as u64;
 /// The longest digest kept (`sha512:` and 128 hex digits, with room to spare).

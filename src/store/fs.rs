@@ -8,6 +8,7 @@
 //! and the repository is rescanned.
 
 use super::digests::MAX_FILE_BYTES;
+use super::image_facts::{ImageFacts, ImageFactsFile, MAX_IMAGE_FILE_BYTES};
 use super::files::{create_private_dir, sync_dir, write_atomic, write_file, TEMP_PREFIX};
 use super::{DigestFact, DigestFacts, RepoKey, Revision, StoreError, TagList, TagStore};
 use flate2::{read::GzDecoder, write::GzEncoder, Compression};
@@ -23,6 +24,8 @@ const OBJECTS: &str = "imagerepository";
 const PLAIN: &str = "tags.txt";
 const GZIP: &str = "tags.txt.gz";
 const DIGESTS: &str = "digests.txt";
+/// What gated elections learnt per image digest (image_facts.rs).
+const IMAGES: &str = "images.jsonl";
 const VERSION_FILE: &str = ".storage-version";
 const VERSION: &str = "2\n";
 const WIPE_MARKER: &str = ".storage-wipe-in-progress";
@@ -296,6 +299,24 @@ impl TagStore for FsStore {
         write_file(&dir, DIGESTS, facts.render().as_bytes(), false)
     }
 
+    fn image_facts(&self, key: &RepoKey, digest: &str) -> Result<Option<ImageFacts>, StoreError> {
+        let file = read_images(&self.object_dir(key).join(IMAGES));
+        Ok(file.get(digest).cloned())
+    }
+
+    fn record_image_facts(&self, key: &RepoKey, facts: ImageFacts) -> Result<(), StoreError> {
+        let dir = self.object_dir(key);
+        // The same writer lock as digests.txt: one advisory writer per store, and none while
+        // a repository's directory is being removed.
+        let _one_writer = self.digests.lock().expect("store lock");
+        if !dir.is_dir() {
+            return Ok(());
+        }
+        let mut file = read_images(&dir.join(IMAGES));
+        file.record(facts);
+        write_file(&dir, IMAGES, file.render().as_bytes(), false)
+    }
+
     fn keys(&self) -> Result<Vec<RepoKey>, StoreError> {
         let objects = self.root.join(OBJECTS);
         let mut keys = Vec::new();
@@ -356,6 +377,19 @@ fn prepare_root(root: &Path) -> Result<(), StoreError> {
 
 fn is_volume_entry(name: &std::ffi::OsStr) -> bool {
     VOLUME_ENTRIES.iter().any(|v| name == *v)
+}
+
+/// The image facts at `path`: none when missing, too large or unreadable.
+fn read_images(path: &Path) -> ImageFactsFile {
+    let read = File::open(path).and_then(|f| {
+        let mut text = String::new();
+        f.take(MAX_IMAGE_FILE_BYTES + 1).read_to_string(&mut text)?;
+        Ok(text)
+    });
+    match read {
+        Ok(text) if text.len() as u64 <= MAX_IMAGE_FILE_BYTES => ImageFactsFile::parse(&text),
+        _ => ImageFactsFile::default(),
+    }
 }
 
 /// The digest facts at `path`: none when missing, too large or unreadable.

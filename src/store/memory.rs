@@ -1,6 +1,9 @@
 //! An in-memory store: for tests and the offline commands.
 
-use super::{DigestFact, DigestFacts, RepoKey, Revision, StoreError, TagList, TagStore};
+use super::{
+    DigestFact, DigestFacts, ImageFacts, ImageFactsFile, RepoKey, Revision, StoreError, TagList,
+    TagStore,
+};
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
@@ -9,6 +12,7 @@ use std::sync::{Arc, RwLock};
 pub struct MemoryStore {
     entries: RwLock<HashMap<RepoKey, Arc<TagList>>>,
     digests: RwLock<HashMap<RepoKey, DigestFacts>>,
+    images: RwLock<HashMap<RepoKey, ImageFactsFile>>,
 }
 
 impl MemoryStore {
@@ -44,6 +48,10 @@ impl TagStore for MemoryStore {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(key);
+        self.images
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
         Ok(())
     }
 
@@ -61,6 +69,24 @@ impl TagStore for MemoryStore {
         if has_tags {
             let mut digests = self.digests.write().unwrap_or_else(|p| p.into_inner());
             digests.entry(key.clone()).or_default().record(tag, fact);
+        }
+        Ok(())
+    }
+
+    fn image_facts(&self, key: &RepoKey, digest: &str) -> Result<Option<ImageFacts>, StoreError> {
+        let images = self.images.read().unwrap_or_else(|p| p.into_inner());
+        Ok(images.get(key).and_then(|f| f.get(digest)).cloned())
+    }
+
+    fn record_image_facts(&self, key: &RepoKey, facts: ImageFacts) -> Result<(), StoreError> {
+        let has_tags = self
+            .entries
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(key);
+        if has_tags {
+            let mut images = self.images.write().unwrap_or_else(|p| p.into_inner());
+            images.entry(key.clone()).or_default().record(facts);
         }
         Ok(())
     }

@@ -9,6 +9,7 @@ mod digests;
 mod error;
 mod files;
 mod fs;
+mod image_facts;
 mod key;
 mod memory;
 mod tag_list;
@@ -16,6 +17,7 @@ mod tag_list;
 pub use digests::{DigestFact, DigestFacts, MAX_FACTS};
 pub use error::StoreError;
 pub use fs::{FsStore, DEFAULT_COMPRESSION_THRESHOLD};
+pub use image_facts::{ImageFacts, ImageFactsFile, SignatureVerdict, MAX_IMAGES};
 pub use key::RepoKey;
 pub use memory::MemoryStore;
 pub use tag_list::{Iter, Revision, TagList, MAX_TAG_LEN};
@@ -40,6 +42,12 @@ pub trait TagStore: Send + Sync {
 
     /// Remembers a fetched digest of `tag`, beside `key`'s tags (nothing when it has none).
     fn record_digest(&self, key: &RepoKey, tag: &str, fact: DigestFact) -> Result<(), StoreError>;
+
+    /// What a gated election learnt about the image `digest` (`image_facts.rs`).
+    fn image_facts(&self, key: &RepoKey, digest: &str) -> Result<Option<ImageFacts>, StoreError>;
+
+    /// Remembers an image's facts beside `key`'s tags (nothing when it has none).
+    fn record_image_facts(&self, key: &RepoKey, facts: ImageFacts) -> Result<(), StoreError>;
 
     /// Every key with stored tags.
     fn keys(&self) -> Result<Vec<RepoKey>, StoreError>;

@@ -116,6 +116,8 @@ mod tests {
                 digest_reflection_policy: None,
                 interval: None,
                 suspend: None,
+                platforms: None,
+                verify: None,
             },
         );
         p.metadata.namespace = Some(ns.into());

@@ -1,0 +1,102 @@
+use super::*;
+use p256::ecdsa::signature::Signer;
+use p256::ecdsa::SigningKey;
+use p256::pkcs8::{EncodePublicKey, LineEnding};
+
+fn key(seed: u8) -> SigningKey {
+    SigningKey::from_bytes(&[seed; 32].into()).unwrap()
+}
+
+fn pem(key: &SigningKey) -> Vec<u8> {
+    key.verifying_key()
+        .to_public_key_pem(LineEnding::LF)
+        .unwrap()
+        .into_bytes()
+}
+
+fn payload(reference: &str, digest: &str) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "critical": {
+            "identity": {"docker-reference": reference},
+            "image": {"docker-manifest-digest": digest},
+            "type": "cosign container image signature"
+        },
+        "optional": null
+    }))
+    .unwrap()
+}
+
+fn sign(key: &SigningKey, payload: Vec<u8>) -> SignedPayload {
+    let signature: Signature = key.sign(&payload);
+    SignedPayload {
+        payload,
+        signature: signature.to_der().as_bytes().to_vec(),
+    }
+}
+
+const DIGEST: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+const OTHER: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
+
+fn image() -> ImageReference {
+    ImageReference::parse("registry.example:5000/team/app", false).unwrap()
+}
+
+fn keys(entries: &[(&str, Vec<u8>)]) -> Result<TrustedKeys, String> {
+    TrustedKeys::from_secret(&entries.iter().map(|(n, b)| (n.to_string(), b.clone())).collect())
+}
+
+#[test]
+fn a_signature_counts_with_a_trusted_key_for_this_digest_and_repository() {
+    let trusted = keys(&[("cosign.pub", pem(&key(1))), ("other.pub", pem(&key(2)))]).unwrap();
+    let good = sign(&key(2), payload("registry.example:5000/team/app", DIGEST));
+    assert_eq!(trusted.verify(&[good.clone()], &image(), DIGEST), Ok("other.pub".into()));
+
+    let wrong_key = sign(&key(3), payload("registry.example:5000/team/app", DIGEST));
+    let err = trusted.verify(&[wrong_key.clone()], &image(), DIGEST).unwrap_err();
+    assert!(err.contains("none of the trusted keys"), "{err}");
+
+    let for_other = sign(&key(1), payload("registry.example:5000/team/app", OTHER));
+    let err = trusted.verify(&[for_other], &image(), DIGEST).unwrap_err();
+    assert!(err.contains("is for sha256:2222"), "{err}");
+
+    let other_repo = sign(&key(1), payload("registry.example:5000/team/evil", DIGEST));
+    let err = trusted.verify(&[other_repo], &image(), DIGEST).unwrap_err();
+    assert!(err.contains("names the repository"), "{err}");
+
+    let mut tampered = good.clone();
+    tampered.payload = payload("registry.example:5000/team/app", OTHER);
+    let err = trusted.verify(&[tampered], &image(), DIGEST).unwrap_err();
+    assert!(err.contains("none of the trusted keys"), "{err}");
+
+    let garbage = SignedPayload { payload: b"{}".to_vec(), signature: b"junk".to_vec() };
+    assert!(trusted.verify(&[garbage.clone()], &image(), DIGEST).is_err());
+    assert_eq!(
+        trusted.verify(&[garbage, wrong_key, good], &image(), DIGEST),
+        Ok("other.pub".into()),
+        "one valid signature among bad ones is enough"
+    );
+    let none = trusted.verify(&[], &image(), DIGEST).unwrap_err();
+    assert!(none.contains("sha256-1111"), "{none}");
+}
+
+#[test]
+fn keys_come_from_pub_entries_only() {
+    let err = keys(&[("cosign.key", b"secret".to_vec())]).err().unwrap();
+    assert!(err.contains("no *.pub entry"), "{err}");
+    let err = keys(&[("cosign.pub", b"not pem".to_vec())]).err().unwrap();
+    assert!(err.contains("'cosign.pub' is not an ECDSA P-256"), "{err}");
+    let err = keys(&[("big.pub", vec![b'a'; MAX_KEY_BYTES + 1])]).err().unwrap();
+    assert!(err.contains("over"), "{err}");
+    let many: Vec<(String, Vec<u8>)> =
+        (0..=MAX_KEYS).map(|i| (format!("k{i:02}.pub"), pem(&key(1)))).collect();
+    let refs: Vec<(&str, Vec<u8>)> = many.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    assert!(keys(&refs).err().unwrap().contains("more than"));
+    let a = keys(&[("cosign.pub", pem(&key(1)))]).unwrap();
+    let b = keys(&[("cosign.pub", pem(&key(2)))]).unwrap();
+    assert_ne!(a.fingerprint, b.fingerprint, "other keys, another verdict");
+}
+
+#[test]
+fn signature_tags_are_cosigns() {
+    assert_eq!(signature_tag(DIGEST), format!("sha256-{}.sig", &DIGEST[7..]));
+}

@@ -1,0 +1,111 @@
+//! Reading a manifest and a blob, each checked against its digest: what a gated election
+//! inspects (an image's config, an index's platform manifests, a cosign signature's payload).
+//! Sizes are bounded before anything is kept (docs/security.md).
+
+use super::body::{read_limited, status_error};
+use super::client::{RegistryClient, Target};
+use super::describe::url_host;
+use super::digest::{check_manifest, MAX_MANIFEST_BYTES};
+use super::{ImageReference, RegistryError, MANIFEST_ACCEPT};
+use reqwest::{Method, StatusCode};
+use sha2::{Digest, Sha256};
+
+/// A manifest as the registry served it, with the digest of its bytes.
+#[derive(Clone, Debug)]
+pub struct Manifest {
+    pub digest: String,
+    pub media_type: String,
+    pub bytes: Vec<u8>,
+}
+
+impl RegistryClient {
+    /// GETs the manifest `reference` (a tag or a digest) names; `Ok(None)` when the registry
+    /// has no such manifest (404). A manifest asked for by digest must hash to it.
+    pub async fn manifest(
+        &self,
+        image: &ImageReference,
+        reference: &str,
+    ) -> Result<Option<Manifest>, RegistryError> {
+        let path = format!("/v2/{}/manifests/{reference}", image.repository());
+        let (url, response) = self
+            .send(Method::GET, image, Target::Path(&path), Some(MANIFEST_ACCEPT))
+            .await?;
+        let host = url_host(&url);
+        match response.status() {
+            StatusCode::OK => {}
+            StatusCode::NOT_FOUND => return Ok(None),
+            _ => return Err(status_error(Method::GET, &url, &host, response, &self.options).await),
+        }
+        let media_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let bytes = read_limited(&Method::GET, &url, &host, response, MAX_MANIFEST_BYTES).await?;
+        let invalid = |detail: String| RegistryError::InvalidResponse {
+            method: "GET",
+            url: url.to_string(),
+            host: host.clone(),
+            detail,
+        };
+        check_manifest(&media_type, &bytes).map_err(invalid)?;
+        let digest = sha256(&bytes);
+        if reference.contains(':') && reference != digest {
+            return Err(invalid(format!(
+                "the manifest's bytes hash to {digest}, not to the digest asked for"
+            )));
+        }
+        Ok(Some(Manifest {
+            digest,
+            media_type,
+            bytes,
+        }))
+    }
+
+    /// GETs the blob `digest` (`sha256:` only), at most `limit` bytes, and checks its hash.
+    pub async fn blob(
+        &self,
+        image: &ImageReference,
+        digest: &str,
+        limit: usize,
+    ) -> Result<Vec<u8>, RegistryError> {
+        let path = format!("/v2/{}/blobs/{digest}", image.repository());
+        let url_text = format!("{}{path}", image.registry());
+        let invalid = |url: String, host: String, detail: String| RegistryError::InvalidResponse {
+            method: "GET",
+            url,
+            host,
+            detail,
+        };
+        if !is_sha256(digest) {
+            let detail = format!("'{digest}' is not a sha256 digest");
+            return Err(invalid(url_text, image.registry().into(), detail));
+        }
+        let (url, response) = self
+            .send(Method::GET, image, Target::Path(&path), None)
+            .await?;
+        let host = url_host(&url);
+        if response.status() != StatusCode::OK {
+            return Err(status_error(Method::GET, &url, &host, response, &self.options).await);
+        }
+        let bytes = read_limited(&Method::GET, &url, &host, response, limit).await?;
+        let got = sha256(&bytes);
+        if got != digest {
+            let detail = format!("the blob hashes to {got}, not to its digest");
+            return Err(invalid(url.to_string(), host, detail));
+        }
+        Ok(bytes)
+    }
+}
+
+pub(crate) fn sha256(bytes: &[u8]) -> String {
+    format!("sha256:{:x}", Sha256::digest(bytes))
+}
+
+/// `sha256:` and 64 lower-case hex digits.
+pub(crate) fn is_sha256(digest: &str) -> bool {
+    digest.strip_prefix("sha256:").is_some_and(|h| {
+        h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
