@@ -89,16 +89,24 @@ impl ImagePolicySpec {
             .map(|p| Platform::parse(p).map_err(|e| format!("invalid spec.platforms: {e}")))
             .collect::<Result<Vec<_>, _>>()?;
         if let Some(verify) = &self.verify {
-            if verify.match_oidc_identity.as_ref().is_some_and(|m| !m.is_empty()) {
-                return Err("spec.verify.matchOIDCIdentity asks for keyless verification, which \
+            if verify
+                .match_oidc_identity
+                .as_ref()
+                .is_some_and(|m| !m.is_empty())
+            {
+                return Err(
+                    "spec.verify.matchOIDCIdentity asks for keyless verification, which \
                             this controller does not support; verify with public keys \
                             (spec.verify.secretRef, *.pub entries)"
-                    .into());
+                        .into(),
+                );
             }
             if verify.secret_ref.is_none() {
-                return Err("spec.verify.secretRef is required: keyless verification is not \
+                return Err(
+                    "spec.verify.secretRef is required: keyless verification is not \
                             supported; name a Secret whose *.pub entries are cosign public keys"
-                    .into());
+                        .into(),
+                );
             }
         }
         Ok(Gates {

@@ -91,10 +91,18 @@ impl ImageRepositorySpec {
 }
 
 impl ImagePolicySpec {
-    /// The ImageRepository's name and namespace, checked before either is looked up.
+    /// The ImageRepository's name and namespace, and the trusted keys' Secret, checked before
+    /// any is looked up.
     pub fn check_references(&self) -> Result<(), String> {
         let r = &self.image_repository_ref;
         field("spec.imageRepositoryRef.name", &r.name, check_object_name)?;
+        if let Some(secret) = self.verify.as_ref().and_then(|v| v.secret_ref.as_ref()) {
+            field(
+                "spec.verify.secretRef.name",
+                &secret.name,
+                check_object_name,
+            )?;
+        }
         match r.namespace.as_deref() {
             Some(ns) if !ns.is_empty() => field(
                 "spec.imageRepositoryRef.namespace",

@@ -10,7 +10,9 @@
 use super::error::CliError;
 use super::manifests::Manifests;
 use crate::api::ConditionStatus;
-use crate::controller::image_policy::decide::{reconcile_policy, PolicyEnv};
+use crate::controller::image_policy::decide::{
+    reconcile_policy, PolicyEnv, CONTINUE_WALK, MAX_INSPECTIONS, MAX_WALK,
+};
 use crate::controller::image_repository::decide::{reconcile_repository, Next, RepositoryEnv};
 use crate::registry::{Registries, SchedulerConfig};
 use crate::store::{FsStore, RepoKey, TagStore, DEFAULT_COMPRESSION_THRESHOLD};
@@ -128,7 +130,18 @@ pub fn run(args: &ScanArgs, out: &mut impl Write) -> Result<(), CliError> {
                     // Offline: every digest is fetched.
                     first_since_start: false,
                 };
-                reconcile_policy(policy, &env).await
+                // A gated walk spends a few registry inspections per reconcile and goes on in
+                // the next one (docs/imagepolicy.md): offline, the next ones run at once.
+                let mut result = reconcile_policy(policy, &env).await;
+                let mut going_on = policy.clone();
+                for _ in 0..MAX_WALK.div_ceil(MAX_INSPECTIONS) {
+                    if result.next != Next::After(CONTINUE_WALK) {
+                        break;
+                    }
+                    going_on.status = Some(result.status.clone());
+                    result = reconcile_policy(&going_on, &env).await;
+                }
+                result
             }
         }))
         .buffered(concurrency)
@@ -257,6 +270,17 @@ fn write_tables(out: &mut impl Write, results: &[Reconciled]) -> std::io::Result
             ]
         })
         .collect();
+    let held: Vec<Vec<String>> = results
+        .iter()
+        .filter(|r| r.kind == "ImagePolicy")
+        .flat_map(|r| {
+            let list = r.status["heldBack"].as_array().cloned().unwrap_or_default();
+            list.into_iter().map(|h| {
+                let [tag, gate, reason] = [&h["tag"], &h["gate"], &h["reason"]].map(text);
+                vec![r.namespace.clone(), r.name.clone(), tag, gate, reason]
+            })
+        })
+        .collect();
     let mut first = true;
     for (header, rows) in [
         (
@@ -274,6 +298,10 @@ fn write_tables(out: &mut impl Write, results: &[Reconciled]) -> std::io::Result
                 "STATUS",
             ][..],
             policies,
+        ),
+        (
+            &["NAMESPACE", "POLICY", "HELD BACK", "GATE", "REASON"][..],
+            held,
         ),
     ] {
         if rows.is_empty() {

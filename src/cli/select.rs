@@ -38,6 +38,7 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
     }
     let spec = parse_manifest(&read_input(&args.file)?, &args.file)?;
     let policy = spec.selection_policy().map_err(CliError::invalid)?;
+    let gates = gate_names(&spec)?;
     let text = read_input(&args.tags_file)?;
     let mut tags: Vec<&str> = text
         .lines()
@@ -52,10 +53,17 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
         let x = policy.explain(tags.iter().copied(), args.runners_up);
         match args.output {
             Output::Json => {
-                let json = serde_json::to_string_pretty(&x).map_err(CliError::failed)?;
+                let mut json = serde_json::to_value(&x).map_err(CliError::failed)?;
+                if !gates.is_empty() {
+                    json["gatesNotChecked"] = serde_json::json!(gates);
+                }
+                let json = serde_json::to_string_pretty(&json).map_err(CliError::failed)?;
                 writeln!(out, "{json}").map_err(write_err)?;
             }
-            Output::Text => write_explanation(out, &x, &policy).map_err(write_err)?,
+            Output::Text => {
+                write_explanation(out, &x, &policy).map_err(write_err)?;
+                write_gates(out, &gates).map_err(write_err)?;
+            }
         }
         return match (&x.elected, x.error) {
             (Some(_), _) => Ok(()),
@@ -65,7 +73,45 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
     let tag = policy
         .select_sorted(tags.iter().copied())
         .map_err(CliError::not_found)?;
+    if !gates.is_empty() {
+        eprintln!(
+            "note: the gates ({}) are not checked offline; `image-reflector scan` checks them against the registry",
+            gates.join(", ")
+        );
+    }
     writeln!(out, "{tag}").map_err(write_err)
+}
+
+/// The gates the spec sets, as `--explain` names them; an invalid one is an invalid policy.
+fn gate_names(spec: &ImagePolicySpec) -> Result<Vec<String>, CliError> {
+    let gates = spec.gates().map_err(CliError::invalid)?;
+    let mut names = Vec::new();
+    if let Some((_, written)) = &gates.min_age {
+        names.push(format!("minAge {written}"));
+    }
+    if !gates.platforms.is_empty() {
+        let list: Vec<String> = gates.platforms.iter().map(|p| p.to_string()).collect();
+        names.push(format!("platforms {}", list.join(",")));
+    }
+    if gates.verify {
+        names.push("verify cosign".into());
+    }
+    Ok(names)
+}
+
+/// The gated election's part of `--explain`: the elected tag and runners-up are the order the
+/// gates would be checked in, and only a registry can answer them.
+fn write_gates(out: &mut impl Write, gates: &[String]) -> std::io::Result<()> {
+    if gates.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "gates: {}", gates.join("; "))?;
+    writeln!(
+        out,
+        "gates not checked: select reads no registry; the controller and `image-reflector scan` \
+         walk the candidates above in this order and elect the first that passes (status.heldBack \
+         says why the others did not)"
+    )
 }
 
 /// The counts that apply to the policy's kind: a filter's lines only with `filterTags`, the

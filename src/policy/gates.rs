@@ -193,7 +193,10 @@ pub fn check_image(
         return Ok(());
     }
     let reason = if age < 0 {
-        format!("created {} in the future, minAge {written}", short_age(-age))
+        format!(
+            "created {} in the future, minAge {written}",
+            short_age(-age)
+        )
     } else {
         format!("{} old, minAge {written}", short_age(age))
     };
@@ -204,10 +207,37 @@ pub fn check_image(
     })
 }
 
+/// The creation time `minAge` looks at: the image's own (a single manifest's, or an index's
+/// annotation), else the newest of the platform images the policy cares about (those serving
+/// a required platform, or all without `spec.platforms`). `None` when one of them has no time:
+/// an image is as young as its youngest part, and an undated part fails closed.
+pub fn created_for(
+    gates: &Gates,
+    own: Option<i64>,
+    platforms: &[(Platform, Option<i64>)],
+) -> Option<i64> {
+    if own.is_some() {
+        return own;
+    }
+    let cared = platforms.iter().filter(|(offered, _)| {
+        gates.platforms.is_empty() || gates.platforms.iter().any(|w| w.served_by(offered))
+    });
+    let mut newest: Option<i64> = None;
+    for (_, created) in cared {
+        let created = (*created)?;
+        newest = Some(newest.map_or(created, |n| n.max(created)));
+    }
+    newest
+}
+
 /// A duration as people say it: `3h`, `2d4h`, `12m`, `40s` (whole units, rounded down).
 pub fn short_age(seconds: i64) -> String {
     let seconds = seconds.max(0);
-    let (d, h, m) = (seconds / 86_400, seconds % 86_400 / 3600, seconds % 3600 / 60);
+    let (d, h, m) = (
+        seconds / 86_400,
+        seconds % 86_400 / 3600,
+        seconds % 3600 / 60,
+    );
     match (d, h, m) {
         (0, 0, 0) => format!("{seconds}s"),
         (0, 0, m) => format!("{m}m"),
@@ -230,14 +260,26 @@ mod tests {
         assert_eq!(p("linux/arm64"), p("linux/arm64/v8"));
         assert_eq!(p("linux/arm64").to_string(), "linux/arm64/v8");
         assert_eq!(Platform::new("linux", "aarch64", None), p("linux/arm64"));
-        assert_eq!(Platform::new("Linux", "x86_64", Some("v1")), p("linux/amd64"));
+        assert_eq!(
+            Platform::new("Linux", "x86_64", Some("v1")),
+            p("linux/amd64")
+        );
         assert!(p("linux/amd64").served_by(&Platform::new("linux", "amd64", Some("v3"))));
         assert!(!p("linux/arm/v6").served_by(&Platform::new("linux", "arm", None)));
         assert!(!p("linux/amd64").served_by(&p("windows/amd64")));
-        for bad in ["linux", "linux/", "/amd64", "linux/amd64/v8/x", "linux/am d64", ""] {
+        for bad in [
+            "linux",
+            "linux/",
+            "/amd64",
+            "linux/amd64/v8/x",
+            "linux/am d64",
+            "",
+        ] {
             assert!(Platform::parse(bad).is_err(), "{bad:?}");
         }
-        assert!(Platform::parse(&"x/".repeat(100)).unwrap_err().contains("longer"));
+        assert!(Platform::parse(&"x/".repeat(100))
+            .unwrap_err()
+            .contains("longer"));
     }
 
     #[test]
@@ -264,6 +306,41 @@ mod tests {
         assert_eq!(future.reason, "created 2h in the future, minAge 168h");
         assert!(check_image(&Gates::default(), None, &[], now).is_ok());
         assert!(!Gates::default().any());
+    }
+
+    #[test]
+    fn an_index_is_as_young_as_the_platforms_that_matter() {
+        let amd = (p("linux/amd64"), Some(100));
+        let arm = (p("linux/arm64"), Some(300));
+        let undated = (p("linux/s390x"), None);
+        let all = Gates::default();
+        let arm_only = Gates {
+            platforms: vec![p("linux/arm64")],
+            ..Gates::default()
+        };
+        let amd_only = Gates {
+            platforms: vec![p("linux/amd64")],
+            ..Gates::default()
+        };
+        assert_eq!(
+            created_for(&all, Some(5), &[amd.clone()]),
+            Some(5),
+            "the image's own"
+        );
+        assert_eq!(
+            created_for(&all, None, &[amd.clone(), arm.clone()]),
+            Some(300)
+        );
+        assert_eq!(
+            created_for(&amd_only, None, &[amd.clone(), arm.clone()]),
+            Some(100)
+        );
+        assert_eq!(
+            created_for(&all, None, &[amd.clone(), undated.clone()]),
+            None
+        );
+        assert_eq!(created_for(&arm_only, None, &[arm, undated]), Some(300));
+        assert_eq!(created_for(&all, None, &[]), None);
     }
 
     #[test]

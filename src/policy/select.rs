@@ -237,9 +237,17 @@ impl Policy {
 
     /// The `limit` best candidates, best first (the first is [`Policy::select`]'s): the order a
     /// gated election walks.
-    pub fn ranked<'t>(&self, tags: impl IntoIterator<Item = &'t str>, limit: usize) -> Vec<Candidate> {
+    pub fn ranked<'t>(
+        &self,
+        tags: impl IntoIterator<Item = &'t str>,
+        limit: usize,
+    ) -> Vec<Candidate> {
         let x = self.explain(tags, limit.saturating_sub(1));
-        x.elected.into_iter().chain(x.runners_up).take(limit).collect()
+        x.elected
+            .into_iter()
+            .chain(x.runners_up)
+            .take(limit)
+            .collect()
     }
 
     /// Orders two candidates, greater = better, tie rule included.

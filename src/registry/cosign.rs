@@ -86,7 +86,10 @@ impl TrustedKeys {
         digest: &str,
     ) -> Result<String, String> {
         if signatures.is_empty() {
-            return Err(format!("no cosign signature (no tag {})", signature_tag(digest)));
+            return Err(format!(
+                "no cosign signature (no tag {})",
+                signature_tag(digest)
+            ));
         }
         let mut why = Vec::new();
         for signed in signatures {
@@ -207,11 +210,14 @@ impl RegistryClient {
         let Some(manifest) = self.manifest(image, &signature_tag(digest)).await? else {
             return Ok(Vec::new());
         };
-        let parsed: SignatureManifest = serde_json::from_slice(&manifest.bytes).unwrap_or(
-            SignatureManifest { layers: Vec::new() },
-        );
+        let parsed: SignatureManifest = serde_json::from_slice(&manifest.bytes)
+            .unwrap_or(SignatureManifest { layers: Vec::new() });
         let mut signatures = Vec::new();
-        for layer in parsed.layers.iter().filter(|l| l.media_type == SIMPLE_SIGNING) {
+        for layer in parsed
+            .layers
+            .iter()
+            .filter(|l| l.media_type == SIMPLE_SIGNING)
+        {
             if signatures.len() == MAX_SIGNATURES {
                 break;
             }

@@ -28,7 +28,12 @@ impl RegistryClient {
     ) -> Result<Option<Manifest>, RegistryError> {
         let path = format!("/v2/{}/manifests/{reference}", image.repository());
         let (url, response) = self
-            .send(Method::GET, image, Target::Path(&path), Some(MANIFEST_ACCEPT))
+            .send(
+                Method::GET,
+                image,
+                Target::Path(&path),
+                Some(MANIFEST_ACCEPT),
+            )
             .await?;
         let host = url_host(&url);
         match response.status() {
@@ -106,6 +111,8 @@ pub(crate) fn sha256(bytes: &[u8]) -> String {
 /// `sha256:` and 64 lower-case hex digits.
 pub(crate) fn is_sha256(digest: &str) -> bool {
     digest.strip_prefix("sha256:").is_some_and(|h| {
-        h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        h.len() == 64
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     })
 }

@@ -106,7 +106,10 @@ impl RegistryClient {
                 platforms: platform.into_iter().collect(),
             }));
         };
-        let created = parsed.annotations.get(CREATED_ANNOTATION).and_then(|t| time(t));
+        let created = parsed
+            .annotations
+            .get(CREATED_ANNOTATION)
+            .and_then(|t| time(t));
         let mut platforms = Vec::new();
         for entry in entries.into_iter().filter(is_image_entry) {
             if platforms.len() == MAX_INDEX_PLATFORMS {
@@ -141,7 +144,10 @@ impl RegistryClient {
         manifest: &Manifest,
         parsed: Parsed,
     ) -> Result<(Option<i64>, Option<InspectedPlatform>), RegistryError> {
-        let annotated = parsed.annotations.get(CREATED_ANNOTATION).and_then(|t| time(t));
+        let annotated = parsed
+            .annotations
+            .get(CREATED_ANNOTATION)
+            .and_then(|t| time(t));
         let Some(config) = parsed.config.filter(|c| !c.digest.is_empty()) else {
             return Ok((annotated, None));
         };
@@ -149,14 +155,17 @@ impl RegistryClient {
             return Err(invalid(
                 image,
                 manifest,
-                format!("the image config is {} bytes; at most {MAX_CONFIG_BYTES} are read", config.size.unwrap_or(0)),
+                format!(
+                    "the image config is {} bytes; at most {MAX_CONFIG_BYTES} are read",
+                    config.size.unwrap_or(0)
+                ),
             ));
         }
         let bytes = self.blob(image, &config.digest, MAX_CONFIG_BYTES).await?;
         // A config that is not an image config (an artifact's) names no platform or time.
         let config: Config = serde_json::from_slice(&bytes).unwrap_or_default();
         let created = annotated.or_else(|| config.created.as_deref().and_then(time));
-        let platform = (!config.os.is_empty()).then(|| InspectedPlatform {
+        let platform = (!config.os.is_empty()).then_some(InspectedPlatform {
             os: config.os,
             architecture: config.architecture,
             variant: config.variant,
@@ -211,7 +220,10 @@ mod tests {
     #[test]
     fn times_are_rfc3339_only() {
         assert_eq!(time("2024-01-02T03:04:05Z"), Some(1_704_164_645));
-        assert_eq!(time("2024-01-02T03:04:05.123456789+01:00"), Some(1_704_161_045));
+        assert_eq!(
+            time("2024-01-02T03:04:05.123456789+01:00"),
+            Some(1_704_161_045)
+        );
         assert_eq!(time("yesterday"), None);
         assert_eq!(time("0001-01-01T00:00:00Z"), None, "Go's zero time");
         assert_eq!(time("1970-01-01T00:00:00Z"), None, "SOURCE_DATE_EPOCH=0");
@@ -226,7 +238,11 @@ mod tests {
                 variant: None,
             }),
             annotations: if reference {
-                [("vnd.docker.reference.type".to_string(), "attestation-manifest".to_string())].into()
+                [(
+                    "vnd.docker.reference.type".to_string(),
+                    "attestation-manifest".to_string(),
+                )]
+                .into()
             } else {
                 BTreeMap::new()
             },

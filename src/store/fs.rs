@@ -8,8 +8,8 @@
 //! and the repository is rescanned.
 
 use super::digests::MAX_FILE_BYTES;
-use super::image_facts::{ImageFacts, ImageFactsFile, MAX_IMAGE_FILE_BYTES};
 use super::files::{create_private_dir, sync_dir, write_atomic, write_file, TEMP_PREFIX};
+use super::image_facts::{ImageFacts, ImageFactsFile, MAX_IMAGE_FILE_BYTES};
 use super::{DigestFact, DigestFacts, RepoKey, Revision, StoreError, TagList, TagStore};
 use flate2::{read::GzDecoder, write::GzEncoder, Compression};
 use std::collections::HashSet;

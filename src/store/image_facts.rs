@@ -6,7 +6,7 @@
 //!
 //! Advisory, like `digests.txt`: a lost or unreadable file costs requests, never a wrong
 //! election, so it is written without fsync and malformed lines are skipped. Bounded: at most
-//! `MAX_IMAGES` digests (the least recently inspected go first), a few verdicts each, and a
+//! `MAX_IMAGES` digests (the oldest records go first), a few verdicts each, and a
 //! file over `MAX_IMAGE_FILE_BYTES` is not read.
 
 use serde::{Deserialize, Serialize};
@@ -26,19 +26,28 @@ const MAX_REASON_LEN: usize = 512;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImageFacts {
     pub digest: String,
+    /// `created` and `platforms` were read (a verify-only policy records verdicts alone).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inspected: bool,
     /// Unix seconds; `None`: the image says nothing (known, not unknown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created: Option<i64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub platforms: Vec<String>,
-    /// The index lists more platform images than were inspected for their creation time.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub too_many_platforms: bool,
+    pub platforms: Vec<PlatformFact>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signatures: Vec<SignatureVerdict>,
-    /// When these facts were last used (Unix seconds): the least recent go first.
+    /// When these facts were recorded (Unix seconds): the oldest go first.
     #[serde(default)]
-    pub used_at: i64,
+    pub recorded_at: i64,
+}
+
+/// A platform an image provides (`os/arch[/variant]`) and that platform image's creation
+/// time, when known.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlatformFact {
+    pub platform: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<i64>,
 }
 
 /// What verifying an image's signatures against one set of keys found.
@@ -80,7 +89,7 @@ impl ImageFacts {
         });
         digest
             && self.platforms.len() <= MAX_IMAGE_PLATFORMS
-            && self.platforms.iter().all(|p| p.len() <= 64)
+            && self.platforms.iter().all(|p| p.platform.len() <= 64)
             && self.signatures.len() <= MAX_VERDICTS
             && self
                 .signatures
@@ -89,7 +98,7 @@ impl ImageFacts {
     }
 }
 
-/// The facts of one repository, least recently used first.
+/// The facts of one repository, oldest record first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ImageFactsFile(Vec<ImageFacts>);
 
@@ -120,15 +129,15 @@ impl ImageFactsFile {
         self.0.iter().find(|f| f.digest == digest)
     }
 
-    /// Records `facts`, replacing what was known of the digest; beyond `MAX_IMAGES` the least
-    /// recently used go.
+    /// Records `facts`, replacing what was known of the digest; beyond `MAX_IMAGES` the oldest
+    /// records go.
     pub fn record(&mut self, facts: ImageFacts) {
         if !facts.valid() {
             return;
         }
         self.0.retain(|f| f.digest != facts.digest);
         self.0.push(facts);
-        self.0.sort_by_key(|f| f.used_at);
+        self.0.sort_by_key(|f| f.recorded_at);
         while self.0.len() > MAX_IMAGES {
             self.0.remove(0);
         }
@@ -150,25 +159,29 @@ fn cut(text: &str, max: usize) -> String {
 mod tests {
     use super::*;
 
-    fn facts(n: usize, used_at: i64) -> ImageFacts {
+    fn facts(n: usize, recorded_at: i64) -> ImageFacts {
         ImageFacts {
             digest: format!("sha256:{n:064x}"),
             created: Some(1_700_000_000),
-            platforms: vec!["linux/amd64".into()],
-            used_at,
+            inspected: true,
+            platforms: vec![PlatformFact {
+                platform: "linux/amd64".into(),
+                created: None,
+            }],
+            recorded_at,
             ..Default::default()
         }
     }
 
     #[test]
-    fn round_trips_and_keeps_the_most_recently_used() {
+    fn round_trips_and_keeps_the_newest_records() {
         let mut file = ImageFactsFile::default();
         for n in 0..MAX_IMAGES + 5 {
             file.record(facts(n, n as i64));
         }
         let read = ImageFactsFile::parse(&file.render());
         assert_eq!(read, file);
-        assert!(read.get(&facts(0, 0).digest).is_none(), "the least recent went");
+        assert!(read.get(&facts(0, 0).digest).is_none(), "the oldest went");
         assert!(read.get(&facts(MAX_IMAGES + 4, 0).digest).is_some());
         assert!(file.render().len() as u64 <= MAX_IMAGE_FILE_BYTES);
     }
@@ -194,7 +207,7 @@ mod tests {
         let good = serde_json::to_string(&facts(7, 3)).unwrap();
         let text = format!(
             "not json\n{{\"digest\":\"sha256:zz\"}}\n{good}\n{{\"digest\":\"sha256:aa\",\"platforms\":[{}]}}\n",
-            vec!["\"p\""; MAX_IMAGE_PLATFORMS + 1].join(",")
+            vec!["{\"platform\":\"p\"}"; MAX_IMAGE_PLATFORMS + 1].join(",")
         );
         let file = ImageFactsFile::parse(&text);
         assert_eq!(file.0, vec![facts(7, 3)]);

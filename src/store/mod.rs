@@ -17,7 +17,7 @@ mod tag_list;
 pub use digests::{DigestFact, DigestFacts, MAX_FACTS};
 pub use error::StoreError;
 pub use fs::{FsStore, DEFAULT_COMPRESSION_THRESHOLD};
-pub use image_facts::{ImageFacts, ImageFactsFile, SignatureVerdict, MAX_IMAGES};
+pub use image_facts::{ImageFacts, ImageFactsFile, PlatformFact, SignatureVerdict, MAX_IMAGES};
 pub use key::RepoKey;
 pub use memory::MemoryStore;
 pub use tag_list::{Iter, Revision, TagList, MAX_TAG_LEN};

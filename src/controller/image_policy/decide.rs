@@ -6,6 +6,9 @@
 use super::access::{check_acl, check_cross_namespace};
 use super::digest::{reflected_digest, Wanted};
 pub use super::env::{PolicyEnv, PolicyReader};
+pub use super::gated::{MAX_INSPECTIONS, MAX_WALK};
+pub use super::gated_step::CONTINUE_WALK;
+use super::gated_step::{elect_gated, held_note, no_eligible_message, Gated, GatedOutcome};
 use super::report::ready_message;
 use crate::api::{
     format_go_duration, parse_go_duration, ImagePolicy, ImagePolicyStatus, ImageRef,
@@ -135,12 +138,17 @@ async fn run_steps<R: PolicyReader>(
         Ok(Err(err)) => return stalled(c, Reason::InvalidPolicy, err.to_string()),
         Err(err) => return failed(c, Reason::Failure, err.to_string()),
     };
+    let gates = match spec.gates() {
+        Ok(gates) => gates,
+        Err(message) => return stalled(c, Reason::InvalidPolicy, message),
+    };
     let repo_namespace = repo.namespace().unwrap_or_default();
     let key = match RepoKey::new(repo_namespace.as_str(), repo.name_any()) {
         Ok(key) => key,
         Err(err) => return failed(c, Reason::Failure, err.to_string()),
     };
-    let elected = match read_and_elect(env.store.clone(), key.clone(), selection).await {
+    let walk = if gates.any() { MAX_WALK } else { 0 };
+    let elected = match read_and_elect(env.store.clone(), key.clone(), selection, walk).await {
         Ok(elected) => elected,
         Err(message) => return failed(c, Reason::Failure, message),
     };
@@ -185,11 +193,58 @@ async fn run_steps<R: PolicyReader>(
             message,
         );
     };
-    let tag = match elected {
-        Ok(tag) => tag,
+    let ranked = match elected {
+        Ok(ranked) => ranked,
         Err(err) => return failed(c, Reason::Failure, err.to_string()),
     };
     let name = repo.spec.image.clone();
+    if gates.any() {
+        let gated = Gated {
+            repo: &repo,
+            image: &image,
+            key: &key,
+            gates: &gates,
+            interval,
+        };
+        return match elect_gated(policy, &gated, &ranked, status, env).await {
+            Ok(GatedOutcome::Elected { held, look_again }) => {
+                status.held_back = (!held.is_empty()).then_some(held);
+                c.delete(ConditionType::Ready);
+                let message = ready_message(status) + &held_note(status);
+                let next = match (interval, look_again) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                let next = next.map_or(Next::AwaitChange, Next::After);
+                let outcome = Outcome::Succeeded {
+                    message: message.clone(),
+                };
+                Step::Done(outcome, next, message)
+            }
+            Ok(GatedOutcome::Unfinished { held, walked }) => {
+                status.held_back = (!held.is_empty()).then_some(held);
+                let message = format!(
+                    "looked at {walked} candidates; going on in the next reconcile (at most {MAX_INSPECTIONS} registry inspections each)"
+                );
+                c.mark_reconciling(Reason::Progressing, &message);
+                Step::Done(Outcome::Waiting, Next::After(CONTINUE_WALK), message)
+            }
+            Ok(GatedOutcome::NoneEligible {
+                held,
+                walked,
+                look_again,
+            }) => {
+                status.held_back = (!held.is_empty()).then_some(held);
+                let message = no_eligible_message(status, walked);
+                c.mark_false(Reason::NoEligibleTag, &message);
+                let next = look_again.unwrap_or(env.requeue_dependency);
+                Step::Done(Outcome::Waiting, Next::After(next), message)
+            }
+            Err((reason, message)) => failed(c, reason, message),
+        };
+    }
+    status.held_back = None;
+    let tag = ranked.into_iter().next().unwrap_or_default();
     let wanted = Wanted {
         image: &image,
         key: &key,
@@ -224,13 +279,20 @@ async fn read_and_elect(
     store: Arc<dyn TagStore>,
     key: RepoKey,
     selection: crate::policy::Policy,
-) -> Result<Option<Result<String, NotElected>>, String> {
+    walk: usize,
+) -> Result<Option<Result<Vec<String>, NotElected>>, String> {
     let span = tracing::info_span!("store read");
     let elect = move || {
         let (tags, _) = span.in_scope(|| store.get(&key))?;
-        Ok::<_, StoreError>(
-            (!tags.is_empty()).then(|| selection.select_sorted(tags.iter()).map(str::to_string)),
-        )
+        Ok::<_, StoreError>((!tags.is_empty()).then(|| {
+            let best = selection.select_sorted(tags.iter()).map(str::to_string)?;
+            if walk <= 1 {
+                return Ok(vec![best]);
+            }
+            // A gated election walks the best candidates down (gated.rs).
+            let ranked = selection.ranked(tags.iter(), walk);
+            Ok(ranked.into_iter().map(|c| c.tag).collect())
+        }))
     };
     let read = tokio::task::spawn_blocking(elect).await;
     read.map_err(|e| e.to_string())

@@ -66,20 +66,7 @@ pub(super) async fn reflected_digest<R: PolicyReader>(
         ReflectionPolicy::IfNotPresent => {}
     }
     let fail = |err: String| format!("failed fetching digest of {name}:{tag}: {err}");
-    let (_, timeout) = intervals(repo).map_err(fail)?;
-    let namespace = repo.namespace().unwrap_or_default();
-    let options = client_options(
-        repo,
-        &namespace,
-        &image.canonical(),
-        env.reader,
-        timeout,
-        env.workload_identity,
-    )
-    .await
-    .map_err(|e| fail(format!("failed to configure authentication options: {e}")))?;
-    let client =
-        RegistryClient::new(options, env.registries.clone()).map_err(|e| fail(e.to_string()))?;
+    let (client, timeout) = registry_client(repo, image, env).await.map_err(fail)?;
     let reference = format!("{name}:{tag}");
     let descriptor = |err: String| {
         fail(format!(
@@ -99,9 +86,32 @@ pub(super) async fn reflected_digest<R: PolicyReader>(
     }
 }
 
+/// A client with the repository's credentials, TLS, proxy, `insecure` and timeout, and that
+/// timeout.
+pub(super) async fn registry_client<R: PolicyReader>(
+    repo: &ImageRepository,
+    image: &ImageReference,
+    env: &PolicyEnv<'_, R>,
+) -> Result<(RegistryClient, Duration), String> {
+    let (_, timeout) = intervals(repo)?;
+    let namespace = repo.namespace().unwrap_or_default();
+    let options = client_options(
+        repo,
+        &namespace,
+        &image.canonical(),
+        env.reader,
+        timeout,
+        env.workload_identity,
+    )
+    .await
+    .map_err(|e| format!("failed to configure authentication options: {e}"))?;
+    let client = RegistryClient::new(options, env.registries.clone()).map_err(|e| e.to_string())?;
+    Ok((client, timeout))
+}
+
 /// Whether the policy asks for a fresh look: a `requestedAt` not yet handled, or a spec not yet
 /// observed.
-fn asked_anew(policy: &ImagePolicy, status: &ImagePolicyStatus) -> bool {
+pub(super) fn asked_anew(policy: &ImagePolicy, status: &ImagePolicyStatus) -> bool {
     let requested = policy
         .annotations()
         .get(crate::controller::shared::keys::REQUESTED_AT_ANNOTATION);

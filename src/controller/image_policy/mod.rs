@@ -8,6 +8,8 @@ pub mod access;
 pub mod decide;
 pub mod digest;
 pub mod env;
+mod gated;
+mod gated_step;
 pub mod index;
 pub mod migrate;
 pub mod reader;

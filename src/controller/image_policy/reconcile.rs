@@ -5,11 +5,12 @@
 use super::decide::{reconcile_policy, PolicyEnv};
 use super::migrate::migrate_status;
 use super::reader::ClusterReader;
-use super::report::ref_metadata;
+use super::report::{held_events, ref_metadata};
 use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository};
 use crate::controller::shared::apply::{Decision, Prepared, Reconciled};
 use crate::controller::shared::context::{ApiReader, Context};
 use crate::controller::shared::error::Error;
+use crate::controller::shared::events::EventSpec;
 use crate::controller::shared::keys::{object_key, object_labels};
 use crate::controller::shared::next::Next;
 use crate::controller::shared::queue::WorkQueue;
@@ -146,6 +147,10 @@ impl Reconciled for ImagePolicy {
 
     fn event_metadata(status: &ImagePolicyStatus) -> BTreeMap<String, String> {
         ref_metadata(status)
+    }
+
+    fn notes(old: &ImagePolicyStatus, new: &ImagePolicyStatus) -> Vec<EventSpec> {
+        held_events(old, new)
     }
 
     /// Nothing is stored per policy; per-object state goes.

@@ -2,6 +2,7 @@
 //! events.
 
 use crate::api::{ImagePolicyStatus, API_GROUP};
+use crate::controller::shared::events::{EventSpec, EventType};
 use std::collections::BTreeMap;
 
 /// `Latest image tag for <name> resolved to <tag>[ with digest <d>][ (previously
@@ -60,6 +61,43 @@ pub fn ref_metadata(status: &ImagePolicyStatus) -> BTreeMap<String, String> {
     metadata
 }
 
+/// The Normal events of a gated election (docs/imagepolicy.md): `HeldBack` when a gate first
+/// holds a candidate back (a tag and digest not held before), and `HeldBackElected` when a tag
+/// that was held back is elected.
+pub fn held_events(old: &ImagePolicyStatus, new: &ImagePolicyStatus) -> Vec<EventSpec> {
+    let before = old.held_back.as_deref().unwrap_or_default();
+    let now = new.held_back.as_deref().unwrap_or_default();
+    let mut events: Vec<EventSpec> = now
+        .iter()
+        .filter(|h| {
+            !before
+                .iter()
+                .any(|b| b.tag == h.tag && b.digest == h.digest)
+        })
+        .map(|h| EventSpec {
+            type_: EventType::Normal,
+            reason: "HeldBack".into(),
+            message: format!("{} held back by {}: {}", h.tag, h.gate, h.reason),
+        })
+        .collect();
+    let elected = new.latest_ref.as_ref().map(|r| r.tag.as_str());
+    let was_elected = old.latest_ref.as_ref().map(|r| r.tag.as_str());
+    if let Some(held) = before
+        .iter()
+        .find(|b| Some(b.tag.as_str()) == elected && elected != was_elected)
+    {
+        events.push(EventSpec {
+            type_: EventType::Normal,
+            reason: "HeldBackElected".into(),
+            message: format!(
+                "{} elected: it passes every gate now (held back by {} before: {})",
+                held.tag, held.gate, held.reason
+            ),
+        });
+    }
+    events
+}
+
 /// notification-controller's de-duplication key (with the message).
 pub const REVISION_KEY: &str = "revision";
 
@@ -102,6 +140,44 @@ mod tests {
             ready_message(&status(r("1.0.0", None), Some(r("1.0.0", None)))),
             "Latest image tag for foo/bar resolved to 1.0.0",
             "a previous ref equal to the latest is not shown"
+        );
+    }
+
+    #[test]
+    fn held_back_tags_are_announced_once_and_when_elected() {
+        use crate::api::HeldBackTag;
+        let held = |tag: &str, digest: &str| HeldBackTag {
+            tag: tag.into(),
+            digest: Some(digest.into()),
+            gate: "minAge".into(),
+            reason: "3h old, minAge 168h".into(),
+        };
+        let status = |latest: &str, held_back: Vec<HeldBackTag>| ImagePolicyStatus {
+            latest_ref: Some(r(latest, None)),
+            held_back: (!held_back.is_empty()).then_some(held_back),
+            ..Default::default()
+        };
+        let first = held_events(
+            &status("1.4.0", vec![]),
+            &status("1.4.0", vec![held("1.5.0", "sha256:a")]),
+        );
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].reason, "HeldBack");
+        assert_eq!(
+            first[0].message,
+            "1.5.0 held back by minAge: 3h old, minAge 168h"
+        );
+        let again = status("1.4.0", vec![held("1.5.0", "sha256:a")]);
+        assert!(held_events(&again, &again).is_empty(), "announced once");
+        let moved = held_events(&again, &status("1.4.0", vec![held("1.5.0", "sha256:b")]));
+        assert_eq!(moved.len(), 1, "a moved tag is another image");
+        let elected = held_events(&again, &status("1.5.0", vec![]));
+        assert_eq!(elected.len(), 1);
+        assert_eq!(elected[0].reason, "HeldBackElected");
+        assert!(
+            elected[0].message.starts_with("1.5.0 elected"),
+            "{:?}",
+            elected[0]
         );
     }
 

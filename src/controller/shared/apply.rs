@@ -4,6 +4,7 @@
 
 use super::context::Context;
 use super::error::{log_result, Error};
+use super::events::EventSpec;
 use super::next::Next;
 use super::queue::WorkQueue;
 use super::status::{is_stalled, patch_status, FluxStatus, Patched};
@@ -85,6 +86,12 @@ pub trait Reconciled:
         BTreeMap::new()
     }
 
+    /// Events of this reconcile besides the condition transition's (Normal; an ImagePolicy
+    /// says when a gate holds a tag back, and when a held tag is elected).
+    fn notes(_old: &Self::Status, _new: &Self::Status) -> Vec<EventSpec> {
+        Vec::new()
+    }
+
     /// The object is being deleted: what goes with it.
     fn cleanup(&self, ctx: &Self::Ctx) -> impl Future<Output = Result<Next, Error>> + Send;
 }
@@ -117,6 +124,16 @@ pub(super) async fn apply<K: Reconciled>(
     patch_status(api, obj.as_ref(), &old, &decision.status, Patched::Whole).await?;
     obj.record_metrics(&decision.status, &shared.metrics);
     let metadata = K::event_metadata(&decision.status);
+    for note in K::notes(&old, &decision.status) {
+        let published = shared
+            .recorder
+            .publish(obj.as_ref(), &note, None, now, metadata.clone())
+            .await;
+        if let Err(err) = published {
+            let error = super::error::describe_api_error(&err);
+            tracing::warn!(%error, "could not record the event");
+        }
+    }
     shared
         .recorder
         .publish_transition(

@@ -51,6 +51,11 @@ pub enum Reason {
     /// docs/compatibility.md: a referenced object's name is not a valid Kubernetes name; validated
     /// before any call, as it would otherwise be pasted into a request's URL.
     InvalidReference,
+    /// docs/imagepolicy.md, "Gated election": no candidate passes the policy's gates.
+    NoEligibleTag,
+    /// docs/imagepolicy.md, "Gated election": a gate could not be checked (a registry error,
+    /// the trusted keys' Secret); the last election stays.
+    GateCheckFailed,
 }
 
 impl Reason {
@@ -72,6 +77,8 @@ impl Reason {
             Reason::RateLimited => "RateLimited",
             Reason::InvalidExclusionList => "InvalidExclusionList",
             Reason::InvalidReference => "InvalidReference",
+            Reason::NoEligibleTag => "NoEligibleTag",
+            Reason::GateCheckFailed => "GateCheckFailed",
         }
     }
 }

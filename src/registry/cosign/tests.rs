@@ -42,17 +42,27 @@ fn image() -> ImageReference {
 }
 
 fn keys(entries: &[(&str, Vec<u8>)]) -> Result<TrustedKeys, String> {
-    TrustedKeys::from_secret(&entries.iter().map(|(n, b)| (n.to_string(), b.clone())).collect())
+    TrustedKeys::from_secret(
+        &entries
+            .iter()
+            .map(|(n, b)| (n.to_string(), b.clone()))
+            .collect(),
+    )
 }
 
 #[test]
 fn a_signature_counts_with_a_trusted_key_for_this_digest_and_repository() {
     let trusted = keys(&[("cosign.pub", pem(&key(1))), ("other.pub", pem(&key(2)))]).unwrap();
     let good = sign(&key(2), payload("registry.example:5000/team/app", DIGEST));
-    assert_eq!(trusted.verify(&[good.clone()], &image(), DIGEST), Ok("other.pub".into()));
+    assert_eq!(
+        trusted.verify(&[good.clone()], &image(), DIGEST),
+        Ok("other.pub".into())
+    );
 
     let wrong_key = sign(&key(3), payload("registry.example:5000/team/app", DIGEST));
-    let err = trusted.verify(&[wrong_key.clone()], &image(), DIGEST).unwrap_err();
+    let err = trusted
+        .verify(&[wrong_key.clone()], &image(), DIGEST)
+        .unwrap_err();
     assert!(err.contains("none of the trusted keys"), "{err}");
 
     let for_other = sign(&key(1), payload("registry.example:5000/team/app", OTHER));
@@ -68,8 +78,13 @@ fn a_signature_counts_with_a_trusted_key_for_this_digest_and_repository() {
     let err = trusted.verify(&[tampered], &image(), DIGEST).unwrap_err();
     assert!(err.contains("none of the trusted keys"), "{err}");
 
-    let garbage = SignedPayload { payload: b"{}".to_vec(), signature: b"junk".to_vec() };
-    assert!(trusted.verify(&[garbage.clone()], &image(), DIGEST).is_err());
+    let garbage = SignedPayload {
+        payload: b"{}".to_vec(),
+        signature: b"junk".to_vec(),
+    };
+    assert!(trusted
+        .verify(&[garbage.clone()], &image(), DIGEST)
+        .is_err());
     assert_eq!(
         trusted.verify(&[garbage, wrong_key, good], &image(), DIGEST),
         Ok("other.pub".into()),
@@ -85,10 +100,13 @@ fn keys_come_from_pub_entries_only() {
     assert!(err.contains("no *.pub entry"), "{err}");
     let err = keys(&[("cosign.pub", b"not pem".to_vec())]).err().unwrap();
     assert!(err.contains("'cosign.pub' is not an ECDSA P-256"), "{err}");
-    let err = keys(&[("big.pub", vec![b'a'; MAX_KEY_BYTES + 1])]).err().unwrap();
+    let err = keys(&[("big.pub", vec![b'a'; MAX_KEY_BYTES + 1])])
+        .err()
+        .unwrap();
     assert!(err.contains("over"), "{err}");
-    let many: Vec<(String, Vec<u8>)> =
-        (0..=MAX_KEYS).map(|i| (format!("k{i:02}.pub"), pem(&key(1)))).collect();
+    let many: Vec<(String, Vec<u8>)> = (0..=MAX_KEYS)
+        .map(|i| (format!("k{i:02}.pub"), pem(&key(1))))
+        .collect();
     let refs: Vec<(&str, Vec<u8>)> = many.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
     assert!(keys(&refs).err().unwrap().contains("more than"));
     let a = keys(&[("cosign.pub", pem(&key(1)))]).unwrap();
@@ -98,5 +116,8 @@ fn keys_come_from_pub_entries_only() {
 
 #[test]
 fn signature_tags_are_cosigns() {
-    assert_eq!(signature_tag(DIGEST), format!("sha256-{}.sig", &DIGEST[7..]));
+    assert_eq!(
+        signature_tag(DIGEST),
+        format!("sha256-{}.sig", &DIGEST[7..])
+    );
 }

@@ -1,0 +1,180 @@
+//! The gated election as a step of the policy reconcile: the trusted keys, a registry client
+//! with the repository's settings, the walk ([`super::gated`]), and what it comes to in status.
+//! A registry error while checking a gate keeps the last `latestRef` (no downgrade to an
+//! unchecked tag).
+
+use super::digest::{asked_anew, registry_client};
+use super::env::{PolicyEnv, PolicyReader};
+use super::gated::{walk, Looks};
+use crate::api::{
+    HeldBackTag, ImagePolicy, ImagePolicyStatus, ImageRef, ImageRepository, ReflectionPolicy,
+    MAX_HELD_BACK,
+};
+use crate::controller::shared::conditions::Reason;
+use crate::controller::shared::intervals::intervals;
+use crate::policy::Gates;
+use crate::registry::{ImageReference, TrustedKeys};
+use crate::store::RepoKey;
+use kube::ResourceExt;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How soon an unfinished walk goes on.
+pub const CONTINUE_WALK: Duration = Duration::from_secs(2);
+
+/// The election's subject: the repository, its image and store key, the gates, and the
+/// policy's `Always` interval.
+pub(super) struct Gated<'a> {
+    pub repo: &'a ImageRepository,
+    pub image: &'a ImageReference,
+    pub key: &'a RepoKey,
+    pub gates: &'a Gates,
+    pub interval: Option<Duration>,
+}
+
+/// Where a gated election ended.
+pub(super) enum GatedOutcome {
+    /// `status.latestRef` is the elected tag.
+    Elected {
+        held: Vec<HeldBackTag>,
+        look_again: Option<Duration>,
+    },
+    /// The registry inspections of this reconcile are spent; the walk goes on.
+    Unfinished {
+        held: Vec<HeldBackTag>,
+        walked: usize,
+    },
+    /// No candidate passes: the last election stays.
+    NoneEligible {
+        held: Vec<HeldBackTag>,
+        walked: usize,
+        look_again: Option<Duration>,
+    },
+}
+
+/// Elects the best candidate of `ranked` that passes the gates into `status.latestRef`.
+pub(super) async fn elect_gated<R: PolicyReader>(
+    policy: &ImagePolicy,
+    gated: &Gated<'_>,
+    ranked: &[String],
+    status: &mut ImagePolicyStatus,
+    env: &PolicyEnv<'_, R>,
+) -> Result<GatedOutcome, (Reason, String)> {
+    let check = |e: String| (Reason::GateCheckFailed, e);
+    let keys = match policy
+        .spec
+        .verify
+        .as_ref()
+        .and_then(|v| v.secret_ref.as_ref())
+    {
+        Some(secret) => Some(
+            trusted_keys(policy, &secret.name, env)
+                .await
+                .map_err(check)?,
+        ),
+        None => None,
+    };
+    let (client, _) = registry_client(gated.repo, gated.image, env)
+        .await
+        .map_err(|e| check(format!("checking the gates: {e}")))?;
+    let reflection = policy.spec.digest_reflection_policy.unwrap_or_default();
+    let always = reflection == ReflectionPolicy::Always;
+    let (scan_interval, _) = intervals(gated.repo).map_err(check)?;
+    let name = gated.repo.spec.image.as_str();
+    let looks = Looks {
+        client: &client,
+        image: gated.image,
+        key: gated.key,
+        store: env.store,
+        gates: gated.gates,
+        keys: keys.as_ref(),
+        now: env.now.as_second(),
+        recheck: gated.interval.filter(|_| always).unwrap_or(scan_interval),
+        settled: status
+            .latest_ref
+            .as_ref()
+            .filter(|r| !always && r.name == name)
+            .map(|r| r.tag.as_str()),
+        fresh: asked_anew(policy, status),
+    };
+    let walked = walk(ranked, &looks).await.map_err(check)?;
+    let held: Vec<HeldBackTag> = walked.held.into_iter().take(MAX_HELD_BACK).collect();
+    if let Some((tag, digest)) = walked.elected {
+        let digest = (reflection != ReflectionPolicy::Never).then_some(digest);
+        let elected = ImageRef {
+            name: name.to_string(),
+            tag,
+            digest,
+        };
+        if status.latest_ref.as_ref() != Some(&elected) {
+            status.observed_previous_ref = status.latest_ref.replace(elected);
+        }
+        return Ok(GatedOutcome::Elected {
+            held,
+            look_again: walked.look_again,
+        });
+    }
+    if walked.unfinished {
+        return Ok(GatedOutcome::Unfinished {
+            held,
+            walked: walked.walked,
+        });
+    }
+    Ok(GatedOutcome::NoneEligible {
+        held,
+        walked: walked.walked,
+        look_again: walked.look_again,
+    })
+}
+
+/// The `*.pub` keys of `spec.verify.secretRef`, in the policy's namespace.
+async fn trusted_keys<R: PolicyReader>(
+    policy: &ImagePolicy,
+    name: &str,
+    env: &PolicyEnv<'_, R>,
+) -> Result<TrustedKeys, String> {
+    let namespace = policy.namespace().unwrap_or_default();
+    let secret =
+        env.reader.secret(&namespace, name).await?.ok_or_else(|| {
+            format!("secret '{namespace}/{name}' (spec.verify.secretRef) not found")
+        })?;
+    let data: BTreeMap<String, Vec<u8>> = secret
+        .data
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .collect();
+    TrustedKeys::from_secret(&data)
+        .map_err(|e| format!("secret '{namespace}/{name}' (spec.verify.secretRef): {e}"))
+}
+
+/// What Ready adds after Flux's message when a better-ranked tag was held back:
+/// `; 1.5.0 held back: 3h old, minAge 168h`.
+pub fn held_note(status: &ImagePolicyStatus) -> String {
+    let held = status.held_back.as_deref().unwrap_or_default();
+    let Some(first) = held.first() else {
+        return String::new();
+    };
+    let mut note = format!("; {} held back: {}", first.tag, first.reason);
+    if held.len() > 1 {
+        note.push_str(&format!(
+            " (and {} more in status.heldBack)",
+            held.len() - 1
+        ));
+    }
+    note
+}
+
+/// Ready's message when no candidate passes the gates.
+pub fn no_eligible_message(status: &ImagePolicyStatus, walked: usize) -> String {
+    let held = status.held_back.as_deref().unwrap_or_default();
+    let mut message = format!("no tag passes the gates among the {walked} best candidates");
+    if let Some(first) = held.first() {
+        message.push_str(&format!(" ({} held back: {})", first.tag, first.reason));
+    }
+    match &status.latest_ref {
+        Some(latest) => message.push_str(&format!("; {} stays elected", latest.tag)),
+        None => message.push_str("; nothing is elected yet"),
+    }
+    message
+}
