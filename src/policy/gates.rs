@@ -323,7 +323,7 @@ mod tests {
             ..Gates::default()
         };
         assert_eq!(
-            created_for(&all, Some(5), &[amd.clone()]),
+            created_for(&all, Some(5), std::slice::from_ref(&amd)),
             Some(5),
             "the image's own"
         );

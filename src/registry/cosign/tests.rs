@@ -55,13 +55,13 @@ fn a_signature_counts_with_a_trusted_key_for_this_digest_and_repository() {
     let trusted = keys(&[("cosign.pub", pem(&key(1))), ("other.pub", pem(&key(2)))]).unwrap();
     let good = sign(&key(2), payload("registry.example:5000/team/app", DIGEST));
     assert_eq!(
-        trusted.verify(&[good.clone()], &image(), DIGEST),
+        trusted.verify(std::slice::from_ref(&good), &image(), DIGEST),
         Ok("other.pub".into())
     );
 
     let wrong_key = sign(&key(3), payload("registry.example:5000/team/app", DIGEST));
     let err = trusted
-        .verify(&[wrong_key.clone()], &image(), DIGEST)
+        .verify(std::slice::from_ref(&wrong_key), &image(), DIGEST)
         .unwrap_err();
     assert!(err.contains("none of the trusted keys"), "{err}");
 
@@ -83,7 +83,7 @@ fn a_signature_counts_with_a_trusted_key_for_this_digest_and_repository() {
         signature: b"junk".to_vec(),
     };
     assert!(trusted
-        .verify(&[garbage.clone()], &image(), DIGEST)
+        .verify(std::slice::from_ref(&garbage), &image(), DIGEST)
         .is_err());
     assert_eq!(
         trusted.verify(&[garbage, wrong_key, good], &image(), DIGEST),
