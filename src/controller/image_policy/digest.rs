@@ -111,12 +111,16 @@ pub(super) async fn registry_client<R: PolicyReader>(
 
 /// Whether the policy asks for a fresh look: a `requestedAt` not yet handled, or a spec not yet
 /// observed.
-pub(super) fn asked_anew(policy: &ImagePolicy, status: &ImagePolicyStatus) -> bool {
+fn asked_anew(policy: &ImagePolicy, status: &ImagePolicyStatus) -> bool {
+    requested(policy, status) || status.observed_generation != policy.metadata.generation
+}
+
+/// Whether a `requestedAt` not yet handled asks for a fresh look.
+pub(super) fn requested(policy: &ImagePolicy, status: &ImagePolicyStatus) -> bool {
     let requested = policy
         .annotations()
         .get(crate::controller::shared::keys::REQUESTED_AT_ANNOTATION);
     requested.is_some_and(|r| status.last_handled_reconcile_at.as_ref() != Some(r))
-        || status.observed_generation != policy.metadata.generation
 }
 
 /// The digest of `tag` fetched less than `interval` ago, and when the next fetch is due.

@@ -35,8 +35,8 @@ pub(super) struct Looks<'a> {
     /// The elected tag whose stored digest is taken at any age (Flux does not resolve an
     /// elected tag again, but with `Always`).
     pub settled: Option<&'a str>,
-    /// A reconcile was requested or the spec changed: nothing stored is taken as current
-    /// but what a digest names (its image's creation time and platforms, a valid signature).
+    /// A reconcile was requested: nothing stored is taken as current but what a digest names
+    /// (its image's creation time and platforms, a valid signature).
     pub fresh: bool,
 }
 

@@ -3,7 +3,7 @@
 //! A registry error while checking a gate keeps the last `latestRef` (no downgrade to an
 //! unchecked tag).
 
-use super::digest::{asked_anew, registry_client};
+use super::digest::{registry_client, requested};
 use super::env::{PolicyEnv, PolicyReader};
 use super::gated::{walk, Looks};
 use crate::api::{
@@ -95,7 +95,9 @@ pub(super) async fn elect_gated<R: PolicyReader>(
             .as_ref()
             .filter(|r| !always && r.name == name)
             .map(|r| r.tag.as_str()),
-        fresh: asked_anew(policy, status),
+        // Only a request: what a digest names does not change with the spec, and a walk that
+        // goes on over reconciles (before its generation is observed) must not start again.
+        fresh: requested(policy, status),
     };
     let walked = walk(ranked, &looks).await.map_err(check)?;
     let held: Vec<HeldBackTag> = walked.held.into_iter().take(MAX_HELD_BACK).collect();

@@ -201,7 +201,7 @@ impl Distribution {
     }
 
     /// An oci-client set up for this registry, and the auth to push with.
-    async fn pusher(&self, repository: &str) -> (oci_client::Client, RegistryAuth) {
+    pub(crate) async fn pusher(&self, repository: &str) -> (oci_client::Client, RegistryAuth) {
         image_reflector::registry::install_crypto_provider();
         let config = ClientConfig {
             protocol: if self.tls {
@@ -232,7 +232,7 @@ impl Distribution {
         (client, auth)
     }
 
-    fn reference(&self, repository: &str, tag: &str) -> Reference {
+    pub(crate) fn reference(&self, repository: &str, tag: &str) -> Reference {
         Reference::with_tag(self.host.clone(), repository.into(), tag.into())
     }
 
@@ -308,6 +308,14 @@ impl Distribution {
     }
 }
 
+impl Distribution {
+    /// Stops the registry: its host then refuses connections.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for Distribution {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -320,7 +328,7 @@ const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
 const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
 
-fn media(kind: &str) -> HeaderValue {
+pub(crate) fn media(kind: &str) -> HeaderValue {
     HeaderValue::from_str(kind).unwrap()
 }
 

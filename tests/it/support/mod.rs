@@ -1,4 +1,4 @@
-//! Helpers shared by the integration tests: the real Distribution registry, a fault server, the mocked API server, cloud fakes, a CONNECT proxy, and the cluster side of the end-to-end tests.
+//! Helpers shared by the integration tests: the real Distribution registry and the images the gate tests push to it (dated, multi-platform, cosign-signed), a fault server, the mocked API server, cloud fakes, a CONNECT proxy, and the cluster side of the end-to-end tests.
 
 pub mod api_mock;
 pub mod cloud_fakes;
@@ -6,6 +6,7 @@ pub mod cluster;
 pub mod connect_proxy;
 pub mod distribution;
 pub mod fault_server;
+pub mod images;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

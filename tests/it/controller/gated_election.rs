@@ -1,0 +1,556 @@
+//! The gated election (docs/imagepolicy.md, "Gated election") through the ImagePolicy
+//! reconcile, against a real Distribution registry holding images with chosen creation times,
+//! multi-platform indexes with missing platforms, and cosign signatures made here with P-256
+//! keys. The status is carried from one reconcile to the next by hand; the registry's request
+//! counts show what a steady state costs.
+
+use crate::support::distribution::{Distribution, Variant};
+use crate::support::images::{key, payload, public_pem, sign, Arch};
+use image_reflector::api::{ConditionStatus, ImagePolicy, ImagePolicyStatus, ImageRepository};
+use image_reflector::controller::image_policy::decide::{
+    reconcile_policy, PolicyEnv, PolicyReader, CONTINUE_WALK, MAX_INSPECTIONS,
+};
+use image_reflector::controller::shared::credentials::ObjectReader;
+use image_reflector::controller::shared::next::Next;
+use image_reflector::registry::Registries;
+use image_reflector::store::{MemoryStore, RepoKey, TagList, TagStore};
+use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::ByteString;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+const NS: &str = "team";
+
+/// The cluster a policy reads: one ImageRepository and the trusted keys' Secret.
+struct Cluster {
+    repository: ImageRepository,
+    keys: BTreeMap<String, String>,
+}
+
+impl ObjectReader for Cluster {
+    async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, String> {
+        if namespace != NS || name != "cosign-keys" {
+            return Ok(None);
+        }
+        let data = self
+            .keys
+            .iter()
+            .map(|(k, v)| (k.clone(), ByteString(v.clone().into_bytes())))
+            .collect();
+        Ok(Some(Secret {
+            data: Some(data),
+            ..Default::default()
+        }))
+    }
+    async fn service_account(&self, _: &str, _: &str) -> Result<Option<ServiceAccount>, String> {
+        Ok(None)
+    }
+}
+
+impl PolicyReader for Cluster {
+    async fn image_repository(
+        &self,
+        _: &str,
+        name: &str,
+    ) -> Result<Option<ImageRepository>, String> {
+        Ok((name == "app").then(|| self.repository.clone()))
+    }
+    async fn namespace_labels(&self, _: &str) -> Result<Option<BTreeMap<String, String>>, String> {
+        Ok(Some(BTreeMap::new()))
+    }
+}
+
+/// A test bench: the registry, the stored tags, the cluster, the request counts.
+struct Bench {
+    registry: Distribution,
+    store: Arc<dyn TagStore>,
+    registries: Arc<Registries>,
+    cluster: Cluster,
+}
+
+impl Bench {
+    fn new(registry: Distribution, tags: &[&str]) -> Bench {
+        let store: Arc<dyn TagStore> = Arc::new(MemoryStore::new());
+        let key = RepoKey::new(NS, "app").unwrap();
+        store.set(&key, &TagList::new(tags).unwrap()).unwrap();
+        let repository = serde_json::from_value(json!({
+            "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImageRepository",
+            "metadata": {"name": "app", "namespace": NS},
+            "spec": {"image": format!("{}/app", registry.host), "interval": "5m"},
+            "status": {"lastScanResult": {"tagCount": tags.len(), "scanTime": "2026-01-01T00:00:00Z"}},
+        }))
+        .unwrap();
+        Bench {
+            registry,
+            store,
+            registries: Registries::new(Default::default()),
+            cluster: Cluster {
+                repository,
+                keys: BTreeMap::new(),
+            },
+        }
+    }
+
+    fn requests(&self) -> u64 {
+        self.registries.scheduler().request_counts().values().sum()
+    }
+
+    /// One reconcile of `policy` at `now`; the policy comes back with the new status.
+    async fn reconcile(&self, policy: &mut ImagePolicy, now: Timestamp) -> Next {
+        let scanned = |_: &RepoKey| true;
+        let env = PolicyEnv {
+            reader: &self.cluster,
+            registries: &self.registries,
+            store: &self.store,
+            now,
+            workload_identity: Default::default(),
+            no_cross_namespace_refs: false,
+            requeue_dependency: Duration::from_secs(30),
+            repository_scanned: &scanned,
+            first_since_start: false,
+        };
+        let result = reconcile_policy(policy, &env).await;
+        policy.status = Some(result.status);
+        // What the API server would do with the observed generation.
+        result.next
+    }
+}
+
+fn policy(spec: Value) -> ImagePolicy {
+    let mut full = json!({"imageRepositoryRef": {"name": "app"},
+                          "policy": {"semver": {"range": ">=0.0.0"}}});
+    for (k, v) in spec.as_object().unwrap() {
+        full[k] = v.clone();
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImagePolicy",
+        "metadata": {"name": "p", "namespace": NS, "generation": 1},
+        "spec": full,
+    }))
+    .unwrap()
+}
+
+fn status(policy: &ImagePolicy) -> &ImagePolicyStatus {
+    policy.status.as_ref().unwrap()
+}
+
+fn ready(policy: &ImagePolicy) -> (ConditionStatus, String, String) {
+    let c = status(policy)
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "Ready")
+        .expect("Ready")
+        .clone();
+    (c.status, c.reason, c.message)
+}
+
+fn elected(policy: &ImagePolicy) -> (String, Option<String>) {
+    let latest = status(policy).latest_ref.clone().expect("latestRef");
+    (latest.tag, latest.digest)
+}
+
+/// (tag, gate, reason) of status.heldBack.
+fn held(policy: &ImagePolicy) -> Vec<(String, String, String)> {
+    status(policy)
+        .held_back
+        .iter()
+        .flatten()
+        .map(|h| (h.tag.clone(), h.gate.clone(), h.reason.clone()))
+        .collect()
+}
+
+fn ago(now: Timestamp, hours: i64) -> String {
+    (now - SignedDuration::from_hours(hours)).to_string()
+}
+
+#[tokio::test]
+async fn min_age_elects_the_newest_old_enough_image_and_waits_for_the_next() {
+    let registry = Distribution::start(Variant::default());
+    let now = Timestamp::now();
+    let day = 24;
+    let old = registry
+        .push_dated("app", "1.0.0", "amd64", Some(&ago(now, 30 * day)), "a")
+        .await;
+    let week_old = registry
+        .push_dated("app", "1.1.0", "amd64", Some(&ago(now, 10 * day)), "b")
+        .await;
+    registry
+        .push_dated("app", "1.2.0", "amd64", Some(&ago(now, 3)), "c")
+        .await;
+    registry
+        .push_dated("app", "1.3.0", "amd64", None, "d")
+        .await;
+    let bench = Bench::new(registry, &["1.0.0", "1.1.0", "1.2.0", "1.3.0"]);
+    let mut p = policy(json!({"filterTags": {"minAge": "168h"},
+                              "digestReflectionPolicy": "IfNotPresent"}));
+    let next = bench.reconcile(&mut p, now).await;
+    assert_eq!(elected(&p), ("1.1.0".into(), Some(week_old.clone())));
+    assert_ne!(old, week_old);
+    assert_eq!(
+        held(&p),
+        vec![
+            ("1.3.0".into(), "minAge".into(), "no creation time (neither the config's 'created' nor the org.opencontainers.image.created annotation); minAge 168h fails closed".into()),
+            ("1.2.0".into(), "minAge".into(), "3h old, minAge 168h".into()),
+        ]
+    );
+    let (status_, reason, message) = ready(&p);
+    assert_eq!(
+        (status_, reason.as_str()),
+        (ConditionStatus::True, "Succeeded")
+    );
+    assert!(
+        message.starts_with(&format!(
+            "Latest image tag for {}/app resolved to 1.1.0 with digest {week_old}; 1.3.0 held back: no creation time",
+            bench.registry.host
+        )) && message.ends_with("(and 1 more in status.heldBack)"),
+        "{message}"
+    );
+    // 1.3.0 may be pushed again with a date: looked at again at the scan interval (1.2.0
+    // alone would wait the 165h it needs).
+    assert_eq!(next, Next::After(Duration::from_secs(300)));
+
+    // Nothing moved: the same election and not one request.
+    let before = bench.requests();
+    bench
+        .reconcile(&mut p, now + SignedDuration::from_secs(60))
+        .await;
+    assert_eq!(elected(&p).0, "1.1.0");
+    assert_eq!(bench.requests(), before, "a steady state costs no request");
+
+    // A week later 1.2.0 is old enough; 1.3.0 still has no time.
+    bench
+        .reconcile(&mut p, now + SignedDuration::from_hours(7 * day))
+        .await;
+    assert_eq!(elected(&p).0, "1.2.0");
+    assert_eq!(held(&p).len(), 1);
+    assert_eq!(
+        status(&p).observed_previous_ref.as_ref().unwrap().tag,
+        "1.1.0"
+    );
+}
+
+#[tokio::test]
+async fn platforms_hold_back_an_index_until_it_provides_every_one() {
+    let registry = Distribution::start(Variant::default());
+    let amd = Arch {
+        architecture: "amd64",
+        variant: None,
+        created: None,
+    };
+    let arm = Arch {
+        architecture: "arm64",
+        variant: Some("v8"),
+        created: None,
+    };
+    registry.push_platforms("app", "1.0.0", &[amd, arm]).await;
+    let amd = Arch {
+        architecture: "amd64",
+        variant: None,
+        created: None,
+    };
+    registry.push_platforms("app", "2.0.0", &[amd]).await;
+    registry
+        .push_dated("app", "0.9.0", "arm64", None, "single")
+        .await;
+    let bench = Bench::new(registry, &["0.9.0", "1.0.0", "2.0.0"]);
+    let mut p = policy(json!({"platforms": ["linux/arm64", "linux/amd64"]}));
+    let now = Timestamp::now();
+    let next = bench.reconcile(&mut p, now).await;
+    assert_eq!(
+        elected(&p),
+        ("1.0.0".into(), None),
+        "Never: no digest in status"
+    );
+    assert_eq!(
+        held(&p),
+        vec![(
+            "2.0.0".into(),
+            "platforms".into(),
+            "missing linux/arm64/v8 (has linux/amd64)".into()
+        )]
+    );
+    assert_eq!(
+        next,
+        Next::After(Duration::from_secs(300)),
+        "looked at again at the scan interval"
+    );
+
+    // The arm64 image lands under the same tag (a moved tag): elected once looked at again.
+    let amd = Arch {
+        architecture: "amd64",
+        variant: None,
+        created: None,
+    };
+    let arm = Arch {
+        architecture: "arm64",
+        variant: None,
+        created: None,
+    };
+    bench
+        .registry
+        .push_platforms("app", "2.0.0", &[amd, arm])
+        .await;
+    let before = bench.requests();
+    bench
+        .reconcile(&mut p, now + SignedDuration::from_secs(60))
+        .await;
+    assert_eq!(
+        elected(&p).0,
+        "1.0.0",
+        "within the scan interval nothing is asked"
+    );
+    assert_eq!(bench.requests(), before);
+    bench
+        .reconcile(&mut p, now + SignedDuration::from_secs(301))
+        .await;
+    assert_eq!(elected(&p).0, "2.0.0");
+    assert!(held(&p).is_empty());
+
+    // A single-platform image serves its own platform only.
+    let mut arm_only =
+        policy(json!({"platforms": ["linux/arm64"], "policy": {"semver": {"range": "<1.0.0"}}}));
+    bench.reconcile(&mut arm_only, now).await;
+    assert_eq!(elected(&arm_only).0, "0.9.0");
+    let mut amd_only =
+        policy(json!({"platforms": ["linux/amd64"], "policy": {"semver": {"range": "<1.0.0"}}}));
+    bench.reconcile(&mut amd_only, now).await;
+    let (status_, reason, message) = ready(&amd_only);
+    assert_eq!(
+        (status_, reason.as_str()),
+        (ConditionStatus::False, "NoEligibleTag")
+    );
+    assert_eq!(
+        message,
+        "no tag passes the gates among the 1 best candidates (0.9.0 held back: missing linux/amd64 (has linux/arm64/v8)); nothing is elected yet"
+    );
+}
+
+#[tokio::test]
+async fn only_a_valid_signature_for_this_digest_elects() {
+    let registry = Distribution::start(Variant::default());
+    let repo = format!("{}/app", registry.host);
+    let mut digests = BTreeMap::new();
+    for (tag, salt) in [
+        ("3.0.0", "a"),
+        ("3.1.0", "b"),
+        ("3.2.0", "c"),
+        ("3.3.0", "d"),
+        ("3.4.0", "e"),
+    ] {
+        digests.insert(
+            tag,
+            registry.push_dated("app", tag, "amd64", None, salt).await,
+        );
+    }
+    let trusted = key(1);
+    registry
+        .push_signatures(
+            "app",
+            &digests["3.0.0"],
+            &[sign(&trusted, payload(&repo, &digests["3.0.0"]))],
+        )
+        .await;
+    // A key nobody trusts.
+    registry
+        .push_signatures(
+            "app",
+            &digests["3.1.0"],
+            &[sign(&key(9), payload(&repo, &digests["3.1.0"]))],
+        )
+        .await;
+    // A valid signature of another digest, copied under this one.
+    registry
+        .push_signatures(
+            "app",
+            &digests["3.2.0"],
+            &[sign(&trusted, payload(&repo, &digests["3.0.0"]))],
+        )
+        .await;
+    // A signature whose payload was changed afterwards.
+    let (_, signature) = sign(&trusted, payload(&repo, &digests["3.0.0"]));
+    registry
+        .push_signatures(
+            "app",
+            &digests["3.3.0"],
+            &[(payload(&repo, &digests["3.3.0"]), signature)],
+        )
+        .await;
+    let mut bench = Bench::new(registry, &["3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0"]);
+    bench
+        .cluster
+        .keys
+        .insert("cosign.pub".into(), public_pem(&trusted));
+    bench
+        .cluster
+        .keys
+        .insert("README".into(), "not a key".into());
+    let mut p = policy(
+        json!({"verify": {"provider": "cosign", "secretRef": {"name": "cosign-keys"}},
+                              "digestReflectionPolicy": "IfNotPresent"}),
+    );
+    let now = Timestamp::now();
+    bench.reconcile(&mut p, now).await;
+    assert_eq!(
+        elected(&p),
+        ("3.0.0".into(), Some(digests["3.0.0"].clone()))
+    );
+    let held_back = held(&p);
+    let tags: Vec<&str> = held_back.iter().map(|(t, _, _)| t.as_str()).collect();
+    assert_eq!(tags, ["3.4.0", "3.3.0", "3.2.0", "3.1.0"]);
+    assert!(held_back.iter().all(|(_, gate, _)| gate == "verify"));
+    let reasons: Vec<&str> = held_back.iter().map(|(_, _, r)| r.as_str()).collect();
+    assert!(
+        reasons[0].starts_with("no cosign signature (no tag sha256-"),
+        "{}",
+        reasons[0]
+    );
+    assert!(
+        reasons[1].contains("none of the trusted keys"),
+        "tampered: {}",
+        reasons[1]
+    );
+    assert!(
+        reasons[2].contains(&format!("is for {}", digests["3.0.0"])),
+        "{}",
+        reasons[2]
+    );
+    assert!(
+        reasons[3].contains("none of the trusted keys"),
+        "wrong key: {}",
+        reasons[3]
+    );
+
+    // Steady: verdicts are kept; an unsigned digest is looked at again after the interval.
+    let before = bench.requests();
+    bench
+        .reconcile(&mut p, now + SignedDuration::from_secs(30))
+        .await;
+    assert_eq!(bench.requests(), before, "no request within the interval");
+
+    // 3.4.0 gets signed: elected at the next look.
+    bench
+        .registry
+        .push_signatures(
+            "app",
+            &digests["3.4.0"],
+            &[sign(&trusted, payload(&repo, &digests["3.4.0"]))],
+        )
+        .await;
+    bench
+        .reconcile(&mut p, now + SignedDuration::from_secs(301))
+        .await;
+    assert_eq!(elected(&p).0, "3.4.0");
+    assert!(held(&p).is_empty());
+
+    // A registry error while checking keeps the election; a requested reconcile looks anew.
+    let host = bench.registry.host.clone();
+    bench.registry.stop();
+    p.metadata.annotations = Some(
+        [(
+            "reconcile.fluxcd.io/requestedAt".to_string(),
+            "now".to_string(),
+        )]
+        .into(),
+    );
+    bench
+        .reconcile(&mut p, now + SignedDuration::from_secs(400))
+        .await;
+    let (status_, reason, message) = ready(&p);
+    assert_eq!(
+        (status_, reason.as_str()),
+        (ConditionStatus::False, "GateCheckFailed")
+    );
+    assert!(message.contains(&host), "{message}");
+    assert_eq!(elected(&p).0, "3.4.0", "no downgrade to an unchecked tag");
+}
+
+#[tokio::test]
+async fn keyless_verification_is_refused_and_a_missing_secret_named() {
+    let registry = Distribution::start(Variant::default());
+    registry
+        .push_dated("app", "1.0.0", "amd64", None, "a")
+        .await;
+    let bench = Bench::new(registry, &["1.0.0"]);
+    let mut keyless = policy(json!({"verify": {"provider": "cosign",
+        "matchOIDCIdentity": [{"issuer": "^https://token.actions.githubusercontent.com$", "subject": ".*"}]}}));
+    assert_eq!(
+        bench.reconcile(&mut keyless, Timestamp::now()).await,
+        Next::AwaitChange
+    );
+    let (status_, reason, message) = ready(&keyless);
+    assert_eq!(
+        (status_, reason.as_str()),
+        (ConditionStatus::False, "InvalidPolicy")
+    );
+    assert!(message.contains("keyless verification"), "{message}");
+    let mut no_ref = policy(json!({"verify": {"provider": "cosign"}}));
+    bench.reconcile(&mut no_ref, Timestamp::now()).await;
+    assert!(ready(&no_ref)
+        .2
+        .contains("spec.verify.secretRef is required"));
+    let mut missing =
+        policy(json!({"verify": {"provider": "cosign", "secretRef": {"name": "nope"}}}));
+    bench.reconcile(&mut missing, Timestamp::now()).await;
+    let (_, reason, message) = ready(&missing);
+    assert_eq!(reason, "GateCheckFailed");
+    assert_eq!(
+        message,
+        "secret 'team/nope' (spec.verify.secretRef) not found"
+    );
+    let mut bad_platform = policy(json!({"platforms": ["linux"]}));
+    bench.reconcile(&mut bad_platform, Timestamp::now()).await;
+    assert!(ready(&bad_platform)
+        .2
+        .starts_with("invalid spec.platforms: platform 'linux'"));
+    assert_eq!(
+        bench.requests(),
+        0,
+        "no request for a policy that cannot elect"
+    );
+}
+
+#[tokio::test]
+async fn a_long_walk_goes_on_over_reconciles_within_its_bound() {
+    let registry = Distribution::start(Variant::default());
+    let tags: Vec<String> = (0..12).map(|i| format!("1.{i}.0")).collect();
+    for (i, tag) in tags.iter().enumerate() {
+        registry
+            .push_dated("app", tag, "amd64", None, &i.to_string())
+            .await;
+    }
+    let names: Vec<&str> = tags.iter().map(String::as_str).collect();
+    let mut bench = Bench::new(registry, &names);
+    bench
+        .cluster
+        .keys
+        .insert("cosign.pub".into(), public_pem(&key(1)));
+    let mut p =
+        policy(json!({"verify": {"provider": "cosign", "secretRef": {"name": "cosign-keys"}}}));
+    let now = Timestamp::now();
+    assert_eq!(
+        bench.reconcile(&mut p, now).await,
+        Next::After(CONTINUE_WALK)
+    );
+    assert_eq!(
+        held(&p).len(),
+        10,
+        "at most {MAX_INSPECTIONS} inspected, and 10 listed"
+    );
+    let first = bench.requests();
+    assert!(first <= 2 * MAX_INSPECTIONS as u64 + 2, "{first} requests");
+    bench.reconcile(&mut p, now).await;
+    let (status_, reason, message) = ready(&p);
+    assert_eq!(
+        (status_, reason.as_str()),
+        (ConditionStatus::False, "NoEligibleTag")
+    );
+    assert!(message.starts_with("no tag passes the gates among the 12 best candidates (1.11.0 held back: no cosign signature"), "{message}");
+    assert!(
+        bench.requests() - first <= 2 * 2 + 2,
+        "only the two not yet looked at"
+    );
+}
