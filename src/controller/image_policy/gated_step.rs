@@ -11,12 +11,12 @@ use crate::api::{
     MAX_HELD_BACK,
 };
 use crate::controller::shared::conditions::Reason;
+use crate::controller::shared::credentials::secret_data;
 use crate::controller::shared::intervals::intervals;
 use crate::policy::Gates;
 use crate::registry::{ImageReference, TrustedKeys};
 use crate::store::RepoKey;
 use kube::ResourceExt;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// How soon an unfinished walk goes on.
@@ -140,13 +140,7 @@ async fn trusted_keys<R: PolicyReader>(
         env.reader.secret(&namespace, name).await?.ok_or_else(|| {
             format!("secret '{namespace}/{name}' (spec.verify.secretRef) not found")
         })?;
-    let data: BTreeMap<String, Vec<u8>> = secret
-        .data
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(k, v)| (k, v.0))
-        .collect();
-    TrustedKeys::from_secret(&data)
+    TrustedKeys::from_secret(&secret_data(&secret))
         .map_err(|e| format!("secret '{namespace}/{name}' (spec.verify.secretRef): {e}"))
 }
 

@@ -1,5 +1,6 @@
 //! The binary's subcommands, run as users run them.
 
+pub mod gates_cli;
 pub mod ref_cli;
 pub mod registry_cli;
 pub mod run_cli;

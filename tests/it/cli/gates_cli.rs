@@ -1,0 +1,168 @@
+//! The election gates through the binary: `scan` checks them against a real Distribution
+//! registry (a dated image, a young one, a cosign signature made here, the keys' Secret in the
+//! manifests) and lists what was held back; `select` says which gates it cannot check offline.
+
+use crate::support::distribution::{Distribution, Variant};
+use crate::support::images::{key, payload, public_pem, sign};
+use crate::support::{run_bin, write};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+#[tokio::test]
+async fn scan_elects_through_the_gates_and_lists_the_tags_held_back() {
+    let registry = Distribution::start(Variant::default());
+    let now = Timestamp::now();
+    let month_ago = (now - SignedDuration::from_hours(30 * 24)).to_string();
+    let hours_ago = (now - SignedDuration::from_hours(5)).to_string();
+    let old = registry
+        .push_dated("team/app", "1.0.0", "amd64", Some(&month_ago), "a")
+        .await;
+    let young = registry
+        .push_dated("team/app", "1.1.0", "amd64", Some(&hours_ago), "b")
+        .await;
+    let unsigned = registry
+        .push_dated("team/app", "0.9.0", "amd64", Some(&month_ago), "c")
+        .await;
+    let host = &registry.host;
+    let repository = format!("{host}/team/app");
+    for digest in [&old, &young] {
+        let signature = sign(&key(7), payload(&repository, digest));
+        registry
+            .push_signatures("team/app", digest, &[signature])
+            .await;
+    }
+    let pem: String = public_pem(&key(7))
+        .lines()
+        .map(|l| format!("    {l}\n"))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = write(
+        dir.path(),
+        "gated.yaml",
+        &format!(
+            "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
+             spec: {{image: {repository}, interval: 5m}}\n---\n\
+             apiVersion: v1\nkind: Secret\nmetadata: {{name: cosign-keys, namespace: team}}\nstringData:\n  cosign.pub: |\n{pem}---\n\
+             apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: vetted, namespace: team}}\n\
+             spec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '>=0.1.0'}}}}\n  \
+             filterTags: {{minAge: 168h}}\n  digestReflectionPolicy: IfNotPresent\n  \
+             verify: {{provider: cosign, secretRef: {{name: cosign-keys}}}}\n---\n\
+             apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: old-line, namespace: team}}\n\
+             spec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '<1.0.0'}}}}\n  \
+             verify: {{provider: cosign, secretRef: {{name: cosign-keys}}}}\n"
+        ),
+    );
+    let storage = dir.path().join("store");
+    let args = [
+        "scan",
+        "-f",
+        &manifests,
+        "--storage-path",
+        storage.to_str().unwrap(),
+    ];
+    let out = run_bin(&args, None);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "old-line elects nothing: {stdout}{stderr}"
+    );
+    let row = |needle: &str| {
+        stdout
+            .lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line with {needle}:\n{stdout}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let vetted = row("vetted   ");
+    assert_eq!(
+        vetted[3..6],
+        ["1.0.0".to_string(), old.clone(), "True".into()],
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("; 1.1.0 held back: 5h old, minAge 168h"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("NAMESPACE   POLICY     HELD BACK   GATE     REASON"),
+        "{stdout}"
+    );
+    let held = row("vetted     1.1.0");
+    assert_eq!(held[3], "minAge");
+    let refused = row("old-line   0.9.0");
+    assert_eq!(refused[3], "verify");
+    assert!(
+        stdout.contains("no cosign signature (no tag sha256-"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("ImagePolicy team/old-line"), "{stderr}");
+
+    // The same as the status the controller writes.
+    let out = run_bin(&[&args[..], &["-o", "yaml"]].concat(), None);
+    let yaml: serde_json::Value =
+        serde_saphyr::from_multiple::<serde_json::Value>(&String::from_utf8_lossy(&out.stdout))
+            .unwrap()
+            .into_iter()
+            .find(|d| d["metadata"]["name"] == "vetted")
+            .expect("the vetted policy");
+    let held = &yaml["status"]["heldBack"][0];
+    assert_eq!(
+        (
+            held["tag"].as_str(),
+            held["digest"].as_str(),
+            held["gate"].as_str()
+        ),
+        (Some("1.1.0"), Some(young.as_str()), Some("minAge"))
+    );
+    assert_ne!(unsigned, old);
+}
+
+#[test]
+fn select_names_the_gates_it_cannot_check_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write(
+        dir.path(),
+        "p.yaml",
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p}\n\
+         spec:\n  imageRepositoryRef: {name: app}\n  policy: {semver: {range: '>=1.0.0'}}\n  \
+         filterTags: {minAge: 72h}\n  platforms: [linux/arm64]\n  \
+         verify: {provider: cosign, secretRef: {name: keys}}\n",
+    );
+    let out = run_bin(
+        &["select", "-f", &manifest, "--tags-file", "-"],
+        Some("1.0.0\n1.2.0\n"),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1.2.0\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the gates (minAge 72h, platforms linux/arm64/v8, verify cosign) are not checked offline"),
+        "{stderr}"
+    );
+    let out = run_bin(
+        &["select", "-f", &manifest, "--tags-file", "-", "--explain"],
+        Some("1.0.0\n1.2.0\n"),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("elected: 1.2.0\n"), "{stdout}");
+    assert!(stdout.contains("runner-up 1: 1.0.0\n"), "{stdout}");
+    assert!(
+        stdout.contains("gates: minAge 72h; platforms linux/arm64/v8; verify cosign\n"),
+        "{stdout}"
+    );
+    let bad = write(
+        dir.path(),
+        "bad.yaml",
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p}\n\
+         spec:\n  imageRepositoryRef: {name: app}\n  policy: {alphabetical: {}}\n  platforms: [linux]\n",
+    );
+    let out = run_bin(&["select", "-f", &bad, "--tags-file", "-"], Some("a\n"));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an invalid gate is an invalid policy"
+    );
+}
