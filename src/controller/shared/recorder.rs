@@ -23,6 +23,9 @@ pub struct EventRecorder {
     instance: String,
     pub repeats: RepeatFilter,
     notifier: Option<Notifier>,
+    /// Added to the name's timestamp: one reconcile may publish several events at one instant
+    /// (a gated election's `HeldBack` beside its transition), and names must differ.
+    sequence: std::sync::atomic::AtomicU64,
 }
 
 impl EventRecorder {
@@ -37,6 +40,7 @@ impl EventRecorder {
             instance,
             repeats: RepeatFilter::new(repeat_interval),
             notifier,
+            sequence: Default::default(),
         }
     }
 
@@ -110,7 +114,10 @@ impl EventRecorder {
                 name: Some(format!(
                     "{}.{:x}",
                     regarding.name.as_deref().unwrap_or("object"),
-                    now.as_nanosecond()
+                    now.as_nanosecond().wrapping_add(i128::from(
+                        self.sequence
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                    ))
                 )),
                 namespace: Some(namespace.clone()),
                 annotations: (!metadata.is_empty()).then_some(metadata),

@@ -2,6 +2,7 @@
 //! Ignored by default: CI has no cluster. They create one namespace and delete it after.
 
 mod cloud;
+mod gates;
 mod operations;
 mod samples;
 mod security;

@@ -1,0 +1,133 @@
+//! The gated election on a real API server (`make e2e`): the CRD takes the new fields, the
+//! controller reads the trusted keys' Secret through the API, writes `status.heldBack`, and
+//! records `HeldBack` and `HeldBackElected` events; a registry with dated and signed images.
+
+use crate::support::cluster::*;
+use crate::support::distribution::{Distribution, Variant};
+use crate::support::images::{key, payload, public_pem, sign};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster: make e2e"]
+async fn e2e_gates_hold_back_explain_and_elect() {
+    install_crds();
+    let registry = Distribution::start(Variant::default());
+    let now = Timestamp::now();
+    let old = (now - SignedDuration::from_hours(30 * 24)).to_string();
+    let young = (now - SignedDuration::from_hours(2)).to_string();
+    let repository = format!("{}/gates/app", registry.host);
+    let v1 = registry
+        .push_dated("gates/app", "1.0.0", "amd64", Some(&old), "a")
+        .await;
+    let v15 = registry
+        .push_dated("gates/app", "1.5.0", "amd64", Some(&old), "b")
+        .await;
+    let v2 = registry
+        .push_dated("gates/app", "2.0.0", "amd64", Some(&young), "c")
+        .await;
+    for digest in [&v1, &v2] {
+        let signature = sign(&key(3), payload(&repository, digest));
+        registry
+            .push_signatures("gates/app", digest, &[signature])
+            .await;
+    }
+    let ns = Namespace(format!("image-reflector-gates-{}", std::process::id()));
+    ok(kubectl(&["create", "namespace", &ns.0], None));
+    let pem: String = public_pem(&key(3))
+        .lines()
+        .map(|l| format!("    {l}\n"))
+        .collect();
+    let manifests = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: cosign-keys, namespace: {ns}}}\nstringData:\n  cosign.pub: |\n{pem}---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: {ns}}}\n\
+         spec: {{image: {repository}, interval: 5m}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: vetted, namespace: {ns}}}\n\
+         spec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '>=1.0.0'}}}}\n  \
+         filterTags: {{minAge: 168h}}\n  platforms: [linux/amd64]\n  digestReflectionPolicy: IfNotPresent\n  \
+         verify: {{provider: cosign, secretRef: {{name: cosign-keys}}}}\n",
+        ns = ns.0
+    );
+    ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = install_and_controller_kubeconfig(dir.path());
+    let controller = Controller::start(&ns.0, &kubeconfig);
+
+    wait_for(
+        &ns.0,
+        "imagepolicy/vetted",
+        "{.status.latestRef.tag}",
+        "1.0.0",
+    );
+    let policy = get_json(&ns.0, "imagepolicy/vetted");
+    assert_eq!(policy["status"]["latestRef"]["digest"], v1.as_str());
+    let held = &policy["status"]["heldBack"];
+    assert_eq!(held[0]["tag"], "2.0.0");
+    assert_eq!(held[0]["digest"], v2.as_str());
+    assert_eq!(held[0]["gate"], "minAge");
+    assert_eq!(held[0]["reason"], "2h old, minAge 168h");
+    assert_eq!(held[1]["tag"], "1.5.0");
+    assert_eq!(held[1]["gate"], "verify");
+    let ready = ok(kubectl(
+        &[
+            "get",
+            "-n",
+            &ns.0,
+            "imagepolicy/vetted",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"Ready\")].message}",
+        ],
+        None,
+    ));
+    assert!(
+        ready.contains(&format!(
+            "resolved to 1.0.0 with digest {v1}; 2.0.0 held back: 2h old, minAge 168h (and 1 more in status.heldBack)"
+        )),
+        "{ready}"
+    );
+
+    // 1.5.0 gets signed; a requested reconcile looks anew and elects it.
+    let signature = sign(&key(3), payload(&repository, &v15));
+    registry
+        .push_signatures("gates/app", &v15, &[signature])
+        .await;
+    request_reconcile(&ns.0, "imagepolicy/vetted", "e2e-gates");
+    wait_for(
+        &ns.0,
+        "imagepolicy/vetted",
+        "{.status.latestRef.tag}",
+        "1.5.0",
+    );
+    let events: serde_json::Value = serde_json::from_str(&ok(kubectl(
+        &["get", "events", "-n", &ns.0, "-o", "json"],
+        None,
+    )))
+    .unwrap();
+    let notes: Vec<(String, String)> = events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["involvedObject"]["name"] == "vetted" && e["type"] == "Normal")
+        .map(|e| {
+            let text = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+            (text("reason"), text("message"))
+        })
+        .collect();
+    let has = |reason: &str, start: &str| {
+        notes
+            .iter()
+            .any(|(r, m)| r == reason && m.starts_with(start))
+    };
+    assert!(
+        has("HeldBack", "2.0.0 held back by minAge: 2h old"),
+        "{notes:?}"
+    );
+    assert!(
+        has("HeldBack", "1.5.0 held back by verify: no cosign signature"),
+        "{notes:?}"
+    );
+    assert!(
+        has("HeldBackElected", "1.5.0 elected: it passes every gate now"),
+        "{notes:?}"
+    );
+    assert!(controller.stop().success());
+}
