@@ -121,6 +121,7 @@ bench:
 	$(CARGO) bench --locked --bench registry
 	$(CARGO) bench --locked --bench controller
 	$(CARGO) bench --locked --bench hostile
+	$(CARGO) bench --locked --bench gates
 
 # The real `run` against a real API server (KUBECONFIG, else ../shared/tools/kube/apiserver)
 # and the in-repo fake registry at 1K x 10K, 5K x 400 and 10K x 100: cold start, steady

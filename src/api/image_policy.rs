@@ -1,6 +1,7 @@
 //! `ImagePolicy`: which tag of an ImageRepository is the latest, and its digest.
 
-use super::{Condition, NamespacedObjectReference};
+use super::{parse_go_duration, Condition, NamespacedObjectReference};
+use crate::policy::{Gates, Platform, MAX_MIN_AGE, MAX_PLATFORMS};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -266,5 +267,62 @@ impl ImagePolicySpec {
             extract: f.extract.clone().unwrap_or_default(),
         });
         Policy::new(&choice, filter.as_ref())
+    }
+}
+
+impl ImagePolicySpec {
+    /// The gates this spec sets (none: Flux's election); errors mean the object is Stalled
+    /// (`InvalidPolicy`), naming the field.
+    pub fn gates(&self) -> Result<Gates, String> {
+        let min_age = match self.filter_tags.as_ref().and_then(|f| f.min_age.as_deref()) {
+            None => None,
+            Some(text) => {
+                let age = parse_go_duration(text)
+                    .map_err(|e| format!("invalid spec.filterTags.minAge: {e}"))?;
+                if age > MAX_MIN_AGE {
+                    return Err(format!(
+                        "invalid spec.filterTags.minAge: {text} is longer than ten years"
+                    ));
+                }
+                Some((age, text.to_string()))
+            }
+        };
+        let written = self.platforms.as_deref().unwrap_or_default();
+        if written.len() > MAX_PLATFORMS {
+            return Err(format!(
+                "spec.platforms lists {} platforms; at most {MAX_PLATFORMS} are accepted",
+                written.len()
+            ));
+        }
+        let platforms = written
+            .iter()
+            .map(|p| Platform::parse(p).map_err(|e| format!("invalid spec.platforms: {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(verify) = &self.verify {
+            if verify
+                .match_oidc_identity
+                .as_ref()
+                .is_some_and(|m| !m.is_empty())
+            {
+                return Err(
+                    "spec.verify.matchOIDCIdentity asks for keyless verification, which \
+                            this controller does not support; verify with public keys \
+                            (spec.verify.secretRef, *.pub entries)"
+                        .into(),
+                );
+            }
+            if verify.secret_ref.is_none() {
+                return Err(
+                    "spec.verify.secretRef is required: keyless verification is not \
+                            supported; name a Secret whose *.pub entries are cosign public keys"
+                        .into(),
+                );
+            }
+        }
+        Ok(Gates {
+            min_age,
+            platforms,
+            verify: self.verify.is_some(),
+        })
     }
 }

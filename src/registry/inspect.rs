@@ -97,14 +97,23 @@ impl RegistryClient {
         let Some(top) = self.manifest(image, reference).await? else {
             return Ok(None);
         };
+        self.inspect_manifest(image, top).await.map(Some)
+    }
+
+    /// [`RegistryClient::inspect`] of a manifest already fetched (e.g. by tag, for its digest).
+    pub async fn inspect_manifest(
+        &self,
+        image: &ImageReference,
+        top: Manifest,
+    ) -> Result<Inspected, RegistryError> {
         let parsed = parse(&top)?;
         let Some(entries) = parsed.manifests else {
             let (created, platform) = self.read_image(image, &top, parsed).await?;
-            return Ok(Some(Inspected {
+            return Ok(Inspected {
                 digest: top.digest,
                 created,
                 platforms: platform.into_iter().collect(),
-            }));
+            });
         };
         let created = parsed
             .annotations
@@ -130,11 +139,11 @@ impl RegistryClient {
             }
             platforms.push(platform);
         }
-        Ok(Some(Inspected {
+        Ok(Inspected {
             digest: top.digest,
             created,
             platforms,
-        }))
+        })
     }
 
     /// A single image's creation time and platform: the annotation, else the config.

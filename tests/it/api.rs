@@ -324,3 +324,47 @@ fn image_policy_crd_carries_the_cel_rules_and_printer_columns() {
         json!(["imgrepo", "imagerepo"])
     );
 }
+
+#[test]
+fn gate_fields_are_bounded_and_name_the_field() {
+    let spec = |extra: Value| -> api::ImagePolicySpec {
+        let mut spec = json!({"imageRepositoryRef": {"name": "app"},
+                              "policy": {"semver": {"range": "1.x"}}});
+        for (k, v) in extra.as_object().unwrap() {
+            spec[k] = v.clone();
+        }
+        serde_json::from_value(spec).unwrap()
+    };
+    assert!(
+        !spec(json!({})).gates().unwrap().any(),
+        "no gate: Flux's election"
+    );
+    let gates = spec(json!({"filterTags": {"minAge": "1h30m"}, "platforms": ["linux/arm64"]}))
+        .gates()
+        .unwrap();
+    assert_eq!(gates.min_age.unwrap().0.as_secs(), 5400);
+    assert_eq!(gates.platforms[0].to_string(), "linux/arm64/v8");
+    let err = |extra: Value| spec(extra).gates().unwrap_err();
+    assert!(err(json!({"filterTags": {"minAge": "a week"}}))
+        .starts_with("invalid spec.filterTags.minAge"));
+    assert!(err(json!({"filterTags": {"minAge": "100000h"}})).contains("longer than ten years"));
+    let many: Vec<String> = (0..17).map(|i| format!("linux/arch{i}")).collect();
+    assert!(err(json!({"platforms": many})).contains("lists 17 platforms; at most 16"));
+    assert!(
+        err(json!({"platforms": ["linux/".to_string() + &"a".repeat(100)]}))
+            .contains("longer than 64 bytes")
+    );
+    assert!(err(json!({"verify": {"provider": "cosign"}})).contains("secretRef is required"));
+    let bad_name = spec(json!({"verify": {"provider": "cosign", "secretRef": {"name": "?x=1"}}}));
+    assert!(bad_name
+        .check_references()
+        .unwrap_err()
+        .contains("spec.verify.secretRef.name"));
+    let crd = crd_json("ImagePolicy");
+    let spec_schema =
+        &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    assert_eq!(spec_schema["properties"]["platforms"]["maxItems"], 16);
+    let status_schema =
+        &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"];
+    assert_eq!(status_schema["properties"]["heldBack"]["maxItems"], 10);
+}

@@ -130,6 +130,7 @@ pub(super) async fn walk(ranked: &[String], looks: &Looks<'_>) -> Result<Walked,
                     .inspect(looks.image, &digest)
                     .await
                     .map_err(|e| fail(e.to_string()))?;
+                // (the digest's manifest is gone: not a candidate, below)
             }
             let Some(found) = inspected.take() else {
                 continue;
@@ -206,19 +207,31 @@ pub(super) async fn walk(ranked: &[String], looks: &Looks<'_>) -> Result<Walked,
     Ok(walked)
 }
 
-/// The digest `tag` names now: with the image gates, read with the image itself (one GET
-/// serves both); otherwise a HEAD. `None`: the tag is gone.
+/// The digest `tag` names now: with the image gates, by GETting the manifest (which the
+/// inspection then reads on, unless its digest is already known); otherwise a HEAD. `None`:
+/// the tag is gone.
 async fn resolve(
     looks: &Looks<'_>,
     tag: &str,
 ) -> Result<(Option<String>, Option<Inspected>), String> {
     if looks.gates.needs_image() {
-        let inspected = looks
-            .client
-            .inspect(looks.image, tag)
-            .await
-            .map_err(|e| e.to_string())?;
-        return Ok((inspected.as_ref().map(|i| i.digest.clone()), inspected));
+        let client = looks.client;
+        let manifest = client.manifest(looks.image, tag).await;
+        let Some(manifest) = manifest.map_err(|e| e.to_string())? else {
+            return Ok((None, None));
+        };
+        let digest = manifest.digest.clone();
+        let known = blocking(looks.store, looks.key, {
+            let digest = digest.clone();
+            move |s, k| s.image_facts(k, &digest)
+        })
+        .await
+        .is_some_and(|f| f.inspected);
+        if known {
+            return Ok((Some(digest), None));
+        }
+        let inspected = client.inspect_manifest(looks.image, manifest).await;
+        return Ok((Some(digest), Some(inspected.map_err(|e| e.to_string())?)));
     }
     match looks.client.digest(looks.image, tag).await {
         Ok(digest) => Ok((Some(digest), None)),

@@ -3,5 +3,6 @@
 pub mod cloud_hosts;
 pub mod cloud_identity;
 pub mod cloud_login;
+pub mod gate_answers;
 pub mod registry_faults;
 pub mod registry_real;

@@ -1,0 +1,227 @@
+//! What a registry answers to the gate reads (docs/security.md, "What a registry answers"):
+//! each bound holds against an in-test server that exceeds it, and bytes fetched by digest
+//! must hash to it.
+
+use crate::support::fault_server::{FaultServer, Reply, Seen};
+use image_reflector::registry::{ClientOptions, ImageReference, Registries, RegistryClient};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+fn digest(bytes: &[u8]) -> String {
+    format!("sha256:{:x}", Sha256::digest(bytes))
+}
+
+const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+
+/// A registry serving exactly `paths` (path → content type, body); everything else is a 404.
+async fn serve(paths: HashMap<String, (String, Vec<u8>)>) -> FaultServer {
+    let paths = Arc::new(paths);
+    FaultServer::start(move |seen: &Seen| match paths.get(seen.path()) {
+        Some((kind, body)) => Reply::status(200)
+            .header("Content-Type", kind)
+            .body(body.clone()),
+        None => Reply::status(404),
+    })
+    .await
+}
+
+fn client() -> RegistryClient {
+    RegistryClient::new(
+        ClientOptions::default(),
+        Registries::new(Default::default()),
+    )
+    .unwrap()
+}
+
+fn image(server: &FaultServer) -> ImageReference {
+    ImageReference::parse(&format!("{}/app", server.host()), true).unwrap()
+}
+
+fn manifest(config: &[u8], layers: Vec<Value>) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "schemaVersion": 2, "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                   "digest": digest(config), "size": config.len()},
+        "layers": layers,
+    }))
+    .unwrap()
+}
+
+fn blobs(server_paths: &mut HashMap<String, (String, Vec<u8>)>, bytes: &[u8]) {
+    server_paths.insert(
+        format!("/v2/app/blobs/{}", digest(bytes)),
+        ("application/octet-stream".into(), bytes.to_vec()),
+    );
+}
+
+fn count(server: &FaultServer, prefix: &str) -> usize {
+    server
+        .seen()
+        .iter()
+        .filter(|s| s.path().starts_with(prefix))
+        .count()
+}
+
+#[tokio::test]
+async fn signatures_are_read_sixteen_at_most_and_payloads_within_their_bound() {
+    let signed = digest(b"the image");
+    let tag = format!("/v2/app/manifests/{}.sig", signed.replacen(':', "-", 1));
+    let mut paths = HashMap::new();
+    let mut layers = Vec::new();
+    for i in 0..20 {
+        let payload = format!("{{\"n\": {i}}}").into_bytes();
+        blobs(&mut paths, &payload);
+        layers.push(
+            json!({"mediaType": "application/vnd.dev.cosign.simplesigning.v1+json",
+            "digest": digest(&payload), "size": payload.len(),
+            "annotations": {"dev.cosignproject.cosign/signature": "MEUCIQ=="}}),
+        );
+    }
+    paths.insert(tag.clone(), (OCI_MANIFEST.into(), manifest(b"{}", layers)));
+    let server = serve(paths).await;
+    let found = client()
+        .cosign_signatures(&image(&server), &signed)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 16);
+    assert_eq!(
+        count(&server, "/v2/app/blobs/"),
+        16,
+        "no payload beyond the bound is fetched"
+    );
+
+    // One payload over 64 KiB, one whose bytes are not its digest's.
+    let mut paths = HashMap::new();
+    let big = vec![b' '; (64 << 10) + 1];
+    blobs(&mut paths, &big);
+    let layer = |bytes: &[u8]| {
+        json!({"mediaType": "application/vnd.dev.cosign.simplesigning.v1+json",
+               "digest": digest(bytes), "size": bytes.len(),
+               "annotations": {"dev.cosignproject.cosign/signature": "MEUCIQ=="}})
+    };
+    paths.insert(
+        tag.clone(),
+        (OCI_MANIFEST.into(), manifest(b"{}", vec![layer(&big)])),
+    );
+    let server = serve(paths).await;
+    let err = client()
+        .cosign_signatures(&image(&server), &signed)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("exceeds the 65536-byte limit"),
+        "{err}"
+    );
+
+    let mut paths = HashMap::new();
+    let claimed = b"{\"critical\": {}}".to_vec();
+    paths.insert(
+        format!("/v2/app/blobs/{}", digest(&claimed)),
+        (
+            "application/octet-stream".into(),
+            b"{\"critical\": {\"other\": 1}}".to_vec(),
+        ),
+    );
+    paths.insert(
+        tag,
+        (OCI_MANIFEST.into(), manifest(b"{}", vec![layer(&claimed)])),
+    );
+    let server = serve(paths).await;
+    let err = client()
+        .cosign_signatures(&image(&server), &signed)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not to its digest"), "{err}");
+}
+
+#[tokio::test]
+async fn an_index_keeps_64_platforms_and_dates_16() {
+    let mut paths = HashMap::new();
+    let mut entries = Vec::new();
+    for i in 0..100 {
+        let config = serde_json::to_vec(&json!({"os": "linux", "architecture": format!("arch{i}"),
+                                                "created": "2024-01-01T00:00:00Z"}))
+        .unwrap();
+        blobs(&mut paths, &config);
+        let child = manifest(&config, vec![]);
+        paths.insert(
+            format!("/v2/app/manifests/{}", digest(&child)),
+            (OCI_MANIFEST.into(), child.clone()),
+        );
+        entries.push(
+            json!({"mediaType": OCI_MANIFEST, "digest": digest(&child), "size": child.len(),
+                            "platform": {"os": "linux", "architecture": format!("arch{i}")}}),
+        );
+    }
+    let index = serde_json::to_vec(&json!({"schemaVersion": 2, "mediaType": OCI_INDEX,
+                                           "manifests": entries}))
+    .unwrap();
+    paths.insert(
+        "/v2/app/manifests/1.0.0".into(),
+        (OCI_INDEX.into(), index.clone()),
+    );
+    let server = serve(paths).await;
+    let found = client()
+        .inspect(&image(&server), "1.0.0")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.digest, digest(&index));
+    assert_eq!(found.platforms.len(), 64);
+    assert_eq!(
+        found
+            .platforms
+            .iter()
+            .filter(|p| p.created.is_some())
+            .count(),
+        16
+    );
+    assert_eq!(
+        count(&server, "/v2/app/manifests/sha256:"),
+        16,
+        "only 16 platform images read"
+    );
+}
+
+#[tokio::test]
+async fn configs_and_manifests_must_be_what_they_claim() {
+    let mut paths = HashMap::new();
+    let huge = json!({"mediaType": "application/vnd.oci.image.config.v1+json",
+                      "digest": digest(b"x"), "size": 5u64 << 20});
+    let body = serde_json::to_vec(&json!({"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+                                          "config": huge, "layers": []}))
+    .unwrap();
+    paths.insert("/v2/app/manifests/big".into(), (OCI_MANIFEST.into(), body));
+    let honest = manifest(b"{}", vec![]);
+    paths.insert(
+        format!("/v2/app/manifests/{}", digest(b"another manifest")),
+        (OCI_MANIFEST.into(), honest),
+    );
+    let server = serve(paths).await;
+    let err = client().inspect(&image(&server), "big").await.unwrap_err();
+    assert!(
+        err.to_string().contains("at most 4194304 are read"),
+        "{err}"
+    );
+    assert_eq!(
+        count(&server, "/v2/app/blobs/"),
+        0,
+        "a config over the bound is not fetched"
+    );
+    let err = client()
+        .inspect(&image(&server), &digest(b"another manifest"))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("not to the digest asked for"),
+        "{err}"
+    );
+    assert!(client()
+        .inspect(&image(&server), "gone")
+        .await
+        .unwrap()
+        .is_none());
+}
