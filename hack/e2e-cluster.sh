@@ -158,6 +158,57 @@ eventually "the private ImagePolicy elects 1.0.0 with its digest (credentials on
 eventually "an Event records the election" 30 \
   sh -c "kubectl get events -n default --field-selector involvedObject.kind=ImagePolicy,involvedObject.name=local-app -o name | grep -q ."
 
+# --- a gated ImagePolicy in the Pod: platforms, and a cosign signature made here with openssl
+# (ECDSA P-256 over the simple-signing payload, as `cosign sign --key` makes it) for 1.0.0 only.
+openssl ecparam -name prime256v1 -genkey -noout -out "$work/cosign.key" 2>/dev/null
+openssl ec -in "$work/cosign.key" -pubout -out "$work/cosign.pub" 2>/dev/null
+signed=$(cat "$work/digest-1.0.0")
+printf '{"critical":{"identity":{"docker-reference":"%s/demo/app"},"image":{"docker-manifest-digest":"%s"},"type":"cosign container image signature"},"optional":null}' \
+  "$open_registry" "$signed" > "$work/payload.json"
+signature=$(openssl dgst -sha256 -sign "$work/cosign.key" "$work/payload.json" | base64 -w0)
+# The node's platform as images name it (buildah builds for it).
+go_arch() { case "$(uname -m)" in x86_64) echo amd64 ;; aarch64) echo arm64 ;; *) uname -m ;; esac; }
+# upload FILE: a blob of demo/app (the registry's monolithic upload); prints its digest.
+upload() {
+  d="sha256:$(sha256sum "$1" | cut -d' ' -f1)"
+  location=$(curl -sS -D - -o /dev/null -X POST "http://$open_registry/v2/demo/app/blobs/uploads/" \
+    | tr -d '\r' | sed -n 's/^[Ll]ocation: //p')
+  case "$location" in http*) ;; *) location="http://$open_registry$location" ;; esac
+  sep='?'; case "$location" in *\?*) sep='&' ;; esac
+  curl -sS -f -X PUT -H 'Content-Type: application/octet-stream' --data-binary @"$1" \
+    "$location${sep}digest=$d" >/dev/null
+  echo "$d"
+}
+printf '{}' > "$work/empty.json"
+config_digest=$(upload "$work/empty.json")
+payload_digest=$(upload "$work/payload.json")
+cat > "$work/signature.json" <<JSON
+{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",
+ "config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"$config_digest","size":2},
+ "layers":[{"mediaType":"application/vnd.dev.cosign.simplesigning.v1+json","digest":"$payload_digest",
+   "size":$(stat -c %s "$work/payload.json"),"annotations":{"dev.cosignproject.cosign/signature":"$signature"}}]}
+JSON
+curl -sS -f -X PUT -H 'Content-Type: application/vnd.oci.image.manifest.v1+json' \
+  --data-binary @"$work/signature.json" \
+  "http://$open_registry/v2/demo/app/manifests/sha256-${signed#sha256:}.sig" >/dev/null
+kubectl create secret generic cosign-keys -n default --from-file=cosign.pub="$work/cosign.pub" >/dev/null
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: vetted-app, namespace: default}
+spec:
+  imageRepositoryRef: {name: local-app}
+  policy: {semver: {range: ">=1.0.0"}}
+  platforms: [linux/$(go_arch)]
+  digestReflectionPolicy: IfNotPresent
+  verify: {provider: cosign, secretRef: {name: cosign-keys}}
+YAML
+eventually "a gated ImagePolicy elects the signed 1.0.0 and holds back 2.0.0 and 1.1.0 (unsigned)" 60 \
+  equals imagepolicy/vetted-app default '{.status.latestRef.tag}@{.status.latestRef.digest}/{.status.heldBack[*].tag}/{.status.heldBack[0].gate}' \
+  "1.0.0@$signed/2.0.0 1.1.0/verify"
+eventually "a HeldBack event names the unsigned tag" 30 \
+  sh -c "kubectl get events -n default --field-selector involvedObject.name=vetted-app,reason=HeldBack -o jsonpath='{.items[*].message}' | grep -q '2.0.0 held back by verify: no cosign signature'"
+
 # --- a new Pod takes the Lease and goes on reconciling
 kubectl rollout restart -n "$namespace" "deploy/$deployment" >/dev/null
 check "kubectl rollout restart completes" \
