@@ -20,6 +20,14 @@ impl MemoryStore {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// Facts are kept beside tags only, as on disk.
+    fn has_tags(&self, key: &RepoKey) -> bool {
+        self.entries
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(key)
+    }
 }
 
 impl TagStore for MemoryStore {
@@ -61,12 +69,7 @@ impl TagStore for MemoryStore {
     }
 
     fn record_digest(&self, key: &RepoKey, tag: &str, fact: DigestFact) -> Result<(), StoreError> {
-        let has_tags = self
-            .entries
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains_key(key);
-        if has_tags {
+        if self.has_tags(key) {
             let mut digests = self.digests.write().unwrap_or_else(|p| p.into_inner());
             digests.entry(key.clone()).or_default().record(tag, fact);
         }
@@ -79,12 +82,7 @@ impl TagStore for MemoryStore {
     }
 
     fn record_image_facts(&self, key: &RepoKey, facts: ImageFacts) -> Result<(), StoreError> {
-        let has_tags = self
-            .entries
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains_key(key);
-        if has_tags {
+        if self.has_tags(key) {
             let mut images = self.images.write().unwrap_or_else(|p| p.into_inner());
             images.entry(key.clone()).or_default().record(facts);
         }

@@ -462,6 +462,72 @@ fn digest_facts_survive_a_restart_and_a_hostile_file_is_not_read() {
     assert_eq!(store.digest_fact(&k, "1.0.0").unwrap(), None);
 }
 
+fn check_image_facts(store: &dyn TagStore) {
+    use image_reflector::store::{ImageFacts, SignatureVerdict};
+    let (a, none) = (key("ns1", "images"), key("ns1", "no-tags"));
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    let mut facts = ImageFacts {
+        digest: digest.clone(),
+        inspected: true,
+        created: Some(1_700_000_000),
+        recorded_at: 5,
+        ..Default::default()
+    };
+    store.set(&a, &TagList::new(["1.0.0"]).unwrap()).unwrap();
+    store.record_image_facts(&a, facts.clone()).unwrap();
+    facts.set_verdict(SignatureVerdict {
+        keys: "k".into(),
+        verified_by: Some("cosign.pub".into()),
+        reason: String::new(),
+        checked_at: 6,
+    });
+    store.record_image_facts(&a, facts.clone()).unwrap();
+    assert_eq!(store.image_facts(&a, &digest).unwrap(), Some(facts.clone()));
+    assert_eq!(store.image_facts(&a, "sha256:00").unwrap(), None);
+    store.record_image_facts(&none, facts.clone()).unwrap();
+    assert_eq!(
+        store.image_facts(&none, &digest).unwrap(),
+        None,
+        "no facts are kept for a repository without tags"
+    );
+    store.delete(&a).unwrap();
+    store.set(&a, &TagList::new(["1.0.0"]).unwrap()).unwrap();
+    assert_eq!(
+        store.image_facts(&a, &digest).unwrap(),
+        None,
+        "deleted with the tags"
+    );
+}
+
+#[test]
+fn image_facts_are_kept_beside_the_tags_in_both_stores_and_bounded_on_disk() {
+    use image_reflector::store::ImageFacts;
+    check_image_facts(&MemoryStore::new());
+    let dir = tempfile::tempdir().unwrap();
+    check_image_facts(&FsStore::open(dir.path(), 64 * 1024).unwrap());
+    // Across a reopen; and a file over its 4 MiB bound is not read.
+    let k = key("ns1", "app");
+    let facts = ImageFacts {
+        digest: format!("sha256:{}", "cd".repeat(32)),
+        inspected: true,
+        ..Default::default()
+    };
+    {
+        let store = FsStore::open(dir.path(), 64 * 1024).unwrap();
+        store.set(&k, &TagList::new(["1.0.0"]).unwrap()).unwrap();
+        store.record_image_facts(&k, facts.clone()).unwrap();
+    }
+    let store = FsStore::open(dir.path(), 64 * 1024).unwrap();
+    assert_eq!(
+        store.image_facts(&k, &facts.digest).unwrap(),
+        Some(facts.clone())
+    );
+    let file = object_dir(dir.path(), &k).join("images.jsonl");
+    let line = serde_json::to_string(&facts).unwrap() + "\n";
+    std::fs::write(&file, line.repeat(1 + (4 << 20) / line.len())).unwrap();
+    assert_eq!(store.image_facts(&k, &facts.digest).unwrap(), None);
+}
+
 /// A policy records a digest while its repository is being deleted: the deletion never fails
 /// on the file appearing under it ("Directory not empty"), and nothing is left behind.
 #[test]
