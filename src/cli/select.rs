@@ -5,7 +5,7 @@
 
 use super::error::{read_input, CliError};
 use super::Output;
-use crate::api::{ImagePolicySpec, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION};
+use crate::api::{HeldBackTag, ImagePolicySpec, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION};
 use crate::policy::{Policy, PolicyKind};
 use std::io::Write;
 
@@ -36,7 +36,7 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
             "only one of -f and --tags-file can be read from standard input",
         ));
     }
-    let spec = parse_manifest(&read_input(&args.file)?, &args.file)?;
+    let (spec, held) = parse_policy(&read_input(&args.file)?, &args.file)?;
     let policy = spec.selection_policy().map_err(CliError::invalid)?;
     let gates = gate_names(&spec)?;
     let text = read_input(&args.tags_file)?;
@@ -57,12 +57,15 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
                 if !gates.is_empty() {
                     json["gatesNotChecked"] = serde_json::json!(gates);
                 }
+                if !held.is_empty() {
+                    json["heldBack"] = serde_json::json!(held);
+                }
                 let json = serde_json::to_string_pretty(&json).map_err(CliError::failed)?;
                 writeln!(out, "{json}").map_err(write_err)?;
             }
             Output::Text => {
                 write_explanation(out, &x, &policy).map_err(write_err)?;
-                write_gates(out, &gates).map_err(write_err)?;
+                write_gates(out, &gates, &held).map_err(write_err)?;
             }
         }
         return match (&x.elected, x.error) {
@@ -101,9 +104,21 @@ fn gate_names(spec: &ImagePolicySpec) -> Result<Vec<String>, CliError> {
 
 /// The gated election's part of `--explain`: the elected tag and runners-up are the order the
 /// gates would be checked in, and only a registry can answer them.
-fn write_gates(out: &mut impl Write, gates: &[String]) -> std::io::Result<()> {
+fn write_gates(
+    out: &mut impl Write,
+    gates: &[String],
+    held: &[HeldBackTag],
+) -> std::io::Result<()> {
     if gates.is_empty() {
         return Ok(());
+    }
+    // What the controller found when it last walked (the manifest's status.heldBack).
+    for h in held {
+        writeln!(
+            out,
+            "held back (status.heldBack): {} by {}: {}",
+            h.tag, h.gate, h.reason
+        )?;
     }
     writeln!(out, "gates: {}", gates.join("; "))?;
     writeln!(
@@ -161,6 +176,15 @@ fn write_explanation(
 /// imagepolicies -o yaml` prints); exactly one ImagePolicy must be among them. When there were
 /// other documents, a note on standard error says which one was used.
 pub fn parse_manifest(text: &str, source: &str) -> Result<ImagePolicySpec, CliError> {
+    parse_policy(text, source).map(|(spec, _)| spec)
+}
+
+/// [`parse_manifest`], with the tags `status.heldBack` lists when the manifest carries a status
+/// (`kubectl get imagepolicy NAME -o yaml`).
+pub fn parse_policy(
+    text: &str,
+    source: &str,
+) -> Result<(ImagePolicySpec, Vec<HeldBackTag>), CliError> {
     let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(text)
         .map_err(|e| CliError::invalid(format!("{source}: not a YAML or JSON document: {e}")))?;
     let mut found = Vec::new();
@@ -225,8 +249,15 @@ pub fn parse_manifest(text: &str, source: &str) -> Result<ImagePolicySpec, CliEr
         .get("spec")
         .cloned()
         .ok_or_else(|| CliError::invalid(format!("{source}: the ImagePolicy has no spec")))?;
-    serde_json::from_value(spec)
-        .map_err(|e| CliError::invalid(format!("{source}: invalid ImagePolicy spec: {e}")))
+    let spec = serde_json::from_value(spec)
+        .map_err(|e| CliError::invalid(format!("{source}: invalid ImagePolicy spec: {e}")))?;
+    // The status is the controller's: read what can be read of it, never fail on it.
+    let held = doc
+        .pointer("/status/heldBack")
+        .cloned()
+        .and_then(|h| serde_json::from_value(h).ok())
+        .unwrap_or_default();
+    Ok((spec, held))
 }
 
 /// Files an object under the ImagePolicies found or, by kind, under the others.

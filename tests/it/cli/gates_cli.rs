@@ -129,7 +129,8 @@ fn select_names_the_gates_it_cannot_check_offline() {
         "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p}\n\
          spec:\n  imageRepositoryRef: {name: app}\n  policy: {semver: {range: '>=1.0.0'}}\n  \
          filterTags: {minAge: 72h}\n  platforms: [linux/arm64]\n  \
-         verify: {provider: cosign, secretRef: {name: keys}}\n",
+         verify: {provider: cosign, secretRef: {name: keys}}\n\
+         status:\n  heldBack: [{tag: 1.2.0, gate: minAge, reason: '3h old, minAge 72h'}]\n",
     );
     let out = run_bin(
         &["select", "-f", &manifest, "--tags-file", "-"],
@@ -152,6 +153,10 @@ fn select_names_the_gates_it_cannot_check_offline() {
     assert!(
         stdout.contains("gates: minAge 72h; platforms linux/arm64/v8; verify cosign\n"),
         "{stdout}"
+    );
+    assert!(
+        stdout.contains("held back (status.heldBack): 1.2.0 by minAge: 3h old, minAge 72h\n"),
+        "what the controller last found, from `kubectl get -o yaml`: {stdout}"
     );
     let bad = write(
         dir.path(),
