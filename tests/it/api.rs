@@ -151,6 +151,13 @@ fn samples_cover_every_policy_and_reflection_kind() {
         has(&|p| p.spec.image_repository_ref.namespace.is_some()),
         "cross-namespace"
     );
+    assert!(
+        has(&|p| {
+            let gates = p.spec.gates().unwrap();
+            gates.min_age.is_some() && !gates.platforms.is_empty() && gates.verify
+        }),
+        "every gate"
+    );
 }
 
 #[test]
