@@ -184,7 +184,15 @@ async fn min_age_elects_the_newest_old_enough_image_and_waits_for_the_next() {
     registry
         .push_dated("app", "1.3.0", "amd64", None, "d")
         .await;
-    let bench = Bench::new(registry, &["1.0.0", "1.1.0", "1.2.0", "1.3.0"]);
+    // Dated by the manifest's annotation only.
+    let annotated = registry
+        .push_annotated("app", "0.9.0", &ago(now, 20 * day))
+        .await;
+    registry.push_annotated("app", "0.9.5", &ago(now, 30)).await;
+    let bench = Bench::new(
+        registry,
+        &["0.9.0", "0.9.5", "1.0.0", "1.1.0", "1.2.0", "1.3.0"],
+    );
     let mut p = policy(json!({"filterTags": {"minAge": "168h"},
                               "digestReflectionPolicy": "IfNotPresent"}));
     let next = bench.reconcile(&mut p, now).await;
@@ -212,6 +220,20 @@ async fn min_age_elects_the_newest_old_enough_image_and_waits_for_the_next() {
     // 1.3.0 may be pushed again with a date: looked at again at the scan interval (1.2.0
     // alone would wait the 165h it needs).
     assert_eq!(next, Next::After(Duration::from_secs(300)));
+
+    let mut zero = policy(json!({"filterTags": {"minAge": "168h"},
+                                 "policy": {"semver": {"range": "<1.0.0"}},
+                                 "digestReflectionPolicy": "IfNotPresent"}));
+    bench.reconcile(&mut zero, now).await;
+    assert_eq!(elected(&zero), ("0.9.0".into(), Some(annotated)));
+    assert_eq!(
+        held(&zero),
+        vec![(
+            "0.9.5".into(),
+            "minAge".into(),
+            "1d6h old, minAge 168h".into()
+        )]
+    );
 
     // Nothing moved: the same election and not one request.
     let before = bench.requests();

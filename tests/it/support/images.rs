@@ -85,6 +85,17 @@ impl Distribution {
             .0
     }
 
+    /// A linux/amd64 image under `tag` whose config has no `created`, dated by the manifest's
+    /// `org.opencontainers.image.created` annotation instead; returns its digest.
+    pub async fn push_annotated(&self, repository: &str, tag: &str, created: &str) -> String {
+        let config = json!({"architecture": "amd64", "os": "linux", "salt": tag,
+                            "rootfs": {"type": "layers", "diff_ids": []}});
+        let annotations = json!({"org.opencontainers.image.created": created});
+        self.push_config(repository, Some(tag), config, annotations)
+            .await
+            .0
+    }
+
     /// An OCI index under `tag` over one image per entry of `archs` (plus an attestation
     /// manifest, `unknown/unknown`, which is no platform); returns the index digest.
     pub async fn push_platforms(&self, repository: &str, tag: &str, archs: &[Arch<'_>]) -> String {
