@@ -62,132 +62,19 @@ pub(super) async fn walk(ranked: &[String], looks: &Looks<'_>) -> Result<Walked,
     let mut walked = Walked::default();
     for tag in ranked.iter().take(MAX_WALK) {
         walked.walked += 1;
-        let mut spent = false;
-        let mut budget = |walked: &mut Walked| {
-            if !spent {
-                if walked.inspected == MAX_INSPECTIONS {
-                    return false;
-                }
-                spent = true;
-                walked.inspected += 1;
-            }
-            true
+        let mut budget = Budget {
+            used: &mut walked.inspected,
+            charged: false,
         };
-        let fail = |e: String| format!("checking the gates of {tag}: {e}");
-        // The digest the tag names now, and what looking it up read along the way.
-        let stored = blocking(looks.store, looks.key, {
-            let tag = tag.clone();
-            move |s, k| s.digest_fact(k, &tag)
-        })
-        .await;
-        let current = stored.filter(|f| {
-            let age = looks.now.saturating_sub(f.checked_at);
-            !looks.fresh
-                && (looks.settled == Some(tag.as_str())
-                    || (age >= 0 && (age as u64) < looks.recheck.as_secs()))
-        });
-        let (digest, mut inspected) = match current {
-            Some(fact) => (fact.digest, None),
-            None => {
-                if !budget(&mut walked) {
-                    walked.unfinished = true;
-                    break;
-                }
-                let (digest, inspected) = resolve(looks, tag).await.map_err(fail)?;
-                let Some(digest) = digest else {
-                    continue; // gone since the scan: not a candidate
-                };
-                let fact = DigestFact {
-                    digest: digest.clone(),
-                    checked_at: looks.now,
-                };
-                let owned = tag.clone();
-                blocking(looks.store, looks.key, move |s, k| {
-                    s.record_digest(k, &owned, fact).map(Some)
-                })
-                .await;
-                (digest, inspected)
+        let (digest, hold) = match look_at(looks, tag, &mut budget).await {
+            Ok(looked) => looked,
+            Err(Cut::Gone) => continue,
+            Err(Cut::Spent) => {
+                walked.unfinished = true;
+                break;
             }
+            Err(Cut::Failed(e)) => return Err(format!("checking the gates of {tag}: {e}")),
         };
-        let mut facts = blocking(looks.store, looks.key, {
-            let digest = digest.clone();
-            move |s, k| s.image_facts(k, &digest)
-        })
-        .await
-        .unwrap_or_else(|| ImageFacts {
-            digest: digest.clone(),
-            ..Default::default()
-        });
-        let mut changed = false;
-        if looks.gates.needs_image() && !facts.inspected {
-            if inspected.is_none() {
-                if !budget(&mut walked) {
-                    walked.unfinished = true;
-                    break;
-                }
-                inspected = looks
-                    .client
-                    .inspect(looks.image, &digest)
-                    .await
-                    .map_err(|e| fail(e.to_string()))?;
-                // (the digest's manifest is gone: not a candidate, below)
-            }
-            let Some(found) = inspected.take() else {
-                continue;
-            };
-            take_inspection(&mut facts, found);
-            changed = true;
-        }
-        let hold = match check_facts(looks.gates, &facts, looks.now) {
-            Err(hold) => Some(hold),
-            Ok(()) => match looks.keys {
-                None => None,
-                Some(keys) => {
-                    let known = facts.verdict(&keys.fingerprint).filter(|v| {
-                        v.verified_by.is_some()
-                            || (!looks.fresh
-                                && (looks.now.saturating_sub(v.checked_at) as u64)
-                                    < looks.recheck.as_secs())
-                    });
-                    let verdict = match known {
-                        Some(v) => v.clone(),
-                        None => {
-                            if !budget(&mut walked) {
-                                walked.unfinished = true;
-                                break;
-                            }
-                            let signatures = looks
-                                .client
-                                .cosign_signatures(looks.image, &digest)
-                                .await
-                                .map_err(|e| fail(e.to_string()))?;
-                            let verified = keys.verify(&signatures, looks.image, &digest);
-                            let verdict = SignatureVerdict {
-                                keys: keys.fingerprint.clone(),
-                                verified_by: verified.as_ref().ok().cloned(),
-                                reason: verified.err().unwrap_or_default(),
-                                checked_at: looks.now,
-                            };
-                            facts.set_verdict(verdict.clone());
-                            changed = true;
-                            verdict
-                        }
-                    };
-                    verdict.verified_by.is_none().then(|| Hold {
-                        gate: Gate::Verify,
-                        reason: verdict.reason.clone(),
-                        eligible_at: None,
-                    })
-                }
-            },
-        };
-        if changed {
-            facts.recorded_at = looks.now;
-            blocking(looks.store, looks.key, move |s, k| {
-                s.record_image_facts(k, facts).map(Some)
-            })
-            .await;
-        }
         let Some(hold) = hold else {
             walked.elected = Some((tag.clone(), digest));
             break;
@@ -205,6 +92,160 @@ pub(super) async fn walk(ranked: &[String], looks: &Looks<'_>) -> Result<Walked,
         });
     }
     Ok(walked)
+}
+
+/// Why a look at a candidate ended early.
+enum Cut {
+    /// The tag or its manifest is gone since the scan: not a candidate.
+    Gone,
+    /// It needs the registry and this reconcile's inspections are spent.
+    Spent,
+    /// The registry failed: the walk ends.
+    Failed(String),
+}
+
+/// The reconcile's registry inspections, charged once per candidate that needs one.
+struct Budget<'a> {
+    used: &'a mut usize,
+    charged: bool,
+}
+
+impl Budget<'_> {
+    fn charge(&mut self) -> Result<(), Cut> {
+        if !self.charged {
+            if *self.used == MAX_INSPECTIONS {
+                return Err(Cut::Spent);
+            }
+            *self.used += 1;
+            self.charged = true;
+        }
+        Ok(())
+    }
+}
+
+/// One candidate: its digest now, its image's facts, its gates. Returns the digest and, when a
+/// gate holds it back, why.
+async fn look_at(
+    looks: &Looks<'_>,
+    tag: &str,
+    budget: &mut Budget<'_>,
+) -> Result<(String, Option<Hold>), Cut> {
+    let (digest, inspected) = digest_now(looks, tag, budget).await?;
+    let mut facts = blocking(looks.store, looks.key, {
+        let digest = digest.clone();
+        move |s, k| s.image_facts(k, &digest)
+    })
+    .await
+    .unwrap_or_else(|| ImageFacts {
+        digest: digest.clone(),
+        ..Default::default()
+    });
+    let mut changed = false;
+    if looks.gates.needs_image() && !facts.inspected {
+        let found = match inspected {
+            Some(found) => found,
+            None => {
+                budget.charge()?;
+                let inspected = looks.client.inspect(looks.image, &digest).await;
+                inspected
+                    .map_err(|e| Cut::Failed(e.to_string()))?
+                    .ok_or(Cut::Gone)?
+            }
+        };
+        take_inspection(&mut facts, found);
+        changed = true;
+    }
+    let hold = match check_facts(looks.gates, &facts, looks.now) {
+        Err(hold) => Some(hold),
+        Ok(()) => signature_hold(looks, &mut facts, &mut changed, budget).await?,
+    };
+    if changed {
+        facts.recorded_at = looks.now;
+        blocking(looks.store, looks.key, move |s, k| {
+            s.record_image_facts(k, facts).map(Some)
+        })
+        .await;
+    }
+    Ok((digest, hold))
+}
+
+/// The digest `tag` names: the stored one while it is current (looked up within `recheck`, or
+/// the settled election's), else from the registry, with the inspection read along the way.
+async fn digest_now(
+    looks: &Looks<'_>,
+    tag: &str,
+    budget: &mut Budget<'_>,
+) -> Result<(String, Option<Inspected>), Cut> {
+    let stored = blocking(looks.store, looks.key, {
+        let tag = tag.to_string();
+        move |s, k| s.digest_fact(k, &tag)
+    })
+    .await;
+    let current = stored.filter(|f| {
+        let age = looks.now.saturating_sub(f.checked_at);
+        !looks.fresh
+            && (looks.settled == Some(tag) || (age >= 0 && (age as u64) < looks.recheck.as_secs()))
+    });
+    if let Some(fact) = current {
+        return Ok((fact.digest, None));
+    }
+    budget.charge()?;
+    let (digest, inspected) = resolve(looks, tag).await.map_err(Cut::Failed)?;
+    let digest = digest.ok_or(Cut::Gone)?;
+    let fact = DigestFact {
+        digest: digest.clone(),
+        checked_at: looks.now,
+    };
+    let owned = tag.to_string();
+    blocking(looks.store, looks.key, move |s, k| {
+        s.record_digest(k, &owned, fact).map(Some)
+    })
+    .await;
+    Ok((digest, inspected))
+}
+
+/// The verify gate: the stored verdict for these keys while it holds (a valid signature
+/// always; "not valid" within `recheck`), else the signatures read and verified now.
+async fn signature_hold(
+    looks: &Looks<'_>,
+    facts: &mut ImageFacts,
+    changed: &mut bool,
+    budget: &mut Budget<'_>,
+) -> Result<Option<Hold>, Cut> {
+    let Some(keys) = looks.keys else {
+        return Ok(None);
+    };
+    let known = facts.verdict(&keys.fingerprint).filter(|v| {
+        v.verified_by.is_some()
+            || (!looks.fresh
+                && (looks.now.saturating_sub(v.checked_at) as u64) < looks.recheck.as_secs())
+    });
+    let verdict = match known {
+        Some(v) => v.clone(),
+        None => {
+            budget.charge()?;
+            let signatures = looks
+                .client
+                .cosign_signatures(looks.image, &facts.digest)
+                .await
+                .map_err(|e| Cut::Failed(e.to_string()))?;
+            let verified = keys.verify(&signatures, looks.image, &facts.digest);
+            let verdict = SignatureVerdict {
+                keys: keys.fingerprint.clone(),
+                verified_by: verified.as_ref().ok().cloned(),
+                reason: verified.err().unwrap_or_default(),
+                checked_at: looks.now,
+            };
+            facts.set_verdict(verdict.clone());
+            *changed = true;
+            verdict
+        }
+    };
+    Ok(verdict.verified_by.is_none().then_some(Hold {
+        gate: Gate::Verify,
+        reason: verdict.reason,
+        eligible_at: None,
+    }))
 }
 
 /// The digest `tag` names now: with the image gates, by GETting the manifest (which the
