@@ -576,3 +576,50 @@ async fn a_long_walk_goes_on_over_reconciles_within_its_bound() {
         "only the two not yet looked at"
     );
 }
+
+#[tokio::test]
+async fn with_always_a_tag_moved_to_unsigned_content_is_no_longer_elected() {
+    let registry = Distribution::start(Variant::default());
+    let repo = format!("{}/app", registry.host);
+    let signer = key(2);
+    for (tag, salt) in [("1.0.0", "a"), ("2.0.0", "b")] {
+        let digest = registry.push_dated("app", tag, "amd64", None, salt).await;
+        let signature = sign(&signer, payload(&repo, &digest));
+        registry.push_signatures("app", &digest, &[signature]).await;
+    }
+    let mut bench = Bench::new(registry, &["1.0.0", "2.0.0"]);
+    bench
+        .cluster
+        .keys
+        .insert("cosign.pub".into(), public_pem(&signer));
+    let mut p = policy(
+        json!({"verify": {"provider": "cosign", "secretRef": {"name": "cosign-keys"}},
+                              "digestReflectionPolicy": "Always", "interval": "10m"}),
+    );
+    let now = Timestamp::now();
+    assert_eq!(
+        bench.reconcile(&mut p, now).await,
+        Next::After(Duration::from_secs(600))
+    );
+    assert_eq!(elected(&p).0, "2.0.0");
+    let moved = bench
+        .registry
+        .push_dated("app", "2.0.0", "amd64", None, "unsigned")
+        .await;
+    bench
+        .reconcile(&mut p, now + SignedDuration::from_secs(60))
+        .await;
+    assert_eq!(
+        elected(&p).0,
+        "2.0.0",
+        "within the interval the digest is not asked again"
+    );
+    bench
+        .reconcile(&mut p, now + SignedDuration::from_secs(601))
+        .await;
+    assert_eq!(elected(&p).0, "1.0.0");
+    let held_back = status(&p).held_back.clone().unwrap();
+    assert_eq!(held_back[0].tag, "2.0.0");
+    assert_eq!(held_back[0].digest.as_deref(), Some(moved.as_str()));
+    assert_eq!(held_back[0].gate, "verify");
+}
