@@ -8,7 +8,7 @@ use crate::support::distribution::{Distribution, Variant};
 use crate::support::images::{key, payload, public_pem, sign, Arch};
 use image_reflector::api::{ConditionStatus, ImagePolicy, ImagePolicyStatus, ImageRepository};
 use image_reflector::controller::image_policy::decide::{
-    reconcile_policy, PolicyEnv, PolicyReader, CONTINUE_WALK, MAX_INSPECTIONS,
+    reconcile_policy, PolicyEnv, PolicyReader, CONTINUE_WALK, MAX_INSPECTIONS, MAX_WALK,
 };
 use image_reflector::controller::shared::credentials::ObjectReader;
 use image_reflector::controller::shared::next::Next;
@@ -622,4 +622,55 @@ async fn with_always_a_tag_moved_to_unsigned_content_is_no_longer_elected() {
     assert_eq!(held_back[0].tag, "2.0.0");
     assert_eq!(held_back[0].digest.as_deref(), Some(moved.as_str()));
     assert_eq!(held_back[0].gate, "verify");
+}
+
+#[tokio::test]
+async fn the_walk_stops_at_fifty_candidates() {
+    let registry = Distribution::start(Variant::default());
+    let tags: Vec<String> = (0..55).map(|i| format!("1.{i}.0")).collect();
+    for tag in &tags {
+        registry.push_dated("app", tag, "amd64", None, tag).await;
+    }
+    let names: Vec<&str> = tags.iter().map(String::as_str).collect();
+    let mut bench = Bench::new(registry, &names);
+    bench
+        .cluster
+        .keys
+        .insert("cosign.pub".into(), public_pem(&key(1)));
+    let mut p =
+        policy(json!({"verify": {"provider": "cosign", "secretRef": {"name": "cosign-keys"}}}));
+    let now = Timestamp::now();
+    let mut reconciles = 0;
+    while bench.reconcile(&mut p, now).await == Next::After(CONTINUE_WALK) {
+        reconciles += 1;
+        assert!(reconciles < 10, "the walk ends");
+    }
+    assert_eq!(
+        reconciles,
+        MAX_WALK / MAX_INSPECTIONS - 1,
+        "ten inspections a reconcile"
+    );
+    let (_, reason, message) = ready(&p);
+    assert_eq!(reason, "NoEligibleTag");
+    assert!(
+        message.starts_with(&format!(
+            "no tag passes the gates among the {MAX_WALK} best candidates"
+        )),
+        "{message}"
+    );
+    // Each of the 50 cost a HEAD and a signature-manifest GET; the five below were never asked.
+    assert_eq!(
+        bench.requests(),
+        2 * MAX_WALK as u64 + 1,
+        "the first HTTPS attempt, then 100"
+    );
+    let before = bench.requests();
+    bench
+        .reconcile(&mut p, now + SignedDuration::from_secs(60))
+        .await;
+    assert_eq!(
+        bench.requests(),
+        before,
+        "all 50 known: no request within the interval"
+    );
 }
