@@ -8,7 +8,9 @@ use super::digest::{reflected_digest, Wanted};
 pub use super::env::{PolicyEnv, PolicyReader};
 pub use super::gated::{MAX_INSPECTIONS, MAX_WALK};
 pub use super::gated_step::CONTINUE_WALK;
-use super::gated_step::{elect_gated, held_note, no_eligible_message, Gated, GatedOutcome};
+use super::gated_step::{
+    elect_gated, held_note, no_eligible_message, Candidates, Gated, GatedOutcome,
+};
 use super::report::ready_message;
 use crate::api::{
     format_go_duration, parse_go_duration, ImagePolicy, ImagePolicyStatus, ImageRef,
@@ -21,7 +23,7 @@ use crate::controller::shared::status::finish_status;
 use crate::controller::shared::summary::{fail, stall, Outcome};
 use crate::policy::NotElected;
 use crate::registry::ImageReference;
-use crate::store::{RepoKey, StoreError, TagStore};
+use crate::store::{RepoKey, StoreError, TagList, TagStore};
 use kube::ResourceExt;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -147,8 +149,10 @@ async fn run_steps<R: PolicyReader>(
         Ok(key) => key,
         Err(err) => return failed(c, Reason::Failure, err.to_string()),
     };
-    let walk = if gates.any() { MAX_WALK } else { 0 };
-    let elected = match read_and_elect(env.store.clone(), key.clone(), selection, walk).await {
+    // A gated election may rank further candidates after the best: it keeps the policy and tags.
+    let ranking = gates.any().then(|| selection.clone());
+    let keep_tags = ranking.is_some();
+    let elected = match read_and_elect(env.store.clone(), key.clone(), selection, keep_tags).await {
         Ok(elected) => elected,
         Err(message) => return failed(c, Reason::Failure, message),
     };
@@ -193,12 +197,17 @@ async fn run_steps<R: PolicyReader>(
             message,
         );
     };
-    let ranked = match elected {
-        Ok(ranked) => ranked,
+    let (tag, tags) = match elected {
+        Ok(elected) => elected,
         Err(err) => return failed(c, Reason::Failure, err.to_string()),
     };
     let name = repo.spec.image.clone();
-    if gates.any() {
+    if let Some(ranking) = ranking {
+        let candidates = Candidates {
+            best: tag,
+            tags: tags.unwrap_or_default(),
+            ranking,
+        };
         let gated = Gated {
             repo: &repo,
             image: &image,
@@ -206,7 +215,7 @@ async fn run_steps<R: PolicyReader>(
             gates: &gates,
             interval,
         };
-        return match elect_gated(policy, &gated, &ranked, status, env).await {
+        return match elect_gated(policy, &gated, candidates, status, env).await {
             Ok(GatedOutcome::Elected { held, look_again }) => {
                 status.held_back = (!held.is_empty()).then_some(held);
                 c.delete(ConditionType::Ready);
@@ -244,7 +253,6 @@ async fn run_steps<R: PolicyReader>(
         };
     }
     status.held_back = None;
-    let tag = ranked.into_iter().next().unwrap_or_default();
     let wanted = Wanted {
         image: &image,
         key: &key,
@@ -272,27 +280,26 @@ async fn run_steps<R: PolicyReader>(
     )
 }
 
-/// The stored tags' election, `None` when there are none. Reading and electing run on the
-/// blocking pool: a repository may hold a million tags and the pattern is a tenant's
-/// (docs/security.md).
+/// The stored tags' election, `None` when there are none, and the tags when `keep_tags` (a
+/// gated election may rank more candidates). Reading and electing run on the blocking pool: a
+/// repository may hold a million tags and the pattern is a tenant's (docs/security.md).
 async fn read_and_elect(
     store: Arc<dyn TagStore>,
     key: RepoKey,
     selection: crate::policy::Policy,
-    walk: usize,
-) -> Result<Option<Result<Vec<String>, NotElected>>, String> {
+    keep_tags: bool,
+) -> Result<Option<Result<(String, Option<TagList>), NotElected>>, String> {
     let span = tracing::info_span!("store read");
     let elect = move || {
         let (tags, _) = span.in_scope(|| store.get(&key))?;
-        Ok::<_, StoreError>((!tags.is_empty()).then(|| {
-            let best = selection.select_sorted(tags.iter()).map(str::to_string)?;
-            if walk <= 1 {
-                return Ok(vec![best]);
-            }
-            // A gated election walks the best candidates down (gated.rs).
-            let ranked = selection.ranked(tags.iter(), walk);
-            Ok(ranked.into_iter().map(|c| c.tag).collect())
-        }))
+        if tags.is_empty() {
+            return Ok::<_, StoreError>(None);
+        }
+        let best = match selection.select_sorted(tags.iter()) {
+            Ok(best) => best.to_string(),
+            Err(err) => return Ok(Some(Err(err))),
+        };
+        Ok(Some(Ok((best, keep_tags.then_some(tags)))))
     };
     let read = tokio::task::spawn_blocking(elect).await;
     read.map_err(|e| e.to_string())

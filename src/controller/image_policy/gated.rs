@@ -56,11 +56,15 @@ pub(super) struct Walked {
     pub unfinished: bool,
 }
 
-/// Walks `ranked` (best first) and elects the first candidate that passes every gate. A
-/// registry error ends the walk with an error: nothing unchecked is elected.
-pub(super) async fn walk(ranked: &[String], looks: &Looks<'_>) -> Result<Walked, String> {
-    let mut walked = Walked::default();
-    for tag in ranked.iter().take(MAX_WALK) {
+/// Walks `ranked` (best first) on from where `walked` stands, and elects the first candidate
+/// that passes every gate. A registry error ends the walk with an error: nothing unchecked is
+/// elected.
+pub(super) async fn walk(
+    ranked: &[String],
+    looks: &Looks<'_>,
+    walked: &mut Walked,
+) -> Result<(), String> {
+    for tag in ranked.iter().take(MAX_WALK.saturating_sub(walked.walked)) {
         walked.walked += 1;
         let mut budget = Budget {
             used: &mut walked.inspected,
@@ -91,7 +95,7 @@ pub(super) async fn walk(ranked: &[String], looks: &Looks<'_>) -> Result<Walked,
             reason: hold.reason,
         });
     }
-    Ok(walked)
+    Ok(())
 }
 
 /// Why a look at a candidate ended early.

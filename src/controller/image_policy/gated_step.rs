@@ -5,7 +5,7 @@
 
 use super::digest::{registry_client, requested};
 use super::env::{PolicyEnv, PolicyReader};
-use super::gated::{walk, Looks};
+use super::gated::{walk, Looks, Walked, MAX_WALK};
 use crate::api::{
     HeldBackTag, ImagePolicy, ImagePolicyStatus, ImageRef, ImageRepository, ReflectionPolicy,
     MAX_HELD_BACK,
@@ -13,9 +13,9 @@ use crate::api::{
 use crate::controller::shared::conditions::Reason;
 use crate::controller::shared::credentials::secret_data;
 use crate::controller::shared::intervals::intervals;
-use crate::policy::Gates;
+use crate::policy::{Gates, Policy};
 use crate::registry::{ImageReference, TrustedKeys};
-use crate::store::RepoKey;
+use crate::store::{RepoKey, TagList};
 use kube::ResourceExt;
 use std::time::Duration;
 
@@ -52,11 +52,41 @@ pub(super) enum GatedOutcome {
     },
 }
 
-/// Elects the best candidate of `ranked` that passes the gates into `status.latestRef`.
+/// The candidates of a gated election: the best, and what ranks the rest.
+pub(super) struct Candidates {
+    pub best: String,
+    pub tags: TagList,
+    pub ranking: Policy,
+}
+
+impl Candidates {
+    /// The next best candidates after `best`, best first. Ranked only when `best` was held
+    /// back: a steady state whose best passes costs what Flux's election costs.
+    async fn rest(self) -> Result<Vec<String>, String> {
+        let Candidates {
+            best,
+            tags,
+            ranking,
+        } = self;
+        let rank = move || {
+            let ranked = ranking.ranked(tags.iter(), MAX_WALK);
+            ranked
+                .into_iter()
+                .map(|c| c.tag)
+                .filter(|t| *t != best)
+                .collect()
+        };
+        tokio::task::spawn_blocking(rank)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Elects the best candidate that passes the gates into `status.latestRef`.
 pub(super) async fn elect_gated<R: PolicyReader>(
     policy: &ImagePolicy,
     gated: &Gated<'_>,
-    ranked: &[String],
+    candidates: Candidates,
     status: &mut ImagePolicyStatus,
     env: &PolicyEnv<'_, R>,
 ) -> Result<GatedOutcome, (Reason, String)> {
@@ -99,7 +129,13 @@ pub(super) async fn elect_gated<R: PolicyReader>(
         // goes on over reconciles (before its generation is observed) must not start again.
         fresh: requested(policy, status),
     };
-    let walked = walk(ranked, &looks).await.map_err(check)?;
+    let mut walked = Walked::default();
+    let best = std::slice::from_ref(&candidates.best);
+    walk(best, &looks, &mut walked).await.map_err(check)?;
+    if walked.elected.is_none() && !walked.unfinished {
+        let rest = candidates.rest().await.map_err(check)?;
+        walk(&rest, &looks, &mut walked).await.map_err(check)?;
+    }
     let held: Vec<HeldBackTag> = walked.held.into_iter().take(MAX_HELD_BACK).collect();
     if let Some((tag, digest)) = walked.elected {
         let digest = (reflection != ReflectionPolicy::Never).then_some(digest);
