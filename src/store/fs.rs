@@ -282,9 +282,8 @@ impl TagStore for FsStore {
         Ok(())
     }
 
-    fn digest_fact(&self, key: &RepoKey, tag: &str) -> Result<Option<DigestFact>, StoreError> {
-        let facts = read_digests(&self.object_dir(key).join(DIGESTS));
-        Ok(facts.get(tag).cloned())
+    fn digest_facts(&self, key: &RepoKey) -> Result<DigestFacts, StoreError> {
+        Ok(read_digests(&self.object_dir(key).join(DIGESTS)))
     }
 
     fn record_digest(&self, key: &RepoKey, tag: &str, fact: DigestFact) -> Result<(), StoreError> {
@@ -299,9 +298,8 @@ impl TagStore for FsStore {
         write_file(&dir, DIGESTS, facts.render().as_bytes(), false)
     }
 
-    fn image_facts(&self, key: &RepoKey, digest: &str) -> Result<Option<ImageFacts>, StoreError> {
-        let file = read_images(&self.object_dir(key).join(IMAGES));
-        Ok(file.get(digest).cloned())
+    fn all_image_facts(&self, key: &RepoKey) -> Result<ImageFactsFile, StoreError> {
+        Ok(read_images(&self.object_dir(key).join(IMAGES)))
     }
 
     fn record_image_facts(&self, key: &RepoKey, facts: ImageFacts) -> Result<(), StoreError> {

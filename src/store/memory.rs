@@ -63,9 +63,9 @@ impl TagStore for MemoryStore {
         Ok(())
     }
 
-    fn digest_fact(&self, key: &RepoKey, tag: &str) -> Result<Option<DigestFact>, StoreError> {
+    fn digest_facts(&self, key: &RepoKey) -> Result<DigestFacts, StoreError> {
         let digests = self.digests.read().unwrap_or_else(|p| p.into_inner());
-        Ok(digests.get(key).and_then(|f| f.get(tag)).cloned())
+        Ok(digests.get(key).cloned().unwrap_or_default())
     }
 
     fn record_digest(&self, key: &RepoKey, tag: &str, fact: DigestFact) -> Result<(), StoreError> {
@@ -76,9 +76,9 @@ impl TagStore for MemoryStore {
         Ok(())
     }
 
-    fn image_facts(&self, key: &RepoKey, digest: &str) -> Result<Option<ImageFacts>, StoreError> {
+    fn all_image_facts(&self, key: &RepoKey) -> Result<ImageFactsFile, StoreError> {
         let images = self.images.read().unwrap_or_else(|p| p.into_inner());
-        Ok(images.get(key).and_then(|f| f.get(digest)).cloned())
+        Ok(images.get(key).cloned().unwrap_or_default())
     }
 
     fn record_image_facts(&self, key: &RepoKey, facts: ImageFacts) -> Result<(), StoreError> {

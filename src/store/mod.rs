@@ -37,14 +37,24 @@ pub trait TagStore: Send + Sync {
     /// Forgets `key`.
     fn delete(&self, key: &RepoKey) -> Result<(), StoreError>;
 
-    /// When `tag`'s digest was last fetched (`digests.rs`); `None` when not known.
-    fn digest_fact(&self, key: &RepoKey, tag: &str) -> Result<Option<DigestFact>, StoreError>;
+    /// When each of `key`'s tags had its digest fetched (`digests.rs`), in one read.
+    fn digest_facts(&self, key: &RepoKey) -> Result<DigestFacts, StoreError>;
+
+    /// When `tag`'s digest was last fetched; `None` when not known.
+    fn digest_fact(&self, key: &RepoKey, tag: &str) -> Result<Option<DigestFact>, StoreError> {
+        Ok(self.digest_facts(key)?.get(tag).cloned())
+    }
 
     /// Remembers a fetched digest of `tag`, beside `key`'s tags (nothing when it has none).
     fn record_digest(&self, key: &RepoKey, tag: &str, fact: DigestFact) -> Result<(), StoreError>;
 
-    /// What a gated election learnt about the image `digest` (`image_facts.rs`).
-    fn image_facts(&self, key: &RepoKey, digest: &str) -> Result<Option<ImageFacts>, StoreError>;
+    /// What gated elections learnt about `key`'s images (`image_facts.rs`), in one read.
+    fn all_image_facts(&self, key: &RepoKey) -> Result<ImageFactsFile, StoreError>;
+
+    /// What a gated election learnt about the image `digest`.
+    fn image_facts(&self, key: &RepoKey, digest: &str) -> Result<Option<ImageFacts>, StoreError> {
+        Ok(self.all_image_facts(key)?.get(digest).cloned())
+    }
 
     /// Remembers an image's facts beside `key`'s tags (nothing when it has none).
     fn record_image_facts(&self, key: &RepoKey, facts: ImageFacts) -> Result<(), StoreError>;

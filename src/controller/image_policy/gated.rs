@@ -8,8 +8,10 @@ use crate::api::HeldBackTag;
 use crate::policy::{check_image, created_for, Gate, Gates, Hold, Platform};
 use crate::registry::{ImageReference, Inspected, RegistryClient, TrustedKeys};
 use crate::store::{
-    DigestFact, ImageFacts, PlatformFact, RepoKey, SignatureVerdict, StoreError, TagStore,
+    DigestFact, DigestFacts, ImageFacts, ImageFactsFile, PlatformFact, RepoKey, SignatureVerdict,
+    StoreError, TagStore,
 };
+use futures::future::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,8 +22,8 @@ pub const MAX_WALK: usize = 50;
 pub const MAX_INSPECTIONS: usize = 10;
 
 /// What the walk reads besides the candidates.
-pub(super) struct Looks<'a> {
-    pub client: &'a RegistryClient,
+pub(super) struct Looks<'a, 'c> {
+    pub client: &'a LazyClient<'c>,
     pub image: &'a ImageReference,
     pub key: &'a RepoKey,
     pub store: &'a Arc<dyn TagStore>,
@@ -38,6 +40,52 @@ pub(super) struct Looks<'a> {
     /// A reconcile was requested: nothing stored is taken as current but what a digest names
     /// (its image's creation time and platforms, a valid signature).
     pub fresh: bool,
+}
+
+/// The registry client, built at the first request: a walk answered from the store reads no
+/// Secret and builds nothing.
+pub(super) struct LazyClient<'a> {
+    cell: tokio::sync::OnceCell<RegistryClient>,
+    #[allow(clippy::type_complexity)]
+    make: Box<dyn Fn() -> BoxFuture<'a, Result<RegistryClient, String>> + Send + Sync + 'a>,
+}
+
+impl<'a> LazyClient<'a> {
+    pub fn new(
+        make: impl Fn() -> BoxFuture<'a, Result<RegistryClient, String>> + Send + Sync + 'a,
+    ) -> Self {
+        LazyClient {
+            cell: tokio::sync::OnceCell::new(),
+            make: Box::new(make),
+        }
+    }
+
+    async fn get(&self) -> Result<&RegistryClient, Cut> {
+        let made = self.cell.get_or_try_init(|| (self.make)()).await;
+        made.map_err(Cut::Failed)
+    }
+}
+
+/// What the store knew of the repository's digests and images when the walk began, and what
+/// the walk learnt since: read once per reconcile, written through as it learns.
+#[derive(Default)]
+pub(super) struct Known {
+    digests: DigestFacts,
+    images: ImageFactsFile,
+}
+
+impl Known {
+    /// One read of both files; a failure only costs requests (the facts are advisory).
+    pub async fn read(store: &Arc<dyn TagStore>, key: &RepoKey) -> Known {
+        blocking(store, key, |s, k| {
+            Ok(Some(Known {
+                digests: s.digest_facts(k)?,
+                images: s.all_image_facts(k)?,
+            }))
+        })
+        .await
+        .unwrap_or_default()
+    }
 }
 
 /// Where the walk ended.
@@ -61,7 +109,8 @@ pub(super) struct Walked {
 /// elected.
 pub(super) async fn walk(
     ranked: &[String],
-    looks: &Looks<'_>,
+    looks: &Looks<'_, '_>,
+    known: &mut Known,
     walked: &mut Walked,
 ) -> Result<(), String> {
     for tag in ranked.iter().take(MAX_WALK.saturating_sub(walked.walked)) {
@@ -70,7 +119,7 @@ pub(super) async fn walk(
             used: &mut walked.inspected,
             charged: false,
         };
-        let (digest, hold) = match look_at(looks, tag, &mut budget).await {
+        let (digest, hold) = match look_at(looks, known, tag, &mut budget).await {
             Ok(looked) => looked,
             Err(Cut::Gone) => continue,
             Err(Cut::Spent) => {
@@ -130,27 +179,32 @@ impl Budget<'_> {
 /// One candidate: its digest now, its image's facts, its gates. Returns the digest and, when a
 /// gate holds it back, why.
 async fn look_at(
-    looks: &Looks<'_>,
+    looks: &Looks<'_, '_>,
+    known: &mut Known,
     tag: &str,
     budget: &mut Budget<'_>,
 ) -> Result<(String, Option<Hold>), Cut> {
-    let (digest, inspected) = digest_now(looks, tag, budget).await?;
-    let mut facts = blocking(looks.store, looks.key, {
-        let digest = digest.clone();
-        move |s, k| s.image_facts(k, &digest)
-    })
-    .await
-    .unwrap_or_else(|| ImageFacts {
-        digest: digest.clone(),
-        ..Default::default()
-    });
+    let (digest, inspected) = digest_now(looks, known, tag, budget).await?;
+    let mut facts = known
+        .images
+        .get(&digest)
+        .cloned()
+        .unwrap_or_else(|| ImageFacts {
+            digest: digest.clone(),
+            ..Default::default()
+        });
     let mut changed = false;
     if looks.gates.needs_image() && !facts.inspected {
         let found = match inspected {
             Some(found) => found,
             None => {
                 budget.charge()?;
-                let inspected = looks.client.inspect(looks.image, &digest).await;
+                let inspected = looks
+                    .client
+                    .get()
+                    .await?
+                    .inspect(looks.image, &digest)
+                    .await;
                 inspected
                     .map_err(|e| Cut::Failed(e.to_string()))?
                     .ok_or(Cut::Gone)?
@@ -165,6 +219,7 @@ async fn look_at(
     };
     if changed {
         facts.recorded_at = looks.now;
+        known.images.record(facts.clone());
         blocking(looks.store, looks.key, move |s, k| {
             s.record_image_facts(k, facts).map(Some)
         })
@@ -176,16 +231,12 @@ async fn look_at(
 /// The digest `tag` names: the stored one while it is current (looked up within `recheck`, or
 /// the settled election's), else from the registry, with the inspection read along the way.
 async fn digest_now(
-    looks: &Looks<'_>,
+    looks: &Looks<'_, '_>,
+    known: &mut Known,
     tag: &str,
     budget: &mut Budget<'_>,
 ) -> Result<(String, Option<Inspected>), Cut> {
-    let stored = blocking(looks.store, looks.key, {
-        let tag = tag.to_string();
-        move |s, k| s.digest_fact(k, &tag)
-    })
-    .await;
-    let current = stored.filter(|f| {
+    let current = known.digests.get(tag).cloned().filter(|f| {
         let age = looks.now.saturating_sub(f.checked_at);
         !looks.fresh
             && (looks.settled == Some(tag) || (age >= 0 && (age as u64) < looks.recheck.as_secs()))
@@ -194,12 +245,13 @@ async fn digest_now(
         return Ok((fact.digest, None));
     }
     budget.charge()?;
-    let (digest, inspected) = resolve(looks, tag).await.map_err(Cut::Failed)?;
+    let (digest, inspected) = resolve(looks, known, tag).await?;
     let digest = digest.ok_or(Cut::Gone)?;
     let fact = DigestFact {
         digest: digest.clone(),
         checked_at: looks.now,
     };
+    known.digests.record(tag, fact.clone());
     let owned = tag.to_string();
     blocking(looks.store, looks.key, move |s, k| {
         s.record_digest(k, &owned, fact).map(Some)
@@ -211,7 +263,7 @@ async fn digest_now(
 /// The verify gate: the stored verdict for these keys while it holds (a valid signature
 /// always; "not valid" within `recheck`), else the signatures read and verified now.
 async fn signature_hold(
-    looks: &Looks<'_>,
+    looks: &Looks<'_, '_>,
     facts: &mut ImageFacts,
     changed: &mut bool,
     budget: &mut Budget<'_>,
@@ -230,6 +282,8 @@ async fn signature_hold(
             budget.charge()?;
             let signatures = looks
                 .client
+                .get()
+                .await?
                 .cosign_signatures(looks.image, &facts.digest)
                 .await
                 .map_err(|e| Cut::Failed(e.to_string()))?;
@@ -256,34 +310,29 @@ async fn signature_hold(
 /// inspection then reads on, unless its digest is already known); otherwise a HEAD. `None`:
 /// the tag is gone.
 async fn resolve(
-    looks: &Looks<'_>,
+    looks: &Looks<'_, '_>,
+    known: &Known,
     tag: &str,
-) -> Result<(Option<String>, Option<Inspected>), String> {
+) -> Result<(Option<String>, Option<Inspected>), Cut> {
+    let client = looks.client.get().await?;
+    let failed = |e: crate::registry::RegistryError| Cut::Failed(e.to_string());
     if looks.gates.needs_image() {
-        let client = looks.client;
-        let manifest = client.manifest(looks.image, tag).await;
-        let Some(manifest) = manifest.map_err(|e| e.to_string())? else {
+        let Some(manifest) = client.manifest(looks.image, tag).await.map_err(failed)? else {
             return Ok((None, None));
         };
         let digest = manifest.digest.clone();
-        let known = blocking(looks.store, looks.key, {
-            let digest = digest.clone();
-            move |s, k| s.image_facts(k, &digest)
-        })
-        .await
-        .is_some_and(|f| f.inspected);
-        if known {
+        if known.images.get(&digest).is_some_and(|f| f.inspected) {
             return Ok((Some(digest), None));
         }
         let inspected = client.inspect_manifest(looks.image, manifest).await;
-        return Ok((Some(digest), Some(inspected.map_err(|e| e.to_string())?)));
+        return Ok((Some(digest), Some(inspected.map_err(failed)?)));
     }
-    match looks.client.digest(looks.image, tag).await {
+    match client.digest(looks.image, tag).await {
         Ok(digest) => Ok((Some(digest), None)),
         Err(crate::registry::RegistryError::Status {
             status_code: 404, ..
         }) => Ok((None, None)),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(failed(e)),
     }
 }
 

@@ -5,7 +5,7 @@
 
 use super::digest::{registry_client, requested};
 use super::env::{PolicyEnv, PolicyReader};
-use super::gated::{walk, Looks, Walked, MAX_WALK};
+use super::gated::{walk, Known, LazyClient, Looks, Walked, MAX_WALK};
 use crate::api::{
     HeldBackTag, ImagePolicy, ImagePolicyStatus, ImageRef, ImageRepository, ReflectionPolicy,
     MAX_HELD_BACK,
@@ -104,9 +104,14 @@ pub(super) async fn elect_gated<R: PolicyReader>(
         ),
         None => None,
     };
-    let (client, _) = registry_client(gated.repo, gated.image, env)
-        .await
-        .map_err(|e| check(format!("checking the gates: {e}")))?;
+    // Built at the first registry request: a steady state reads none of the repository's
+    // Secrets.
+    let client = LazyClient::new(move || {
+        Box::pin(async move {
+            let made = registry_client(gated.repo, gated.image, env).await;
+            made.map(|(client, _)| client)
+        })
+    });
     let reflection = policy.spec.digest_reflection_policy.unwrap_or_default();
     let always = reflection == ReflectionPolicy::Always;
     let (scan_interval, _) = intervals(gated.repo).map_err(check)?;
@@ -129,12 +134,17 @@ pub(super) async fn elect_gated<R: PolicyReader>(
         // goes on over reconciles (before its generation is observed) must not start again.
         fresh: requested(policy, status),
     };
+    let mut known = Known::read(env.store, gated.key).await;
     let mut walked = Walked::default();
     let best = std::slice::from_ref(&candidates.best);
-    walk(best, &looks, &mut walked).await.map_err(check)?;
+    walk(best, &looks, &mut known, &mut walked)
+        .await
+        .map_err(check)?;
     if walked.elected.is_none() && !walked.unfinished {
         let rest = candidates.rest().await.map_err(check)?;
-        walk(&rest, &looks, &mut walked).await.map_err(check)?;
+        walk(&rest, &looks, &mut known, &mut walked)
+            .await
+            .map_err(check)?;
     }
     let held: Vec<HeldBackTag> = walked.held.into_iter().take(MAX_HELD_BACK).collect();
     if let Some((tag, digest)) = walked.elected {

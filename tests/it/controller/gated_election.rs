@@ -24,14 +24,30 @@ use std::time::Duration;
 
 const NS: &str = "team";
 
-/// The cluster a policy reads: one ImageRepository and the trusted keys' Secret.
+/// The cluster a policy reads: one ImageRepository (whose pull credentials are the Secret
+/// `creds`, counted as read) and the trusted keys' Secret.
 struct Cluster {
     repository: ImageRepository,
     keys: BTreeMap<String, String>,
+    creds_reads: std::sync::atomic::AtomicUsize,
 }
 
 impl ObjectReader for Cluster {
     async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, String> {
+        if namespace == NS && name == "creds" {
+            self.creds_reads
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let config = json!({"auths": {"unused.example": {"auth": "dTpw"}}}).to_string();
+            let data = [(
+                ".dockerconfigjson".to_string(),
+                ByteString(config.into_bytes()),
+            )];
+            return Ok(Some(Secret {
+                type_: Some("kubernetes.io/dockerconfigjson".into()),
+                data: Some(data.into_iter().collect()),
+                ..Default::default()
+            }));
+        }
         if namespace != NS || name != "cosign-keys" {
             return Ok(None);
         }
@@ -79,7 +95,8 @@ impl Bench {
         let repository = serde_json::from_value(json!({
             "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImageRepository",
             "metadata": {"name": "app", "namespace": NS},
-            "spec": {"image": format!("{}/app", registry.host), "interval": "5m"},
+            "spec": {"image": format!("{}/app", registry.host), "interval": "5m",
+                     "secretRef": {"name": "creds"}},
             "status": {"lastScanResult": {"tagCount": tags.len(), "scanTime": "2026-01-01T00:00:00Z"}},
         }))
         .unwrap();
@@ -90,6 +107,7 @@ impl Bench {
             cluster: Cluster {
                 repository,
                 keys: BTreeMap::new(),
+                creds_reads: Default::default(),
             },
         }
     }
@@ -237,11 +255,27 @@ async fn min_age_elects_the_newest_old_enough_image_and_waits_for_the_next() {
 
     // Nothing moved: the same election and not one request.
     let before = bench.requests();
+    let creds_read = bench
+        .cluster
+        .creds_reads
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        creds_read > 0,
+        "the registry was asked with the repository's credentials"
+    );
     bench
         .reconcile(&mut p, now + SignedDuration::from_secs(60))
         .await;
     assert_eq!(elected(&p).0, "1.1.0");
     assert_eq!(bench.requests(), before, "a steady state costs no request");
+    assert_eq!(
+        bench
+            .cluster
+            .creds_reads
+            .load(std::sync::atomic::Ordering::SeqCst),
+        creds_read,
+        "nor a read of the repository's Secret"
+    );
 
     // A week later 1.2.0 is old enough; 1.3.0 still has no time.
     bench
