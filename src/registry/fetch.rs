@@ -27,6 +27,14 @@ impl RegistryClient {
         reference: &str,
     ) -> Result<Option<Manifest>, RegistryError> {
         let path = format!("/v2/{}/manifests/{reference}", image.repository());
+        if reference.contains(':') && !is_sha256(reference) {
+            return Err(RegistryError::InvalidResponse {
+                method: "GET",
+                url: format!("{}{path}", image.registry()),
+                host: image.registry().into(),
+                detail: format!("'{reference}' is not a sha256 digest; only those are checked"),
+            });
+        }
         let (url, response) = self
             .send(
                 Method::GET,
@@ -56,6 +64,7 @@ impl RegistryClient {
         };
         check_manifest(&media_type, &bytes).map_err(invalid)?;
         let digest = sha256(&bytes);
+        // A tag has no ':'; a digest (sha256, checked before asking) must be the bytes'.
         if reference.contains(':') && reference != digest {
             return Err(invalid(format!(
                 "the manifest's bytes hash to {digest}, not to the digest asked for"

@@ -106,7 +106,7 @@ impl RegistryClient {
         image: &ImageReference,
         top: Manifest,
     ) -> Result<Inspected, RegistryError> {
-        let parsed = parse(&top)?;
+        let parsed = parse(image, &top)?;
         let Some(entries) = parsed.manifests else {
             let (created, platform) = self.read_image(image, &top, parsed).await?;
             return Ok(Inspected {
@@ -133,7 +133,7 @@ impl RegistryClient {
             };
             if created.is_none() && platforms.len() < MAX_DATED_PLATFORMS {
                 if let Some(child) = self.manifest(image, &entry.digest).await? {
-                    let parsed = parse(&child)?;
+                    let parsed = parse(image, &child)?;
                     platform.created = self.read_image(image, &child, parsed).await?.0;
                 }
             }
@@ -184,13 +184,9 @@ impl RegistryClient {
     }
 }
 
-fn parse(manifest: &Manifest) -> Result<Parsed, RegistryError> {
-    serde_json::from_slice(&manifest.bytes).map_err(|e| RegistryError::InvalidResponse {
-        method: "GET",
-        url: manifest.digest.clone(),
-        host: String::new(),
-        detail: format!("the manifest does not parse: {e}"),
-    })
+fn parse(image: &ImageReference, manifest: &Manifest) -> Result<Parsed, RegistryError> {
+    serde_json::from_slice(&manifest.bytes)
+        .map_err(|e| invalid(image, manifest, format!("the manifest does not parse: {e}")))
 }
 
 fn invalid(image: &ImageReference, manifest: &Manifest, detail: String) -> RegistryError {

@@ -224,4 +224,25 @@ async fn configs_and_manifests_must_be_what_they_claim() {
         .await
         .unwrap()
         .is_none());
+    let asked = server.seen().len();
+    let sha512 = format!("sha512:{}", "a".repeat(128));
+    let err = client()
+        .inspect(&image(&server), &sha512)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not a sha256 digest"), "{err}");
+    assert_eq!(server.seen().len(), asked, "refused before asking");
+    // A manifest whose entries are not descriptors names the image and the registry.
+    let mut paths = HashMap::new();
+    let broken = b"{\"schemaVersion\": 2, \"manifests\": [1]}".to_vec();
+    paths.insert(
+        "/v2/app/manifests/broken".into(),
+        (OCI_INDEX.into(), broken),
+    );
+    let server = serve(paths).await;
+    let err = client()
+        .inspect(&image(&server), "broken")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains(&server.host()), "{err}");
 }
