@@ -18,65 +18,25 @@ mod distribution;
 #[path = "../tests/it/support/images.rs"]
 #[allow(dead_code)]
 mod images;
+#[path = "../tests/it/support/policy_cluster.rs"]
+#[allow(dead_code)]
+mod policy_cluster;
 
 use distribution::{Distribution, Variant};
 use image_reflector::api::{ImagePolicy, ImageRepository};
-use image_reflector::controller::image_policy::decide::{
-    reconcile_policy, PolicyEnv, PolicyReader,
-};
-use image_reflector::controller::shared::credentials::ObjectReader;
+use image_reflector::controller::image_policy::decide::{reconcile_policy, PolicyEnv};
 use image_reflector::registry::Registries;
 use image_reflector::store::{FsStore, RepoKey, TagList, TagStore};
 use images::{key, payload, public_pem, sign, Arch};
-use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use k8s_openapi::ByteString;
+use policy_cluster::{Cluster, KEYS_SECRET};
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const POLICIES: usize = 20;
 const TAGS: usize = 8;
 const STEADY_ROUNDS: usize = 5;
-
-struct Cluster {
-    repositories: Vec<ImageRepository>,
-    pem: String,
-}
-
-impl ObjectReader for Cluster {
-    async fn secret(&self, _: &str, _: &str) -> Result<Option<Secret>, String> {
-        let data = [(
-            "cosign.pub".to_string(),
-            ByteString(self.pem.clone().into_bytes()),
-        )];
-        Ok(Some(Secret {
-            data: Some(data.into_iter().collect()),
-            ..Default::default()
-        }))
-    }
-    async fn service_account(&self, _: &str, _: &str) -> Result<Option<ServiceAccount>, String> {
-        Ok(None)
-    }
-}
-
-impl PolicyReader for Cluster {
-    async fn image_repository(
-        &self,
-        _: &str,
-        name: &str,
-    ) -> Result<Option<ImageRepository>, String> {
-        Ok(self
-            .repositories
-            .iter()
-            .find(|r| r.metadata.name.as_deref() == Some(name))
-            .cloned())
-    }
-    async fn namespace_labels(&self, _: &str) -> Result<Option<BTreeMap<String, String>>, String> {
-        Ok(Some(BTreeMap::new()))
-    }
-}
 
 fn main() {
     if !std::path::Path::new("/usr/bin/docker-registry").exists() {
@@ -147,10 +107,10 @@ async fn run() {
     let mut plain: Vec<ImagePolicy> = (0..POLICIES)
         .map(|p| policy(&format!("app{p}"), false))
         .collect();
-    let cluster = Cluster {
-        repositories,
-        pem: public_pem(&signer),
-    };
+    let mut cluster = Cluster::new(repositories);
+    cluster
+        .keys
+        .insert("cosign.pub".into(), public_pem(&signer));
     let registries = Registries::new(Default::default());
     let requests = || -> u64 { registries.scheduler().request_counts().values().sum() };
     let round = |policies: &mut Vec<ImagePolicy>, at: Timestamp| {
@@ -250,7 +210,7 @@ fn policy(repository: &str, gates: bool) -> ImagePolicy {
     if gates {
         spec["filterTags"] = json!({"minAge": "168h"});
         spec["platforms"] = json!(["linux/amd64", "linux/arm64"]);
-        spec["verify"] = json!({"provider": "cosign", "secretRef": {"name": "keys"}});
+        spec["verify"] = json!({"provider": "cosign", "secretRef": {"name": KEYS_SECRET}});
         spec["digestReflectionPolicy"] = json!("IfNotPresent");
     }
     serde_json::from_value(json!({

@@ -102,12 +102,16 @@ async fn scan_elects_through_the_gates_and_lists_the_tags_held_back() {
 
     // The same as the status the controller writes.
     let out = run_bin(&[&args[..], &["-o", "yaml"]].concat(), None);
-    let yaml: serde_json::Value =
+    let docs =
         serde_saphyr::from_multiple::<serde_json::Value>(&String::from_utf8_lossy(&out.stdout))
-            .unwrap()
-            .into_iter()
-            .find(|d| d["metadata"]["name"] == "vetted")
-            .expect("the vetted policy");
+            .unwrap();
+    let named = |name: &str| {
+        docs.iter()
+            .find(|d| d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("the {name} policy"))
+            .clone()
+    };
+    let yaml = named("vetted");
     let held = &yaml["status"]["heldBack"][0];
     assert_eq!(
         (
@@ -117,7 +121,20 @@ async fn scan_elects_through_the_gates_and_lists_the_tags_held_back() {
         ),
         (Some("1.1.0"), Some(young.as_str()), Some("minAge"))
     );
-    assert_ne!(unsigned, old);
+    let old_line = named("old-line");
+    assert_eq!(
+        old_line["status"]["heldBack"][0]["digest"].as_str(),
+        Some(unsigned.as_str()),
+        "the unsigned image's own digest"
+    );
+    assert!(
+        old_line["status"].get("latestRef").is_none(),
+        "nothing elected"
+    );
+    assert_eq!(
+        yaml["status"]["latestRef"]["digest"].as_str(),
+        Some(old.as_str())
+    );
 }
 
 #[test]

@@ -6,78 +6,21 @@
 
 use crate::support::distribution::{Distribution, Variant};
 use crate::support::images::{key, payload, public_pem, sign, Arch};
-use image_reflector::api::{ConditionStatus, ImagePolicy, ImagePolicyStatus, ImageRepository};
+use crate::support::policy_cluster::Cluster;
+use image_reflector::api::{ConditionStatus, ImagePolicy, ImagePolicyStatus};
 use image_reflector::controller::image_policy::decide::{
-    reconcile_policy, PolicyEnv, PolicyReader, CONTINUE_WALK, MAX_INSPECTIONS, MAX_WALK,
+    reconcile_policy, PolicyEnv, CONTINUE_WALK, MAX_INSPECTIONS, MAX_WALK,
 };
-use image_reflector::controller::shared::credentials::ObjectReader;
 use image_reflector::controller::shared::next::Next;
 use image_reflector::registry::Registries;
 use image_reflector::store::{MemoryStore, RepoKey, TagList, TagStore};
-use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use k8s_openapi::ByteString;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 const NS: &str = "team";
-
-/// The cluster a policy reads: one ImageRepository (whose pull credentials are the Secret
-/// `creds`, counted as read) and the trusted keys' Secret.
-struct Cluster {
-    repository: ImageRepository,
-    keys: BTreeMap<String, String>,
-    creds_reads: std::sync::atomic::AtomicUsize,
-}
-
-impl ObjectReader for Cluster {
-    async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, String> {
-        if namespace == NS && name == "creds" {
-            self.creds_reads
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let config = json!({"auths": {"unused.example": {"auth": "dTpw"}}}).to_string();
-            let data = [(
-                ".dockerconfigjson".to_string(),
-                ByteString(config.into_bytes()),
-            )];
-            return Ok(Some(Secret {
-                type_: Some("kubernetes.io/dockerconfigjson".into()),
-                data: Some(data.into_iter().collect()),
-                ..Default::default()
-            }));
-        }
-        if namespace != NS || name != "cosign-keys" {
-            return Ok(None);
-        }
-        let data = self
-            .keys
-            .iter()
-            .map(|(k, v)| (k.clone(), ByteString(v.clone().into_bytes())))
-            .collect();
-        Ok(Some(Secret {
-            data: Some(data),
-            ..Default::default()
-        }))
-    }
-    async fn service_account(&self, _: &str, _: &str) -> Result<Option<ServiceAccount>, String> {
-        Ok(None)
-    }
-}
-
-impl PolicyReader for Cluster {
-    async fn image_repository(
-        &self,
-        _: &str,
-        name: &str,
-    ) -> Result<Option<ImageRepository>, String> {
-        Ok((name == "app").then(|| self.repository.clone()))
-    }
-    async fn namespace_labels(&self, _: &str) -> Result<Option<BTreeMap<String, String>>, String> {
-        Ok(Some(BTreeMap::new()))
-    }
-}
 
 /// A test bench: the registry, the stored tags, the cluster, the request counts.
 struct Bench {
@@ -104,11 +47,7 @@ impl Bench {
             registry,
             store,
             registries: Registries::new(Default::default()),
-            cluster: Cluster {
-                repository,
-                keys: BTreeMap::new(),
-                creds_reads: Default::default(),
-            },
+            cluster: Cluster::new(vec![repository]),
         }
     }
 
@@ -255,10 +194,7 @@ async fn min_age_elects_the_newest_old_enough_image_and_waits_for_the_next() {
 
     // Nothing moved: the same election and not one request.
     let before = bench.requests();
-    let creds_read = bench
-        .cluster
-        .creds_reads
-        .load(std::sync::atomic::Ordering::SeqCst);
+    let creds_read = bench.cluster.creds_reads();
     assert!(
         creds_read > 0,
         "the registry was asked with the repository's credentials"
@@ -269,10 +205,7 @@ async fn min_age_elects_the_newest_old_enough_image_and_waits_for_the_next() {
     assert_eq!(elected(&p).0, "1.1.0");
     assert_eq!(bench.requests(), before, "a steady state costs no request");
     assert_eq!(
-        bench
-            .cluster
-            .creds_reads
-            .load(std::sync::atomic::Ordering::SeqCst),
+        bench.cluster.creds_reads(),
         creds_read,
         "nor a read of the repository's Secret"
     );

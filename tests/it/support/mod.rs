@@ -7,6 +7,7 @@ pub mod connect_proxy;
 pub mod distribution;
 pub mod fault_server;
 pub mod images;
+pub mod policy_cluster;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
