@@ -172,15 +172,10 @@ fn write_explanation(
 }
 
 /// Reads the one ImagePolicy of a manifest file of either served version and returns its
-/// spec. The file may hold several YAML documents and `kind: List`s (what `kubectl get
-/// imagepolicies -o yaml` prints); exactly one ImagePolicy must be among them. When there were
-/// other documents, a note on standard error says which one was used.
-pub fn parse_manifest(text: &str, source: &str) -> Result<ImagePolicySpec, CliError> {
-    parse_policy(text, source).map(|(spec, _)| spec)
-}
-
-/// [`parse_manifest`], with the tags `status.heldBack` lists when the manifest carries a status
-/// (`kubectl get imagepolicy NAME -o yaml`).
+/// spec, with the tags `status.heldBack` lists when the manifest carries a status. The file
+/// may hold several YAML documents and `kind: List`s (what `kubectl get imagepolicies -o yaml`
+/// prints); exactly one ImagePolicy must be among them. When there were other documents, a
+/// note on standard error says which one was used.
 pub fn parse_policy(
     text: &str,
     source: &str,
