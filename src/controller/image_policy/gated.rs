@@ -46,7 +46,6 @@ pub(super) struct Looks<'a, 'c> {
 /// Secret and builds nothing.
 pub(super) struct LazyClient<'a> {
     cell: tokio::sync::OnceCell<RegistryClient>,
-    #[allow(clippy::type_complexity)]
     make: Box<dyn Fn() -> BoxFuture<'a, Result<RegistryClient, String>> + Send + Sync + 'a>,
 }
 
