@@ -1,8 +1,12 @@
 # image-reflector: build, test and run targets. `make test` is what CI runs (via .ci/run).
 CARGO ?= cargo
 SHARED ?= ../shared
+# Where `make kube` puts the Kubernetes binaries (outside the work tree; the default of the
+# team's test tools too, which find them through this variable).
+KUBE_BIN_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/image-reflector-kube/bin
+export KUBE_BIN_DIR
 
-.PHONY: all build test lint fmt crds run e2e e2e-cluster prometheus-deps bench bench-controller conformance deps image image-deps image-smoke deploy undeploy fuzz
+.PHONY: all build test lint fmt crds run kube e2e e2e-cluster prometheus-deps bench bench-controller conformance deps image image-deps image-smoke deploy undeploy fuzz
 
 all: build
 
@@ -38,13 +42,14 @@ image: image-deps
 # Pushes the image to a local Distribution registry and runs it from there as the Deployment
 # does (its arguments, read-only root, uid 65532, no capabilities, emptyDirs as kubelet makes
 # them, the ServiceAccount's in-cluster credentials) against a real API server until /readyz
-# answers: the cluster in KUBECONFIG, else the one ../shared/tools/kube/apiserver starts.
-image-smoke: deps image
+# answers: the cluster in KUBECONFIG, else one of its own (hack/with-apiserver.sh).
+image-smoke: deps image kube
 	@$(with_apiserver) hack/image-smoke.sh $(IMAGE)
 
-# The image on a real single-node Kubernetes (../shared/tools/kube/cluster, as root): installed
-# with `make deploy`, reconciling local registries, restarted, uninstalled (hack/e2e-cluster.sh).
-e2e-cluster: deps image
+# The image on a real single-node Kubernetes (../shared/tools/kube/cluster, as root, running the
+# binaries of `make kube`): installed with `make deploy`, reconciling local registries,
+# restarted, uninstalled (hack/e2e-cluster.sh).
+e2e-cluster: deps image kube
 	hack/e2e-cluster.sh $(IMAGE)
 
 # Installs config/default (or CONFIG=config/flux-notifications, or your own kustomization) in
@@ -91,20 +96,19 @@ run: deps
 	$(CARGO) build --locked
 	hack/demo.sh target/debug/image-reflector
 
-# End-to-end against a real API server: the cluster in KUBECONFIG, else the one
-# ../shared/tools/kube starts on loopback. Runs `image-reflector run` as a local process.
-# KUBECONFIG, or an API server that ../shared/tools/kube/apiserver starts on loopback.
-with_apiserver = if [ -z "$$KUBECONFIG" ]; then \
-		if [ -x $(SHARED)/tools/kube/apiserver ]; then \
-			eval "$$($(SHARED)/tools/kube/apiserver start | grep '^export ')"; \
-		else \
-			echo "$@ needs KUBECONFIG, or $(SHARED)/tools/kube/apiserver to start an API server" >&2; exit 2; \
-		fi; \
-	fi; \
-	command -v kubectl >/dev/null || { echo "$@ needs kubectl" >&2; exit 2; }; \
-	echo "$@ against $$KUBECONFIG";
+# The Kubernetes release pinned in tests/kube/go.mod (kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubelet, kube-proxy, kubectl), built from its Go module into KUBE_BIN_DIR;
+# rebuilt only when the pin, the flags or the Go version change (hack/kube-build.sh).
+kube:
+	@hack/kube-build.sh >/dev/null
 
-e2e: deps prometheus-deps
+# The cluster in KUBECONFIG, else an API server of its own (the built kube-apiserver and Debian's
+# etcd on loopback, stopped when the command ends: hack/with-apiserver.sh); the built kubectl
+# first on PATH either way.
+with_apiserver = hack/with-apiserver.sh
+
+# End-to-end against a real API server. Runs `image-reflector run` as a local process.
+e2e: deps prometheus-deps kube
 	@$(with_apiserver) $(CARGO) test --locked --test it -- --ignored e2e
 
 # promtool (Debian's prometheus package), for the metrics e2e check; installed when missing.
@@ -123,12 +127,12 @@ bench:
 	$(CARGO) bench --locked --bench hostile
 	$(CARGO) bench --locked --bench gates
 
-# The real `run` against a real API server (KUBECONFIG, else ../shared/tools/kube/apiserver)
+# The real `run` against a real API server (KUBECONFIG, else hack/with-apiserver.sh's)
 # and the in-repo fake registry at 1K x 10K, 5K x 400 and 10K x 100: cold start, steady
 # cycles, warm restart and triggered scans. Rewrites its section of docs/benchmarks.md;
 # `make bench-controller SCENARIOS=1000x10000` runs one and only prints it.
 SCENARIOS ?=
-bench-controller:
+bench-controller: kube
 	@$(with_apiserver) $(CARGO) bench --locked --bench controller_run -- $(SCENARIOS)
 
 # Runs Flux's policy vectors through the binary (needs ../shared beside the checkout).

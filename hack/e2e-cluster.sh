@@ -1,6 +1,7 @@
 #!/bin/sh
 # `make e2e-cluster`: the controller as users install it, on a real single-node Kubernetes
-# (../shared/tools/kube/cluster: kubelet, containerd, runc). The image is loaded into the node
+# (../shared/tools/kube/cluster: kubelet, containerd, runc) running the Kubernetes binaries that
+# hack/kube-build.sh builds from tests/kube/go.mod, driven by the kubectl of the same build. The image is loaded into the node
 # and installed with `make deploy` (config/default, only the image and its pull policy set);
 # then Distribution registries on the node's IP (one open, one with Basic auth) serve a few
 # images, the local-registry samples and a private repository with a dockerconfigjson Secret
@@ -15,6 +16,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cluster=${CLUSTER:-$root/../shared/tools/kube/cluster}
 [ -x "$cluster" ] || { echo "e2e-cluster needs $cluster (../shared/tools/kube)" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "e2e-cluster needs root (the node runs containerd and kubelet)" >&2; exit 2; }
+KUBE_BIN_DIR=$("$root/hack/kube-build.sh")
+export KUBE_BIN_DIR PATH="$KUBE_BIN_DIR:$PATH"
 namespace=image-reflector-system
 deployment=image-reflector-controller
 lease=image-reflector-controller-leader-election

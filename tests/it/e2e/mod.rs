@@ -3,6 +3,7 @@
 
 mod cloud;
 mod gates;
+mod kube_version;
 mod operations;
 mod samples;
 mod security;
