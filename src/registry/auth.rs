@@ -1,9 +1,10 @@
 //! The distribution auth flow: a `401` carries a `WWW-Authenticate` challenge; `Basic` means
 //! send the credentials, `Bearer` means get a token from the realm for the scope
 //! `repository:<repo>:pull` (with the credentials, if any) and send that. Tokens are cached
-//! until they expire, and each host's challenge is remembered so later requests authenticate
-//! up front instead of paying a 401 round trip every time.
+//! until they expire, and each route's challenge is remembered so later requests authenticate
+//! up front instead of paying a 401 round trip every time. Whose state is whose: access.rs.
 
+use super::access::{identity, NetworkPath, Route};
 use super::keyring::Credentials;
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -101,36 +102,39 @@ impl TokenResponse {
     }
 }
 
-/// What a cached token is for.
+/// What a cached token is for: one realm, service and scope, fetched by one identity over one
+/// network path.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct TokenKey {
     pub(super) realm: String,
     pub(super) service: Option<String>,
     pub(super) scope: String,
-    username: Option<String>,
+    identity: Option<[u8; 32]>,
+    path: NetworkPath,
 }
 
-/// Bearer tokens and each host's challenge, shared by every client.
+/// Bearer tokens and each route's challenge, shared by every client.
 #[derive(Debug, Default)]
 pub(super) struct AuthCache {
     tokens: Mutex<HashMap<TokenKey, (String, Instant)>>,
-    challenges: Mutex<HashMap<String, Challenge>>,
+    challenges: Mutex<HashMap<Route, Challenge>>,
 }
 
 impl AuthCache {
-    pub(super) fn challenge(&self, host: &str) -> Option<Challenge> {
+    pub(super) fn challenge(&self, route: &Route) -> Option<Challenge> {
         self.challenges
             .lock()
             .expect("auth lock")
-            .get(host)
+            .get(route)
             .cloned()
     }
 
-    pub(super) fn remember_challenge(&self, host: &str, challenge: Challenge) {
+    /// Only a challenge `access::admit_challenge` let through is remembered.
+    pub(super) fn remember_challenge(&self, route: Route, challenge: Challenge) {
         self.challenges
             .lock()
             .expect("auth lock")
-            .insert(host.to_string(), challenge);
+            .insert(route, challenge);
     }
 
     pub(super) fn token(&self, key: &TokenKey) -> Option<String> {
@@ -161,18 +165,20 @@ impl AuthCache {
 }
 
 impl TokenKey {
-    /// A token is for one realm, service and scope, and one identity.
+    /// A token is for one realm, service and scope, one identity and one network path.
     pub(super) fn new(
         realm: &str,
         service: Option<&str>,
         scope: &str,
         creds: Option<&Credentials>,
+        path: NetworkPath,
     ) -> Self {
         TokenKey {
             realm: realm.into(),
             service: service.map(Into::into),
             scope: scope.into(),
-            username: creds.map(|c| c.username.clone()),
+            identity: identity(creds),
+            path,
         }
     }
 }
@@ -214,10 +220,20 @@ mod tests {
             username: "alice".into(),
             password: "x".into(),
         };
-        let key = |scope: &str, creds| TokenKey::new("r", None, scope, creds);
+        let path = NetworkPath::of(&super::super::ClientOptions::default());
+        let key = |scope: &str, creds| TokenKey::new("r", None, scope, creds, path);
+        let wrong = Credentials {
+            username: "alice".into(),
+            password: "wrong".into(),
+        };
         cache.store_token(key("s", Some(&alice)), "t1".into(), Duration::from_secs(60));
         assert_eq!(cache.token(&key("s", Some(&alice))).as_deref(), Some("t1"));
         assert_eq!(cache.token(&key("s", None)), None);
+        assert_eq!(
+            cache.token(&key("s", Some(&wrong))),
+            None,
+            "same user, other secret"
+        );
         assert_eq!(cache.token(&key("other", Some(&alice))), None);
         cache.forget_token(&key("s", Some(&alice)));
         assert_eq!(cache.token(&key("s", Some(&alice))), None, "forgotten");

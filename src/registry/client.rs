@@ -6,6 +6,7 @@
 //! Accept list on HEAD with no GET fallback. The requests here are few and simple; owning them
 //! costs less than working around those gaps. (oci-client pushes the images in the tests.)
 
+use super::access::{scheduler_key, NetworkPath};
 use super::describe::{chain, method_name};
 use super::keyring::Credentials;
 use super::registries::Registries;
@@ -23,6 +24,8 @@ pub struct RegistryClient {
     pub(super) http: reqwest::Client,
     pub(super) options: ClientOptions,
     pub(super) shared: Arc<Registries>,
+    /// The proxy and TLS settings: what the registry state this client uses is kept for.
+    pub(super) path: NetworkPath,
     /// Credentials from the cloud login, fetched once per client when first needed.
     pub(super) login_credentials: tokio::sync::OnceCell<Credentials>,
 }
@@ -48,6 +51,7 @@ impl RegistryClient {
         let http = shared.http_client(&options)?;
         Ok(RegistryClient {
             http,
+            path: NetworkPath::of(&options),
             options,
             shared,
             login_credentials: tokio::sync::OnceCell::new(),
@@ -64,7 +68,9 @@ impl RegistryClient {
         host: &str,
     ) -> Result<(Response, Option<Instant>), RegistryError> {
         let scheduler = &self.shared.scheduler;
-        let slot = scheduler.acquire(host).await?;
+        // Throttling learnt through this client's own proxy stays on that path (access.rs).
+        let key = scheduler_key(host, &self.options);
+        let slot = scheduler.acquire(&key).await?;
         let span = tracing::info_span!(
             "registry request",
             http.method = %method,
@@ -78,11 +84,11 @@ impl RegistryClient {
         }
         drop(slot);
         let response = result.map_err(|err| {
-            scheduler.record(host, None, None);
+            scheduler.record(&key, None, None);
             self.transport_error(method, url, host, &err)
         })?;
         let status = response.status().as_u16();
-        let until = scheduler.record(host, Some(status), retry_after(response.headers()));
+        let until = scheduler.record(&key, Some(status), retry_after(response.headers()));
         Ok((response, until))
     }
 

@@ -9,6 +9,7 @@
 //! - `keyring`, `tls`, `proxy`: the settings a client is built from;
 //! - `cloud`: logging in to cloud registries with the provider's identity.
 
+mod access;
 mod auth;
 mod body;
 mod budget;

@@ -65,6 +65,11 @@ impl ProxySettings {
         self.url.as_str()
     }
 
+    /// The proxy's host and port, without its credentials: how the scheduler's keys name it.
+    pub(super) fn origin(&self) -> String {
+        super::describe::url_host(&self.url)
+    }
+
     /// Routes every request of the client through the proxy (the environment is ignored then).
     pub(super) fn apply(
         &self,

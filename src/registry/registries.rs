@@ -2,6 +2,7 @@
 //! challenges, the scheme each host speaks, the HTTP clients, the cloud token cache and the
 //! memory budget of tag listings.
 
+use super::access::{NetworkPath, Route};
 use super::auth::AuthCache;
 use super::budget::MemoryBudget;
 use super::cloud::TokenCache;
@@ -12,17 +13,18 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// State shared by every client of the process: the per-host scheduler, tokens and challenges,
-/// and which scheme each HTTPS-then-HTTP host speaks (a property of the host, so a reconcile's
-/// fresh client does not try HTTPS again on a plain-HTTP registry).
+/// and which scheme each HTTPS-then-HTTP host speaks (a property of the host over a network
+/// path, so a reconcile's fresh client does not try HTTPS again on a plain-HTTP registry). What
+/// is learnt from a registry is kept per route and identity (access.rs).
 #[derive(Debug, Default)]
 pub struct Registries {
     pub(super) scheduler: Arc<Scheduler>,
     pub(super) auth: AuthCache,
-    pub(super) schemes: Mutex<HashMap<String, &'static str>>,
+    pub(super) schemes: Mutex<HashMap<Route, &'static str>>,
     /// One HTTP client per distinct TLS, proxy and timeout setting (credentials travel per
     /// request, so they are not part of it): building one loads and parses the system roots,
     /// and a shared one keeps connections to a registry alive between reconciles.
-    http: Mutex<HashMap<[u8; 32], reqwest::Client>>,
+    http: Mutex<HashMap<(std::time::Duration, NetworkPath), reqwest::Client>>,
     /// Cloud provider tokens and the registry credentials made from them.
     pub(super) token_cache: TokenCache,
     /// For node-local metadata endpoints: never through a proxy (login.rs).
@@ -74,18 +76,7 @@ impl Registries {
         &self,
         options: &ClientOptions,
     ) -> Result<reqwest::Client, RegistryError> {
-        use sha2::{Digest, Sha256};
-        let mut hasher = Sha256::new();
-        hasher.update(options.timeout.as_nanos().to_le_bytes());
-        if let Some(tls) = &options.tls {
-            hasher.update(b"tls");
-            tls.hash_into(&mut hasher);
-        }
-        if let Some(proxy) = &options.proxy {
-            hasher.update(b"proxy");
-            hasher.update(proxy.url_text().as_bytes());
-        }
-        let key: [u8; 32] = hasher.finalize().into();
+        let key = (options.timeout, NetworkPath::of(options));
         if let Some(client) = self.http.lock().expect("http clients lock").get(&key) {
             return Ok(client.clone());
         }

@@ -2,6 +2,7 @@
 //! says (HTTPS, plain HTTP, or HTTPS then HTTP, remembering which one the host speaks), each
 //! attempt authenticated and retried on throttling by [`super::token_auth`].
 
+use super::access::Route;
 use super::client::{RegistryClient, Target};
 use super::describe::method_name;
 use super::{ImageReference, RegistryError, Scheme};
@@ -26,12 +27,13 @@ impl RegistryClient {
             Target::Path(path) => path,
         };
         let host = image.registry();
+        let route = Route::host(host, self.path);
         let known = self
             .shared
             .schemes
             .lock()
             .expect("schemes lock")
-            .get(host)
+            .get(&route)
             .copied();
         let schemes: &[&'static str] = match image.scheme() {
             Scheme::Https => &["https"],
@@ -59,7 +61,7 @@ impl RegistryClient {
                             .schemes
                             .lock()
                             .expect("schemes lock")
-                            .insert(host.to_string(), scheme);
+                            .insert(route.clone(), scheme);
                     }
                     return Ok((url, response));
                 }
@@ -70,7 +72,7 @@ impl RegistryClient {
                         .schemes
                         .lock()
                         .expect("schemes lock")
-                        .remove(host);
+                        .remove(&route);
                     return Err(err);
                 }
                 // Only a failed connection (e.g. a TLS handshake with a plain-HTTP server)

@@ -231,8 +231,8 @@ fn with_page_size(url: &Url, size: u32) -> Url {
 }
 
 /// The `rel="next"` target of the `Link` headers (RFC 8288), resolved against `base`. A next
-/// page that is not an http(s) URL is an error: stopping there would keep part of the tags as
-/// if they were all of them.
+/// page that is not an http(s) URL, or not on `base`'s origin, is an error: stopping there
+/// would keep part of the tags as if they were all of them.
 pub(crate) fn next_link(
     base: &Url,
     headers: &reqwest::header::HeaderMap,
@@ -264,6 +264,16 @@ pub(crate) fn next_link(
                     "the Link header's next page '{target}' is not an http(s) URL"
                 ));
             }
+            // A next page is asked with the registry's credentials and merged into its tags:
+            // it must be on the registry's own origin (docs/security.md).
+            if url.origin() != base.origin() {
+                return Err(format!(
+                    "the Link header's next page is on {}, not on the registry ({}): refused, \
+                     a listing stays on the registry's own origin",
+                    url_host(&url),
+                    base.origin().ascii_serialization()
+                ));
+            }
             return Ok(Some(url));
         }
     }
@@ -289,8 +299,8 @@ mod tests {
             Some("https://r.example/v2/a/b/tags/list?n=1000&last=x")
         );
         assert_eq!(
-            link(r#"<https://cdn.example/page2>; rel=next"#).as_deref(),
-            Some("https://cdn.example/page2")
+            link(r#"<https://r.example/v2/a/b/tags/list?last=y>; rel=next"#).as_deref(),
+            Some("https://r.example/v2/a/b/tags/list?last=y")
         );
         assert_eq!(
             link(r#"</prev>; rel="prev", </next>; rel="next""#).as_deref(),
@@ -314,6 +324,24 @@ mod tests {
             headers.insert(LINK, HeaderValue::from_str(value).unwrap());
             let err = next_link(&base, &headers).unwrap_err();
             assert!(err.contains("is not an http(s) URL"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_next_page_on_another_origin_is_refused() {
+        let base = Url::parse("https://r.example/v2/a/b/tags/list").unwrap();
+        for value in [
+            r#"<https://cdn.example/page2>; rel=next"#,
+            r#"<http://r.example/v2/a/b/tags/list?last=x>; rel=next"#,
+            r#"<https://r.example:444/v2/a/b/tags/list?last=x>; rel=next"#,
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(LINK, HeaderValue::from_str(value).unwrap());
+            let err = next_link(&base, &headers).unwrap_err();
+            assert!(
+                err.contains("not on the registry (https://r.example)"),
+                "{err}"
+            );
         }
     }
 

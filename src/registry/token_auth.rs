@@ -2,10 +2,11 @@
 //! host's challenge, and the bearer token fetched from its realm, cached per scope and
 //! credentials.
 
+use super::access::{admit_challenge, Route};
 use super::auth::{parse_challenge, Challenge, TokenKey, TokenResponse};
 use super::body::{read_limited, status_error};
 use super::client::{rate_limited, RegistryClient};
-use super::describe::url_host;
+use super::describe::{method_name, url_host};
 use super::keyring::Credentials;
 use super::{ImageReference, RegistryError};
 use base64::Engine;
@@ -23,12 +24,13 @@ impl RegistryClient {
         accept: Option<&str>,
     ) -> Result<Response, RegistryError> {
         let host = url_host(&url);
+        let route = Route::new(&url, self.path);
         let scheduler = &self.shared.scheduler;
         let attempts = scheduler.config().attempts.max(1);
         let mut attempt = 0;
         let mut challenged = false;
         loop {
-            let authorization = self.authorization(&host, image).await?;
+            let authorization = self.authorization(&route, &host, image).await?;
             let mut request = self.http.request(method.clone(), url.clone());
             if let Some(accept) = accept {
                 request = request.header(ACCEPT, accept);
@@ -46,7 +48,14 @@ impl RegistryClient {
                     .and_then(|v| v.to_str().ok())
                     .and_then(parse_challenge);
                 if let Some(challenge) = challenge {
-                    let changed = self.shared.auth.challenge(&host).as_ref() != Some(&challenge);
+                    // Refused (an error for this request alone, nothing remembered) when it did
+                    // not come from the registry's origin or its realm is unfit.
+                    let realm = match &challenge {
+                        Challenge::Bearer { realm, .. } => Some(realm.as_str()),
+                        Challenge::Basic => None,
+                    };
+                    admit_challenge(method_name(method), &url, response.url(), realm)?;
+                    let changed = self.shared.auth.challenge(&route).as_ref() != Some(&challenge);
                     // A token refused before its expiry: fetch a new one, once.
                     let refused_token = !changed
                         && authorization
@@ -61,12 +70,15 @@ impl RegistryClient {
                             service.as_deref(),
                             &pull_scope(image),
                             creds,
+                            self.path,
                         ));
                     }
-                    self.shared.auth.remember_challenge(&host, challenge);
+                    self.shared
+                        .auth
+                        .remember_challenge(route.clone(), challenge);
                     // Re-send when we now know how to authenticate and did not already.
                     if (changed || authorization.is_none() || refused_token)
-                        && self.authorization(&host, image).await?.is_some()
+                        && self.authorization(&route, &host, image).await?.is_some()
                     {
                         continue;
                     }
@@ -85,18 +97,25 @@ impl RegistryClient {
         }
     }
 
-    /// The `Authorization` value for the host's known challenge, fetching a token if needed.
+    /// The `Authorization` value for the route's known challenge, fetching a token if needed.
     pub(super) async fn authorization(
         &self,
+        route: &Route,
         host: &str,
         image: &ImageReference,
     ) -> Result<Option<String>, RegistryError> {
-        match self.shared.auth.challenge(host) {
+        match self.shared.auth.challenge(route) {
             None => Ok(None),
             Some(Challenge::Basic) => Ok(self.credentials(host).await?.map(basic)),
             Some(Challenge::Bearer { realm, service }) => {
                 let creds = self.credentials(host).await?;
-                let key = TokenKey::new(&realm, service.as_deref(), &pull_scope(image), creds);
+                let key = TokenKey::new(
+                    &realm,
+                    service.as_deref(),
+                    &pull_scope(image),
+                    creds,
+                    self.path,
+                );
                 let token = match self.shared.auth.token(&key) {
                     Some(token) => token,
                     None => self.fetch_token(key, creds).await?,

@@ -6,3 +6,4 @@ pub mod cloud_login;
 pub mod gate_answers;
 pub mod registry_faults;
 pub mod registry_real;
+pub mod tenant_access;

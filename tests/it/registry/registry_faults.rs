@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-fn shared() -> Arc<Registries> {
+pub fn shared() -> Arc<Registries> {
     Registries::new(SchedulerConfig {
         base_backoff: Duration::from_millis(20),
         max_wait: Duration::from_secs(3),
@@ -20,7 +20,7 @@ fn shared() -> Arc<Registries> {
     })
 }
 
-fn client(shared: &Arc<Registries>, tweak: impl FnOnce(&mut ClientOptions)) -> RegistryClient {
+pub fn client(shared: &Arc<Registries>, tweak: impl FnOnce(&mut ClientOptions)) -> RegistryClient {
     let mut options = ClientOptions {
         timeout: Duration::from_secs(10),
         ..Default::default()
