@@ -55,6 +55,10 @@ pub enum ReferenceError {
 impl ImageReference {
     /// Parses `spec.image`; `insecure` is `spec.insecure`.
     pub fn parse(image: &str, insecure: bool) -> Result<Self, ReferenceError> {
+        Self::parse_shown(image, insecure).map_err(|err| err.without_credentials(image))
+    }
+
+    fn parse_shown(image: &str, insecure: bool) -> Result<Self, ReferenceError> {
         if let Some((scheme, _)) = image.split_once("://") {
             return Err(ReferenceError::Scheme {
                 image: image.into(),
@@ -64,6 +68,18 @@ impl ImageReference {
         let (registry, repository) = parse_tagged(image)
             .or_else(|| parse_digested(image))
             .ok_or_else(|| unparsable(image))?;
+        // Beyond Flux (docs/compatibility.md): every path component as the Distribution
+        // reference grammar has it, so `.` and `..` (which would step outside `/v2/`) and empty
+        // components never reach a request.
+        if let Some(component) = repository.split('/').find(|c| !valid_component(c)) {
+            return Err(ReferenceError::UnparsableFix {
+                image: image.into(),
+                fix: format!(
+                    "the path component '{component}' is not allowed: each component is lower \
+                     case letters and digits, joined by single '.' or '_', '__', or dashes"
+                ),
+            });
+        }
         // Flux: what follows the registry text must not contain a colon (a tag or a digest).
         let rest = image.strip_prefix(registry.as_str()).unwrap_or(image);
         if let Some((_, digest)) = rest.split_once('@') {
@@ -219,6 +235,93 @@ fn unparsable(image: &str) -> ReferenceError {
             fix,
         },
         None => ReferenceError::Unparsable(image.into()),
+    }
+}
+
+/// The Distribution reference grammar's path component:
+/// `[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*`.
+fn valid_component(component: &str) -> bool {
+    let bytes = component.as_bytes();
+    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    let mut i = 0;
+    loop {
+        let run = i;
+        while i < bytes.len() && alnum(bytes[i]) {
+            i += 1;
+        }
+        if i == run {
+            return false; // empty, or a separator at the start, end or after another
+        }
+        if i == bytes.len() {
+            return true;
+        }
+        match bytes[i] {
+            b'.' => i += 1,
+            b'_' => {
+                i += if bytes.get(i + 1) == Some(&b'_') {
+                    2
+                } else {
+                    1
+                }
+            }
+            b'-' => {
+                while bytes.get(i) == Some(&b'-') {
+                    i += 1;
+                }
+            }
+            _ => return false,
+        }
+    }
+}
+
+impl ReferenceError {
+    /// The same error with any `user:password@` of the image shown as `****@`: the image is
+    /// echoed into status, Events and the log, and a password must not be.
+    fn without_credentials(self, image: &str) -> Self {
+        let shown = shown_image(image);
+        if shown == image {
+            return self;
+        }
+        match self {
+            ReferenceError::Scheme { scheme, .. } => ReferenceError::Scheme {
+                image: shown,
+                scheme,
+            },
+            ReferenceError::Tag { tag, .. } => ReferenceError::Tag { image: shown, tag },
+            ReferenceError::Digest { digest, .. } => ReferenceError::Digest {
+                image: shown,
+                digest,
+            },
+            ReferenceError::Unparsable(_) => ReferenceError::Unparsable(shown),
+            ReferenceError::UnparsableFix { fix, .. } => ReferenceError::UnparsableFix {
+                fix: fix.replace(image, &shown),
+                image: shown,
+            },
+        }
+    }
+}
+
+/// `image` with the user information of its host part (`user:password@`) as `****@`.
+fn shown_image(image: &str) -> String {
+    let (prefix, rest) = match image.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), image),
+    };
+    // Without a `/`, an `@` may start a digest (`alpine@sha256:<hex>`), which is no password.
+    let is_digest = |after: &str| {
+        after.split_once(':').is_some_and(|(alg, hex)| {
+            !alg.is_empty()
+                && alg.bytes().all(|b| b.is_ascii_alphanumeric())
+                && hex.bytes().all(|b| b.is_ascii_hexdigit())
+        })
+    };
+    let at = match rest.find('/') {
+        Some(host_end) => rest[..host_end].rfind('@'),
+        None => rest.rfind('@').filter(|&at| !is_digest(&rest[at + 1..])),
+    };
+    match at {
+        Some(at) => format!("{prefix}****{}", &rest[at..]),
+        None => image.to_string(),
     }
 }
 

@@ -268,8 +268,25 @@ fn truncate(message: &str) -> String {
 }
 
 /// At most `max` bytes of `text`, ending in `...` when cut (on a character boundary): a
-/// condition's message, an Event's note.
+/// condition's message, an Event's note. Control characters other than a line break or a tab
+/// (a registry's or a Secret's text may hold terminal escapes, carriage returns, bells) are
+/// escaped first, so `kubectl describe` shows them as text (`\u{1b}`, `\r`) and never acts on
+/// them; line breaks stay, as some of Flux's messages have them.
 pub fn cut(text: &str, max: usize) -> String {
+    let hostile = |c: char| c.is_control() && c != '\n' && c != '\t';
+    let escaped;
+    let text = if text.chars().any(hostile) {
+        escaped = text
+            .chars()
+            .map(|c| match hostile(c) {
+                true => c.escape_default().to_string(),
+                false => c.to_string(),
+            })
+            .collect::<String>();
+        escaped.as_str()
+    } else {
+        text
+    };
     if text.len() <= max {
         return text.to_string();
     }

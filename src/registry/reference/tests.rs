@@ -87,7 +87,6 @@ fn rejects_schemes_tags_and_digests_with_flux_texts() {
         "foo:",
         "foo bar",
         "ghcr.io/a/b@sha256:short",
-        "user@host.io/a/b",
         "host.io:port/ab",
         "localhost:5000/a",
     ] {
@@ -97,6 +96,11 @@ fn rejects_schemes_tags_and_digests_with_flux_texts() {
             "{bad:?}"
         );
     }
+    // User information is shown as `****`, as a proxy address's is (a password may follow).
+    assert_eq!(
+        err("user@host.io/a/b"),
+        "could not parse reference: ****@host.io/a/b"
+    );
     assert!(
         ImageReference::parse(&format!("a/{}", "b".repeat(254)), false).is_err(),
         "repository over 255"
@@ -157,5 +161,63 @@ fn ipv6_registries_need_brackets_and_a_numeric_port() {
             Err(ReferenceError::Unparsable(bad.into())),
             "{bad}"
         );
+    }
+}
+
+#[test]
+fn path_components_follow_the_distribution_grammar() {
+    for image in [
+        "ghcr.io/a/../../../tags",
+        "ghcr.io/a/./b",
+        "ghcr.io/a//b",
+        "ghcr.io/-a/b",
+        "ghcr.io/a-/b",
+        "ghcr.io/a/b.",
+        "ghcr.io/a/.b",
+        "ghcr.io/a/b___c",
+        "ghcr.io/a/b_.c",
+        "ghcr.io/a/",
+    ] {
+        let err = ImageReference::parse(image, false).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ReferenceError::UnparsableFix { .. } | ReferenceError::Unparsable(_)
+            ),
+            "{image}: {err}"
+        );
+        assert!(
+            err.to_string().starts_with("could not parse reference: "),
+            "{err}"
+        );
+    }
+    let err = ImageReference::parse("ghcr.io/a/../../../tags", false).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("the path component '..' is not allowed"),
+        "{err}"
+    );
+    for image in [
+        "ghcr.io/a--b/c",
+        "ghcr.io/a__b/c.d_e-f",
+        "ghcr.io/0/1",
+        "alpine",
+    ] {
+        assert!(ImageReference::parse(image, false).is_ok(), "{image}");
+    }
+}
+
+#[test]
+fn a_password_in_the_image_is_never_echoed() {
+    for image in [
+        "user:s3cret@ghcr.io/a/b",
+        "https://user:s3cret@ghcr.io/a/b",
+        "user:s3cret@ghcr.io/a/b:1.0",
+        "user:s3cret@Ghcr.io/A/b",
+        "user:s3cret@ghcr.io",
+    ] {
+        let err = ImageReference::parse(image, false).unwrap_err().to_string();
+        assert!(!err.contains("s3cret"), "{image}: {err}");
+        assert!(err.contains("****@"), "{image}: {err}");
     }
 }

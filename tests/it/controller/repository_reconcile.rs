@@ -289,6 +289,18 @@ async fn invalid_images_stall_without_a_registry_call() {
             "image 'example.com/app:1.0' should not include a tag; remove ':1.0'",
         ),
         ("Not An Image", "could not parse reference: Not An Image"),
+        // Beyond Flux: `..` would request /tags/tags/list, outside /v2/, with the credentials.
+        (
+            "example.com/a/../../../tags",
+            "could not parse reference: example.com/a/../../../tags (the path component '..' \
+             is not allowed: each component is lower case letters and digits, joined by single \
+             '.' or '_', '__', or dashes)",
+        ),
+        // A password in spec.image is never echoed into status or the Event.
+        (
+            "user:s3cret@example.com/app",
+            "could not parse reference: ****@example.com/app",
+        ),
     ];
     for (image, message) in cases {
         let obj = object(json!({"image": image, "interval": "5m"}));
@@ -305,6 +317,7 @@ async fn invalid_images_stall_without_a_registry_call() {
             ),
             (Some("Warning"), Some("ImageURLInvalid"))
         );
+        assert!(!calls[1].body.to_string().contains("s3cret"), "{image}");
     }
 }
 

@@ -161,3 +161,17 @@ fn reason_strings_are_fluxs() {
         assert_eq!(reason.as_str(), text);
     }
 }
+
+#[test]
+fn control_characters_are_escaped_in_messages() {
+    assert_eq!(
+        cut("\u{1b}[2J\u{1b}[31mNAME_UNKNOWN\r\nReady: True", 100),
+        "\\u{1b}[2J\\u{1b}[31mNAME_UNKNOWN\\r\nReady: True"
+    );
+    assert_eq!(cut("plain text é", 100), "plain text é");
+    let cut_escaped = cut(&"\u{7}".repeat(100), 20);
+    assert!(
+        cut_escaped.len() <= 20 && cut_escaped.ends_with("..."),
+        "{cut_escaped}"
+    );
+}
