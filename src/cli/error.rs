@@ -18,6 +18,15 @@ impl CliError {
         }
     }
 
+    /// Exit 1 from `run`: the controller had to stop (its leader Lease was lost), as Flux's
+    /// controller-runtime exits; the Deployment restarts the Pod.
+    pub fn stopped(message: impl fmt::Display) -> Self {
+        CliError {
+            code: 1,
+            message: message.to_string(),
+        }
+    }
+
     /// Exit 2: the input is invalid (manifest, policy, regex, reference, flags).
     pub fn invalid(message: impl fmt::Display) -> Self {
         CliError {

@@ -157,7 +157,9 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
             tracing::info!("stopped");
             Ok(())
         }
-        Ended::Lost => Err(CliError::failed("leader election lost")),
+        // Exit 1, as Flux's controller-runtime exits and docs/controller.md says: a Deployment
+        // restarts the Pod, which stands by for the Lease again.
+        Ended::Lost => Err(CliError::stopped("leader election lost")),
     }
 }
 

@@ -361,6 +361,41 @@ async fn e2e_two_replicas_one_leader_and_a_takeover() {
     c.signal("-TERM");
     assert!(c.wait().success());
     assert_eq!(holder(&lease), "", "released at shutdown");
+
+    // A Lease taken by another holder (an operator's edit, a split brain): the leader stops
+    // and exits 1, as Flux's does and docs/controller.md says.
+    let d = Replica::start("replica-d", Some(&kubeconfig), &flux_args, &env);
+    watch_until(
+        &["get", "lease", &lease, "-n", "image-reflector-system"],
+        "{.spec.holderIdentity}",
+        |h| h.starts_with("replica-d_"),
+    );
+    // A MicroTime, as the API server reads it: six fractional digits.
+    let now = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+        .to_string();
+    let steal = serde_json::json!({"spec": {
+        "holderIdentity": "intruder", "renewTime": now, "leaseDurationSeconds": 60}});
+    ok(kubectl(
+        &[
+            "patch",
+            "lease",
+            &lease,
+            "-n",
+            "image-reflector-system",
+            "--type=merge",
+            "-p",
+            &steal.to_string(),
+        ],
+        None,
+    ));
+    let status = d.wait();
+    assert_eq!(status.code(), Some(1), "{status}");
+    assert_eq!(
+        holder(&lease),
+        "intruder",
+        "the lost Lease is left to its new holder"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
