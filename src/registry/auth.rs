@@ -5,10 +5,10 @@
 //! up front instead of paying a 401 round trip every time. Whose state is whose: access.rs.
 
 use super::access::{identity, NetworkPath, Route};
+use super::bounded::Bounded;
 use super::keyring::Credentials;
 use serde::Deserialize;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// What a registry asked for.
@@ -113,36 +113,35 @@ pub(super) struct TokenKey {
     path: NetworkPath,
 }
 
+/// Tokens kept at most; past that the least recently used goes (it is fetched again if needed).
+pub(super) const MAX_TOKENS: usize = 4096;
+/// Routes whose challenge is kept at most; past that the least recently used goes (its next
+/// request pays one 401 round trip again).
+pub(super) const MAX_CHALLENGES: usize = 1024;
+
 /// Bearer tokens and each route's challenge, shared by every client.
 #[derive(Debug, Default)]
 pub(super) struct AuthCache {
-    tokens: Mutex<HashMap<TokenKey, (String, Instant)>>,
-    challenges: Mutex<HashMap<Route, Challenge>>,
+    tokens: Bounded<TokenKey, (String, Instant), MAX_TOKENS>,
+    challenges: Bounded<Route, Challenge, MAX_CHALLENGES>,
 }
 
 impl AuthCache {
     pub(super) fn challenge(&self, route: &Route) -> Option<Challenge> {
-        self.challenges
-            .lock()
-            .expect("auth lock")
-            .get(route)
-            .cloned()
+        self.challenges.lock().get(route).cloned()
     }
 
     /// Only a challenge `access::admit_challenge` let through is remembered.
     pub(super) fn remember_challenge(&self, route: Route, challenge: Challenge) {
-        self.challenges
-            .lock()
-            .expect("auth lock")
-            .insert(route, challenge);
+        self.challenges.lock().put(route, challenge);
     }
 
     pub(super) fn token(&self, key: &TokenKey) -> Option<String> {
-        let mut tokens = self.tokens.lock().expect("auth lock");
+        let mut tokens = self.tokens.lock();
         match tokens.get(key) {
             Some((token, expires)) if *expires > Instant::now() => Some(token.clone()),
             Some(_) => {
-                tokens.remove(key);
+                tokens.pop(key);
                 None
             }
             None => None,
@@ -151,7 +150,7 @@ impl AuthCache {
 
     /// Drops a token the registry refused before its expiry (revoked, or the server restarted).
     pub(super) fn forget_token(&self, key: &TokenKey) {
-        self.tokens.lock().expect("auth lock").remove(key);
+        self.tokens.lock().pop(key);
     }
 
     /// Keeps a token until shortly before it expires (10% or 5 s early, whichever is less).
@@ -159,8 +158,13 @@ impl AuthCache {
         let margin = (life / 10).min(Duration::from_secs(5));
         self.tokens
             .lock()
-            .expect("auth lock")
-            .insert(key, (token, Instant::now() + life - margin));
+            .put(key, (token, Instant::now() + life - margin));
+    }
+
+    /// How many tokens and challenges are kept (the bounds' tests).
+    #[cfg(test)]
+    pub(super) fn sizes(&self) -> (usize, usize) {
+        (self.tokens.lock().len(), self.challenges.lock().len())
     }
 }
 
@@ -211,6 +215,31 @@ mod tests {
         );
         assert_eq!(parse_challenge("Bearer service=x"), None, "no realm");
         assert_eq!(parse_challenge("Negotiate"), None);
+    }
+
+    #[test]
+    fn tokens_and_challenges_are_bounded() {
+        let cache = AuthCache::default();
+        let path = NetworkPath::of(&super::super::ClientOptions::default());
+        for i in 0..MAX_TOKENS + 100 {
+            let key = TokenKey::new(&format!("https://r{i}.example/t"), None, "s", None, path);
+            cache.store_token(key, "t".into(), Duration::from_secs(60));
+            let url = reqwest::Url::parse(&format!("https://r{i}.example/v2/")).unwrap();
+            cache.remember_challenge(Route::new(&url, path), Challenge::Basic);
+        }
+        assert_eq!(cache.sizes(), (MAX_TOKENS, MAX_CHALLENGES));
+        let newest = TokenKey::new(
+            &format!("https://r{}.example/t", MAX_TOKENS + 99),
+            None,
+            "s",
+            None,
+            path,
+        );
+        assert_eq!(
+            cache.token(&newest).as_deref(),
+            Some("t"),
+            "the newest stays"
+        );
     }
 
     #[test]

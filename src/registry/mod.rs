@@ -12,6 +12,7 @@
 mod access;
 mod auth;
 mod body;
+mod bounded;
 mod budget;
 mod client;
 pub mod cloud;

@@ -4,12 +4,12 @@
 
 use super::access::{NetworkPath, Route};
 use super::auth::AuthCache;
+use super::bounded::Bounded;
 use super::budget::MemoryBudget;
 use super::cloud::TokenCache;
 use super::describe::chain;
 use super::scheduler::{Scheduler, SchedulerConfig};
 use super::{ClientOptions, RegistryError};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// State shared by every client of the process: the per-host scheduler, tokens and challenges,
@@ -20,11 +20,11 @@ use std::sync::{Arc, Mutex};
 pub struct Registries {
     pub(super) scheduler: Arc<Scheduler>,
     pub(super) auth: AuthCache,
-    pub(super) schemes: Mutex<HashMap<Route, &'static str>>,
+    pub(super) schemes: Bounded<Route, &'static str, MAX_SCHEMES>,
     /// One HTTP client per distinct TLS, proxy and timeout setting (credentials travel per
     /// request, so they are not part of it): building one loads and parses the system roots,
     /// and a shared one keeps connections to a registry alive between reconciles.
-    http: Mutex<HashMap<(std::time::Duration, NetworkPath), reqwest::Client>>,
+    http: Bounded<(std::time::Duration, NetworkPath), reqwest::Client, MAX_HTTP_CLIENTS>,
     /// Cloud provider tokens and the registry credentials made from them.
     pub(super) token_cache: TokenCache,
     /// For node-local metadata endpoints: never through a proxy (login.rs).
@@ -33,8 +33,11 @@ pub struct Registries {
     pub(super) memory: MemoryBudget,
 }
 
-/// How many distinct HTTP clients are kept; past that the cache starts over.
+/// How many distinct HTTP clients are kept; past that the least recently used goes (its
+/// connections close when no client of it is left).
 const MAX_HTTP_CLIENTS: usize = 256;
+/// Hosts (per network path) whose scheme is remembered; past that the least recently used goes.
+const MAX_SCHEMES: usize = 1024;
 
 impl Registries {
     pub fn new(config: SchedulerConfig) -> Arc<Self> {
@@ -55,8 +58,8 @@ impl Registries {
         Arc::new(Registries {
             scheduler: Arc::new(Scheduler::new(config)),
             auth: AuthCache::default(),
-            schemes: Mutex::default(),
-            http: Mutex::default(),
+            schemes: Bounded::default(),
+            http: Bounded::default(),
             token_cache,
             direct: Mutex::default(),
             memory: MemoryBudget::default(),
@@ -77,15 +80,11 @@ impl Registries {
         options: &ClientOptions,
     ) -> Result<reqwest::Client, RegistryError> {
         let key = (options.timeout, NetworkPath::of(options));
-        if let Some(client) = self.http.lock().expect("http clients lock").get(&key) {
+        if let Some(client) = self.http.lock().get(&key) {
             return Ok(client.clone());
         }
         let client = build_http_client(options)?;
-        let mut clients = self.http.lock().expect("http clients lock");
-        if clients.len() >= MAX_HTTP_CLIENTS {
-            clients.clear();
-        }
-        clients.insert(key, client.clone());
+        self.http.lock().put(key, client.clone());
         Ok(client)
     }
 }

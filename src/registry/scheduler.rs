@@ -6,8 +6,9 @@
 //! requeue instead of retrying hot.
 
 use super::RegistryError;
+use lru::LruCache;
 use std::collections::hash_map::RandomState;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -40,14 +41,26 @@ impl Default for SchedulerConfig {
     }
 }
 
+/// Hosts the scheduler keeps state for. Past that, the least recently used host that nothing
+/// is sent to and no backoff holds is dropped (else the least recently used one): every object
+/// names a host of its choosing, so the table must not grow with them.
+pub const MAX_HOSTS: usize = 1024;
+/// Hosts with metric series of their own; the requests of any further host are counted under
+/// `host="other"` ([`OTHER_HOSTS`]), so a tenant naming many hosts cannot multiply the series.
+pub const MAX_HOST_SERIES: usize = 256;
+/// The host label of the folded series.
+pub const OTHER_HOSTS: &str = "other";
+
 /// The per-host state every client shares.
 #[derive(Debug)]
 pub struct Scheduler {
     config: SchedulerConfig,
-    hosts: Mutex<HashMap<String, Arc<Host>>>,
-    /// Requests per (host, status); the status is `error` when there was no answer.
+    hosts: Mutex<LruCache<String, Arc<Host>>>,
+    /// Hosts with series of their own (at most [`MAX_HOST_SERIES`]).
+    labelled: Mutex<HashSet<String>>,
+    /// Requests per (host label, status); the status is `error` when there was no answer.
     counts: Mutex<BTreeMap<(String, String), u64>>,
-    /// Requests not sent because the host's backoff outlasted `max_wait`, per host.
+    /// Requests not sent because the host's backoff outlasted `max_wait`, per host label.
     refused: Mutex<BTreeMap<String, u64>>,
 }
 
@@ -55,6 +68,20 @@ pub struct Scheduler {
 struct Host {
     permits: Arc<Semaphore>,
     backoff: Mutex<Backoff>,
+}
+
+impl Host {
+    /// Nothing in flight, nobody waiting on it, no backoff to keep: dropping it loses nothing.
+    fn idle(state: &Arc<Host>, max_permits: usize, now: Instant) -> bool {
+        Arc::strong_count(state) == 1
+            && state.permits.available_permits() == max_permits
+            && state
+                .backoff
+                .lock()
+                .expect("backoff lock")
+                .not_before
+                .is_none_or(|at| at <= now)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -74,7 +101,9 @@ impl Scheduler {
     pub fn new(config: SchedulerConfig) -> Self {
         Scheduler {
             config,
-            hosts: Mutex::default(),
+            // Bounded by `host`'s own eviction, which prefers idle hosts.
+            hosts: Mutex::new(LruCache::unbounded()),
+            labelled: Mutex::default(),
             counts: Mutex::default(),
             refused: Mutex::default(),
         }
@@ -86,15 +115,46 @@ impl Scheduler {
 
     fn host(&self, host: &str) -> Arc<Host> {
         let mut hosts = self.hosts.lock().expect("scheduler lock");
-        hosts
-            .entry(host.to_string())
-            .or_insert_with(|| {
-                Arc::new(Host {
-                    permits: Arc::new(Semaphore::new(self.config.max_concurrent_per_host.max(1))),
-                    backoff: Mutex::default(),
-                })
-            })
-            .clone()
+        if let Some(state) = hosts.get(host) {
+            return state.clone();
+        }
+        let max_permits = self.config.max_concurrent_per_host.max(1);
+        while hosts.len() >= MAX_HOSTS {
+            let now = Instant::now();
+            let idle = hosts
+                .iter()
+                .rev() // least recently used first
+                .find(|(_, state)| Host::idle(state, max_permits, now))
+                .map(|(name, _)| name.clone());
+            match idle {
+                Some(name) => hosts.pop(&name),
+                None => hosts.pop_lru().map(|(_, state)| state),
+            };
+        }
+        let state = Arc::new(Host {
+            permits: Arc::new(Semaphore::new(max_permits)),
+            backoff: Mutex::default(),
+        });
+        hosts.put(host.to_string(), state.clone());
+        state
+    }
+
+    /// The host's metric label: its name while fewer than [`MAX_HOST_SERIES`] hosts have one.
+    fn label(&self, host: &str) -> String {
+        let mut labelled = self.labelled.lock().expect("labels lock");
+        if labelled.contains(host) {
+            return host.to_string();
+        }
+        if labelled.len() < MAX_HOST_SERIES {
+            labelled.insert(host.to_string());
+            return host.to_string();
+        }
+        OTHER_HOSTS.to_string()
+    }
+
+    /// How many hosts the scheduler keeps state for.
+    pub fn host_count(&self) -> usize {
+        self.hosts.lock().expect("scheduler lock").len()
     }
 
     /// Waits for the host's backoff (up to `max_wait`) and a free slot.
@@ -114,7 +174,7 @@ impl Scheduler {
                             .refused
                             .lock()
                             .expect("refused lock")
-                            .entry(host.to_string())
+                            .entry(self.label(host))
                             .or_default() += 1;
                         return Err(RegistryError::RateLimited {
                             host: host.to_string(),
@@ -149,7 +209,7 @@ impl Scheduler {
             .counts
             .lock()
             .expect("counts lock")
-            .entry((host.to_string(), label))
+            .entry((self.label(host), label))
             .or_default() += 1;
         let state = self.host(host);
         let mut b = state.backoff.lock().expect("backoff lock");
@@ -192,20 +252,29 @@ impl Scheduler {
         self.refused.lock().expect("refused lock").clone()
     }
 
-    /// Every host the scheduler knows, with how long its backoff still lasts (zero: none).
+    /// Every host label, with how long its backoff still lasts (zero: none); `other` holds the
+    /// longest of the hosts folded into it.
     pub fn backoffs(&self) -> BTreeMap<String, Duration> {
-        let hosts = self.hosts.lock().expect("scheduler lock");
-        let now = Instant::now();
-        hosts
+        let states: Vec<(String, Arc<Host>)> = self
+            .hosts
+            .lock()
+            .expect("scheduler lock")
             .iter()
-            .map(|(host, state)| {
-                let b = state.backoff.lock().expect("backoff lock");
-                let left = b
-                    .not_before
-                    .map_or(Duration::ZERO, |at| at.saturating_duration_since(now));
-                (host.clone(), left)
-            })
-            .collect()
+            .map(|(host, state)| (host.clone(), state.clone()))
+            .collect();
+        let now = Instant::now();
+        let mut left_by_label = BTreeMap::new();
+        for (host, state) in states {
+            let left = state
+                .backoff
+                .lock()
+                .expect("backoff lock")
+                .not_before
+                .map_or(Duration::ZERO, |at| at.saturating_duration_since(now));
+            let entry = left_by_label.entry(self.label(&host)).or_default();
+            *entry = left.max(*entry);
+        }
+        left_by_label
     }
 }
 
@@ -232,6 +301,45 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn hosts_and_their_series_are_bounded() {
+        let scheduler = Scheduler::default();
+        // A host with a request in flight and one backing off are kept over idle ones.
+        let busy = scheduler.acquire("busy.example").await.unwrap();
+        scheduler.record("slow.example", Some(429), Some(Duration::from_secs(600)));
+        for i in 0..MAX_HOSTS + 500 {
+            let host = format!("h{i}.example");
+            let slot = scheduler.acquire(&host).await.unwrap();
+            drop(slot);
+            scheduler.record(&host, Some(200), None);
+        }
+        assert_eq!(scheduler.host_count(), MAX_HOSTS);
+        assert!(scheduler.hosts.lock().unwrap().contains("busy.example"));
+        assert!(
+            matches!(
+                scheduler.acquire("slow.example").await,
+                Err(RegistryError::RateLimited { .. })
+            ),
+            "the backoff was kept"
+        );
+        let backoffs = scheduler.backoffs();
+        assert!(backoffs.len() <= MAX_HOST_SERIES + 1, "{}", backoffs.len());
+        assert!(backoffs.contains_key(OTHER_HOSTS));
+        assert!(backoffs["slow.example"] > Duration::from_secs(500));
+        drop(busy);
+
+        let counts = scheduler.request_counts();
+        let hosts: HashSet<&String> = counts.keys().map(|(host, _)| host).collect();
+        assert_eq!(hosts.len(), MAX_HOST_SERIES + 1, "256 hosts and `other`");
+        let total: u64 = counts.values().sum();
+        assert_eq!(total, MAX_HOSTS as u64 + 500 + 1, "every request counted");
+        assert_eq!(
+            counts[&(OTHER_HOSTS.to_string(), "200".to_string())],
+            (MAX_HOSTS + 500 + 1 - MAX_HOST_SERIES) as u64,
+            "the hosts past the cap, folded"
+        );
+    }
 
     #[test]
     fn retry_after_in_both_forms() {
