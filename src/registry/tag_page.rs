@@ -155,7 +155,9 @@ impl<'de> Visitor<'de> for TagsSeed<'_> {
     }
 }
 
-/// A JSON string, borrowed from the body unless it holds escapes.
+/// A JSON string, borrowed from the body unless it holds escapes. An escaped string is copied
+/// only when it is a valid tag: any other comes back empty (which is no valid tag either), so
+/// what the spec does not allow is never allocated, escaped or not.
 struct Text<'de>(Cow<'de, str>);
 
 impl<'de> de::Deserialize<'de> for Text<'de> {
@@ -170,7 +172,10 @@ impl<'de> de::Deserialize<'de> for Text<'de> {
                 Ok(Text(Cow::Borrowed(s)))
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<Text<'de>, E> {
-                Ok(Text(Cow::Owned(s.to_owned())))
+                match is_valid_tag(s) {
+                    true => Ok(Text(Cow::Owned(s.to_owned()))),
+                    false => Ok(Text(Cow::Borrowed(""))),
+                }
             }
             fn visit_string<E: de::Error>(self, s: String) -> Result<Text<'de>, E> {
                 Ok(Text(Cow::Owned(s)))
@@ -202,6 +207,15 @@ mod tests {
         ] {
             assert!(!is_valid_tag(bad), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn escaped_tags_are_judged_after_unescaping() {
+        let long = format!("\\u0061{}", "a".repeat(200));
+        let body = format!(r#"{{"tags": ["\u0031.0", "{long}", "a\u0020b", "2.0"]}}"#);
+        let page = parse_page(body.as_bytes(), &|_| true).unwrap();
+        assert_eq!((page.listed, page.invalid), (4, 2));
+        assert_eq!(page.kept, ["1.0", "2.0"]);
     }
 
     #[test]

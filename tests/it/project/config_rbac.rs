@@ -15,24 +15,31 @@ fn rules(dir: &str) -> Vec<(String, String, Vec<String>)> {
         if path.extension().is_none_or(|e| e != "yaml") || path.ends_with("kustomization.yaml") {
             continue;
         }
-        let docs: Vec<Value> =
-            serde_saphyr::from_multiple(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        for doc in docs {
-            for rule in doc["rules"].as_array().into_iter().flatten() {
-                let verbs: Vec<String> = rule["verbs"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.as_str().unwrap().to_string())
-                    .collect();
-                for group in rule["apiGroups"].as_array().unwrap() {
-                    for resource in rule["resources"].as_array().unwrap() {
-                        out.push((
-                            group.as_str().unwrap().to_string(),
-                            resource.as_str().unwrap().to_string(),
-                            verbs.clone(),
-                        ));
-                    }
+        out.extend(rules_of_file(&path));
+    }
+    out
+}
+
+/// (apiGroup, resource, verbs) of every rule in one YAML file.
+fn rules_of_file(path: &std::path::Path) -> Vec<(String, String, Vec<String>)> {
+    let mut out = Vec::new();
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(&std::fs::read_to_string(path).unwrap()).unwrap();
+    for doc in docs {
+        for rule in doc["rules"].as_array().into_iter().flatten() {
+            let verbs: Vec<String> = rule["verbs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap().to_string())
+                .collect();
+            for group in rule["apiGroups"].as_array().unwrap() {
+                for resource in rule["resources"].as_array().unwrap() {
+                    out.push((
+                        group.as_str().unwrap().to_string(),
+                        resource.as_str().unwrap().to_string(),
+                        verbs.clone(),
+                    ));
                 }
             }
         }
@@ -95,4 +102,53 @@ fn the_installed_rbac_is_least_privilege() {
     )
     .unwrap();
     assert!(overlay.contains("--feature-gates=ObjectLevelWorkloadIdentity=true"));
+}
+
+/// Every rule of the roles bound to the controller, exactly: a verb or a resource added to
+/// config/rbac/role.yaml or leader_election_role.yaml fails here (the e2e tests, which run the
+/// controller with these roles, fail when one is missing).
+#[test]
+fn the_controllers_roles_grant_exactly_what_it_uses() {
+    let mut bound: Vec<(String, String, Vec<String>)> = ["role.yaml", "leader_election_role.yaml"]
+        .iter()
+        .flat_map(|file| rules_of_file(&root().join("config/rbac").join(file)))
+        .map(|(group, resource, mut verbs)| {
+            verbs.sort();
+            (group, resource, verbs)
+        })
+        .collect();
+    bound.sort();
+    let rule = |group: &str, resource: &str, verbs: &[&str]| {
+        let mut verbs: Vec<String> = verbs.iter().map(|v| v.to_string()).collect();
+        verbs.sort();
+        (group.to_string(), resource.to_string(), verbs)
+    };
+    let image = "image.toolkit.fluxcd.io";
+    let mut expected = vec![
+        rule("", "events", &["create", "patch"]),
+        rule("events.k8s.io", "events", &["create", "patch"]),
+        rule("", "secrets", &["get"]),
+        rule("", "serviceaccounts", &["get"]),
+        rule("", "namespaces", &["get", "list", "watch"]),
+        rule(
+            "coordination.k8s.io",
+            "leases",
+            &["create", "get", "update"],
+        ),
+    ];
+    for kind in ["imagepolicies", "imagerepositories"] {
+        expected.push(rule(
+            image,
+            kind,
+            &["get", "list", "watch", "patch", "update"],
+        ));
+        expected.push(rule(
+            image,
+            &format!("{kind}/status"),
+            &["get", "patch", "update"],
+        ));
+        expected.push(rule(image, &format!("{kind}/finalizers"), &["update"]));
+    }
+    expected.sort();
+    assert_eq!(bound, expected);
 }
