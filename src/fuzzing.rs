@@ -8,8 +8,8 @@ use crate::policy::{
     PolicyChoice, Version,
 };
 pub use crate::registry::fuzz::{
-    docker_config, image_reference, link_header, manifest, retry_after, tag_list_json, token_json,
-    www_authenticate,
+    cosign_key, docker_config, image_reference, link_header, manifest, proxy_address, retry_after,
+    tag_list_json, token_json, www_authenticate,
 };
 
 /// A fuzz target: raw bytes in, a panic on a finding.
@@ -18,6 +18,7 @@ pub type Target = fn(&[u8]);
 /// Every target, by the name of its binary in `fuzz/` and of its corpus directories.
 pub const TARGETS: &[(&str, Target)] = &[
     ("constraint", constraint),
+    ("cosign_key", cosign_key),
     ("docker_config", docker_config),
     ("exclusion_list", exclusion_list),
     ("filter_extract", filter_extract),
@@ -25,11 +26,33 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("image_reference", image_reference),
     ("link_header", link_header),
     ("manifest", manifest),
+    ("platform", platform),
+    ("proxy_address", proxy_address),
     ("retry_after", retry_after),
     ("tag_list_json", tag_list_json),
     ("token_json", token_json),
     ("www_authenticate", www_authenticate),
 ];
+
+/// `spec.platforms` entries: a parsed platform prints as text that parses to the same
+/// platform, and an image for a platform serves that platform.
+pub fn platform(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(parsed) = crate::policy::Platform::parse(text) {
+        assert!(parsed.served_by(&parsed), "{text:?}");
+        let printed = parsed.to_string();
+        // The printed form adds a default variant (`linux/arm` -> `linux/arm/v7`): past the
+        // length bound it is not read back, which is fine for a form nobody writes.
+        if printed.len() > crate::policy::MAX_PLATFORM_LEN {
+            return;
+        }
+        let again = crate::policy::Platform::parse(&printed)
+            .unwrap_or_else(|e| panic!("{printed:?} (from {text:?}) does not parse: {e}"));
+        assert_eq!(again, parsed, "{text:?}");
+    }
+}
 
 fn lines(data: &[u8]) -> Option<std::str::Split<'_, char>> {
     std::str::from_utf8(data).ok().map(|t| t.split('\n'))

@@ -6,10 +6,12 @@
 //! Not an API.
 
 use super::auth::{parse_challenge, Challenge, TokenResponse};
+use super::cosign::TrustedKeys;
 use super::digest::check_manifest;
+use super::proxy::without_credentials;
 use super::tag_page::parse_page;
 use super::tags::next_link;
-use super::{parse_retry_after, ImageReference, Keyring};
+use super::{parse_retry_after, ImageReference, Keyring, ProxySettings};
 use reqwest::header::{HeaderMap, HeaderValue, LINK};
 use reqwest::Url;
 use std::collections::BTreeMap;
@@ -118,5 +120,42 @@ pub fn manifest(data: &[u8]) {
     let (content_type, body) = first_line(data);
     if check_manifest(text(content_type), body).is_ok() {
         assert!(serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok());
+    }
+}
+
+/// A `proxySecretRef` address: whether it parses or not, what a message shows of it has no
+/// user information (the secret `p4ss` planted after the first `:` of a user part never shows),
+/// and a parsed proxy shows no password either.
+pub fn proxy_address(data: &[u8]) {
+    let address = text(data);
+    let shown = without_credentials(address);
+    if let Some(at) = address.rfind('@') {
+        assert!(
+            shown.ends_with(&address[at..]) && shown.contains("****"),
+            "{address:?} shown as {shown:?}"
+        );
+    }
+    let planted = format!("http://u:p4ss@{address}");
+    if let Err(err) = ProxySettings::parse(&planted) {
+        assert!(!err.to_string().contains("p4ss"), "{planted:?}: {err}");
+    }
+    if let Ok(proxy) = ProxySettings::parse(address) {
+        if let Some(password) = reqwest::Url::parse(address).ok().and_then(|u| {
+            u.password()
+                .filter(|p| p.len() > 3 && *p != "****")
+                .map(str::to_string)
+        }) {
+            assert!(!proxy.to_string().contains(&password), "{address:?}");
+        }
+    }
+}
+
+/// A cosign public key (`cosign.pub` of a Secret): read or refused, never a panic; a refusal
+/// names the entry and stays short.
+pub fn cosign_key(data: &[u8]) {
+    let secret = BTreeMap::from([("cosign.pub".to_string(), data.to_vec())]);
+    if let Err(reason) = TrustedKeys::from_secret(&secret) {
+        assert!(reason.contains("cosign.pub"), "{reason}");
+        assert!(reason.len() < 1024, "{} bytes", reason.len());
     }
 }
