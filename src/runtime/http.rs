@@ -137,11 +137,14 @@ pub fn health_router(readiness: Readiness, health: HealthCheck) -> Router {
 
 /// Binds `addr` and serves `router` until `shutdown`.
 pub async fn serve(
+    server: &'static str,
     addr: SocketAddr,
     router: Router,
     shutdown: CancellationToken,
 ) -> std::io::Result<impl std::future::Future<Output = std::io::Result<()>>> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
+    // The bound address, which port 0 leaves to the kernel: what a probe or a scrape must use.
+    tracing::info!(server, address = %listener.local_addr()?, "listening");
     Ok(async move {
         axum::serve(listener, router)
             .with_graceful_shutdown(shutdown.cancelled_owned())

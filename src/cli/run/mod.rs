@@ -96,11 +96,16 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
     let stop_servers = CancellationToken::new();
     let readiness = Readiness::default();
     let health = health_check(&ctx, args.health_stuck_after);
-    let serve = |addr, router| http::serve(addr, router, stop_servers.clone());
-    let metrics_server = serve(metrics_addr, http::metrics_router(metrics.clone()))
-        .await
-        .map_err(|e| CliError::failed(format!("listening on {}: {e}", args.metrics_addr)))?;
-    let health_server = serve(health_addr, http::health_router(readiness.clone(), health))
+    let serve = |server, addr, router| http::serve(server, addr, router, stop_servers.clone());
+    let metrics_server = serve(
+        "metrics",
+        metrics_addr,
+        http::metrics_router(metrics.clone()),
+    )
+    .await
+    .map_err(|e| CliError::failed(format!("listening on {}: {e}", args.metrics_addr)))?;
+    let health_router = http::health_router(readiness.clone(), health);
+    let health_server = serve("health", health_addr, health_router)
         .await
         .map_err(|e| CliError::failed(format!("listening on {}: {e}", args.health_addr)))?;
     let servers = tokio::spawn(async move { tokio::try_join!(metrics_server, health_server) });

@@ -14,20 +14,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A free port on 127.0.0.1 (the controller binds it right after).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// One `image-reflector` process started with Flux's Deployment flags (no subcommand).
 struct Replica {
     child: Child,
-    metrics: u16,
-    health: u16,
     _storage: tempfile::TempDir,
     /// Its stderr: the JSON log lines (shown when a test fails).
     log: tempfile::NamedTempFile,
@@ -41,7 +30,6 @@ impl Replica {
         env: &[(&str, &str)],
     ) -> Replica {
         let storage = tempfile::tempdir().unwrap();
-        let (metrics, health) = (free_port(), free_port());
         let log = tempfile::NamedTempFile::new().unwrap();
         let mut command = Command::new(env!("CARGO_BIN_EXE_image-reflector"));
         command
@@ -50,8 +38,10 @@ impl Replica {
                 "--log-encoding=json",
                 "--min-retry-delay=200ms",
             ])
-            .arg(format!("--metrics-addr=127.0.0.1:{metrics}"))
-            .arg(format!("--health-addr=127.0.0.1:{health}"))
+            // Ports the kernel picks, read back from the log (`listening`): a port found free
+            // and released before the replica binds it can be taken in between.
+            .arg("--metrics-addr=127.0.0.1:0")
+            .arg("--health-addr=127.0.0.1:0")
             .arg(format!("--storage-path={}", storage.path().display()))
             .args(args)
             .env("HOSTNAME", hostname)
@@ -65,11 +55,31 @@ impl Replica {
         }
         Replica {
             child: command.spawn().expect("image-reflector starts"),
-            metrics,
-            health,
             _storage: storage,
             log,
         }
+    }
+
+    /// The port the replica's `server` (`metrics`, `health`) listens on, from its log.
+    fn port(&self, server: &str) -> u16 {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let text = std::fs::read_to_string(self.log.path()).unwrap();
+            let found = text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .find(|l| l["msg"] == "listening" && l["server"] == server)
+                .and_then(|l| l["address"].as_str()?.rsplit(':').next()?.parse().ok());
+            match found {
+                Some(port) => return port,
+                None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+                None => panic!("no `listening` line for {server} in the replica's log:\n{text}"),
+            }
+        }
+    }
+
+    fn health(&self) -> u16 {
+        self.port("health")
     }
 
     /// The log lines so far, parsed.
@@ -101,7 +111,7 @@ impl Replica {
     }
 
     async fn metrics(&self) -> String {
-        let (status, text) = self.get(self.metrics, "/metrics").await;
+        let (status, text) = self.get(self.port("metrics"), "/metrics").await;
         assert_eq!(status, 200);
         text
     }
@@ -297,13 +307,13 @@ async fn e2e_two_replicas_one_leader_and_a_takeover() {
         "the stand-by reconciles nothing: {standby}"
     );
     assert_eq!(
-        b.get(b.health, "/readyz").await.0,
+        b.get(b.health(), "/readyz").await.0,
         200,
         "a stand-by is ready"
     );
-    assert_eq!(b.get(b.health, "/healthz").await.0, 200);
-    assert_eq!(a.get(a.health, "/readyz").await.0, 200);
-    assert_eq!(a.get(a.health, "/healthz").await.0, 200);
+    assert_eq!(b.get(b.health(), "/healthz").await.0, 200);
+    assert_eq!(a.get(a.health(), "/readyz").await.0, 200);
+    assert_eq!(a.get(a.health(), "/healthz").await.0, 200);
 
     // SIGTERM: the leader finishes, releases the Lease and exits 0; the stand-by takes over
     // and handles the next change.
@@ -326,7 +336,7 @@ async fn e2e_two_replicas_one_leader_and_a_takeover() {
 
     // A leader that dies without releasing: a new stand-by takes over once the lease expires.
     let c = Replica::start("replica-c", Some(&kubeconfig), &flux_args, &env);
-    assert_eq!(c.get(c.health, "/readyz").await.0, 200);
+    assert_eq!(c.get(c.health(), "/readyz").await.0, 200);
     b.signal("-KILL");
     let killed_at = Instant::now();
     let _ = b.wait();
