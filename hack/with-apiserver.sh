@@ -36,6 +36,8 @@ if [ -n "$need" ]; then
 fi
 
 state=$(mktemp -d "${TMPDIR:-/tmp}/image-reflector-apiserver.XXXXXX")
+# etcd's data on tmpfs when there is one: no fsync cost, and nothing left on disk.
+data=$state/etcd; [ -d /dev/shm ] && [ -w /dev/shm ] && data=$(mktemp -d /dev/shm/image-reflector-etcd.XXXXXX)
 pids=""
 stop() {
   # One at a time, the apiserver before its etcd: SIGTERM, up to 15 s for a graceful exit, then
@@ -45,8 +47,8 @@ stop() {
     for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
   done
-  [ -z "${KEEP_APISERVER_STATE:-}" ] || { log "state kept in $state"; return; }
-  rm -rf "$state"
+  [ -z "${KEEP_APISERVER_STATE:-}" ] || { log "state kept in $state (etcd: $data)"; return; }
+  rm -rf "$state" "$data"
 }
 trap 'rc=$?; stop; exit $rc' EXIT
 trap 'exit 130' INT
@@ -76,14 +78,11 @@ token=$(openssl rand -hex 16)
 echo "$token,admin,admin,system:masters" > "$pki/tokens.csv"
 
 etcd_port=$(free_port); peer_port=$(free_port); api_port=$(free_port)
-# etcd's data on tmpfs when there is one: no fsync cost, and nothing left on disk.
-data=$state/etcd; [ -d /dev/shm ] && [ -w /dev/shm ] && data=$(mktemp -d /dev/shm/image-reflector-etcd.XXXXXX)
 etcd --name e2e --data-dir "$data" --listen-client-urls "http://127.0.0.1:$etcd_port" \
   --advertise-client-urls "http://127.0.0.1:$etcd_port" --listen-peer-urls "http://127.0.0.1:$peer_port" \
   --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" --initial-cluster "e2e=http://127.0.0.1:$peer_port" \
   > "$state/etcd.log" 2>&1 &
 pids+=" $!"
-[ "$data" = "$state/etcd" ] || trap 'rc=$?; stop; rm -rf "$data"; exit $rc' EXIT
 "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
   --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" --cert-dir "$pki" \
   --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
