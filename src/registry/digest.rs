@@ -4,7 +4,7 @@
 //! Beyond Flux: a registry that omits the header, or refuses HEAD, is asked with GET and the
 //! digest is the SHA-256 of the manifest bytes. Multi-arch tags give the index (list) digest.
 
-use super::body::{read_limited, status_error};
+use super::body::status_error;
 use super::client::{RegistryClient, Target};
 use super::describe::url_host;
 use super::{ImageReference, RegistryError};
@@ -65,7 +65,9 @@ impl RegistryClient {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_string();
-        let body = read_limited(&Method::GET, &url, &host, get, MAX_MANIFEST_BYTES).await?;
+        let body = self
+            .read_budgeted(&url, &host, get, MAX_MANIFEST_BYTES)
+            .await?;
         check_manifest(&media_type, &body).map_err(|detail| RegistryError::InvalidResponse {
             method: "GET",
             url: url.to_string(),

@@ -2,7 +2,8 @@
 //! inspects (an image's config, an index's platform manifests, a cosign signature's payload).
 //! Sizes are bounded before anything is kept (docs/security.md).
 
-use super::body::{read_limited, status_error};
+use super::body::{read_limited_with, status_error};
+use super::budget::Held;
 use super::client::{RegistryClient, Target};
 use super::describe::url_host;
 use super::digest::{check_manifest, MAX_MANIFEST_BYTES};
@@ -19,6 +20,24 @@ pub struct Manifest {
 }
 
 impl RegistryClient {
+    /// A GET's body within `limit`, charged to the process-wide memory budget while it is read,
+    /// as a tag page is: a manifest, a config or a signature read for a gate holds memory as
+    /// long as a slow registry makes it last, and many run at once in the background.
+    pub(super) async fn read_budgeted(
+        &self,
+        url: &reqwest::Url,
+        host: &str,
+        response: reqwest::Response,
+        limit: usize,
+    ) -> Result<Vec<u8>, RegistryError> {
+        let memory = &self.shared.memory;
+        let mut held = Held::default();
+        read_limited_with(&Method::GET, url, host, response, limit, |bytes| {
+            memory.reserve(&mut held, bytes)
+        })
+        .await
+    }
+
     /// GETs the manifest `reference` (a tag or a digest) names; `Ok(None)` when the registry
     /// has no such manifest (404). A manifest asked for by digest must hash to it.
     pub async fn manifest(
@@ -55,7 +74,9 @@ impl RegistryClient {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_string();
-        let bytes = read_limited(&Method::GET, &url, &host, response, MAX_MANIFEST_BYTES).await?;
+        let bytes = self
+            .read_budgeted(&url, &host, response, MAX_MANIFEST_BYTES)
+            .await?;
         let invalid = |detail: String| RegistryError::InvalidResponse {
             method: "GET",
             url: url.to_string(),
@@ -103,7 +124,7 @@ impl RegistryClient {
         if response.status() != StatusCode::OK {
             return Err(status_error(Method::GET, &url, &host, response, &self.options).await);
         }
-        let bytes = read_limited(&Method::GET, &url, &host, response, limit).await?;
+        let bytes = self.read_budgeted(&url, &host, response, limit).await?;
         let got = sha256(&bytes);
         if got != digest {
             let detail = format!("the blob hashes to {got}, not to its digest");

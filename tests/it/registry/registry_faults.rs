@@ -726,3 +726,67 @@ async fn an_unreachable_proxy_is_named_as_the_proxy() {
     );
     assert!(!text.contains("s3cret"), "{text}");
 }
+
+/// A gate's reads (a manifest, a blob such as an image config or a signature, a digest read by
+/// GET) are charged to the process-wide memory budget while their bodies are read, as tag pages
+/// are: decisions run in the background, many at once, so their bodies must not add up
+/// unbounded. A budget smaller than the body refuses it; the budget is given back after.
+#[tokio::test]
+async fn gate_reads_are_charged_to_the_memory_budget() {
+    let config = vec![b'x'; 64 << 10];
+    let config_digest = format!("sha256:{:x}", Sha256::digest(&config));
+    let manifest = json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config_digest, "size": config.len()},
+        "layers": [],
+        "annotations": {"padding": "p".repeat(32 << 10)},
+    })
+    .to_string()
+    .into_bytes();
+    let (served_manifest, served_config) = (manifest.clone(), config.clone());
+    let server = FaultServer::start(move |seen| match seen.path() {
+        p if p.contains("/blobs/") => Reply::status(200).body(served_config.clone()),
+        _ => Reply::status(200)
+            .header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+            .body(served_manifest.clone()),
+    })
+    .await;
+    let img = image(&server, "team/app");
+    let small = image_reflector::registry::MemoryBudget::new(16 << 10);
+    let tight = Registries::with_memory_budget(SchedulerConfig::default(), small.clone());
+    let refused = |err: RegistryError| {
+        let text = err.to_string();
+        assert!(text.contains("memory budget"), "{text}");
+    };
+    refused(
+        client(&tight, |_| {})
+            .manifest(&img, "1.0")
+            .await
+            .unwrap_err(),
+    );
+    refused(
+        client(&tight, |_| {})
+            .blob(&img, &config_digest, 1 << 20)
+            .await
+            .unwrap_err(),
+    );
+    refused(
+        client(&tight, |_| {})
+            .digest(&img, "1.0")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(small.available(), 16 << 10, "nothing kept after a refusal");
+
+    let enough = image_reflector::registry::MemoryBudget::new(1 << 20);
+    let roomy = Registries::with_memory_budget(SchedulerConfig::default(), enough.clone());
+    let read = client(&roomy, |_| {}).manifest(&img, "1.0").await.unwrap();
+    assert_eq!(read.unwrap().bytes, manifest);
+    let blob = client(&roomy, |_| {})
+        .blob(&img, &config_digest, 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(blob, config);
+    assert_eq!(enough.available(), 1 << 20, "given back once read");
+}
