@@ -60,8 +60,9 @@ impl MemoryBudget {
 
     fn exhausted(&self) -> String {
         format!(
-            "the controller's memory budget for tag listings ({} MiB) is held by other scans; \
-             the listing was stopped and will be tried again",
+            "the controller's memory budget for registry answers ({} MiB: tag listings, \
+             manifests, configs, signatures) is held by other reads; this one was stopped and \
+             will be tried again",
             self.bytes >> 20
         )
     }
@@ -90,7 +91,7 @@ mod tests {
         budget.reserve(&mut a, 30).unwrap();
         assert_eq!((a.bytes(), budget.available()), (90, 10));
         let err = budget.reserve(&mut b, 20).unwrap_err();
-        assert!(err.contains("held by other scans"), "{err}");
+        assert!(err.contains("held by other reads"), "{err}");
         assert_eq!(b.bytes(), 0);
         drop(a);
         budget.reserve(&mut b, 20).unwrap();

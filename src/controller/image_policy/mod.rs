@@ -112,6 +112,7 @@ pub fn controller(
     .predicate_filter(labels_hash, Default::default());
     let (namespace_index, relabelled) = (index.clone(), queue.clone());
     let ctx = PolicyContext::new(ctx, repo_reader, synced);
+    let wakes = ctx.handoffs.wakes().expect("one controller per context");
     let run = Controller::for_stream(policy_triggers, policy_reader)
         .watches_stream(namespace_changes, move |namespace| {
             let policies = namespace_index.cross_namespace_policies_in(&namespace.name_any());
@@ -133,6 +134,8 @@ pub fn controller(
             }
             policies
         })
+        // A reconcile that went on in the background has ended: write what it decided.
+        .reconcile_on(wakes)
         .with_config(Config::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown.cancelled_owned())
         .run(reconcile, error_policy, ctx);

@@ -7,7 +7,7 @@ use super::migrate::migrate_status;
 use super::reader::ClusterReader;
 use super::report::{held_events, ref_metadata};
 use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository};
-use crate::controller::shared::apply::{Decision, Prepared, Reconciled};
+use crate::controller::shared::apply::{Decision, KindHandoffs, Prepared, Reconciled};
 use crate::controller::shared::context::{ApiReader, Context};
 use crate::controller::shared::error::Error;
 use crate::controller::shared::events::EventSpec;
@@ -39,6 +39,8 @@ pub struct PolicyContext {
     /// Policies (`Kind/namespace/name`) reconciled since start: a digest fetched before a
     /// restart may still be fresh for their first reconcile (docs/imagepolicy.md).
     seen: Mutex<HashSet<String>>,
+    /// Reconciles that went on off the workers.
+    pub handoffs: KindHandoffs<ImagePolicy>,
 }
 
 impl PolicyContext {
@@ -52,6 +54,7 @@ impl PolicyContext {
             repositories,
             repositories_synced,
             seen: Mutex::default(),
+            handoffs: KindHandoffs::default(),
         })
     }
 
@@ -77,6 +80,10 @@ impl Reconciled for ImagePolicy {
 
     fn queue(ctx: &Context) -> &WorkQueue {
         &ctx.policy_queue
+    }
+
+    fn handoffs(ctx: &PolicyContext) -> &KindHandoffs<Self> {
+        &ctx.handoffs
     }
 
     fn status(&self) -> Option<&ImagePolicyStatus> {

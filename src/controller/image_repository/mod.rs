@@ -62,6 +62,7 @@ pub fn controller(
     let enqueued = queue.clone();
     let ctx = RepositoryContext::new(ctx);
     let running = ctx.running.clone();
+    let wakes = ctx.handoffs.wakes().expect("one controller per context");
     let (order, cache) = (ctx.shared.clone(), reader.clone());
     let triggers = watcher(api, watch)
         .default_backoff()
@@ -95,6 +96,8 @@ pub fn controller(
         .predicate_filter(trigger_hash, Default::default())
         .inspect_ok(move |repo| enqueued.add(object_key(repo), Instant::now()));
     let run = Controller::for_stream(triggers, reader)
+        // A reconcile that went on in the background has ended: write what it decided.
+        .reconcile_on(wakes)
         .with_config(Config::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown.cancelled_owned())
         .run(reconcile, error_policy, ctx);

@@ -5,7 +5,7 @@
 use super::decide::{reconcile_repository, RepositoryEnv};
 use super::running_scans::RunningScans;
 use crate::api::{ImageRepository, ImageRepositoryStatus};
-use crate::controller::shared::apply::{Decision, Prepared, Reconciled};
+use crate::controller::shared::apply::{Decision, KindHandoffs, Prepared, Reconciled};
 use crate::controller::shared::context::{ApiReader, Context};
 use crate::controller::shared::error::Error;
 use crate::controller::shared::keys::{object_key, object_labels};
@@ -25,12 +25,18 @@ pub struct RepositoryContext {
     pub shared: Arc<Context>,
     /// Per-host and per-namespace limits, cancellation on deletion.
     pub running: RunningScans,
+    /// Reconciles that went on off the workers.
+    pub handoffs: KindHandoffs<ImageRepository>,
 }
 
 impl RepositoryContext {
     pub fn new(shared: Arc<Context>) -> Arc<Self> {
         let running = RunningScans::for_workers(shared.settings.concurrent);
-        Arc::new(RepositoryContext { shared, running })
+        Arc::new(RepositoryContext {
+            shared,
+            running,
+            handoffs: KindHandoffs::default(),
+        })
     }
 }
 
@@ -51,6 +57,10 @@ impl Reconciled for ImageRepository {
 
     fn queue(ctx: &Context) -> &WorkQueue {
         &ctx.repository_queue
+    }
+
+    fn handoffs(ctx: &RepositoryContext) -> &KindHandoffs<Self> {
+        &ctx.handoffs
     }
 
     fn status(&self) -> Option<&ImageRepositoryStatus> {

@@ -5,6 +5,7 @@
 use super::context::Context;
 use super::error::{log_result, Error};
 use super::events::EventSpec;
+use super::handoff::{Handed, Handoffs, RECONCILE_DEADLINE};
 use super::next::Next;
 use super::queue::WorkQueue;
 use super::status::{is_stalled, patch_status, FluxStatus, Patched};
@@ -17,6 +18,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::future::Future;
+use std::sync::Arc;
 
 /// What a kind's decision comes to: the status to write, when to run next, and what happened.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,6 +31,9 @@ pub struct Decision<S> {
     /// of the object, for the start-up order and the warm start.
     pub held: bool,
 }
+
+/// A kind's decisions that went on in the background, each with its deadline's outcome.
+pub type KindHandoffs<K> = Handoffs<K, Result<Decision<<K as Reconciled>::Status>, Error>>;
 
 /// What [`Reconciled::prepare`] found: go on with the object (perhaps rewritten), or stop
 /// here and run again then.
@@ -56,6 +61,8 @@ pub trait Reconciled:
     const CONTROLLER: &'static str;
 
     fn queue(ctx: &Context) -> &WorkQueue;
+    /// The kind's decisions that went on in the background ([`Handoffs`]).
+    fn handoffs(ctx: &Self::Ctx) -> &KindHandoffs<Self>;
     fn status(&self) -> Option<&Self::Status>;
     fn suspended(&self) -> bool;
 
@@ -97,24 +104,44 @@ pub trait Reconciled:
 }
 
 /// Prepare, suspend, decide, log, write the status, record metrics, publish the event of a
-/// transition. Returns when to run next, and the summary of what happened.
+/// transition. Returns when to run next, and the summary of what happened; `None` while the
+/// decision goes on in the background ([`super::handoff`]).
 pub(super) async fn apply<K: Reconciled>(
-    obj: &K,
+    obj: Arc<K>,
     api: &Api<K>,
-    ctx: &K::Ctx,
-) -> Result<(Next, String), Error> {
+    ctx: &Arc<K::Ctx>,
+) -> Result<Option<(Next, String)>, Error> {
     let obj = match obj.prepare(api, ctx).await? {
-        Prepared::Go(obj) => obj,
-        Prepared::Stop(next) => return Ok((next, String::new())),
+        Prepared::Go(Cow::Borrowed(_)) => obj.clone(),
+        Prepared::Go(Cow::Owned(rewritten)) => Arc::new(rewritten),
+        Prepared::Stop(next) => return Ok(Some((next, String::new()))),
     };
     if obj.suspended() {
         tracing::info!("reconciliation is suspended for this object");
-        return Ok((Next::AwaitChange, String::new()));
+        return Ok(Some((Next::AwaitChange, String::new())));
     }
-    let shared: &Context = ctx.as_ref();
+    let shared: &Context = (**ctx).as_ref();
     let old = obj.status().cloned().unwrap_or_default();
     let now = (shared.clock)();
-    let decision = obj.decide(ctx, now).await;
+    let deciding = || {
+        let (obj, ctx) = (obj.clone(), ctx.clone());
+        async move {
+            let decided = tokio::time::timeout(RECONCILE_DEADLINE, obj.decide(&ctx, now)).await;
+            decided.map_err(|_| Error::Deadline(RECONCILE_DEADLINE))
+        }
+    };
+    let handed = K::handoffs(ctx).decide(obj.as_ref(), deciding).await;
+    let decision = match handed {
+        Handed::Decided { outcome, rerun } => with_rerun(outcome?, rerun),
+        Handed::Working => {
+            tracing::info!(
+                "still deciding after {}s: it goes on in the background, and the object is \
+                 reconciled again when it ends",
+                super::handoff::HANDOFF_AFTER.as_secs()
+            );
+            return Ok(None);
+        }
+    };
     log_result(
         &decision.next,
         is_stalled(decision.status.conditions()),
@@ -144,5 +171,14 @@ pub(super) async fn apply<K: Reconciled>(
             metadata,
         )
         .await;
-    Ok((decision.next, decision.summary))
+    Ok(Some((decision.next, decision.summary)))
+}
+
+/// A decision taken from the background while something asked for another reconcile: that
+/// one runs now, unless a retry with backoff comes anyway.
+fn with_rerun<S>(mut decision: Decision<S>, rerun: bool) -> Decision<S> {
+    if rerun && matches!(decision.next, Next::After(_) | Next::AwaitChange) {
+        decision.next = Next::After(std::time::Duration::ZERO);
+    }
+    decision
 }

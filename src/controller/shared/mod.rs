@@ -10,6 +10,7 @@ pub mod context;
 pub mod credentials;
 pub mod error;
 pub mod events;
+pub mod handoff;
 pub mod intervals;
 pub mod keys;
 pub mod next;

@@ -48,10 +48,7 @@ fn process_tag() -> u32 {
     })
 }
 
-/// The longest one reconcile may hold a worker: a scan's cap, plus room for the API calls
-/// around it.
-pub const RECONCILE_DEADLINE: std::time::Duration =
-    std::time::Duration::from_secs(super::intervals::MAX_SCAN_TIMEOUT.as_secs() + 60);
+pub use super::handoff::RECONCILE_DEADLINE;
 
 /// One reconcile of `obj`, as kube's controller calls it.
 pub async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<K::Ctx>) -> Result<Action, Error> {
@@ -60,8 +57,8 @@ pub async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<K::Ctx>) -> Result<A
 }
 
 /// The frame around [`apply`]: queue bookkeeping, kube's finalizer, the deadline, metrics.
-async fn in_frame<K: Reconciled>(obj: Arc<K>, ctx: &K::Ctx) -> Result<Action, Error> {
-    let shared: &Context = ctx.as_ref();
+async fn in_frame<K: Reconciled>(obj: Arc<K>, ctx: &Arc<K::Ctx>) -> Result<Action, Error> {
+    let shared: &Context = (**ctx).as_ref();
     let api = Api::<K>::namespaced(shared.client.clone(), &obj.namespace().unwrap_or_default());
     let queue = K::queue(shared);
     let started = Instant::now();
@@ -71,12 +68,24 @@ async fn in_frame<K: Reconciled>(obj: Arc<K>, ctx: &K::Ctx) -> Result<Action, Er
     let labels = object_labels(K::kind(&()), obj.as_ref());
     let mut requeue = None;
     if deleting {
-        // Before the finalizer goes: once the object is gone, so are its series.
+        // Before the finalizer goes: once the object is gone, so are its series, and its
+        // background work stops.
         shared.metrics.forget(&labels);
+        if K::handoffs(ctx).cancel(&key) {
+            tracing::info!("deleted while deciding in the background: that work is cancelled");
+        }
     }
     let run = finalizer(&api, FINALIZER, obj, |event| async {
         let (next, summary) = match event {
-            Finalizer::Apply(obj) => apply(obj.as_ref(), &api, ctx).await?,
+            Finalizer::Apply(obj) => match apply(obj, &api, ctx).await? {
+                Some(applied) => applied,
+                // Decided in the background: the object is woken when that ends; the
+                // deadline's requeue only in case the wake is lost. No backoff is reset.
+                None => {
+                    requeue = Some(RECONCILE_DEADLINE);
+                    return Ok(Action::requeue(RECONCILE_DEADLINE));
+                }
+            },
             Finalizer::Cleanup(obj) => (obj.cleanup(ctx).await?, String::new()),
         };
         requeue = requeue_after(next, &summary, &key, &shared.backoff)?;

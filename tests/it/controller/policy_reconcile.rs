@@ -3,10 +3,10 @@
 //! patches, events, notifications and requeues of each row of flux-compat.md §4.9, migration,
 //! warm start and the thinning of events.
 
-use crate::support::api_mock::{calls, context, mock, Call, Expect};
+use crate::support::api_mock::{calls, context, mock, reconcile_settled, Call, Expect};
 use crate::support::fault_server::{FaultServer, Reply};
 use image_reflector::api::{ImagePolicy, ImageRepository};
-use image_reflector::controller::image_policy::{reconcile, PolicyContext};
+use image_reflector::controller::image_policy::PolicyContext;
 use image_reflector::controller::Settings;
 use image_reflector::store::{MemoryStore, RepoKey, TagList, TagStore};
 use kube::runtime::controller::Action;
@@ -82,7 +82,7 @@ async fn run_with(
         Arc::new(AtomicBool::new(true)),
     );
     let policy: ImagePolicy = serde_json::from_value(obj.clone()).unwrap();
-    let result = reconcile(Arc::new(policy), ctx).await;
+    let (result, _) = reconcile_settled(Arc::new(policy), ctx).await;
     Run {
         result,
         calls: calls(server).await,
@@ -826,4 +826,39 @@ async fn after_a_restart_an_always_policy_fetches_only_when_due() {
     asked["metadata"]["annotations"] = json!({"reconcile.fluxcd.io/requestedAt": "now"});
     run(&asked, &[repo], vec![patch(&asked)], store_checked(120)).await;
     assert_eq!(heads(&reg), 2, "a requested reconcile fetches");
+}
+
+/// A digest read that outlasts `HANDOFF_AFTER` goes on off the worker, as a scan does: the
+/// first reconcile returns after 3 s with nothing written, the policy is woken when the
+/// registry answers, and the next reconcile writes the election with the digest read.
+#[tokio::test(start_paused = true)]
+async fn a_slow_digest_read_goes_on_off_the_worker() {
+    let reg = FaultServer::start(move |_| {
+        Reply::status(200)
+            .header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+            .header("Docker-Content-Digest", NEW)
+            .delayed(Duration::from_secs(20))
+    })
+    .await;
+    let image = format!("{}/team/app", reg.host());
+    let repo = repository(NS, &image, json!({"timeout": "1m"}));
+    let (spec, status) = always_elected_at_old(&image, "1h");
+    let obj = policy(spec, status);
+    let (client, server) = mock(vec![patch(&obj), Expect::event(NS)]);
+    let (reader, mut writer) = reflector::store();
+    writer.apply_watcher_event(&watcher::Event::Apply(repo));
+    let ctx = PolicyContext::new(
+        context(client, store_with(NS, &["1.0.0", "1.1.0"]), |_| {}),
+        reader,
+        Arc::new(AtomicBool::new(true)),
+    );
+    let policy: ImagePolicy = serde_json::from_value(obj.clone()).unwrap();
+    let started = tokio::time::Instant::now();
+    let (result, runs) = reconcile_settled(Arc::new(policy), ctx).await;
+    assert_eq!(runs, 2, "handed off once, then taken");
+    assert_eq!(started.elapsed(), Duration::from_secs(20), "no second read");
+    assert_eq!(result.unwrap(), Action::requeue(Duration::from_secs(3600)));
+    let calls = calls(server).await;
+    assert_eq!(calls[0].body["status"]["latestRef"]["digest"], NEW);
+    assert_eq!(reg.seen().len(), 1);
 }

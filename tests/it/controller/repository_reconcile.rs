@@ -2,7 +2,7 @@
 //! `error_policy`), against a mocked API server and an in-test registry: the exact status
 //! patches, events and requeues of each scenario.
 
-use crate::support::api_mock::{calls, mock, Call, Expect};
+use crate::support::api_mock::{calls, mock, reconcile_settled, Call, Expect};
 use crate::support::fault_server::{FaultServer, Reply};
 use image_reflector::api::ImageRepository;
 use image_reflector::controller::image_repository::{error_policy, reconcile, RepositoryContext};
@@ -52,7 +52,7 @@ async fn run(
     let (client, server) = mock(script);
     let ctx = context(client, store);
     let repo: ImageRepository = serde_json::from_value(obj.clone()).unwrap();
-    let result = reconcile(Arc::new(repo), ctx.clone()).await;
+    let (result, _) = reconcile_settled(Arc::new(repo), ctx.clone()).await;
     (result, calls(server).await, ctx)
 }
 
@@ -1017,4 +1017,90 @@ async fn a_policy_naming_a_missing_repository_does_not_hold_the_others_at_start(
         "scanned, not stepped back"
     );
     assert_eq!(ready(&calls(server).await[0]).0, "True");
+}
+
+/// A scan that outlasts `HANDOFF_AFTER` leaves the worker: the reconcile returns after 3 s
+/// with nothing written, the scan goes on in the background, and when it ends (here, cut at
+/// 5 minutes) its object is woken and the next reconcile writes what it found. A reconcile
+/// asked for meanwhile neither waits nor starts a second scan. Paused time: no real waiting.
+#[tokio::test(start_paused = true)]
+async fn a_slow_scan_leaves_the_worker_and_wakes_its_object_when_it_ends() {
+    use futures::StreamExt;
+    use image_reflector::controller::shared::handoff::HANDOFF_AFTER;
+    use image_reflector::controller::shared::reconcile::RECONCILE_DEADLINE;
+    let reg = FaultServer::start(|_| Reply::status(200).delayed(Duration::from_secs(3600))).await;
+    let obj = object(
+        json!({"image": format!("{}/demo/app", reg.host()), "interval": "6h", "timeout": "20m"}),
+    );
+    let (client, server) = mock(vec![patch(&obj), Expect::event(NS)]);
+    let ctx = context(client, memory());
+    let mut wakes = ctx.handoffs.wakes().expect("the wakes");
+    let repo = Arc::new(serde_json::from_value::<ImageRepository>(obj.clone()).unwrap());
+    let started = tokio::time::Instant::now();
+    let action = reconcile(repo.clone(), ctx.clone()).await.unwrap();
+    assert_eq!(
+        started.elapsed(),
+        HANDOFF_AFTER,
+        "the worker waited 3 s, no more"
+    );
+    assert_eq!(
+        action,
+        Action::requeue(RECONCILE_DEADLINE),
+        "the wake comes first"
+    );
+    assert_eq!(ctx.handoffs.parked(), 1);
+    let again = reconcile(repo.clone(), ctx.clone()).await.unwrap();
+    assert_eq!(again, Action::requeue(RECONCILE_DEADLINE));
+    assert_eq!(reg.seen().len(), 1, "one scan, not two");
+
+    let woken = wakes.next().await.expect("woken");
+    assert_eq!(woken.name, "app");
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(300),
+        "cut at 5 minutes"
+    );
+    let err = reconcile(repo, ctx.clone()).await.unwrap_err();
+    assert!(err.to_string().contains("within 300s"), "{err}");
+    assert_eq!(ctx.handoffs.parked(), 0, "taken");
+    let calls = calls(server).await;
+    assert_eq!(calls.len(), 2, "the status and the event, once");
+    assert_eq!(ready(&calls[0]).1, "ReadOperationFailed");
+}
+
+/// A background scan belongs to the object as it was: a new generation aborts it (its slot
+/// given back) and scans again; deleting the object aborts it, and no wake follows.
+#[tokio::test(start_paused = true)]
+async fn a_changed_or_deleted_object_aborts_its_background_scan() {
+    let reg = FaultServer::start(|_| Reply::status(200).delayed(Duration::from_secs(3600))).await;
+    let mut obj = object(json!({"image": format!("{}/demo/app", reg.host()), "interval": "6h"}));
+    let answered = obj.clone();
+    let (client, server) = mock(vec![Expect::ok(
+        "PATCH",
+        format!("/apis/image.toolkit.fluxcd.io/v1/namespaces/{NS}/imagerepositories/app"),
+        move |_| answered.clone(),
+    )]);
+    let ctx = context(client, memory());
+    let mut wakes = ctx.handoffs.wakes().expect("the wakes");
+    let key = RepoKey::new(NS, "app").unwrap();
+    let repo =
+        |obj: &Value| Arc::new(serde_json::from_value::<ImageRepository>(obj.clone()).unwrap());
+    reconcile(repo(&obj), ctx.clone()).await.unwrap();
+    assert_eq!(ctx.handoffs.parked(), 1);
+
+    obj["metadata"]["generation"] = json!(2);
+    reconcile(repo(&obj), ctx.clone()).await.unwrap();
+    assert_eq!(reg.seen().len(), 2, "scanned again for the new generation");
+    assert_eq!(ctx.handoffs.parked(), 1, "the old scan is gone");
+
+    obj["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+    let action = reconcile(repo(&obj), ctx.clone()).await.unwrap();
+    assert_eq!(action, Action::await_change());
+    assert_eq!(ctx.handoffs.parked(), 0);
+    tokio::task::yield_now().await;
+    assert!(!ctx.running.cancel(&key), "its scan slot was given back");
+    tokio::time::advance(Duration::from_secs(3600)).await;
+    assert!(wakes.try_recv().is_err(), "an aborted scan wakes no one");
+    let calls = calls(server).await;
+    assert_eq!(calls.len(), 1, "only the finalizer's removal: {calls:?}");
 }

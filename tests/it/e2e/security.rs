@@ -265,3 +265,93 @@ async fn e2e_deleting_a_repository_cancels_its_hanging_scan() {
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
     assert!(controller.stop().success());
 }
+
+/// Slow registries never take the workers (issue: four objects against a host that never
+/// answers held all four, and healthy objects created next waited): four ImageRepositories
+/// whose host never answers and four ImagePolicies whose digest reads hang are all running
+/// when six healthy repositories and a plain policy are created, and those become Ready while
+/// the slow ones are still waiting on their registries (whose cut is 5 minutes away).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster: make e2e"]
+async fn e2e_slow_registries_leave_workers_to_healthy_objects() {
+    use std::time::Duration;
+    install_crds();
+    let hang = || Reply::status(200).delayed(Duration::from_secs(3600));
+    let tags = || Reply::json(200, serde_json::json!({"name": "app", "tags": ["1.0.0"]}));
+    let silent = FaultServer::start(move |_| hang()).await;
+    let healthy = FaultServer::start(move |_| tags()).await;
+    // Tags at once; every manifest (the digest the policies reflect) hangs.
+    let dripping = FaultServer::start(move |seen| match seen.path().ends_with("/tags/list") {
+        true => tags(),
+        false => hang(),
+    })
+    .await;
+    let ns = Namespace(format!("image-reflector-workers-{}", std::process::id()));
+    ok(kubectl(&["create", "namespace", &ns.0], None));
+    let repo = |name: &str, host: &str| {
+        format!(
+            "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: {name}, namespace: {ns}}}\n\
+             spec: {{image: {host}/team/{name}, interval: 1h, timeout: 10m, insecure: true}}\n---\n",
+            ns = ns.0
+        )
+    };
+    let policy = |name: &str, repo: &str, extra: &str| {
+        format!(
+            "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: {name}, namespace: {ns}}}\n\
+             spec: {{imageRepositoryRef: {{name: {repo}}}, policy: {{semver: {{range: '>=1.0.0'}}}}{extra}}}\n---\n",
+            ns = ns.0
+        )
+    };
+    let mut slow = repo("drip", &dripping.host());
+    for i in 0..4 {
+        slow += &repo(&format!("silent-{i}"), &silent.host());
+        slow += &policy(
+            &format!("drip-{i}"),
+            "drip",
+            ", digestReflectionPolicy: Always, interval: 1h",
+        );
+    }
+    ok(kubectl(&["apply", "-f", "-"], Some(&slow)));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = install_and_controller_kubeconfig(dir.path());
+    let controller = Controller::start_with(&ns.0, &kubeconfig, &["--concurrent=4"]);
+    // Every slow object is waiting on its registry: four listings, four digest reads.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while silent.seen().len() < 4
+        || dripping
+            .seen()
+            .iter()
+            .filter(|s| s.path().contains("/manifests/"))
+            .count()
+            < 4
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slow objects never all started"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut fresh = String::new();
+    for i in 0..6 {
+        fresh += &repo(&format!("healthy-{i}"), &healthy.host());
+    }
+    fresh += &policy("plain", "healthy-0", "");
+    ok(kubectl(&["apply", "-f", "-"], Some(&fresh)));
+    for i in 0..6 {
+        reason(&format!("imagerepository/healthy-{i}"), &ns.0, "Succeeded");
+    }
+    wait_for(
+        &ns.0,
+        "imagepolicy/plain",
+        "{.status.latestRef.tag}",
+        "1.0.0",
+    );
+    // ... while every slow object still waits on its registry: nothing written for them yet.
+    for i in 0..4 {
+        let scanned = get_json(&ns.0, &format!("imagerepository/silent-{i}"));
+        assert!(scanned["status"]["lastScanResult"].is_null(), "{scanned}");
+        let elected = get_json(&ns.0, &format!("imagepolicy/drip-{i}"));
+        assert!(elected["status"]["latestRef"].is_null(), "{elected}");
+    }
+    assert!(controller.stop().success());
+}

@@ -687,7 +687,8 @@ async fn kept_tags_are_bounded_per_listing_and_process_wide() {
         .await
         .unwrap_err();
     assert!(
-        err.to_string().contains("memory budget for tag listings"),
+        err.to_string()
+            .contains("memory budget for registry answers (0 MiB: tag listings"),
         "{err}"
     );
     drop(first);

@@ -4,9 +4,12 @@
 //! reconcile fails.
 
 use http::{Request, Response};
+use image_reflector::controller::shared::apply::Reconciled;
+use image_reflector::controller::shared::reconcile::reconcile;
 use kube::client::Body;
 use kube::Client;
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::Duration;
 use tower_test::mock::Handle;
 
@@ -184,4 +187,31 @@ pub fn context(
         s,
     )
     .unwrap()
+}
+
+/// Reconciles `obj` until its decision is written, as the controller does: a decision that
+/// went on in the background (after `HANDOFF_AFTER`) is awaited through its wake, then taken
+/// by the next reconcile. Returns the last reconcile's result and how many reconciles ran.
+pub async fn reconcile_settled<K: Reconciled>(
+    obj: Arc<K>,
+    ctx: Arc<K::Ctx>,
+) -> (
+    Result<kube::runtime::controller::Action, image_reflector::controller::Error>,
+    usize,
+) {
+    use futures::StreamExt;
+    let mut wakes = K::handoffs(&ctx).wakes();
+    let mut runs = 0;
+    loop {
+        let result = reconcile(obj.clone(), ctx.clone()).await;
+        runs += 1;
+        if K::handoffs(&ctx).parked() == 0 {
+            return (result, runs);
+        }
+        let wakes = wakes.as_mut().expect("the wakes of the test's own context");
+        wakes
+            .next()
+            .await
+            .expect("a parked decision wakes its object");
+    }
 }

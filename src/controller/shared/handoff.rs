@@ -1,0 +1,165 @@
+//! A decision that takes longer than a few seconds goes on off the reconcile workers
+//! (docs/security.md). Every decision runs as a task of its own; the worker waits for it at
+//! most [`HANDOFF_AFTER`]. Past that the task is parked under the object's key, the worker
+//! is free for the next object, and when the task ends it wakes its object: the next
+//! reconcile of the object takes the finished decision and writes it as if it had been
+//! decided there. So a registry that never answers, or drips a byte a second, holds a worker
+//! for at most a few seconds, whatever the order in which slow objects arrive; the scan's
+//! own limits (per host, per namespace, the deadline) still bound the work itself.
+//!
+//! A parked decision belongs to the object as it was when it started: a change of what the
+//! reconcile depends on (its trigger: generation, a requested reconcile, deletion) aborts it
+//! and decides again. Deleting the object aborts it too, so its registry requests stop.
+
+use super::keys::{object_key, trigger_hash};
+use futures::channel::mpsc;
+use kube::runtime::reflector::ObjectRef;
+use kube::Resource;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::task::{AbortHandle, JoinError};
+use tracing::Instrument;
+
+/// The longest one decision may run, on a worker or in the background (a scan's cap, plus
+/// room for the API calls around it); the frame of a reconcile has the same deadline.
+pub const RECONCILE_DEADLINE: Duration =
+    Duration::from_secs(super::intervals::MAX_SCAN_TIMEOUT.as_secs() + 60);
+
+/// The longest a worker waits for a decision before it goes on in the background.
+pub const HANDOFF_AFTER: Duration = Duration::from_secs(3);
+
+/// A decision running (or finished) in the background; `T` is what it comes to.
+struct Parked<T> {
+    /// The object's trigger when the decision started.
+    trigger: Option<u64>,
+    abort: AbortHandle,
+    /// Set by the task when it ends.
+    done: Arc<Mutex<Option<T>>>,
+    /// A reconcile was asked for while it ran: run once more after taking its result, since
+    /// what triggered it (a repository's new tags, for a policy) may be newer than the work.
+    rerun: bool,
+}
+
+/// What became of a decision.
+pub enum Handed<T> {
+    /// Decided (here, or in the background and now taken): write it. `rerun`: reconcile
+    /// again soon, something asked for it while the work ran.
+    Decided { outcome: T, rerun: bool },
+    /// Still running in the background; its object is woken when it ends.
+    Working,
+}
+
+/// The parked decisions of one kind `K`, and the wakes of their objects.
+pub struct Handoffs<K: Resource<DynamicType = ()>, T> {
+    parked: Mutex<HashMap<String, Parked<T>>>,
+    wake: mpsc::UnboundedSender<ObjectRef<K>>,
+    wakes: Mutex<Option<mpsc::UnboundedReceiver<ObjectRef<K>>>>,
+}
+
+impl<K: Resource<DynamicType = ()>, T> Default for Handoffs<K, T> {
+    fn default() -> Self {
+        let (wake, wakes) = mpsc::unbounded();
+        Handoffs {
+            parked: Mutex::default(),
+            wake,
+            wakes: Mutex::new(Some(wakes)),
+        }
+    }
+}
+
+impl<K: Resource<DynamicType = ()> + 'static, T: Send + 'static> Handoffs<K, T> {
+    /// The objects to reconcile because their background decision ended (the controller's
+    /// `reconcile_on`); there is one such stream, so the second call gets `None`.
+    pub fn wakes(&self) -> Option<mpsc::UnboundedReceiver<ObjectRef<K>>> {
+        self.wakes.lock().expect("handoffs lock").take()
+    }
+
+    /// Decisions running or waiting to be taken.
+    pub fn parked(&self) -> usize {
+        self.parked.lock().expect("handoffs lock").len()
+    }
+
+    /// Aborts the background decision of the object `key` (`Kind/namespace/name`), if any.
+    pub fn cancel(&self, key: &str) -> bool {
+        let parked = self.parked.lock().expect("handoffs lock").remove(key);
+        parked.map(|p| p.abort.abort()).is_some()
+    }
+
+    /// The decision for `obj`: a finished background one, or `deciding` (made only when there
+    /// is none) run as a task that the worker waits for at most [`HANDOFF_AFTER`].
+    pub async fn decide<F>(&self, obj: &K, deciding: impl FnOnce() -> F) -> Handed<T>
+    where
+        F: Future<Output = T> + Send + 'static,
+    {
+        let key = object_key(obj);
+        let trigger = trigger_hash(obj);
+        if let Some(handed) = self.take(&key, trigger) {
+            return handed;
+        }
+        let target = ObjectRef::from_obj(obj);
+        let deciding = deciding();
+        let mut task = tokio::spawn(deciding.in_current_span());
+        if let Ok(joined) = tokio::time::timeout(HANDOFF_AFTER, &mut task).await {
+            return Handed::Decided {
+                outcome: outcome(joined).expect("a task that is not parked is not aborted"),
+                rerun: false,
+            };
+        }
+        let done = Arc::new(Mutex::new(None));
+        let parked = Parked {
+            trigger,
+            abort: task.abort_handle(),
+            done: done.clone(),
+            rerun: false,
+        };
+        self.parked
+            .lock()
+            .expect("handoffs lock")
+            .insert(key, parked);
+        let wake = self.wake.clone();
+        tokio::spawn(async move {
+            // Aborted (the object changed or went): nothing to take, no one to wake.
+            if let Some(finished) = outcome(task.await) {
+                *done.lock().expect("handoff lock") = Some(finished);
+                let _ = wake.unbounded_send(target);
+            }
+        });
+        Handed::Working
+    }
+
+    /// The parked decision of `key`: taken when it has ended, `Working` while it runs;
+    /// aborted, and `None`, when the object changed since it started.
+    fn take(&self, key: &str, trigger: Option<u64>) -> Option<Handed<T>> {
+        let mut parked = self.parked.lock().expect("handoffs lock");
+        let entry = parked.get_mut(key)?;
+        if entry.trigger != trigger {
+            entry.abort.abort();
+            parked.remove(key);
+            return None;
+        }
+        let finished = entry.done.lock().expect("handoff lock").take();
+        match finished {
+            Some(outcome) => {
+                let rerun = entry.rerun;
+                parked.remove(key);
+                Some(Handed::Decided { outcome, rerun })
+            }
+            None => {
+                entry.rerun = true;
+                Some(Handed::Working)
+            }
+        }
+    }
+}
+
+/// A task's outcome; `None` when it was aborted. A panic goes on where it would have gone
+/// had the decision run on the worker.
+fn outcome<T>(joined: Result<T, JoinError>) -> Option<T> {
+    match joined {
+        Ok(outcome) => Some(outcome),
+        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+        Err(_) => None,
+    }
+}
