@@ -128,20 +128,19 @@ pub(super) struct AuthCache {
 
 impl AuthCache {
     pub(super) fn challenge(&self, route: &Route) -> Option<Challenge> {
-        self.challenges.lock().get(route).cloned()
+        self.challenges.get(route)
     }
 
     /// Only a challenge `access::admit_challenge` let through is remembered.
     pub(super) fn remember_challenge(&self, route: Route, challenge: Challenge) {
-        self.challenges.lock().put(route, challenge);
+        self.challenges.put(route, challenge);
     }
 
     pub(super) fn token(&self, key: &TokenKey) -> Option<String> {
-        let mut tokens = self.tokens.lock();
-        match tokens.get(key) {
-            Some((token, expires)) if *expires > Instant::now() => Some(token.clone()),
+        match self.tokens.get(key) {
+            Some((token, expires)) if expires > Instant::now() => Some(token),
             Some(_) => {
-                tokens.pop(key);
+                self.tokens.pop(key);
                 None
             }
             None => None,
@@ -150,21 +149,24 @@ impl AuthCache {
 
     /// Drops a token the registry refused before its expiry (revoked, or the server restarted).
     pub(super) fn forget_token(&self, key: &TokenKey) {
-        self.tokens.lock().pop(key);
+        self.tokens.pop(key);
     }
 
     /// Keeps a token until shortly before it expires (10% or 5 s early, whichever is less).
     pub(super) fn store_token(&self, key: TokenKey, token: String, life: Duration) {
         let margin = (life / 10).min(Duration::from_secs(5));
         self.tokens
-            .lock()
             .put(key, (token, Instant::now() + life - margin));
     }
 
-    /// How many tokens and challenges are kept (the bounds' tests).
-    #[cfg(test)]
+    /// How many tokens and challenges are kept.
     pub(super) fn sizes(&self) -> (usize, usize) {
-        (self.tokens.lock().len(), self.challenges.lock().len())
+        (self.tokens.len(), self.challenges.len())
+    }
+
+    /// Drops tokens and challenges not used for `idle`.
+    pub(super) fn forget_idle(&self, idle: Duration, now: Instant) -> usize {
+        self.tokens.forget_idle(idle, now) + self.challenges.forget_idle(idle, now)
     }
 }
 
@@ -227,7 +229,8 @@ mod tests {
             let url = reqwest::Url::parse(&format!("https://r{i}.example/v2/")).unwrap();
             cache.remember_challenge(Route::new(&url, path), Challenge::Basic);
         }
-        assert_eq!(cache.sizes(), (MAX_TOKENS, MAX_CHALLENGES));
+        // The documented bounds (docs/security.md), not the constants.
+        assert_eq!(cache.sizes(), (4096, 1024));
         let newest = TokenKey::new(
             &format!("https://r{}.example/t", MAX_TOKENS + 99),
             None,

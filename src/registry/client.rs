@@ -10,7 +10,7 @@ use super::access::{scheduler_key, NetworkPath};
 use super::describe::{chain, method_name};
 use super::keyring::Credentials;
 use super::registries::Registries;
-use super::scheduler::parse_retry_after;
+use super::retry_after::parse_retry_after;
 use super::{ClientOptions, RegistryError};
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Method, Response, Url};

@@ -11,6 +11,7 @@ use super::describe::chain;
 use super::scheduler::{Scheduler, SchedulerConfig};
 use super::{ClientOptions, RegistryError};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// State shared by every client of the process: the per-host scheduler, tokens and challenges,
 /// and which scheme each HTTPS-then-HTTP host speaks (a property of the host over a network
@@ -31,6 +32,23 @@ pub struct Registries {
     pub(super) direct: Mutex<Option<reqwest::Client>>,
     /// What all tag listings may hold in memory at once (budget.rs).
     pub(super) memory: MemoryBudget,
+}
+
+/// State of a host, route, identity or configuration unused this long is dropped (hosts no
+/// object uses any more); the next request learns it again, at the cost Flux pays on every
+/// scan (one 401 round trip, a token).
+pub const IDLE_AFTER: Duration = Duration::from_secs(60 * 60);
+/// How often idle state is looked for.
+const SWEEP_EVERY: Duration = Duration::from_secs(5 * 60);
+
+/// How many entries each table keeps now (metrics, and the bounds' tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kept {
+    pub hosts: usize,
+    pub tokens: usize,
+    pub challenges: usize,
+    pub schemes: usize,
+    pub http_clients: usize,
 }
 
 /// How many distinct HTTP clients are kept; past that the least recently used goes (its
@@ -74,17 +92,61 @@ impl Registries {
         &self.scheduler
     }
 
+    /// How many entries each table keeps.
+    pub fn kept(&self) -> Kept {
+        let (tokens, challenges) = self.auth.sizes();
+        Kept {
+            hosts: self.scheduler.host_count(),
+            tokens,
+            challenges,
+            schemes: self.schemes.len(),
+            http_clients: self.http.len(),
+        }
+    }
+
+    /// Drops every entry not used since `now - idle` (a host only when nothing is in flight
+    /// and no backoff holds it); returns how many went.
+    pub fn forget_idle(&self, idle: Duration, now: Instant) -> usize {
+        self.scheduler.forget_idle(idle, now)
+            + self.auth.forget_idle(idle, now)
+            + self.schemes.forget_idle(idle, now)
+            + self.http.forget_idle(idle, now)
+    }
+
+    /// Forgets idle state ([`IDLE_AFTER`]) every few minutes, for as long as these registries
+    /// are in use (the task ends once the last other reference is dropped).
+    pub fn forget_idle_in_background(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let registries = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(SWEEP_EVERY);
+            every.tick().await;
+            loop {
+                every.tick().await;
+                let Some(registries) = registries.upgrade() else {
+                    return;
+                };
+                let gone = registries.forget_idle(IDLE_AFTER, Instant::now());
+                if gone > 0 {
+                    tracing::debug!(
+                        entries = gone,
+                        "registry state of hosts unused for an hour dropped"
+                    );
+                }
+            }
+        })
+    }
+
     /// The HTTP client for `options`' TLS, proxy and timeout, built on first use.
     pub(super) fn http_client(
         &self,
         options: &ClientOptions,
     ) -> Result<reqwest::Client, RegistryError> {
         let key = (options.timeout, NetworkPath::of(options));
-        if let Some(client) = self.http.lock().get(&key) {
-            return Ok(client.clone());
+        if let Some(client) = self.http.get(&key) {
+            return Ok(client);
         }
         let client = build_http_client(options)?;
-        self.http.lock().put(key, client.clone());
+        self.http.put(key, client.clone());
         Ok(client)
     }
 }
@@ -105,4 +167,55 @@ fn build_http_client(options: &ClientOptions) -> Result<reqwest::Client, Registr
     builder
         .build()
         .map_err(|e| super::ConfigError::Client(chain(&e)).into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The documented bounds (docs/security.md), as literal numbers: changing a constant
+    /// without the docs fails here. Memory: 96 MiB for all registry answers at once.
+    #[test]
+    fn the_tables_and_the_memory_budget_hold_their_documented_bounds() {
+        super::super::install_crypto_provider();
+        let registries = Registries::new(SchedulerConfig::default());
+        let path = NetworkPath::of(&ClientOptions::default());
+        for i in 0..1100 {
+            registries
+                .schemes
+                .put(Route::host(&format!("r{i}.example"), path), "https");
+        }
+        for ms in 0..300 {
+            let options = ClientOptions {
+                timeout: Duration::from_millis(1000 + ms),
+                ..Default::default()
+            };
+            registries.http_client(&options).unwrap();
+        }
+        let kept = registries.kept();
+        assert_eq!((kept.schemes, kept.http_clients), (1024, 256));
+
+        let mut held = super::super::Held::default();
+        registries.memory.reserve(&mut held, 96 << 20).unwrap();
+        let err = registries.memory.reserve(&mut held, 1).unwrap_err();
+        assert!(err.contains("(96 MiB"), "{err}");
+    }
+
+    /// State not used for an hour goes, every table's; what was used since stays.
+    #[test]
+    fn state_unused_for_an_hour_goes() {
+        assert_eq!(IDLE_AFTER, Duration::from_secs(3600));
+        super::super::install_crypto_provider();
+        let registries = Registries::new(SchedulerConfig::default());
+        let path = NetworkPath::of(&ClientOptions::default());
+        registries
+            .schemes
+            .put(Route::host("old.example", path), "http");
+        registries.http_client(&ClientOptions::default()).unwrap();
+        let later = Instant::now() + IDLE_AFTER;
+        assert_eq!(registries.forget_idle(IDLE_AFTER, Instant::now()), 0);
+        assert_eq!(registries.forget_idle(IDLE_AFTER, later), 2);
+        let kept = registries.kept();
+        assert_eq!((kept.schemes, kept.http_clients), (0, 0));
+    }
 }

@@ -28,7 +28,7 @@ impl RegistryClient {
         };
         let host = image.registry();
         let route = Route::host(host, self.path);
-        let known = self.shared.schemes.lock().get(&route).copied();
+        let known = self.shared.schemes.get(&route);
         let schemes: &[&'static str] = match image.scheme() {
             Scheme::Https => &["https"],
             Scheme::Http => &["http"],
@@ -51,14 +51,14 @@ impl RegistryClient {
             match self.execute(&method, image, url.clone(), accept).await {
                 Ok(response) => {
                     if image.scheme() == Scheme::HttpsThenHttp {
-                        self.shared.schemes.lock().put(route.clone(), scheme);
+                        self.shared.schemes.put(route.clone(), scheme);
                     }
                     return Ok((url, response));
                 }
                 // The remembered scheme no longer connects (the registry changed): forget
                 // it, so the next request tries both again.
                 Err(err @ RegistryError::Transport { .. }) if known.is_some() => {
-                    self.shared.schemes.lock().pop(&route);
+                    self.shared.schemes.pop(&route);
                     return Err(err);
                 }
                 // Only a failed connection (e.g. a TLS handshake with a plain-HTTP server)

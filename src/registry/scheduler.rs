@@ -7,6 +7,7 @@
 
 use super::RegistryError;
 use lru::LruCache;
+use series::Series;
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, HashSet};
 use std::hash::BuildHasher;
@@ -41,33 +42,27 @@ impl Default for SchedulerConfig {
     }
 }
 
+mod series;
+
 /// Hosts the scheduler keeps state for. Past that, the least recently used host that nothing
 /// is sent to and no backoff holds is dropped (else the least recently used one): every object
 /// names a host of its choosing, so the table must not grow with them.
 pub const MAX_HOSTS: usize = 1024;
-/// Hosts with metric series of their own; the requests of any further host are counted under
-/// `host="other"` ([`OTHER_HOSTS`]), so a tenant naming many hosts cannot multiply the series.
-pub const MAX_HOST_SERIES: usize = 256;
-/// The host label of the folded series.
-pub const OTHER_HOSTS: &str = "other";
-
 /// The per-host state every client shares.
 #[derive(Debug)]
 pub struct Scheduler {
     config: SchedulerConfig,
     hosts: Mutex<LruCache<String, Arc<Host>>>,
-    /// Hosts with series of their own (at most [`MAX_HOST_SERIES`]).
-    labelled: Mutex<HashSet<String>>,
-    /// Requests per (host label, status); the status is `error` when there was no answer.
-    counts: Mutex<BTreeMap<(String, String), u64>>,
-    /// Requests not sent because the host's backoff outlasted `max_wait`, per host label.
-    refused: Mutex<BTreeMap<String, u64>>,
+    /// The requests' metric series, per host label.
+    series: Series,
 }
 
 #[derive(Debug)]
 struct Host {
     permits: Arc<Semaphore>,
     backoff: Mutex<Backoff>,
+    /// When a request last asked for the host.
+    used: Mutex<Instant>,
 }
 
 impl Host {
@@ -103,9 +98,7 @@ impl Scheduler {
             config,
             // Bounded by `host`'s own eviction, which prefers idle hosts.
             hosts: Mutex::new(LruCache::unbounded()),
-            labelled: Mutex::default(),
-            counts: Mutex::default(),
-            refused: Mutex::default(),
+            series: Series::default(),
         }
     }
 
@@ -116,6 +109,7 @@ impl Scheduler {
     fn host(&self, host: &str) -> Arc<Host> {
         let mut hosts = self.hosts.lock().expect("scheduler lock");
         if let Some(state) = hosts.get(host) {
+            *state.used.lock().expect("used lock") = Instant::now();
             return state.clone();
         }
         let max_permits = self.config.max_concurrent_per_host.max(1);
@@ -134,22 +128,32 @@ impl Scheduler {
         let state = Arc::new(Host {
             permits: Arc::new(Semaphore::new(max_permits)),
             backoff: Mutex::default(),
+            used: Mutex::new(Instant::now()),
         });
         hosts.put(host.to_string(), state.clone());
         state
     }
 
-    /// The host's metric label: its name while fewer than [`MAX_HOST_SERIES`] hosts have one.
-    fn label(&self, host: &str) -> String {
-        let mut labelled = self.labelled.lock().expect("labels lock");
-        if labelled.contains(host) {
-            return host.to_string();
-        }
-        if labelled.len() < MAX_HOST_SERIES {
-            labelled.insert(host.to_string());
-            return host.to_string();
-        }
-        OTHER_HOSTS.to_string()
+    /// Drops the hosts that are idle (nothing in flight, no backoff) and were not asked for
+    /// `idle`, with their metric series: hosts no object uses any more. Returns how many.
+    pub fn forget_idle(&self, idle: Duration, now: Instant) -> usize {
+        let max_permits = self.config.max_concurrent_per_host.max(1);
+        let gone: HashSet<String> = {
+            let mut hosts = self.hosts.lock().expect("scheduler lock");
+            let unused = |state: &Arc<Host>| {
+                let used = *state.used.lock().expect("used lock");
+                now.saturating_duration_since(used) >= idle && Host::idle(state, max_permits, now)
+            };
+            let names: HashSet<String> = hosts
+                .iter()
+                .filter(|(_, state)| unused(state))
+                .map(|(name, _)| name.clone())
+                .collect();
+            names.iter().for_each(|name| drop(hosts.pop(name)));
+            names
+        };
+        self.series.forget(&gone);
+        gone.len()
     }
 
     /// How many hosts the scheduler keeps state for.
@@ -170,12 +174,7 @@ impl Scheduler {
                 Some(at) if at > now => {
                     let wait = at - now;
                     if wait > self.config.max_wait {
-                        *self
-                            .refused
-                            .lock()
-                            .expect("refused lock")
-                            .entry(self.label(host))
-                            .or_default() += 1;
+                        self.series.refused(host);
                         return Err(RegistryError::RateLimited {
                             host: host.to_string(),
                             status,
@@ -205,12 +204,7 @@ impl Scheduler {
         retry_after: Option<Duration>,
     ) -> Option<Instant> {
         let label = status.map_or_else(|| "error".to_string(), |s| s.to_string());
-        *self
-            .counts
-            .lock()
-            .expect("counts lock")
-            .entry((self.label(host), label))
-            .or_default() += 1;
+        self.series.answered(host, label);
         let state = self.host(host);
         let mut b = state.backoff.lock().expect("backoff lock");
         match status {
@@ -244,12 +238,12 @@ impl Scheduler {
 
     /// Requests so far, per host and status (`200`, `429`, ..., `error`).
     pub fn request_counts(&self) -> BTreeMap<(String, String), u64> {
-        self.counts.lock().expect("counts lock").clone()
+        self.series.request_counts()
     }
 
     /// Requests refused without being sent (the host's backoff was too long), per host.
     pub fn refused_counts(&self) -> BTreeMap<String, u64> {
-        self.refused.lock().expect("refused lock").clone()
+        self.series.refused_counts()
     }
 
     /// Every host label, with how long its backoff still lasts (zero: none); `other` holds the
@@ -271,7 +265,7 @@ impl Scheduler {
                 .expect("backoff lock")
                 .not_before
                 .map_or(Duration::ZERO, |at| at.saturating_duration_since(now));
-            let entry = left_by_label.entry(self.label(&host)).or_default();
+            let entry = left_by_label.entry(self.series.label(&host)).or_default();
             *entry = left.max(*entry);
         }
         left_by_label
@@ -284,22 +278,9 @@ impl Default for Scheduler {
     }
 }
 
-/// `Retry-After`: delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
-pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
-    let value = value.trim();
-    if let Ok(secs) = value.parse::<u64>() {
-        return Some(Duration::from_secs(secs.min(86_400)));
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(
-        at.duration_since(now)
-            .unwrap_or_default()
-            .min(Duration::from_secs(86_400)),
-    )
-}
-
 #[cfg(test)]
 mod tests {
+    use super::series::{MAX_HOST_SERIES, OTHER_HOSTS};
     use super::*;
 
     #[tokio::test]
@@ -314,7 +295,8 @@ mod tests {
             drop(slot);
             scheduler.record(&host, Some(200), None);
         }
-        assert_eq!(scheduler.host_count(), MAX_HOSTS);
+        // The documented bound (docs/security.md), not the constant: changing one fails here.
+        assert_eq!(scheduler.host_count(), 1024);
         assert!(scheduler.hosts.lock().unwrap().contains("busy.example"));
         assert!(
             matches!(
@@ -331,7 +313,11 @@ mod tests {
 
         let counts = scheduler.request_counts();
         let hosts: HashSet<&String> = counts.keys().map(|(host, _)| host).collect();
-        assert_eq!(hosts.len(), MAX_HOST_SERIES + 1, "256 hosts and `other`");
+        assert_eq!(
+            hosts.len(),
+            257,
+            "256 hosts and `other` (docs/operations.md)"
+        );
         let total: u64 = counts.values().sum();
         assert_eq!(total, MAX_HOSTS as u64 + 500 + 1, "every request counted");
         assert_eq!(
@@ -341,18 +327,42 @@ mod tests {
         );
     }
 
-    #[test]
-    fn retry_after_in_both_forms() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    /// Hosts not asked for an hour, with nothing in flight and no backoff, go with their series;
+    /// a busy one, one backing off and one asked since stay.
+    #[tokio::test]
+    async fn hosts_no_one_asks_any_more_go_with_their_series() {
+        let scheduler = Scheduler::default();
+        for host in ["old.example", "busy.example", "asked.example"] {
+            drop(scheduler.acquire(host).await.unwrap());
+            scheduler.record(host, Some(200), None);
+        }
+        scheduler.record("slow.example", Some(429), Some(Duration::from_secs(86_400)));
+        let busy = scheduler.acquire("busy.example").await.unwrap();
+        let hour = Duration::from_secs(3600);
+        let later = Instant::now() + hour;
+        *scheduler.host("asked.example").used.lock().unwrap() = later;
         assert_eq!(
-            parse_retry_after("120", now),
-            Some(Duration::from_secs(120))
+            scheduler.forget_idle(hour, Instant::now()),
+            0,
+            "all asked just now"
         );
-        let date = httpdate::fmt_http_date(now + Duration::from_secs(30));
-        assert_eq!(parse_retry_after(&date, now), Some(Duration::from_secs(30)));
-        let past = httpdate::fmt_http_date(now - Duration::from_secs(30));
-        assert_eq!(parse_retry_after(&past, now), Some(Duration::ZERO));
-        assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(scheduler.forget_idle(hour, later), 1);
+        let hosts = scheduler.hosts.lock().unwrap();
+        let mut kept: Vec<&str> = hosts.iter().map(|(h, _)| h.as_str()).collect();
+        kept.sort();
+        assert_eq!(kept, ["asked.example", "busy.example", "slow.example"]);
+        drop((hosts, busy));
+        let counts = scheduler.request_counts();
+        assert!(
+            !counts.keys().any(|(h, _)| h == "old.example"),
+            "{counts:?}"
+        );
+        assert!(counts.keys().any(|(h, _)| h == "asked.example"));
+        assert_eq!(
+            scheduler.series.label("old.example"),
+            "old.example",
+            "a free label again"
+        );
     }
 
     #[test]

@@ -79,6 +79,8 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
         args.token_cache_max_duration,
     );
     let registries = Registries::with_token_cache(SchedulerConfig::default(), token_cache);
+    // State of hosts no object asks any more goes after an hour (docs/security.md).
+    let _sweeping = registries.forget_idle_in_background();
     metrics.add_source(Arc::new(RegistrySource(registries.clone())));
     metrics.add_source(Arc::new(crate::telemetry::process::ProcessSource));
     metrics.add_source(Arc::new(rest_counts));

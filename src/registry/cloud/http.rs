@@ -7,7 +7,7 @@
 //! proxy, which could not reach them.
 
 use super::super::describe::{chain, url_host};
-use super::super::scheduler::parse_retry_after;
+use super::super::retry_after::parse_retry_after;
 use super::super::scheduler::Scheduler;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Method, RequestBuilder, StatusCode, Url};

@@ -1104,3 +1104,32 @@ async fn a_changed_or_deleted_object_aborts_its_background_scan() {
     let calls = calls(server).await;
     assert_eq!(calls.len(), 1, "only the finalizer's removal: {calls:?}");
 }
+
+/// The whole scan has one deadline, apart from each request's timeout: a registry answering
+/// every page within a minute, but with no end of pages, is cut at 5 minutes (`timeout: 20m`
+/// is capped), on its fifth page, not at the 10,000-page bound. Paused time.
+#[tokio::test(start_paused = true)]
+async fn the_whole_scan_is_cut_at_five_minutes_though_every_page_answers() {
+    let reg = FaultServer::start(|seen| {
+        let k: u64 = seen.query("k").and_then(|k| k.parse().ok()).unwrap_or(0);
+        Reply::json(200, json!({"name": "demo/app", "tags": [format!("t{k}")]}))
+            .header(
+                "Link",
+                &format!("</v2/demo/app/tags/list?k={}>; rel=\"next\"", k + 1),
+            )
+            .delayed(Duration::from_secs(59))
+    })
+    .await;
+    let obj = object(
+        json!({"image": format!("{}/demo/app", reg.host()), "interval": "6h", "timeout": "20m"}),
+    );
+    let (result, calls, _) = run(&obj, vec![patch(&obj), Expect::event(NS)], memory()).await;
+    assert!(result.is_err());
+    let (_, reason, message) = ready(&calls[0]);
+    assert_eq!(reason, "ReadOperationFailed");
+    assert!(
+        message.contains("the scan did not finish within 5m0s"),
+        "{message}"
+    );
+    assert_eq!(reg.seen().len(), 6, "five pages answered, the sixth cut");
+}

@@ -791,3 +791,67 @@ async fn gate_reads_are_charged_to_the_memory_budget() {
     assert_eq!(blob, config);
     assert_eq!(enough.available(), 1 << 20, "given back once read");
 }
+
+/// The listing's documented bounds at their production values (docs/security.md), each
+/// reached through a real listing with the default limits: 10,000 pages, 1,000,000 tags,
+/// 64 MiB a page, 48 MiB of kept tags. The numbers are written out here, so changing a default
+/// without the docs fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listing_bounds_hold_at_their_documented_values() {
+    // Endless pages of one tag each, every one linking to the next.
+    let endless = FaultServer::start(|seen| {
+        let k: u64 = seen.query("k").and_then(|k| k.parse().ok()).unwrap_or(0);
+        Reply::json(200, json!({"name": "team/app", "tags": [format!("t{k}")]})).header(
+            "Link",
+            &format!("</v2/team/app/tags/list?n=1000&k={}>; rel=\"next\"", k + 1),
+        )
+    })
+    .await;
+    let err = client(&shared(), |_| {})
+        .list_tags(&image(&endless, "team/app"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("more than 10000 pages"), "{err}");
+    assert_eq!(endless.seen().len(), 10_000);
+
+    // One page of 1,000,001 short tags (about 10 MB).
+    let many: Vec<String> = (0..=1_000_000).map(|i| format!("{i}")).collect();
+    let body = serde_json::to_vec(&json!({"name": "team/app", "tags": many})).unwrap();
+    let one_page = FaultServer::start(move |_| Reply::status(200).body(body.clone())).await;
+    let err = client(&shared(), |_| {})
+        .list_tags(&image(&one_page, "team/app"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("more than 1000000 tags"), "{err}");
+
+    // A page one byte over 64 MiB; then 48 MiB of tags kept, over pages of 100,000 tags of
+    // 128 bytes (152 bytes each with its String, 13 MB a page): the fourth page passes it.
+    let huge = vec![b' '; (64 << 20) + 1];
+    let too_big = FaultServer::start(move |_| Reply::status(200).body(huge.clone())).await;
+    let err = client(&shared(), |_| {})
+        .list_tags(&image(&too_big, "team/app"))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("exceeds the 67108864-byte limit"),
+        "{err}"
+    );
+    let kept = FaultServer::start(|seen| {
+        let k: u64 = seen.query("k").and_then(|k| k.parse().ok()).unwrap_or(0);
+        let long: Vec<String> = (0..100_000).map(|i| format!("{k}-{i:0>124}")).collect();
+        Reply::json(200, json!({"name": "team/app", "tags": long})).header(
+            "Link",
+            &format!("</v2/team/app/tags/list?n=1000&k={}>; rel=\"next\"", k + 1),
+        )
+    })
+    .await;
+    let err = client(&shared(), |_| {})
+        .list_tags(&image(&kept, "team/app"))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("exceed the 50331648-byte limit one repository may hold"),
+        "{err}"
+    );
+}
