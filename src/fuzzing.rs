@@ -8,8 +8,8 @@ use crate::policy::{
     PolicyChoice, Version,
 };
 pub use crate::registry::fuzz::{
-    cosign_key, docker_config, image_reference, link_header, manifest, proxy_address, retry_after,
-    tag_list_json, token_json, www_authenticate,
+    cloud_answer, cosign_key, cosign_payload, docker_config, image_inspection, image_reference,
+    link_header, manifest, proxy_address, retry_after, tag_list_json, token_json, www_authenticate,
 };
 
 /// A fuzz target: raw bytes in, a panic on a finding.
@@ -17,12 +17,15 @@ pub type Target = fn(&[u8]);
 
 /// Every target, by the name of its binary in `fuzz/` and of its corpus directories.
 pub const TARGETS: &[(&str, Target)] = &[
+    ("cloud_answer", cloud_answer),
     ("constraint", constraint),
     ("cosign_key", cosign_key),
+    ("cosign_payload", cosign_payload),
     ("docker_config", docker_config),
     ("exclusion_list", exclusion_list),
     ("filter_extract", filter_extract),
     ("go_regex", go_regex),
+    ("image_inspection", image_inspection),
     ("image_reference", image_reference),
     ("link_header", link_header),
     ("manifest", manifest),

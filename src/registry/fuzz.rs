@@ -6,7 +6,7 @@
 //! Not an API.
 
 use super::auth::{parse_challenge, Challenge, TokenResponse};
-use super::cosign::TrustedKeys;
+use super::cosign::{SignedPayload, TrustedKeys};
 use super::digest::check_manifest;
 use super::proxy::without_credentials;
 use super::tag_page::parse_page;
@@ -160,4 +160,59 @@ pub fn cosign_key(data: &[u8]) {
         assert!(reason.contains("cosign.pub"), "{reason}");
         assert!(reason.len() < 1024, "{} bytes", reason.len());
     }
+}
+
+/// A cosign simple-signing payload, signed with a trusted key so that it is read: elected
+/// only when it names this digest and this repository; refused with a short reason (the
+/// payload's own text in it is at most the payload), never a panic.
+pub fn cosign_payload(data: &[u8]) {
+    use p256::ecdsa::signature::Signer;
+    use p256::ecdsa::{Signature, SigningKey};
+    use p256::pkcs8::{EncodePublicKey, LineEnding};
+    static KEY: std::sync::OnceLock<(SigningKey, TrustedKeys)> = std::sync::OnceLock::new();
+    let (signing, trusted) = KEY.get_or_init(|| {
+        let signing = SigningKey::from_slice(&[7u8; 32]).expect("a valid scalar");
+        let pem = signing
+            .verifying_key()
+            .to_public_key_pem(LineEnding::LF)
+            .expect("a PEM");
+        let secret = BTreeMap::from([("cosign.pub".to_string(), pem.into_bytes())]);
+        (
+            signing,
+            TrustedKeys::from_secret(&secret).expect("the key reads"),
+        )
+    });
+    let signature: Signature = signing.sign(data);
+    let signed = SignedPayload {
+        payload: data.to_vec(),
+        signature: signature.to_der().as_bytes().to_vec(),
+    };
+    let image = ImageReference::parse("registry.example/team/app", false).unwrap();
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    match trusted.verify(&[signed], &image, &digest) {
+        Ok(key) => {
+            assert_eq!(key, "cosign.pub");
+            let payload: serde_json::Value = serde_json::from_slice(data).expect("read as JSON");
+            let critical = &payload["critical"];
+            assert_eq!(critical["image"]["docker-manifest-digest"], digest.as_str());
+        }
+        Err(reason) => assert!(reason.len() <= data.len() + 256, "{} bytes", reason.len()),
+    }
+}
+
+/// Image inspection (the gates' facts): the first line is an image config, the rest a manifest
+/// or index. An index yields at most 64 platforms, at most 16 of them read for a time; a time
+/// is after the Unix epoch. Never a panic.
+pub fn image_inspection(data: &[u8]) {
+    let (config, manifest) = first_line(data);
+    if let Some((platforms, dated, created)) = super::inspect::inspect_offline(manifest, config) {
+        assert!(platforms <= super::inspect::MAX_INDEX_PLATFORMS);
+        assert!(dated <= super::MAX_DATED_PLATFORMS && dated <= platforms);
+        assert!(created.is_none_or(|t| t > 0), "{created:?}");
+    }
+}
+
+/// What cloud providers answer: see `cloud::fuzz::answers`.
+pub fn cloud_answer(data: &[u8]) {
+    super::cloud::fuzz::answers(data)
 }

@@ -107,34 +107,28 @@ impl RegistryClient {
         top: Manifest,
     ) -> Result<Inspected, RegistryError> {
         let parsed = parse(image, &top)?;
-        let Some(entries) = parsed.manifests else {
-            let (created, platform) = self.read_image(image, &top, parsed).await?;
-            return Ok(Inspected {
-                digest: top.digest,
-                created,
-                platforms: platform.into_iter().collect(),
-            });
-        };
-        let created = parsed
-            .annotations
-            .get(CREATED_ANNOTATION)
-            .and_then(|t| time(t));
-        let mut platforms = Vec::new();
-        for entry in entries.into_iter().filter(is_image_entry) {
-            if platforms.len() == MAX_INDEX_PLATFORMS {
-                break;
+        let (created, planned) = match plan(parsed) {
+            Plan::Image { annotated, config } => {
+                let (created, platform) = self.read_image(image, &top, annotated, config).await?;
+                return Ok(Inspected {
+                    digest: top.digest,
+                    created,
+                    platforms: platform.into_iter().collect(),
+                });
             }
-            let p = entry.platform.unwrap_or_default();
-            let mut platform = InspectedPlatform {
-                os: p.os,
-                architecture: p.architecture,
-                variant: p.variant,
-                created: None,
-            };
-            if created.is_none() && platforms.len() < MAX_DATED_PLATFORMS {
-                if let Some(child) = self.manifest(image, &entry.digest).await? {
-                    let parsed = parse(image, &child)?;
-                    platform.created = self.read_image(image, &child, parsed).await?.0;
+            Plan::Index { created, platforms } => (created, platforms),
+        };
+        let mut platforms = Vec::with_capacity(planned.len());
+        for (mut platform, dated) in planned {
+            if let Some(digest) = dated {
+                if let Some(child) = self.manifest(image, &digest).await? {
+                    platform.created = match plan(parse(image, &child)?) {
+                        Plan::Image { annotated, config } => {
+                            self.read_image(image, &child, annotated, config).await?.0
+                        }
+                        // A nested index: its own annotation, no deeper.
+                        Plan::Index { created, .. } => created,
+                    };
                 }
             }
             platforms.push(platform);
@@ -151,13 +145,10 @@ impl RegistryClient {
         &self,
         image: &ImageReference,
         manifest: &Manifest,
-        parsed: Parsed,
+        annotated: Option<i64>,
+        config: Option<Descriptor>,
     ) -> Result<(Option<i64>, Option<InspectedPlatform>), RegistryError> {
-        let annotated = parsed
-            .annotations
-            .get(CREATED_ANNOTATION)
-            .and_then(|t| time(t));
-        let Some(config) = parsed.config.filter(|c| !c.digest.is_empty()) else {
+        let Some(config) = config else {
             return Ok((annotated, None));
         };
         if config.size.is_some_and(|s| s > MAX_CONFIG_BYTES as u64) {
@@ -171,17 +162,87 @@ impl RegistryClient {
             ));
         }
         let bytes = self.blob(image, &config.digest, MAX_CONFIG_BYTES).await?;
-        // A config that is not an image config (an artifact's) names no platform or time.
-        let config: Config = serde_json::from_slice(&bytes).unwrap_or_default();
-        let created = annotated.or_else(|| config.created.as_deref().and_then(time));
-        let platform = (!config.os.is_empty()).then_some(InspectedPlatform {
-            os: config.os,
-            architecture: config.architecture,
-            variant: config.variant,
-            created,
-        });
-        Ok((created, platform))
+        Ok(config_facts(&bytes, annotated))
     }
+}
+
+/// What a manifest says before any further read.
+enum Plan {
+    /// A single image: its annotated creation time, and the config to read (if it names one).
+    Image {
+        annotated: Option<i64>,
+        config: Option<Descriptor>,
+    },
+    /// An index: its own creation time, and its image entries' platforms (at most
+    /// [`MAX_INDEX_PLATFORMS`]), the first [`MAX_DATED_PLATFORMS`] with the digest to read
+    /// their creation time from when the index has no time of its own.
+    Index {
+        created: Option<i64>,
+        platforms: Vec<(InspectedPlatform, Option<String>)>,
+    },
+}
+
+fn plan(parsed: Parsed) -> Plan {
+    let created = parsed
+        .annotations
+        .get(CREATED_ANNOTATION)
+        .and_then(|t| time(t));
+    let Some(entries) = parsed.manifests else {
+        let config = parsed.config.filter(|c| !c.digest.is_empty());
+        return Plan::Image {
+            annotated: created,
+            config,
+        };
+    };
+    let images = entries.into_iter().filter(is_image_entry);
+    let platforms = images
+        .take(MAX_INDEX_PLATFORMS)
+        .enumerate()
+        .map(|(i, entry)| {
+            let p = entry.platform.unwrap_or_default();
+            let platform = InspectedPlatform {
+                os: p.os,
+                architecture: p.architecture,
+                variant: p.variant,
+                created: None,
+            };
+            let dated = (created.is_none() && i < MAX_DATED_PLATFORMS).then_some(entry.digest);
+            (platform, dated)
+        })
+        .collect();
+    Plan::Index { created, platforms }
+}
+
+/// A config's platform and creation time (the manifest's annotation wins). A config that is
+/// not an image config (an artifact's) names no platform or time.
+fn config_facts(bytes: &[u8], annotated: Option<i64>) -> (Option<i64>, Option<InspectedPlatform>) {
+    let config: Config = serde_json::from_slice(bytes).unwrap_or_default();
+    let created = annotated.or_else(|| config.created.as_deref().and_then(time));
+    let platform = (!config.os.is_empty()).then_some(InspectedPlatform {
+        os: config.os,
+        architecture: config.architecture,
+        variant: config.variant,
+        created,
+    });
+    (created, platform)
+}
+
+/// The inspection of a manifest and a config, without a registry (`fuzz.rs`): the platforms and
+/// the children an index would have read, and a config's facts. Never a panic.
+pub(super) fn inspect_offline(
+    manifest: &[u8],
+    config: &[u8],
+) -> Option<(usize, usize, Option<i64>)> {
+    let parsed: Parsed = serde_json::from_slice(manifest).ok()?;
+    let (platforms, dated, annotated) = match plan(parsed) {
+        Plan::Index { created, platforms } => {
+            let dated = platforms.iter().filter(|(_, d)| d.is_some()).count();
+            (platforms.len(), dated, created)
+        }
+        Plan::Image { annotated, .. } => (0, 0, annotated),
+    };
+    let (created, _) = config_facts(config, annotated);
+    Some((platforms, dated, created))
 }
 
 fn parse(image: &ImageReference, manifest: &Manifest) -> Result<Parsed, RegistryError> {

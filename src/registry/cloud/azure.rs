@@ -8,6 +8,7 @@
 //! Written on our HTTP client rather than with `azure_identity` (a beta release whose HTTP
 //! stack would bypass the per-host scheduler): the flows are two documented form posts.
 
+use super::cache::{expiry_at, expiry_in};
 use super::http::CloudHttp;
 use crate::registry::Credentials;
 use base64::Engine;
@@ -166,12 +167,13 @@ pub fn jwt_expiry(token: &str) -> Result<SystemTime, String> {
     let claims: Claims =
         serde_json::from_slice(&bytes).map_err(|e| format!("token is malformed: {e}"))?;
     let exp = claims.exp.ok_or("token has no exp claim")?;
-    Ok(SystemTime::UNIX_EPOCH + Duration::from_secs_f64(exp.max(0.0)))
+    // `as` saturates: a negative or NaN exp is 0, an infinite one the latest time.
+    Ok(expiry_at(exp as u64))
 }
 
 /// An OAuth2 token answer; `expires_in` is a number (Entra ID) or a string (managed identity).
 #[derive(Deserialize)]
-struct OAuthToken {
+pub(super) struct OAuthToken {
     access_token: String,
     #[serde(default)]
     expires_in: Option<serde_json::Value>,
@@ -180,17 +182,17 @@ struct OAuthToken {
 }
 
 impl OAuthToken {
-    fn expiry(&self) -> SystemTime {
+    pub(super) fn expiry(&self) -> SystemTime {
         let number = |v: &serde_json::Value| match v {
             serde_json::Value::Number(n) => n.as_u64(),
             serde_json::Value::String(s) => s.parse().ok(),
             _ => None,
         };
         if let Some(on) = self.expires_on.as_ref().and_then(number) {
-            return SystemTime::UNIX_EPOCH + Duration::from_secs(on);
+            return expiry_at(on);
         }
         let secs = self.expires_in.as_ref().and_then(number).unwrap_or(300);
-        SystemTime::now() + Duration::from_secs(secs)
+        expiry_in(Duration::from_secs(secs))
     }
 }
 

@@ -11,6 +11,23 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+/// The longest a provider's answer may say a token lives: an absurd `expires_in` or `exp`
+/// (a hostile or broken endpoint) is cut here rather than overflowing the clock's arithmetic.
+pub(super) const MAX_TOKEN_LIFE: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
+/// `now + life`, with `life` cut at [`MAX_TOKEN_LIFE`].
+pub(super) fn expiry_in(life: Duration) -> SystemTime {
+    SystemTime::now() + life.min(MAX_TOKEN_LIFE)
+}
+
+/// The Unix time `secs`, cut at [`MAX_TOKEN_LIFE`] from now.
+pub(super) fn expiry_at(secs: u64) -> SystemTime {
+    let latest = SystemTime::now() + MAX_TOKEN_LIFE;
+    SystemTime::UNIX_EPOCH
+        .checked_add(Duration::from_secs(secs))
+        .map_or(latest, |at| at.min(latest))
+}
+
 /// A cached secret: provider credentials or registry credentials.
 #[derive(Clone)]
 pub(super) enum Secret {

@@ -10,6 +10,7 @@
 //! Written on our HTTP client rather than with `google-cloud-auth` (about 95 more crates, and
 //! no way to route its requests through the per-host scheduler or an object's proxy).
 
+use super::cache::expiry_in;
 use super::http::CloudHttp;
 use reqwest::Method;
 use serde::Deserialize;
@@ -325,16 +326,16 @@ pub(super) async fn service_account_token(
 }
 
 #[derive(Deserialize)]
-struct OAuthToken {
+pub(super) struct OAuthToken {
     access_token: String,
     #[serde(default)]
     expires_in: Option<u64>,
 }
 
 impl OAuthToken {
-    fn into_pair(self) -> (String, SystemTime) {
+    pub(super) fn into_pair(self) -> (String, SystemTime) {
         let life = Duration::from_secs(self.expires_in.unwrap_or(3600));
-        (self.access_token, SystemTime::now() + life)
+        (self.access_token, expiry_in(life))
     }
 }
 

@@ -129,7 +129,7 @@ impl CloudHttp {
 }
 
 /// `: <error>: <description>` from an OAuth2 or Google/Azure error body, else a short excerpt.
-fn error_text(body: &[u8]) -> String {
+pub(super) fn error_text(body: &[u8]) -> String {
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
         let text = String::from_utf8_lossy(body);
         let text = text.trim();

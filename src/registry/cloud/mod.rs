@@ -15,6 +15,7 @@
 mod aws;
 mod azure;
 mod cache;
+pub(crate) mod fuzz;
 mod gcp;
 mod hosts;
 pub(crate) mod http;
