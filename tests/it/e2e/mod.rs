@@ -7,6 +7,7 @@ mod kube_version;
 mod operations;
 mod samples;
 mod security;
+mod tenants;
 
 use crate::support::cluster::*;
 
