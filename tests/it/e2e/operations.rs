@@ -652,12 +652,17 @@ async fn e2e_prometheus_scrapes_and_answers_the_dashboard_and_alert_queries() {
             .unwrap()
             .port()
     };
-    let (metrics_port, prom_port) = (free(), free());
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = crate::support::cluster::install_and_controller_kubeconfig(dir.path());
-    let metrics_addr = format!("--metrics-addr=127.0.0.1:{metrics_port}");
-    let controller =
-        crate::support::cluster::Controller::start_with(&ns.0, &kubeconfig, &[&metrics_addr]);
+    let log_path = dir.path().join("controller.log");
+    let controller = crate::support::cluster::Controller::start_full(
+        &ns.0,
+        &kubeconfig,
+        &[],
+        &[],
+        std::fs::File::create(&log_path).unwrap().into(),
+    );
+    let metrics_port = crate::support::cluster::listening_port(&log_path, "metrics");
     wait_for(&ns.0, "imagepolicy/app", "{.status.latestRef.tag}", "1.0.0");
 
     let config = dir.path().join("prometheus.yml");
@@ -669,17 +674,40 @@ async fn e2e_prometheus_scrapes_and_answers_the_dashboard_and_alert_queries() {
         ),
     )
     .unwrap();
-    let mut prometheus = std::process::Command::new("prometheus")
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("prometheus runs (apt-get install prometheus)");
+    // Prometheus needs a port named up front: one found free may be taken before it binds,
+    // and then it exits; another is tried.
+    let (mut prometheus, prom_port) = loop {
+        let port = free();
+        let mut child = std::process::Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("prometheus runs (apt-get install prometheus)");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let listening = loop {
+            if child.try_wait().unwrap().is_some() {
+                break false;
+            }
+            let url = format!("http://127.0.0.1:{port}/-/ready");
+            if reqwest::get(&url)
+                .await
+                .is_ok_and(|r| r.status().is_success())
+            {
+                break true;
+            }
+            assert!(Instant::now() < deadline, "Prometheus never became ready");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        if listening {
+            break (child, port);
+        }
+    };
     let query = |expr: String| async move {
         let url = format!("http://127.0.0.1:{prom_port}/api/v1/query");
         let answer = reqwest::Client::new()

@@ -67,20 +67,15 @@ async fn e2e_no_planted_password_in_anything_the_controller_writes() {
     let kubeconfig = install_and_controller_kubeconfig(dir.path());
     let log_path = dir.path().join("controller.log");
     let log = std::fs::File::create(&log_path).unwrap();
-    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let events_addr = format!("--events-addr=http://{}/", receiver.host());
-    let metrics_addr = format!("--metrics-addr=127.0.0.1:{metrics_port}");
     let controller = Controller::start_full(
         &ns.0,
         &kubeconfig,
-        &[&events_addr, &metrics_addr, "--log-level=debug"],
+        &[&events_addr, "--log-level=debug"],
         &[],
         log.into(),
     );
+    let metrics_port = crate::support::cluster::listening_port(&log_path, "metrics");
 
     reason("imagerepository/proxied", &ns.0, "AuthenticationFailed");
     reason("imagerepository/rejected", &ns.0, "ReadOperationFailed");

@@ -186,6 +186,30 @@ impl Drop for Controller {
     }
 }
 
+/// The port the controller's `server` (`metrics`, `health`) listens on, read back from its
+/// console log at `log` (its `listening` line): started with port 0, the kernel picks a port
+/// nothing else holds (a port found free and released first can be taken in between).
+pub fn listening_port(log: &std::path::Path, server: &str) -> u16 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let port = text
+            .lines()
+            .filter(|l| l.contains("listening") && l.contains(&format!("server=\"{server}\"")))
+            .find_map(|l| {
+                let address = l.split("address=").nth(1)?.split_whitespace().next()?;
+                address.rsplit(':').next()?.parse().ok()
+            });
+        match port {
+            Some(port) => return port,
+            None if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(50))
+            }
+            None => panic!("no `listening` line for {server} in the controller's log:\n{text}"),
+        }
+    }
+}
+
 /// Asks for a reconcile of `object` with Flux's annotation, as `flux reconcile` does.
 pub fn request_reconcile(ns: &str, object: &str, token: &str) {
     ok(kubectl(
