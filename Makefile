@@ -5,8 +5,11 @@ SHARED ?= ../shared
 # team's test tools too, which find them through this variable).
 KUBE_BIN_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/image-reflector-kube/bin
 export KUBE_BIN_DIR
+# Where `make flux` puts the Flux components the Flux end-to-end tests run (outside the work tree).
+FLUX_BIN_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/image-reflector-flux/bin
+export FLUX_BIN_DIR
 
-.PHONY: all build test lint fmt crds run kube e2e e2e-cluster prometheus-deps bench bench-controller conformance deps image image-deps image-smoke deploy undeploy fuzz
+.PHONY: all build test lint fmt crds run kube flux e2e e2e-flux e2e-cluster prometheus-deps bench bench-controller conformance deps image image-deps image-smoke deploy undeploy fuzz
 
 all: build
 
@@ -110,6 +113,17 @@ with_apiserver = hack/with-apiserver.sh
 # End-to-end against a real API server. Runs `image-reflector run` as a local process.
 e2e: deps prometheus-deps kube
 	@$(with_apiserver) $(CARGO) test --locked --test it -- --ignored e2e
+
+# Flux's image-automation-controller, notification-controller and flux CLI, built from their Go
+# modules (tests/flux/*/go.mod) into FLUX_BIN_DIR; a no-op once built (hack/flux-build.sh).
+flux:
+	@hack/flux-build.sh >/dev/null
+
+# Flux itself beside our controller on the API server of `make e2e`: image-automation-controller
+# commits to a Git server on loopback, notification-controller forwards our events, the flux CLI
+# drives our objects (tests/it/flux/).
+e2e-flux: deps kube flux
+	@$(with_apiserver) $(CARGO) test --locked --test it -- --ignored flux::
 
 # promtool (Debian's prometheus package), for the metrics e2e check; installed when missing.
 prometheus-deps:

@@ -5,6 +5,7 @@ mod api;
 mod cli;
 mod controller;
 mod e2e;
+mod flux;
 mod policy;
 mod project;
 mod registry;

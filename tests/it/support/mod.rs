@@ -6,6 +6,8 @@ pub mod cluster;
 pub mod connect_proxy;
 pub mod distribution;
 pub mod fault_server;
+pub mod flux;
+pub mod git_server;
 pub mod images;
 pub mod policy_cluster;
 

@@ -1,0 +1,148 @@
+//! image-automation-controller commits what our policies elect: the image, tag, name and
+//! digest setters of a Deployment in Git follow `status.latestRef`: a higher tag, the same tag
+//! re-pushed as new content under `digestReflectionPolicy: Always`, and a gated policy's tag
+//! only once its gate passes.
+
+use super::until;
+use crate::support::cluster::{install_crds, kubectl, ok, Controller, Namespace};
+use crate::support::distribution::{Distribution, Variant};
+use crate::support::flux::{install_flux_crds, Component};
+use crate::support::git_server::GitServer;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster and Flux: make e2e-flux"]
+async fn flux_image_automation_commits_what_our_policies_elect() {
+    install_crds();
+    install_flux_crds();
+    let registry = Distribution::start(Variant::default());
+    let first = registry
+        .push_image("demo/app", &["1.0.0".to_string()])
+        .await;
+    let ns = Namespace(format!("image-reflector-flux-iac-{}", std::process::id()));
+    ok(kubectl(&["create", "namespace", &ns.0], None));
+    let host = registry.host.clone();
+    let deployment = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  template:\n    spec:\n      containers:\n\
+         \x20       - name: app\n          image: {host}/demo/app:0.0.1 # {{\"$imagepolicy\": \"{ns}:app\"}}\n\
+         \x20         env:\n\
+         \x20           - name: TAG\n              value: \"0.0.1\" # {{\"$imagepolicy\": \"{ns}:app:tag\"}}\n\
+         \x20           - name: NAME\n              value: \"none\" # {{\"$imagepolicy\": \"{ns}:app:name\"}}\n\
+         \x20           - name: DIGEST\n              value: \"none\" # {{\"$imagepolicy\": \"{ns}:app:digest\"}}\n\
+         \x20       - name: arm\n          image: {host}/demo/app:0.0.1 # {{\"$imagepolicy\": \"{ns}:arm\"}}\n",
+        ns = ns.0
+    );
+    let git = GitServer::start().await;
+    git.create("fleet", &[("apps/deploy.yaml", &deployment)]);
+    let objects = format!(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: {ns}}}\n\
+         spec: {{image: {host}/demo/app, interval: 1h}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: app, namespace: {ns}}}\n\
+         spec: {{imageRepositoryRef: {{name: app}}, policy: {{semver: {{range: '>=1.0.0'}}}}, digestReflectionPolicy: Always, interval: 10s}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: arm, namespace: {ns}}}\n\
+         spec: {{imageRepositoryRef: {{name: app}}, policy: {{semver: {{range: '>=1.0.0'}}}}, platforms: [linux/arm64]}}\n---\n\
+         apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {{name: fleet, namespace: {ns}}}\n\
+         spec: {{url: '{url}', interval: 1h, ref: {{branch: main}}}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageUpdateAutomation\nmetadata: {{name: fleet, namespace: {ns}}}\n\
+         spec:\n  interval: 1h\n  sourceRef: {{kind: GitRepository, name: fleet}}\n\
+         \x20 git:\n    checkout: {{ref: {{branch: main}}}}\n    push: {{branch: main}}\n\
+         \x20   commit:\n      author: {{name: fluxbot, email: fluxbot@example.com}}\n\
+         \x20     messageTemplate: '{{{{range .Changed.Changes}}}}{{{{.OldValue}}}} -> {{{{.NewValue}}}} {{{{end}}}}'\n\
+         \x20 update: {{path: ./apps, strategy: Setters}}\n",
+        ns = ns.0,
+        url = git.url("fleet"),
+    );
+    ok(kubectl(&["apply", "-f", "-"], Some(&objects)));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = crate::support::cluster::install_and_controller_kubeconfig(dir.path());
+    let controller = Controller::start(&ns.0, &kubeconfig);
+    let automation = Component::start("image-automation-controller", &ns.0, &[]);
+    let file = || git.read("fleet", "main", "apps/deploy.yaml");
+    let log = || {
+        format!(
+            "{}\n--- image-automation-controller:\n{}",
+            file(),
+            automation.log_text()
+        )
+    };
+
+    // The first election, with its digest: image, tag, name and digest setters.
+    let image = format!("{host}/demo/app:1.0.0@{first}");
+    until(60, "the first election committed", log, || {
+        file().contains(&image)
+    })
+    .await;
+    let text = file();
+    assert!(text.contains("value: \"1.0.0\""), "{text}");
+    assert!(
+        text.contains(&format!("value: \"{host}/demo/app\"")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("value: \"{first}\"")), "{text}");
+    assert!(
+        text.contains(&format!(
+            "image: {host}/demo/app:0.0.1 # {{\"$imagepolicy\": \"{}:arm\"}}",
+            ns.0
+        )),
+        "the gated policy elected nothing yet (no tag has linux/arm64), so its line stays: {text}"
+    );
+
+    // A higher tag: a new commit once our policy elects it.
+    let second = registry
+        .push_image_variant("demo/app", &["1.1.0".to_string()], "b")
+        .await;
+    ok(kubectl(
+        &[
+            "annotate",
+            "--overwrite",
+            "-n",
+            &ns.0,
+            "imagerepository/app",
+            "reconcile.fluxcd.io/requestedAt=second",
+        ],
+        None,
+    ));
+    let image = format!("{host}/demo/app:1.1.0@{second}");
+    until(60, "the higher tag committed", log, || {
+        file().contains(&image)
+    })
+    .await;
+
+    // The same tag re-pushed as new content: Always reads its digest again (10 s), and the
+    // new digest is committed.
+    let third = registry
+        .push_image_variant("demo/app", &["1.1.0".to_string()], "c")
+        .await;
+    assert_ne!(second, third);
+    let image = format!("{host}/demo/app:1.1.0@{third}");
+    until(60, "the re-pushed tag's digest committed", log, || {
+        file().contains(&image)
+    })
+    .await;
+    assert!(file().contains(&format!("value: \"{third}\"")));
+
+    // An index with linux/arm64: the gated policy's tag passes its gate and is committed.
+    registry.push_index("demo/app", "2.0.0", false).await;
+    ok(kubectl(
+        &[
+            "annotate",
+            "--overwrite",
+            "-n",
+            &ns.0,
+            "imagerepository/app",
+            "reconcile.fluxcd.io/requestedAt=index",
+        ],
+        None,
+    ));
+    let arm = format!(
+        "image: {host}/demo/app:2.0.0 # {{\"$imagepolicy\": \"{}:arm\"}}",
+        ns.0
+    );
+    until(60, "the gated policy's tag committed", log, || {
+        file().contains(&arm)
+    })
+    .await;
+    let subjects = git.subjects("fleet", "main");
+    assert!(subjects.len() >= 5, "one commit per change: {subjects:?}");
+    assert!(subjects.iter().all(|s| !s.is_empty()), "{subjects:?}");
+    assert!(controller.stop().success());
+}

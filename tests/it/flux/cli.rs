@@ -1,0 +1,133 @@
+//! The real `flux` CLI drives our controller as it drives Flux's: `get images all`,
+//! `reconcile image repository|policy` (which wait for `status.lastHandledReconcileAt`),
+//! `suspend` and `resume` of both kinds, `create image repository|policy --export` output
+//! applied and reconciled, and `events` in Flux's form.
+
+use crate::support::cluster::{install_crds, kubectl, ok, wait_for, Controller, Namespace};
+use crate::support::distribution::{Distribution, Variant};
+use crate::support::flux::flux;
+
+/// `flux args...` in `ns`, which must succeed; its standard output and error.
+fn flux_ok(ns: &str, args: &[&str]) -> String {
+    let mut all = args.to_vec();
+    all.extend(["--namespace", ns, "--timeout=60s"]);
+    let out = flux(&all);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "flux {args:?} failed:\n{text}");
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster and Flux: make e2e-flux"]
+async fn flux_cli_drives_our_objects() {
+    install_crds();
+    let registry = Distribution::start(Variant::default());
+    registry
+        .push_image("demo/app", &["1.0.0".to_string()])
+        .await;
+    let ns = Namespace(format!("image-reflector-flux-cli-{}", std::process::id()));
+    ok(kubectl(&["create", "namespace", &ns.0], None));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = crate::support::cluster::install_and_controller_kubeconfig(dir.path());
+    let controller = Controller::start(&ns.0, &kubeconfig);
+
+    // Objects as `flux create ... --export` writes them, applied as they are.
+    let image = format!("{}/demo/app", registry.host);
+    let repo = flux_ok(
+        &ns.0,
+        &[
+            "create",
+            "image",
+            "repository",
+            "app",
+            "--image",
+            &image,
+            "--interval=1h",
+            "--export",
+        ],
+    );
+    let policy = flux_ok(
+        &ns.0,
+        &[
+            "create",
+            "image",
+            "policy",
+            "app",
+            "--image-ref=app",
+            "--select-semver=>=1.0.0",
+            "--export",
+        ],
+    );
+    assert!(
+        repo.contains("kind: ImageRepository") && policy.contains("kind: ImagePolicy"),
+        "{repo}{policy}"
+    );
+    ok(kubectl(
+        &["apply", "-n", &ns.0, "-f", "-"],
+        Some(&format!("{repo}\n---\n{policy}")),
+    ));
+    wait_for(&ns.0, "imagepolicy/app", "{.status.latestRef.tag}", "1.0.0");
+
+    // get images all: our objects, their last scan, the latest image and Ready's message.
+    let listed = flux_ok(&ns.0, &["get", "images", "all"]);
+    assert!(
+        listed.contains("imagerepository/app") && listed.contains("imagepolicy/app"),
+        "{listed}"
+    );
+    let policy_line = listed
+        .lines()
+        .find(|l| l.starts_with("imagepolicy/app"))
+        .unwrap_or_default();
+    let columns: Vec<&str> = policy_line.split('\t').map(str::trim).collect();
+    assert_eq!(
+        columns[..4],
+        ["imagepolicy/app", image.as_str(), "1.0.0", "True"],
+        "the elected image and tag:\n{listed}"
+    );
+    assert!(
+        listed.contains("successful scan: found 1 tags"),
+        "Ready's message:\n{listed}"
+    );
+
+    // reconcile: annotates, then waits for lastHandledReconcileAt and Ready.
+    registry
+        .push_image_variant("demo/app", &["1.1.0".to_string()], "b")
+        .await;
+    let out = flux_ok(&ns.0, &["reconcile", "image", "repository", "app"]);
+    assert!(out.contains("✔ scan fetched 2 tags"), "{out}");
+    let out = flux_ok(&ns.0, &["reconcile", "image", "policy", "app"]);
+    assert!(out.contains("1.1.0"), "the policy's new election:\n{out}");
+
+    // suspend and resume, both kinds.
+    for kind in ["repository", "policy"] {
+        flux_ok(&ns.0, &["suspend", "image", kind, "app"]);
+        let got = ok(kubectl(
+            &[
+                "get",
+                "-n",
+                &ns.0,
+                &format!("image{kind}/app"),
+                "-o",
+                "jsonpath={.spec.suspend}",
+            ],
+            None,
+        ));
+        assert_eq!(got, "true", "{kind} suspended");
+        let out = flux_ok(&ns.0, &["resume", "image", kind, "app"]);
+        assert!(
+            out.contains("resumed")
+                || out.contains("Resumed")
+                || out.contains("reconciliation completed"),
+            "{kind}:\n{out}"
+        );
+    }
+
+    // events: ours, in Flux's form (reason and message of the election).
+    let events = flux_ok(&ns.0, &["events", "--for", "ImagePolicy/app"]);
+    assert!(events.contains("resolved to 1.1.0"), "{events}");
+    assert!(controller.stop().success());
+}

@@ -1,0 +1,24 @@
+//! Flux itself beside our controller (`make e2e-flux`): the real image-automation-controller,
+//! notification-controller and `flux` CLI, built from their Go modules by `make flux`, against
+//! the real API server, with a Distribution registry and a Git server on loopback. Where they
+//! disagree with our reading of Flux, they are right. Ignored by default; `make e2e-flux` runs
+//! them (`make e2e` does not: their names hold no `e2e`).
+
+mod automation;
+mod cli;
+mod notifications;
+
+use std::time::{Duration, Instant};
+
+/// Waits up to `secs` for `done`, saying `what` (and `detail`'s text) when it never comes.
+pub async fn until(secs: u64, what: &str, detail: impl Fn() -> String, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !done() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} within {secs} s:\n{}",
+            detail()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
