@@ -172,7 +172,13 @@ async fn run_steps<R: PolicyReader>(
             .as_ref()
             .is_none_or(|s| s.last_scan_result.is_none())
         {
-            let message = format!("waiting for the first scan of ImageRepository {key}");
+            let message = match repository_failure(&repo) {
+                // Say why, as the repository says it (Flux users asked, IRC #449).
+                Some(why) => format!(
+                    "waiting for the first scan of ImageRepository {key}, which is failing: {why}"
+                ),
+                None => format!("waiting for the first scan of ImageRepository {key}"),
+            };
             c.mark_reconciling(Reason::Progressing, &message);
             c.set(
                 ConditionType::Ready,
@@ -283,6 +289,16 @@ async fn run_steps<R: PolicyReader>(
 /// The stored tags' election, `None` when there are none, and the tags when `keep_tags` (a
 /// gated election may rank more candidates). Reading and electing run on the blocking pool: a
 /// repository may hold a million tags and the pattern is a tenant's (docs/security.md).
+/// A repository's `Ready=False` as `Reason: message` (the message cut short), if it is failing.
+fn repository_failure(repo: &ImageRepository) -> Option<String> {
+    let conditions = repo.status.as_ref()?.conditions.as_deref()?;
+    let ready = conditions.iter().find(|c| c.type_ == "Ready")?;
+    (ready.status == crate::api::ConditionStatus::False).then(|| {
+        let message = crate::controller::shared::conditions::cut(&ready.message, 512);
+        format!("{}: {message}", ready.reason)
+    })
+}
+
 async fn read_and_elect(
     store: Arc<dyn TagStore>,
     key: RepoKey,

@@ -759,6 +759,33 @@ async fn a_policy_waits_for_its_repositorys_first_scan_without_a_failure() {
     assert!(again.calls.is_empty());
 }
 
+/// While its repository fails before any scan, the waiting policy names the repository's
+/// reason and message (Flux users asked: IRC #449), not only that it waits.
+#[tokio::test]
+async fn a_waiting_policy_says_why_its_repository_has_not_scanned() {
+    let obj = policy(semver("1.x"), json!({"observedGeneration": -1}));
+    let mut failing = scanned_repo();
+    failing.status = Some(
+        serde_json::from_value(json!({"conditions": [{
+            "type": "Ready", "status": "False", "reason": "AuthenticationFailed",
+            "message": "failed to configure authentication options: secret 'creds' not found",
+            "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1
+        }]}))
+        .unwrap(),
+    );
+    let run = run(&obj, &[failing], vec![patch(&obj)], store_with(NS, &[])).await;
+    assert!(run.result.is_ok());
+    let (status, reason, message) = ready(&run.calls[0]);
+    assert_eq!((status.as_str(), reason.as_str()), ("Unknown", "Progressing"));
+    assert_eq!(
+        message,
+        format!(
+            "waiting for the first scan of ImageRepository {NS}/app, which is failing: \
+             AuthenticationFailed: failed to configure authentication options: secret 'creds' not found"
+        )
+    );
+}
+
 /// The HEADs `reg` answered.
 fn heads(reg: &FaultServer) -> usize {
     reg.seen().iter().filter(|s| s.method == "HEAD").count()
