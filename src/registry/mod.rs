@@ -40,6 +40,8 @@ mod token_auth;
 pub use budget::{Held, MemoryBudget, MAX_KEPT_BYTES, PROCESS_BUDGET_BYTES};
 pub use client::{install_crypto_provider, RegistryClient};
 pub use cosign::{signature_tag, SignedPayload, TrustedKeys};
+/// An error with its causes (`error sending request` alone says nothing of DNS or connect).
+pub(crate) use describe::chain as error_chain;
 pub use digest::MANIFEST_ACCEPT;
 pub use error::{ConfigError, Fixes, RegistryError};
 pub use fetch::Manifest;

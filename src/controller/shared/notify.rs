@@ -116,7 +116,11 @@ impl Notifier {
                 Ok(response) => {
                     return Err(format!("{} answered {}", self.url, response.status()));
                 }
-                Err(err) => last_error = format!("posting to {}: {err}", self.url),
+                // With its causes: reqwest's own text alone is "error sending request".
+                Err(err) => {
+                    let detail = crate::registry::error_chain(&err);
+                    last_error = format!("posting to {}: {detail}", self.url);
+                }
             }
         }
         Err(last_error)

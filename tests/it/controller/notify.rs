@@ -48,6 +48,25 @@ async fn server_errors_are_retried_and_429_is_not() {
     assert_eq!(down.seen().len(), 5, "the first try and four retries");
 }
 
+/// A forwarding failure says why: the connect error, not only "error sending request".
+#[tokio::test]
+async fn a_failure_to_reach_the_notification_controller_names_its_cause() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let err = Notifier::new(&format!("http://127.0.0.1:{port}/"), "test".into())
+        .unwrap()
+        .with_retry_base(Duration::from_millis(1))
+        .send(&serde_json::json!({"message": "m"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.contains(&format!("posting to http://127.0.0.1:{port}/")),
+        "{err}"
+    );
+    assert!(err.to_lowercase().contains("connection refused"), "{err}");
+}
+
 #[test]
 fn an_events_address_that_is_not_a_url_is_refused() {
     let err = Notifier::new("not a url", "x".into()).unwrap_err();
