@@ -25,11 +25,18 @@ fn e2e_samples_apply_on_an_empty_cluster() {
         "{kinds:?}"
     );
     assert!(!kinds[first_other..].contains(&"Namespace"), "{kinds:?}");
+    // Deleting the samples deletes their namespaces: never one that Flux or a cluster owns.
+    let namespaces: Vec<&str> = rendered
+        .split("\n---\n")
+        .filter(|doc| doc.contains("\nkind: Namespace\n"))
+        .filter_map(|doc| doc.lines().find_map(|l| l.strip_prefix("  name: ")))
+        .collect();
+    assert_eq!(namespaces, ["image-platform", "team-a"], "{rendered}");
 
     let applied = ok(kubectl(&["apply", "-k", samples], None));
     for object in [
         "namespace/team-a",
-        "namespace/flux-system",
+        "namespace/image-platform",
         "imagerepository.image.toolkit.fluxcd.io/base-images",
         "imagepolicy.image.toolkit.fluxcd.io/alpine",
     ] {
