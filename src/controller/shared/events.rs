@@ -1,6 +1,6 @@
 //! Kubernetes Events (docs/imagepolicy.md, docs/compatibility.md): which event a reconcile
 //! produces is decided from the Ready condition before and after; the recorder writes it as an
-//! `events.k8s.io/v1` Event from `image-reflector-controller`.
+//! core/v1 Event from `image-reflector-controller`.
 //!
 //! Unlike Flux, only transitions produce events: no Trace event on a reconcile that changed
 //! nothing, and an identical Warning is written at most once per repeat interval.

@@ -1,15 +1,17 @@
-//! The event recorder: writes the events [`super::events`] decides as `events.k8s.io/v1` Events
-//! from `image-reflector-controller`, thins repeated Warnings, and forwards them to the
-//! notification-controller ([`super::notify`]).
+//! The event recorder: writes the events [`super::events`] decides as core/v1 Events from
+//! `image-reflector-controller`, as Flux's controllers write theirs (client-go's recorder), thins
+//! repeated Warnings, and forwards them to the notification-controller ([`super::notify`]).
+//! Core/v1, not `events.k8s.io/v1`: the RBAC Flux installs for its controllers grants `create`
+//! on core Events only, and a drop-in replacement runs with Flux's RBAC.
 
-use super::conditions::cut;
+use super::conditions::{cut, whole_seconds};
 use super::events::{
     transition_event, unchanged_for, EventSpec, RepeatFilter, REPORTING_CONTROLLER,
 };
 use super::notify::{event_metadata, Involved, Notifier};
 use crate::api::Condition;
-use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::api::core::v1::{Event, EventSource};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::PostParams;
 use kube::{Api, Client, Resource, ResourceExt};
@@ -123,14 +125,19 @@ impl EventRecorder {
                 annotations: (!metadata.is_empty()).then_some(metadata),
                 ..Default::default()
             },
-            event_time: Some(MicroTime(now)),
+            involved_object: regarding,
             type_: Some(event.type_.as_str().into()),
             reason: Some(event.reason.clone()),
-            // The Events API caps a note at 1 kB.
-            note: Some(cut(&event.message, 1024)),
-            action: Some("Reconcile".into()),
-            regarding: Some(regarding),
-            reporting_controller: Some(REPORTING_CONTROLLER.into()),
+            // As long as a condition's message may be (the API's cap), escaped the same way.
+            message: Some(cut(&event.message, super::conditions::MAX_MESSAGE_LEN)),
+            first_timestamp: Some(whole_seconds(now)),
+            last_timestamp: Some(whole_seconds(now)),
+            count: Some(1),
+            source: Some(EventSource {
+                component: Some(REPORTING_CONTROLLER.into()),
+                host: None,
+            }),
+            reporting_component: Some(REPORTING_CONTROLLER.into()),
             reporting_instance: Some(self.instance.clone()),
             ..Default::default()
         };

@@ -148,7 +148,7 @@ async fn a_new_election_writes_latest_ref_and_one_normal_event() {
         ("True".into(), "Succeeded".into(), message.clone())
     );
     assert_eq!(run.calls[1].body["type"], "Normal");
-    assert_eq!(run.calls[1].body["note"], message);
+    assert_eq!(run.calls[1].body["message"], message);
     assert_eq!(
         run.calls[1].body["metadata"]["annotations"]["image.toolkit.fluxcd.io/latestTag"],
         "1.1.0"
@@ -231,7 +231,7 @@ async fn deprecated_fields_are_migrated_first_in_their_own_patch() {
         );
         let expected =
             format!("Latest image tag for {IMAGE} resolved to 1.1.0 (previously {IMAGE}:1.0.0)");
-        assert_eq!(run.calls[2].body["note"], expected);
+        assert_eq!(run.calls[2].body["message"], expected);
     }
 }
 
@@ -554,7 +554,7 @@ async fn a_digest_only_change_sends_one_event_and_one_notification() {
     );
     let message = format!("Latest image tag for {image} resolved to 1.1.0 with digest {NEW} (previously {image}:1.1.0@{OLD})");
     assert_eq!(run.calls[1].body["type"], "Normal");
-    assert_eq!(run.calls[1].body["note"], message);
+    assert_eq!(run.calls[1].body["message"], message);
 
     // Exactly one notification, in Flux's event format.
     tokio::task::spawn_blocking(move || {
@@ -776,7 +776,10 @@ async fn a_waiting_policy_says_why_its_repository_has_not_scanned() {
     let run = run(&obj, &[failing], vec![patch(&obj)], store_with(NS, &[])).await;
     assert!(run.result.is_ok());
     let (status, reason, message) = ready(&run.calls[0]);
-    assert_eq!((status.as_str(), reason.as_str()), ("Unknown", "Progressing"));
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("Unknown", "Progressing")
+    );
     assert_eq!(
         message,
         format!(

@@ -142,12 +142,18 @@ async fn first_scan_writes_the_scan_result_and_one_normal_event() {
     assert_eq!(condition_types(&calls[0]), ["Ready"]);
     assert_eq!(calls[1].body["type"], "Normal");
     assert_eq!(calls[1].body["reason"], "Succeeded");
-    assert_eq!(calls[1].body["note"], message);
+    assert_eq!(calls[1].body["message"], message);
+    // A core/v1 Event, as Flux's controllers write them (Flux's RBAC grants no other).
     assert_eq!(
-        calls[1].body["reportingController"],
+        calls[1].body["source"]["component"],
         "image-reflector-controller"
     );
-    assert_eq!(calls[1].body["regarding"]["name"], "app");
+    assert_eq!(
+        calls[1].body["reportingComponent"],
+        "image-reflector-controller"
+    );
+    assert_eq!(calls[1].body["involvedObject"]["name"], "app");
+    assert_eq!(calls[1].body["count"], 1);
     let (stored, stored_revision) = store.get(&RepoKey::new(NS, "app").unwrap()).unwrap();
     assert_eq!(
         stored.iter().collect::<Vec<_>>(),

@@ -126,7 +126,6 @@ fn the_controllers_roles_grant_exactly_what_it_uses() {
     let image = "image.toolkit.fluxcd.io";
     let mut expected = vec![
         rule("", "events", &["create", "patch"]),
-        rule("events.k8s.io", "events", &["create", "patch"]),
         rule("", "secrets", &["get"]),
         rule("", "serviceaccounts", &["get"]),
         rule("", "namespaces", &["get", "list", "watch"]),

@@ -93,7 +93,7 @@ impl Expect {
     pub fn event(namespace: &str) -> Self {
         Expect::ok(
             "POST",
-            format!("/apis/events.k8s.io/v1/namespaces/{namespace}/events"),
+            format!("/api/v1/namespaces/{namespace}/events"),
             |body| body.clone(),
         )
     }
