@@ -2,7 +2,10 @@
 # `make deploy` / `make undeploy`: applies (or deletes) a kustomization, config/default unless
 # given, with the controller image set to IMG, without editing a tracked file: the overlay is
 # written to target/deploy/ (the kubebuilder convention, minus its `kustomize edit` of
-# config/manager). PULL_POLICY, when set, becomes the container's imagePullPolicy.
+# config/manager). PULL_POLICY, when set, becomes the container's imagePullPolicy. What `apply`
+# installed is kept in target/deploy/installed.yaml, and `delete` removes exactly that, whatever
+# CONFIG says then (it renders the kustomization only when nothing was recorded). A rollout that
+# does not complete shows the Pods' state and their last events, not only kubectl's timeout.
 # usage: hack/deploy.sh apply|delete IMG [KUSTOMIZATION_DIR]
 set -eu
 action=$1
@@ -10,6 +13,7 @@ img=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
 base=$(cd "${3:-$root/config/default}" && pwd)
 overlay="$root/target/deploy"
+installed="$overlay/installed.yaml"
 namespace=image-reflector-system
 deployment=image-reflector-controller
 
@@ -23,6 +27,19 @@ case "${name##*/}" in
 esac
 [ -n "$tag" ] || [ -n "$digest" ] || tag=latest
 
+# Why a rollout did not complete: the Pods, their container states and the namespace's last events.
+explain_rollout() {
+  echo "deploy: deploy/$deployment in $namespace did not become ready; its Pods:" >&2
+  kubectl -n "$namespace" get pods -l app=image-reflector-controller -o wide >&2 || true
+  kubectl -n "$namespace" get pods -l app=image-reflector-controller -o \
+    jsonpath='{range .items[*]}{.metadata.name}: {range .status.containerStatuses[*]}{.state}{"\n"}{end}{end}' >&2 || true
+  echo "deploy: the last events in $namespace:" >&2
+  kubectl -n "$namespace" get events --sort-by=.lastTimestamp 2>&1 | tail -n 10 >&2 || true
+}
+
+if [ "$action" = delete ] && [ -f "$installed" ]; then
+  : # delete what apply installed, below
+else
 mkdir -p "$overlay"
 {
   echo "# Written by hack/deploy.sh for IMG=$img; not tracked."
@@ -42,11 +59,15 @@ mkdir -p "$overlay"
     echo "      - {op: replace, path: /spec/template/spec/containers/0/imagePullPolicy, value: $PULL_POLICY}"
   fi
 } > "$overlay/kustomization.yaml"
+fi
 
 case "$action" in
   apply)
-    kubectl apply -k "$overlay"
-    kubectl -n "$namespace" rollout status "deploy/$deployment" --timeout="${ROLLOUT_TIMEOUT:-180s}"
+    kubectl kustomize "$overlay" > "$installed.new"
+    kubectl apply -f "$installed.new"
+    mv -f "$installed.new" "$installed"
+    kubectl -n "$namespace" rollout status "deploy/$deployment" --timeout="${ROLLOUT_TIMEOUT:-180s}" \
+      || { explain_rollout; exit 1; }
     ;;
   delete)
     # ImagePolicies and ImageRepositories carry Flux's finalizer, which only the running
@@ -56,7 +77,13 @@ case "$action" in
       kubectl delete imagepolicies.image.toolkit.fluxcd.io,imagerepositories.image.toolkit.fluxcd.io \
         --all --all-namespaces --wait --timeout="${DELETE_TIMEOUT:-120s}"
     fi
-    kubectl delete -k "$overlay" --ignore-not-found --wait --timeout="${DELETE_TIMEOUT:-120s}"
+    if [ -f "$installed" ]; then
+      kubectl delete -f "$installed" --ignore-not-found --wait --timeout="${DELETE_TIMEOUT:-120s}"
+      rm -f "$installed"
+    else
+      echo "deploy: no record of an install in $installed; deleting what $base renders" >&2
+      kubectl delete -k "$overlay" --ignore-not-found --wait --timeout="${DELETE_TIMEOUT:-120s}"
+    fi
     ;;
   *)
     echo "usage: hack/deploy.sh apply|delete IMG [KUSTOMIZATION_DIR]" >&2

@@ -34,7 +34,7 @@ diagnose() {
   kubectl describe pods -n "$namespace" 2>&1 | tail -n 40 || true
   kubectl get imagerepositories,imagepolicies -A -o yaml 2>&1 | tail -n 80 || true
   kubectl get events -A --sort-by=.lastTimestamp 2>&1 | tail -n 30 || true
-  for f in "$work"/pod-*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 30 "$f"; }; done
+  for f in "$work"/pod-*.log "$work"/image-automation-controller.log "$work"/git.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 30 "$f"; }; done
 }
 cleanup() {
   status=$?
@@ -240,6 +240,90 @@ check "make undeploy removes everything without hanging" \
   env DELETE_TIMEOUT=120s "$root/hack/deploy.sh" delete "$image"
 check "the namespace and the CRDs are gone" \
   sh -c "! kubectl get namespace '$namespace' >/dev/null 2>&1 && ! kubectl get crd imagerepositories.image.toolkit.fluxcd.io >/dev/null 2>&1"
+
+# --- a deploy that cannot roll out says why; undeploy removes what deploy installed
+ROLLOUT_TIMEOUT=45s "$root/hack/deploy.sh" apply "127.0.0.1:1/missing/image:dev" > "$work/bad-deploy.log" 2>&1 || true
+check "a deploy whose image cannot be pulled shows the Pod's state and the last events" \
+  sh -c "grep -q 'ErrImagePull\|ImagePullBackOff' '$work/bad-deploy.log' && grep -q 'the last events in $namespace' '$work/bad-deploy.log'"
+check "make undeploy with another CONFIG removes what make deploy installed" \
+  sh -c "env DELETE_TIMEOUT=120s '$root/hack/deploy.sh' delete x '$root/config/flux-notifications' >/dev/null && ! kubectl get namespace '$namespace' >/dev/null 2>&1 && [ ! -f '$root/target/deploy/installed.yaml' ]"
+
+# --- Flux's own install of image-reflector-controller (its module's config/, as built by make
+# flux), with only the image swapped for ours (docs/install.md): Flux's args, probes, ports,
+# securityContext, RBAC and CRDs; it reconciles the samples, and Flux's image-automation-controller
+# (a local process with the node's kubeconfig) commits from it to a Git repository served here.
+FLUX_BIN_DIR=$("$root/hack/flux-build.sh")
+swap=$work/flux-swap
+mkdir -p "$swap"
+cp -r "$FLUX_BIN_DIR/image-reflector-controller.config" "$swap/upstream"
+cat > "$swap/kustomization.yaml" <<YAML
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [upstream/default]
+images:
+  - name: fluxcd/image-reflector-controller
+    newName: ${image%:*}
+    newTag: ${image##*:}
+YAML
+kubectl kustomize "$swap/upstream/default" > "$work/flux.yaml"
+kubectl kustomize "$swap" > "$work/swapped.yaml"
+check "the swap changes only the image of Flux's install" \
+  sh -c "[ \"\$(diff '$work/flux.yaml' '$work/swapped.yaml' | grep '^[<>]' | grep -cv 'image: ')\" = 0 ] && diff '$work/flux.yaml' '$work/swapped.yaml' | grep -q 'image: ${image}'"
+kubectl apply --server-side -f "$work/swapped.yaml" > /dev/null
+eventually "Flux's Deployment, with our image, is Available (Flux's probes, ports, securityContext)" 180 \
+  kubectl wait -n "$namespace" --for=condition=Available "deploy/$deployment" --timeout=1s
+flux_pod=$(kubectl get pods -n "$namespace" -l app=image-reflector-controller -o jsonpath='{.items[0].metadata.name}')
+kubectl logs -f -n "$namespace" "$flux_pod" > "$work/pod-flux.log" 2>&1 &
+log_streams="$log_streams $!"
+check "the Pod runs with Flux's args and its ServiceAccount" \
+  equals "pod/$flux_pod" "$namespace" '{.spec.containers[0].args}/{.spec.serviceAccountName}' \
+  '["--watch-all-namespaces","--log-level=info","--log-encoding=json","--enable-leader-election"]/default'
+sed "s#registry.local:5000#$open_registry#" "$root/config/samples/imagerepository_local.yaml" | kubectl apply -f - >/dev/null
+kubectl apply -f "$root/config/samples/imagepolicy_local.yaml" >/dev/null
+eventually "with Flux's install, the local ImagePolicy elects 1.2.0 with its digest" 90 \
+  equals imagepolicy/local-app default '{.status.latestRef.tag}@{.status.latestRef.digest}' "1.2.0@$(cat "$work/digest-1.2.0")"
+policy_uid=$(jsonpath imagepolicy/local-app default '{.metadata.uid}')
+eventually "with Flux's RBAC, an Event records the election" 30 \
+  sh -c "kubectl get events -n default --field-selector involvedObject.uid=$policy_uid -o name | grep -q ."
+# A Git repository over HTTP (git http-backend behind hack/git-http-server.py, on loopback) with
+# a setter, and image-automation-controller committing to it.
+git_root=$work/git
+mkdir -p "$git_root/repos" "$git_root/seed/apps"
+git init -q --bare -b main "$git_root/repos/fleet.git"
+printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: app}\nspec:\n  containers:\n    - name: app\n      image: %s/demo/app:1.0.0 # {"$imagepolicy": "default:local-app"}\n' \
+  "$open_registry" > "$git_root/seed/apps/pod.yaml"
+(cd "$git_root/seed" && git init -q -b main && git add . && git -c user.name=e2e -c user.email=e2e@example.com commit -q -m seed && git push -q "$git_root/repos/fleet.git" main)
+git_port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
+python3 "$root/hack/git-http-server.py" "$git_root/repos" "$git_port" > "$work/git.log" 2>&1 &
+registries="$registries $!"
+kubectl apply --server-side -f "$FLUX_BIN_DIR/crds" > /dev/null
+kubectl wait --for=condition=Established --timeout=60s crd/imageupdateautomations.image.toolkit.fluxcd.io crd/gitrepositories.source.toolkit.fluxcd.io > /dev/null
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: fleet, namespace: default}
+spec: {url: "http://127.0.0.1:$git_port/fleet.git", interval: 1h, ref: {branch: main}}
+---
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageUpdateAutomation
+metadata: {name: fleet, namespace: default}
+spec:
+  interval: 1h
+  sourceRef: {kind: GitRepository, name: fleet}
+  git:
+    checkout: {ref: {branch: main}}
+    push: {branch: main}
+    commit: {author: {name: fluxbot, email: fluxbot@example.com}}
+  update: {path: ./apps, strategy: Setters}
+YAML
+RUNTIME_NAMESPACE=default "$FLUX_BIN_DIR/image-automation-controller" --watch-all-namespaces=false \
+  --metrics-addr=0 --health-addr=0 > "$work/image-automation-controller.log" 2>&1 &
+registries="$registries $!"
+eventually "image-automation-controller commits the election of our controller in Flux's install" 90 \
+  sh -c "git -C '$git_root/repos/fleet.git' show main:apps/pod.yaml | grep -q '$open_registry/demo/app:1.2.0@$(cat "$work/digest-1.2.0")'"
+check "the controller's log with Flux's RBAC has no 'forbidden'" \
+  sh -c "! grep -i forbidden '$work/pod-flux.log'"
+kubectl delete -n default imagepolicy/local-app imagerepository/local-app --wait --timeout=60s >/dev/null 2>&1 || true
 
 echo "e2e-cluster: $passed passed, $failed failed"
 [ "$failed" = 0 ]

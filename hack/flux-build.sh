@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # make flux: builds the Flux components the Flux end-to-end tests run beside our controller
-# (image-automation-controller, notification-controller, the flux CLI) from their Go modules,
+# (image-automation-controller, notification-controller, the flux CLI) and the controller ours
+# replaces (image-reflector-controller: its install for the swap check, its binary for the
+# benchmarks) from their Go modules,
 # each pinned in tests/flux/<component>/go.mod, through the Go module proxy, into FLUX_BIN_DIR
 # (outside the work tree), with the CRDs they serve (and source-controller's GitRepository CRD,
 # of the source API release image-automation-controller requires) in FLUX_BIN_DIR/crds. Static,
@@ -8,7 +10,7 @@
 # version change.
 #
 # How each is built, since `go install MODULE@VERSION` refuses a module whose go.mod has replace
-# directives (all three have one):
+# directives (all four have one):
 #  - each go.mod of ours requires the component's module and names its main package in a `tool`
 #    directive; the component's own replaces are repeated there, and its `=> ./api` replace (a
 #    path inside its repository, invisible to a module requiring it) becomes the published api
@@ -24,7 +26,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FLUX_BIN_DIR=${FLUX_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/image-reflector-flux/bin}
-COMPONENTS="image-automation-controller notification-controller flux"
+COMPONENTS="image-automation-controller notification-controller flux image-reflector-controller"
 log() { echo "flux-build: $*" >&2; }
 die() { log "$*"; exit 1; }
 
@@ -66,11 +68,17 @@ for c in $COMPONENTS; do
     (cd "$work" && go mod edit -replace "$(module_of "$mod")=./module")
   fi
   (cd "$work" && go build -trimpath -ldflags "$ldflags" -o "$work/$c" "$pkg")
-  # The CRDs the component serves, from its module's own config.
-  if [ "$c" != flux ]; then
-    dir=$(cd "$mod" && go list -m -f '{{.Dir}}' "$(module_of "$mod")")
-    cp -f "$dir"/config/crd/bases/*.yaml "$FLUX_BIN_DIR/crds/"
-  fi
+  dir=$(cd "$mod" && go list -m -f '{{.Dir}}' "$(module_of "$mod")")
+  case $c in
+    # The CRDs the component serves, from its module's own config.
+    image-automation-controller|notification-controller)
+      cp -f "$dir"/config/crd/bases/*.yaml "$FLUX_BIN_DIR/crds/" ;;
+    # The controller ours replaces: its install (config/, CRDs included) for the swap check,
+    # kept apart so that its CRDs never stand in for ours.
+    image-reflector-controller)
+      rm -rf "$FLUX_BIN_DIR/$c.config"
+      cp -r "$dir/config" "$FLUX_BIN_DIR/$c.config" && chmod -R u+w "$FLUX_BIN_DIR/$c.config" ;;
+  esac
   mv -f "$work/$c" "$FLUX_BIN_DIR/$c"
   rm -rf "$work"
   echo "$stamp" > "$FLUX_BIN_DIR/.$c.stamp"
