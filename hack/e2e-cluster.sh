@@ -7,8 +7,11 @@
 # images, the local-registry samples and a private repository with a dockerconfigjson Secret
 # are applied, and their status is checked; `kubectl rollout restart` hands the Lease to a new
 # Pod, which goes on reconciling; the objects are deleted (the running controller removes its
-# finalizers) and `make undeploy` removes everything. The node is stopped at the end, also when
-# a check fails. Prints "N passed, N failed".
+# finalizers) and `make undeploy` removes everything. Then Flux's own install of
+# image-reflector-controller (its module's config/, built by make flux) goes on with only the
+# image swapped for ours, and Flux's image-automation-controller commits from it to a Git
+# repository served here. The node is stopped at the end, also when a check fails. Prints
+# "N passed, N failed".
 # usage: hack/e2e-cluster.sh IMAGE   (IMAGE in podman/buildah storage, tag not `latest`)
 set -eu
 image=$1
