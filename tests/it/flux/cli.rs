@@ -73,7 +73,28 @@ async fn flux_cli_drives_our_objects() {
     wait_for(&ns.0, "imagepolicy/app", "{.status.latestRef.tag}", "1.0.0");
 
     // get images all: our objects, their last scan, the latest image and Ready's message.
-    let listed = flux_ok(&ns.0, &["get", "images", "all"]);
+    // Across namespaces, as users list them (`-A`): ours are among them.
+    let out = flux(&["get", "images", "all", "-A"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: String = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| {
+            l.starts_with("NAMESPACE")
+                || l.starts_with(&format!("{}\t", ns.0))
+                || l.starts_with(&format!("{} ", ns.0))
+        })
+        .map(|l| {
+            format!(
+                "{}\n",
+                l.split_once(char::is_whitespace)
+                    .map_or(l, |(_, rest)| rest.trim_start())
+            )
+        })
+        .collect();
     assert!(
         listed.contains("imagerepository/app") && listed.contains("imagepolicy/app"),
         "{listed}"
