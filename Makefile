@@ -146,8 +146,10 @@ bench:
 # cycles, warm restart and triggered scans. Rewrites its section of docs/benchmarks.md;
 # `make bench-controller SCENARIOS=1000x10000` runs one and only prints it.
 SCENARIOS ?=
-bench-controller: kube
-	@$(with_apiserver) $(CARGO) bench --locked --bench controller_run -- $(SCENARIOS)
+# PEER=flux: Flux's image-reflector-controller (Badger, then FluxStorage) on the same scenarios,
+# one after the other, side by side in docs/benchmarks.md.
+bench-controller: kube $(if $(PEER),flux)
+	@PEER=$(PEER) $(with_apiserver) $(CARGO) bench --locked --bench controller_run -- $(SCENARIOS)
 
 # Runs Flux's policy vectors through the binary (needs ../shared beside the checkout).
 conformance:

@@ -13,10 +13,19 @@
 //!
 //! `cargo bench --bench controller_run -- 1000x10000` runs one scenario and prints its rows;
 //! without arguments every scenario runs and docs/benchmarks.md's section is rewritten.
+//!
+//! `PEER=flux` (make bench-controller PEER=flux) runs each scenario three times, one after the
+//! other on the same API server and fake registry: ours, then Flux's image-reflector-controller
+//! (built by make flux) with its default storage (Badger), then with `FluxStorage=true`, each
+//! with its defaults, `--concurrent` 4 like ours, and adds CPU over `BENCH_IDLE` idle seconds
+//! (600 by default with a peer) with nothing due; the side-by-side tables go to their own
+//! section of docs/benchmarks.md.
 
 mod common;
 #[path = "common/fake_registry.rs"]
 mod fake_registry;
+#[path = "common/side_by_side.rs"]
+mod side_by_side;
 
 use fake_registry::{Counts, FakeRegistry};
 use futures::{StreamExt, TryStreamExt};
@@ -34,6 +43,71 @@ use std::time::{Duration, Instant};
 const SCENARIOS: &[&str] = &["1000x10000", "5000x400", "10000x100"];
 const TRIGGERED: usize = 100;
 const NEW_TAG: &str = "2.0.0";
+
+/// The controller a run measures.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Peer {
+    Ours,
+    /// Flux's image-reflector-controller with its default storage (BadgerDB).
+    Flux,
+    /// Flux's image-reflector-controller with `--feature-gates=FluxStorage=true`.
+    FluxStorage,
+}
+
+impl Peer {
+    fn label(self) -> &'static str {
+        match self {
+            Peer::Ours => "image-reflector",
+            Peer::Flux => "Flux v1.2.3, Badger",
+            Peer::FluxStorage => "Flux v1.2.3, FluxStorage",
+        }
+    }
+
+    /// The controllers `PEER` asks for: ours alone, or ours and Flux's with both storages.
+    fn chosen() -> Vec<Peer> {
+        match std::env::var("PEER").ok().as_deref() {
+            None | Some("") => vec![Peer::Ours],
+            Some("flux") => vec![Peer::Ours, Peer::Flux, Peer::FluxStorage],
+            Some(other) => panic!("PEER is 'flux' or unset, not '{other}'"),
+        }
+    }
+
+    /// The process, with the same watch scope, concurrency and verbosity.
+    fn command(self, namespace: &str, storage: &Path, metrics: &str) -> Command {
+        let mut command = match self {
+            Peer::Ours => {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_image-reflector"));
+                c.arg("run");
+                c
+            }
+            Peer::Flux | Peer::FluxStorage => {
+                let dir = std::env::var_os("FLUX_BIN_DIR")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| {
+                        PathBuf::from(std::env::var("HOME").unwrap())
+                            .join(".cache/image-reflector-flux/bin")
+                    });
+                let binary = dir.join("image-reflector-controller");
+                assert!(binary.is_file(), "no {}: run `make flux`", binary.display());
+                Command::new(binary)
+            }
+        };
+        command
+            .args([
+                "--watch-all-namespaces=false",
+                "--health-addr=127.0.0.1:0",
+                "--log-level=error",
+                "--concurrent=4",
+            ])
+            .arg(format!("--metrics-addr={metrics}"))
+            .arg(format!("--storage-path={}", storage.display()))
+            .env("RUNTIME_NAMESPACE", namespace);
+        if self == Peer::FluxStorage {
+            command.arg("--feature-gates=FluxStorage=true");
+        }
+        command
+    }
+}
 
 fn main() {
     let chosen: Vec<String> = std::env::args()
@@ -53,13 +127,21 @@ fn main() {
         .unwrap();
     image_reflector::registry::install_crypto_provider();
     let mut reports = Vec::new();
+    let peers = Peer::chosen();
     for name in names {
-        let report = runtime.block_on(scenario(name));
-        println!("{}", report.cold_row());
-        println!("{}", report.warm_row());
-        reports.push(report);
+        for &peer in &peers {
+            let report = runtime.block_on(scenario(name, peer));
+            println!("{}", report.cold_row());
+            println!("{}", report.warm_row());
+            reports.push(report);
+        }
     }
-    if all {
+    if peers.len() > 1 {
+        if all || std::env::var_os("BENCH_WRITE").is_some() {
+            side_by_side::write_docs(&reports);
+        }
+        println!("{}", side_by_side::tables(&reports));
+    } else if all {
         write_docs(&reports);
     } else if std::env::var_os("BENCH_WRITE").is_some() {
         update_rows(&reports);
@@ -68,6 +150,7 @@ fn main() {
 
 /// What one scenario measured.
 struct Report {
+    peer: Peer,
     name: String,
     repositories: usize,
     tags: usize,
@@ -87,6 +170,10 @@ struct Report {
     triggered_one: Duration,
     triggered: Vec<Duration>,
     final_peak_kib: u64,
+    /// CPU seconds over `BENCH_IDLE` seconds with nothing due, and that window.
+    idle_cpu: Option<(f64, Duration)>,
+    /// The store's bytes on disk at the end.
+    final_store_bytes: u64,
 }
 
 struct Cycle {
@@ -196,23 +283,22 @@ struct Controller {
 }
 
 impl Controller {
-    fn start(binary: &Path, namespace: &str, storage: &Path) -> Controller {
+    fn start(peer: Peer, namespace: &str, storage: &Path) -> Controller {
         let metrics = free_address();
-        let child = Command::new(binary)
-            .args([
-                "run",
-                "--watch-all-namespaces=false",
-                "--health-addr=127.0.0.1:0",
-                "--log-level=error",
-            ])
-            .arg(format!("--metrics-addr={metrics}"))
-            .arg("--storage-path")
-            .arg(storage)
-            .env("RUNTIME_NAMESPACE", namespace)
+        // Ours logs errors only (--log-level=error); Flux's Badger also logs its levels at
+        // every open and close: its output goes to a file beside the store.
+        let log = match peer {
+            Peer::Ours => Stdio::inherit(),
+            _ => std::fs::File::create(storage.with_extension("log"))
+                .unwrap()
+                .into(),
+        };
+        let child = peer
+            .command(namespace, storage, &metrics)
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(log)
             .spawn()
-            .expect("image-reflector run starts");
+            .unwrap_or_else(|e| panic!("{} starts: {e}", peer.label()));
         Controller { child, metrics }
     }
 
@@ -500,7 +586,7 @@ async fn quiet(controller: &Controller, registry: &FakeRegistry, at_least: u64) 
     }
 }
 
-async fn scenario(name: &str) -> Report {
+async fn scenario(name: &str, peer: Peer) -> Report {
     let (repositories, tags) = name
         .split_once('x')
         .and_then(|(n, t)| Some((n.parse::<usize>().ok()?, t.parse::<usize>().ok()?)))
@@ -510,7 +596,7 @@ async fn scenario(name: &str) -> Report {
         .ok()
         .and_then(|c| c.parse().ok())
         .unwrap_or(if repositories <= 1000 { 10 } else { 3 });
-    eprintln!("== {repositories} × {tags}");
+    eprintln!("== {repositories} × {tags}: {}", peer.label());
     install_crds();
     let client = Client::try_default().await.expect("KUBECONFIG");
     let registry = FakeRegistry::start(repositories, tags).await;
@@ -541,11 +627,10 @@ async fn scenario(name: &str) -> Report {
 
     let dir = tempfile::tempdir().unwrap();
     let storage: PathBuf = dir.path().join("store");
-    let binary = Path::new(env!("CARGO_BIN_EXE_image-reflector"));
     let highest = fake_registry::tag(tags - 1);
 
     // Cold start.
-    let controller = Controller::start(binary, &namespace, &storage);
+    let controller = Controller::start(peer, &namespace, &storage);
     let started = Instant::now();
     let limit = Duration::from_secs(1800);
     let all_ready = |seen: &Seen| {
@@ -635,7 +720,7 @@ async fn scenario(name: &str) -> Report {
         std::process::exit(0);
     }
     let before = registry.counts();
-    let controller = Controller::start(binary, &namespace, &storage);
+    let controller = Controller::start(peer, &namespace, &storage);
     let warm = quiet(&controller, &registry, repositories as u64).await;
     let warm_requests = registry.counts().since(before);
     let warm_writes = controller.api_writes().await;
@@ -690,6 +775,27 @@ async fn scenario(name: &str) -> Report {
     }
     let final_peak_kib = controller.peak_kib().max(first_peak_kib);
 
+    // Idle: nothing due for the window (intervals are an hour); what the process spends anyway
+    // (watches, resyncs, GC). Asked for with a peer (Flux users measured it: IRC #333).
+    let idle_window = Duration::from_secs(
+        std::env::var("BENCH_IDLE")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(if Peer::chosen().len() > 1 { 600 } else { 0 }),
+    );
+    let idle_cpu = (!idle_window.is_zero()).then(|| controller.cpu());
+    if let Some(before) = idle_cpu {
+        let quiet_from = registry.counts();
+        tokio::time::sleep(idle_window).await;
+        eprintln!(
+            "idle {idle_window:?}: {:.2} s CPU, {:?} registry requests",
+            controller.cpu() - before,
+            registry.counts().since(quiet_from)
+        );
+    }
+    let idle_cpu = idle_cpu.map(|before| (controller.cpu() - before, idle_window));
+    let final_store_bytes = directory_bytes(&storage);
+
     // Clean up while the controller runs: it removes its finalizers. The API server answers a
     // collection delete with every object deleted; at 10,000 that can fail mid-answer, and the
     // request is repeated until none is left.
@@ -727,6 +833,7 @@ async fn scenario(name: &str) -> Report {
         .await;
 
     Report {
+        peer,
         name: name.to_string(),
         repositories,
         tags,
@@ -746,6 +853,8 @@ async fn scenario(name: &str) -> Report {
         triggered_one,
         triggered,
         final_peak_kib,
+        idle_cpu,
+        final_store_bytes,
     }
 }
 
