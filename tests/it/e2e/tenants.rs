@@ -6,7 +6,8 @@
 //! throttled is listed by A's next requested scan.
 
 use crate::support::cluster::{
-    get_json, install_and_controller_kubeconfig, install_crds, kubectl, ok, wait_for,
+    get_json, install_and_controller_kubeconfig, install_crds, kubectl, ok, request_reconcile,
+    wait_for,
 };
 use crate::support::cluster::{Controller, Namespace};
 use crate::support::fault_server::{FaultServer, Reply, Seen};
@@ -154,17 +155,7 @@ async fn e2e_a_hostile_tenants_proxy_gets_nothing_of_another_tenants_registry_ac
     // for a scan: A's host is not B's path, so A is not held back.
     throttling.store(true, Ordering::SeqCst);
     let before = hostile.seen().len();
-    ok(kubectl(
-        &[
-            "annotate",
-            "--overwrite",
-            "-n",
-            &attacker.0,
-            "imagerepository/lure",
-            "reconcile.fluxcd.io/requestedAt=throttle",
-        ],
-        None,
-    ));
+    request_reconcile(&attacker.0, "imagerepository/lure", "throttle");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !hostile.seen()[before..]
         .iter()
@@ -183,17 +174,7 @@ async fn e2e_a_hostile_tenants_proxy_gets_nothing_of_another_tenants_registry_ac
         "RateLimited",
     );
     tags.lock().unwrap().push("1.1.0".into());
-    ok(kubectl(
-        &[
-            "annotate",
-            "--overwrite",
-            "-n",
-            &victim.0,
-            "imagerepository/app",
-            "reconcile.fluxcd.io/requestedAt=after-throttle",
-        ],
-        None,
-    ));
+    request_reconcile(&victim.0, "imagerepository/app", "after-throttle");
     wait_for(
         &victim.0,
         "imagerepository/app",

@@ -4,7 +4,9 @@
 //! only once its gate passes.
 
 use super::until;
-use crate::support::cluster::{install_crds, kubectl, ok, Controller, Namespace};
+use crate::support::cluster::{
+    install_crds, kubectl, ok, request_reconcile, Controller, Namespace,
+};
 use crate::support::distribution::{Distribution, Variant};
 use crate::support::flux::{install_flux_crds, Component};
 use crate::support::git_server::GitServer;
@@ -90,17 +92,7 @@ async fn flux_image_automation_commits_what_our_policies_elect() {
     let second = registry
         .push_image_variant("demo/app", &["1.1.0".to_string()], "b")
         .await;
-    ok(kubectl(
-        &[
-            "annotate",
-            "--overwrite",
-            "-n",
-            &ns.0,
-            "imagerepository/app",
-            "reconcile.fluxcd.io/requestedAt=second",
-        ],
-        None,
-    ));
+    request_reconcile(&ns.0, "imagerepository/app", "second");
     let image = format!("{host}/demo/app:1.1.0@{second}");
     until(60, "the higher tag committed", log, || {
         file().contains(&image)
@@ -122,17 +114,7 @@ async fn flux_image_automation_commits_what_our_policies_elect() {
 
     // An index with linux/arm64: the gated policy's tag passes its gate and is committed.
     registry.push_index("demo/app", "2.0.0", false).await;
-    ok(kubectl(
-        &[
-            "annotate",
-            "--overwrite",
-            "-n",
-            &ns.0,
-            "imagerepository/app",
-            "reconcile.fluxcd.io/requestedAt=index",
-        ],
-        None,
-    ));
+    request_reconcile(&ns.0, "imagerepository/app", "index");
     let arm = format!(
         "image: {host}/demo/app:2.0.0 # {{\"$imagepolicy\": \"{}:arm\"}}",
         ns.0

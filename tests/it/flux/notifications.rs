@@ -4,7 +4,9 @@
 //! changed nothing.
 
 use super::until;
-use crate::support::cluster::{install_crds, kubectl, ok, wait_for, Controller, Namespace};
+use crate::support::cluster::{
+    install_crds, kubectl, ok, request_reconcile, wait_for, Controller, Namespace,
+};
 use crate::support::distribution::{Distribution, Variant};
 use crate::support::fault_server::{FaultServer, Reply};
 use crate::support::flux::{install_flux_crds, notification_controller};
@@ -80,17 +82,7 @@ async fn flux_notification_controller_forwards_tag_and_digest_changes() {
     );
 
     // A reconcile that changes nothing: no payload.
-    ok(kubectl(
-        &[
-            "annotate",
-            "--overwrite",
-            "-n",
-            &ns.0,
-            "imagepolicy/app",
-            "reconcile.fluxcd.io/requestedAt=nothing-new",
-        ],
-        None,
-    ));
+    request_reconcile(&ns.0, "imagepolicy/app", "nothing-new");
     wait_for(
         &ns.0,
         "imagepolicy/app",
@@ -102,17 +94,7 @@ async fn flux_notification_controller_forwards_tag_and_digest_changes() {
     let second = registry
         .push_image_variant("demo/app", &["1.0.0".to_string()], "b")
         .await;
-    ok(kubectl(
-        &[
-            "annotate",
-            "--overwrite",
-            "-n",
-            &ns.0,
-            "imagepolicy/app",
-            "reconcile.fluxcd.io/requestedAt=digest-change",
-        ],
-        None,
-    ));
+    request_reconcile(&ns.0, "imagepolicy/app", "digest-change");
     until(60, "the digest change's payload", log, || {
         policy_payloads(&receiver).len() >= 2
     })

@@ -19,27 +19,31 @@ pub fn ok(out: Output) -> String {
 
 /// Applies `crds/` (server-side) and waits until both CRDs are served.
 pub fn install_crds() {
-    let crds = root().join("crds/crds.yaml");
+    apply_crds(
+        &root().join("crds/crds.yaml"),
+        &[
+            "crd/imagerepositories.image.toolkit.fluxcd.io",
+            "crd/imagepolicies.image.toolkit.fluxcd.io",
+        ],
+    );
+}
+
+/// Applies the CRDs in `path` (a file or a directory, server-side) and waits until `served`
+/// are Established.
+pub fn apply_crds(path: &std::path::Path, served: &[&str]) {
     ok(kubectl(
         &[
             "apply",
             "--server-side",
             "--force-conflicts",
             "-f",
-            crds.to_str().unwrap(),
+            path.to_str().unwrap(),
         ],
         None,
     ));
-    ok(kubectl(
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/imagerepositories.image.toolkit.fluxcd.io",
-            "crd/imagepolicies.image.toolkit.fluxcd.io",
-        ],
-        None,
-    ));
+    let mut wait = vec!["wait", "--for=condition=Established", "--timeout=60s"];
+    wait.extend_from_slice(served);
+    ok(kubectl(&wait, None));
 }
 
 pub struct Namespace(pub String);

@@ -2,7 +2,7 @@
 //! Go modules (hack/flux-build.sh) in `FLUX_BIN_DIR`, their CRDs, and each component run as a
 //! local process against the API server of KUBECONFIG.
 
-use super::cluster::{kubectl, ok};
+use super::cluster::apply_crds;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -28,29 +28,15 @@ pub fn bin_dir() -> PathBuf {
 /// Applies the Flux CRDs `make flux` collected (image automation, notifications, GitRepository)
 /// and waits until they are served.
 pub fn install_flux_crds() {
-    let crds = bin_dir().join("crds");
-    ok(kubectl(
+    apply_crds(
+        &bin_dir().join("crds"),
         &[
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "-f",
-            crds.to_str().unwrap(),
-        ],
-        None,
-    ));
-    ok(kubectl(
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
             "crd/imageupdateautomations.image.toolkit.fluxcd.io",
             "crd/gitrepositories.source.toolkit.fluxcd.io",
             "crd/alerts.notification.toolkit.fluxcd.io",
             "crd/providers.notification.toolkit.fluxcd.io",
         ],
-        None,
-    ));
+    );
 }
 
 /// The `flux` CLI with `args`, against KUBECONFIG.
