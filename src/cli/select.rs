@@ -15,7 +15,8 @@ pub struct SelectArgs {
     /// ImagePolicy manifest (YAML or JSON, v1 or v1beta2); `-` for standard input.
     #[arg(short = 'f', long = "file")]
     pub file: String,
-    /// Tags, one a line (blank lines ignored); `-` for standard input.
+    /// Tags, one a line (blank lines ignored); `-` for standard input; a store's compressed
+    /// file (`tags.fc.gz`, `tags.txt.gz`) is read as it is.
     #[arg(long = "tags-file")]
     pub tags_file: String,
     /// Report how the tags were counted and the runner-up candidates.
@@ -29,6 +30,19 @@ pub struct SelectArgs {
     pub output: Output,
 }
 
+/// The tags of `--tags-file`: lines, or a compressed file from the store (`tags.fc.gz`,
+/// `tags.txt.gz`) as it is.
+fn read_tags(path: &str) -> Result<String, CliError> {
+    if !path.ends_with(".gz") {
+        return read_input(path);
+    }
+    let bytes =
+        std::fs::read(path).map_err(|e| CliError::invalid(format!("reading {path}: {e}")))?;
+    crate::store::decode_tags_file(path, bytes)
+        .map(|tags| tags.as_text().to_string())
+        .map_err(|e| CliError::invalid(format!("reading {path}: {e}")))
+}
+
 /// Runs `select`, writing the result to `out`.
 pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
     if args.file == "-" && args.tags_file == "-" {
@@ -39,7 +53,7 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
     let (spec, held) = parse_policy(&read_input(&args.file)?, &args.file)?;
     let policy = spec.selection_policy().map_err(CliError::invalid)?;
     let gates = gate_names(&spec)?;
-    let text = read_input(&args.tags_file)?;
+    let text = read_tags(&args.tags_file)?;
     let mut tags: Vec<&str> = text
         .lines()
         .map(str::trim)

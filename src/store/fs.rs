@@ -1,6 +1,7 @@
 //! The filesystem store, in Flux's "FluxStorage" layout (docs/store.md):
-//! `<root>/imagerepository/<namespace>/<name>/tags.txt`, or `tags.txt.gz` from the compression
-//! threshold on, plus the `<root>/.storage-version` marker (`2\n`).
+//! `<root>/imagerepository/<namespace>/<name>/tags.txt`, or from the compression threshold on
+//! `tags.fc.gz` (front_coded.rs; Flux's `tags.txt.gz` is read too), plus the
+//! `<root>/.storage-version` marker (`2\n`).
 //!
 //! Crash safety: a write goes to a temporary file that is fsynced, renamed over the old file,
 //! and the directory fsynced, so a reader only ever sees a complete old or new list. Corruption
@@ -9,12 +10,12 @@
 
 use super::digests::MAX_FILE_BYTES;
 use super::files::{create_private_dir, sync_dir, write_atomic, write_file, TEMP_PREFIX};
+use super::front_coded;
 use super::image_facts::{ImageFacts, ImageFactsFile, MAX_IMAGE_FILE_BYTES};
 use super::{DigestFact, DigestFacts, RepoKey, Revision, StoreError, TagList, TagStore};
-use flate2::{read::GzDecoder, write::GzEncoder, Compression};
 use std::collections::HashSet;
 use std::fs::{self, File};
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
 
 /// Flux's default `--storage-compression-threshold` (64 KiB).
@@ -22,7 +23,11 @@ pub const DEFAULT_COMPRESSION_THRESHOLD: usize = 64 * 1024;
 
 const OBJECTS: &str = "imagerepository";
 const PLAIN: &str = "tags.txt";
+/// Flux's gzipped list, and ours before the compact file: read, never written.
 const GZIP: &str = "tags.txt.gz";
+const COMPACT: &str = "tags.fc.gz";
+/// Every variant of a repository's tags; a write leaves exactly one.
+const VARIANTS: [&str; 3] = [PLAIN, GZIP, COMPACT];
 const DIGESTS: &str = "digests.txt";
 /// What gated elections learnt per image digest (image_facts.rs).
 const IMAGES: &str = "images.jsonl";
@@ -49,7 +54,7 @@ impl FsStore {
     /// Opens the store at `root`, creating it (mode 0700) when it does not exist. An existing
     /// directory is used as it is: its mode and owner are the volume's (an emptyDir is
     /// root-owned 0777, or 2777 with fsGroup), and the store's privacy comes from the modes of
-    /// what it creates inside. Lists of at least `compression_threshold` bytes are gzipped. A
+    /// what it creates inside. Lists of at least `compression_threshold` bytes are compressed. A
     /// directory written in another format (such as Flux's Badger database) is wiped, as Flux
     /// does on a format switch; an interrupted wipe is completed.
     pub fn open(
@@ -177,16 +182,11 @@ impl FsStore {
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(StoreError::io("reading", path)(e)),
         };
-        let text = if path.extension().is_some_and(|e| e == "gz") {
-            let mut text = String::new();
-            match GzDecoder::new(bytes.as_slice()).read_to_string(&mut text) {
-                Ok(_) => Ok(text),
-                Err(e) => Err(StoreError::Corrupt(format!("gzip: {e}"))),
-            }
-        } else {
-            String::from_utf8(bytes).map_err(|_| StoreError::Corrupt("not UTF-8".into()))
-        };
-        Ok(Some(text.and_then(TagList::from_stored)))
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        Ok(Some(front_coded::decode_file(name, bytes)))
     }
 }
 
@@ -197,30 +197,29 @@ impl TagStore for FsStore {
         let compressed = content.len() >= self.compression_threshold;
         let revision = tags.revision();
         let unchanged = self.known.lock().expect("store lock").get(key) == Some(&revision);
-        if unchanged && dir.join(if compressed { GZIP } else { PLAIN }).is_file() {
+        let name = if compressed { COMPACT } else { PLAIN };
+        if unchanged && dir.join(name).is_file() {
             tracing::debug!(%key, "tags unchanged; not rewritten");
             return Ok(revision);
         }
         self.create_object_dir(&dir)?;
-        let (name, stale) = if compressed {
-            // Level 1: about 7x faster than the best level for ~10% more bytes; any level
-            // reads back the same (Flux's reader included).
-            let mut gz = GzEncoder::new(Vec::with_capacity(content.len() / 3), Compression::fast());
-            gz.write_all(content)
-                .map_err(StoreError::io("compressing into", &dir))?;
-            let bytes = gz
-                .finish()
-                .map_err(StoreError::io("compressing into", &dir))?;
-            write_atomic(&dir, GZIP, &bytes)?;
-            (GZIP, PLAIN)
+        if compressed {
+            let bytes =
+                front_coded::compress(tags).map_err(StoreError::io("compressing into", &dir))?;
+            write_atomic(&dir, name, &bytes)?;
         } else {
-            write_atomic(&dir, PLAIN, content)?;
-            (PLAIN, GZIP)
-        };
-        match fs::remove_file(dir.join(stale)) {
-            Ok(()) => sync_dir(&dir)?,
-            Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(e) => return Err(StoreError::io("removing", dir.join(stale))(e)),
+            write_atomic(&dir, name, content)?;
+        }
+        let mut removed = false;
+        for stale in VARIANTS.iter().filter(|v| **v != name) {
+            match fs::remove_file(dir.join(stale)) {
+                Ok(()) => removed = true,
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io("removing", dir.join(stale))(e)),
+            }
+        }
+        if removed {
+            sync_dir(&dir)?;
         }
         tracing::debug!(%key, file = name, tags = tags.len(), "stored tags");
         self.known
@@ -232,16 +231,19 @@ impl TagStore for FsStore {
 
     fn get(&self, key: &RepoKey) -> Result<(TagList, Revision), StoreError> {
         let dir = self.object_dir(key);
-        let (plain, gzip) = (dir.join(PLAIN), dir.join(GZIP));
         let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
-        // Both variants exist only after a crash between rename and cleanup: the newer wins.
-        let mut order = match (modified(&plain), modified(&gzip)) {
-            (Some(p), Some(g)) if p >= g => vec![plain, gzip],
-            (Some(_), Some(_)) => vec![gzip, plain],
-            (Some(_), None) => vec![plain],
-            (None, Some(_)) => vec![gzip],
-            (None, None) => return Ok(empty()),
-        };
+        // More than one variant exists only after a crash between rename and cleanup (or a
+        // list Flux wrote and one of ours): the newest wins.
+        let mut order: Vec<(std::time::SystemTime, PathBuf)> = VARIANTS
+            .iter()
+            .map(|v| dir.join(v))
+            .filter_map(|p| Some((modified(&p)?, p)))
+            .collect();
+        if order.is_empty() {
+            return Ok(empty());
+        }
+        order.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
+        let mut order: Vec<PathBuf> = order.into_iter().map(|(_, p)| p).collect();
         while !order.is_empty() {
             let path = order.remove(0);
             match self.read_variant(&path)? {

@@ -8,6 +8,7 @@
 mod digests;
 mod error;
 mod files;
+mod front_coded;
 mod fs;
 mod image_facts;
 mod key;
@@ -16,6 +17,7 @@ mod tag_list;
 
 pub use digests::{DigestFact, DigestFacts, MAX_FACTS};
 pub use error::StoreError;
+pub use front_coded::{decode_file as decode_tags_file, MAX_STORED_TEXT};
 pub use fs::{FsStore, DEFAULT_COMPRESSION_THRESHOLD};
 pub use image_facts::{ImageFacts, ImageFactsFile, PlatformFact, SignatureVerdict, MAX_IMAGES};
 pub use key::RepoKey;

@@ -257,3 +257,30 @@ fn multi_document_files_and_lists_name_the_policy_used() {
         "{err}"
     );
 }
+
+/// What docs/scan.md shows: `--tags-file` pointed at the store's compressed file of a large
+/// list (written by the store, as `scan` and the controller write it), and at a corrupt one.
+#[test]
+fn reads_the_stores_compressed_file_as_it_is() {
+    use image_reflector::store::{FsStore, RepoKey, TagList, TagStore};
+    let dir = tempfile::tempdir().unwrap();
+    let store = FsStore::open(dir.path(), 64 * 1024).unwrap();
+    let key = RepoKey::new("demo", "app").unwrap();
+    let tags = TagList::new((0..20_000).map(|j| format!("1.{}.{}", j / 100, j % 100))).unwrap();
+    store.set(&key, &tags).unwrap();
+    let file = dir.path().join("imagerepository/demo/app/tags.fc.gz");
+    let m = write(dir.path(), "policy.yaml", SEMVER_V1);
+    let out = run_bin(
+        &["select", "-f", &m, "--tags-file", file.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1.199.99\n");
+    std::fs::write(&file, b"not gzip").unwrap();
+    let out = run_bin(
+        &["select", "-f", &m, "--tags-file", file.to_str().unwrap()],
+        None,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("tags.fc.gz") && err.contains("gzip"), "{err}");
+}

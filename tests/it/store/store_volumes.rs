@@ -140,7 +140,7 @@ fn check_private_inside(root: &Path, volume_mode: u32, owner: (u32, u32)) {
     for file in [
         ".storage-version",
         "imagerepository/team/small/tags.txt",
-        "imagerepository/team/large/tags.txt.gz",
+        "imagerepository/team/large/tags.fc.gz",
     ] {
         let meta = std::fs::metadata(root.join(file)).unwrap();
         assert_eq!(meta.mode() & 0o777, 0o600, "{file} is private");

@@ -78,7 +78,7 @@ fn revision_is_flux_sha256_independent_of_order_and_compression() {
         format!("sha256:{}", sha256_hex(b"d\nc\nb\na\n"))
     );
     assert!(object_dir(plain.root(), &k).join("tags.txt").exists());
-    assert!(object_dir(gzipped.root(), &k).join("tags.txt.gz").exists());
+    assert!(object_dir(gzipped.root(), &k).join("tags.fc.gz").exists());
     assert!(!object_dir(gzipped.root(), &k).join("tags.txt").exists());
     assert_eq!(
         gzipped.get(&k).unwrap().1,
@@ -111,11 +111,13 @@ fn switching_variant_removes_the_stale_one_and_files_are_private() {
     let given = mode(dir.path());
     let store = FsStore::open(dir.path(), 100).unwrap();
     let k = key("team", "big");
-    store.set(&k, &tags(50, "build")).unwrap(); // over 100 bytes: gzip
+    store.set(&k, &tags(50, "build")).unwrap(); // over 100 bytes: compressed
     let obj = object_dir(dir.path(), &k);
-    assert!(obj.join("tags.txt.gz").exists() && !obj.join("tags.txt").exists());
-    store.set(&k, &tags(2, "b")).unwrap(); // small again: plain, gzip removed
-    assert!(obj.join("tags.txt").exists() && !obj.join("tags.txt.gz").exists());
+    assert!(obj.join("tags.fc.gz").exists() && !obj.join("tags.txt").exists());
+    std::fs::write(obj.join("tags.txt.gz"), b"Flux's, older").unwrap();
+    store.set(&k, &tags(2, "b")).unwrap(); // small again: plain, the others removed
+    assert!(obj.join("tags.txt").exists() && !obj.join("tags.fc.gz").exists());
+    assert!(!obj.join("tags.txt.gz").exists());
     assert_eq!(mode(&obj.join("tags.txt")), 0o600);
     assert_eq!(mode(&obj), 0o700);
     assert_eq!(mode(obj.parent().unwrap()), 0o700);
@@ -131,27 +133,84 @@ fn switching_variant_removes_the_stale_one_and_files_are_private() {
 }
 
 #[test]
-fn newest_variant_wins_when_both_exist() {
+fn newest_variant_wins_when_several_exist() {
     let dir = tempfile::tempdir().unwrap();
     let k = key("ns", "r");
     let gz_store = FsStore::open(dir.path(), 1).unwrap();
     gz_store.set(&k, &TagList::new(["old"]).unwrap()).unwrap();
     let obj = object_dir(dir.path(), &k);
-    // A crash between the rename and the cleanup leaves both; the plain one is newer here.
+    let age = |file: &str, secs: u64| {
+        std::fs::File::options()
+            .write(true)
+            .open(obj.join(file))
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(secs))
+            .unwrap()
+    };
+    // A crash between the rename and the cleanup leaves two; the plain one is newer here.
     std::fs::write(obj.join("tags.txt"), "new\n").unwrap();
-    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
-    std::fs::File::options()
-        .write(true)
-        .open(obj.join("tags.txt.gz"))
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
+    age("tags.fc.gz", 60);
     let (got, _) = gz_store.get(&k).unwrap();
     assert_eq!(got.iter().collect::<Vec<_>>(), ["new"]);
     assert!(
-        !obj.join("tags.txt.gz").exists(),
+        !obj.join("tags.fc.gz").exists(),
         "the stale variant is removed"
     );
+    // Flux's gzipped list, newer than ours, wins too.
+    std::fs::write(obj.join("tags.txt.gz"), gzip_by_the_system(b"flux\n")).unwrap();
+    age("tags.txt", 60);
+    let (got, _) = gz_store.get(&k).unwrap();
+    assert_eq!(got.iter().collect::<Vec<_>>(), ["flux"]);
+    assert!(!obj.join("tags.txt").exists());
+}
+
+/// A list as Flux's filesystem store writes it (lines gzipped at the best level), made by
+/// the system's gzip so the bytes do not come from our own encoder.
+fn gzip_by_the_system(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("gzip")
+        .args(["-9", "-c"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("gzip runs");
+    let mut stdin = child.stdin.take().unwrap();
+    let data = data.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&data).unwrap());
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out.stdout
+}
+
+/// Flux's `tags.txt.gz` is read as it is, with its revision, and replaced by the compact file
+/// when the tags next change; the compact file is far smaller for a regular list.
+#[test]
+fn a_list_flux_wrote_is_read_and_the_next_write_is_compact() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FsStore::open(dir.path(), 64 * 1024).unwrap();
+    let k = key("team", "ci");
+    let list = TagList::new((0..10_000).map(|j| format!("1.{}.{}", j / 100, j % 100))).unwrap();
+    let obj = object_dir(dir.path(), &k);
+    std::fs::create_dir_all(&obj).unwrap();
+    let flux = gzip_by_the_system(list.as_text().as_bytes());
+    std::fs::write(obj.join("tags.txt.gz"), &flux).unwrap();
+    let (got, revision) = store.get(&k).unwrap();
+    assert_eq!(got, list);
+    assert_eq!(
+        revision.as_str(),
+        format!("sha256:{}", sha256_hex(list.as_text().as_bytes()))
+    );
+    let mut more: Vec<String> = list.iter().map(str::to_string).collect();
+    more.push("2.0.0".into());
+    store.set(&k, &TagList::new(more).unwrap()).unwrap();
+    assert!(!obj.join("tags.txt.gz").exists());
+    let compact = std::fs::metadata(obj.join("tags.fc.gz")).unwrap().len();
+    assert!(
+        compact * 10 < flux.len() as u64,
+        "{compact} bytes against Flux's {}",
+        flux.len()
+    );
+    assert_eq!(store.get(&k).unwrap().0.len(), 10_001);
 }
 
 #[test]
@@ -165,6 +224,8 @@ fn corrupt_or_truncated_files_read_as_no_tags_and_are_removed() {
         ("tags.txt", b"a\nb\n".to_vec()),      // not in the store's order
         ("tags.txt", vec![0xff, 0xfe, b'\n']), // not UTF-8
         ("tags.txt.gz", b"not gzip at all".to_vec()),
+        ("tags.fc.gz", b"not gzip at all".to_vec()),
+        ("tags.fc.gz", gzip_by_the_system(b"b\na\n")), // gzip, but not front-coded
     ] {
         small.set(&k, &TagList::new(["x"]).unwrap()).unwrap();
         let _ = std::fs::remove_file(obj.join("tags.txt"));
@@ -177,11 +238,11 @@ fn corrupt_or_truncated_files_read_as_no_tags_and_are_removed() {
             "{file} is removed so the repository is rescanned"
         );
     }
-    // A gzip file cut short fails its checksum.
+    // A compressed file cut short fails its checksum.
     let gz = FsStore::open(dir.path(), 1).unwrap();
     gz.set(&k, &tags(500, "t")).unwrap();
-    let bytes = std::fs::read(obj.join("tags.txt.gz")).unwrap();
-    std::fs::write(obj.join("tags.txt.gz"), &bytes[..bytes.len() / 2]).unwrap();
+    let bytes = std::fs::read(obj.join("tags.fc.gz")).unwrap();
+    std::fs::write(obj.join("tags.fc.gz"), &bytes[..bytes.len() / 2]).unwrap();
     assert!(gz.get(&k).unwrap().0.is_empty());
     // And the store still works afterwards.
     gz.set(&k, &tags(3, "ok")).unwrap();
@@ -372,9 +433,9 @@ fn unchanged_tags_are_not_rewritten() {
     let dir = tempfile::tempdir().unwrap();
     let store = FsStore::open(dir.path(), 100).unwrap();
     let k = key("team", "app");
-    let list = tags(50, "build"); // over 100 bytes: gzip
+    let list = tags(50, "build"); // over 100 bytes: compressed
     let rev = store.set(&k, &list).unwrap();
-    let file = object_dir(dir.path(), &k).join("tags.txt.gz");
+    let file = object_dir(dir.path(), &k).join("tags.fc.gz");
     let inode = std::fs::metadata(&file).unwrap().ino();
     assert_eq!(store.set(&k, &list).unwrap(), rev);
     assert_eq!(
