@@ -115,7 +115,8 @@ fn ratio_row(ours: &Report, fluxes: &[&Report]) -> String {
     )
 }
 
-/// One table per scenario: the three controllers and the ratio row.
+/// One table per scenario: the three controllers and the ratio row, each under a heading
+/// `**N × T**` (what `write_docs` merges by).
 pub fn tables(reports: &[Report]) -> String {
     let mut out = String::new();
     let mut names: Vec<&str> = reports.iter().map(|r| r.name.as_str()).collect();
@@ -124,8 +125,10 @@ pub fn tables(reports: &[Report]) -> String {
         let runs: Vec<&Report> = reports.iter().filter(|r| r.name == name).collect();
         let first = runs[0];
         out.push_str(&format!(
-            "\n**{} × {}**\n\n{HEAD}\n",
-            first.repositories, first.tags
+            "\n**{} × {}** (measured {})\n\n{HEAD}\n",
+            first.repositories,
+            first.tags,
+            today()
         ));
         for r in &runs {
             out.push_str(&row(r));
@@ -145,24 +148,50 @@ pub fn tables(reports: &[Report]) -> String {
     out
 }
 
-/// Rewrites docs/benchmarks.md's side-by-side section.
+fn today() -> String {
+    std::process::Command::new("date")
+        .arg("+%Y-%m-%d")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// The scenario tables of a section, keyed by their `**N × T**` heading, in order.
+fn scenario_tables(section: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for block in section.split("\n**").skip(1) {
+        let Some(close) = block.find("**") else {
+            continue;
+        };
+        let key = block[..close].to_string();
+        let text = format!("\n**{}", block.trim_end_matches('\n'));
+        out.push((key, format!("{text}\n")));
+    }
+    out
+}
+
+/// Rewrites docs/benchmarks.md's side-by-side section: the scenarios of this run replace
+/// their tables, the others stay as they were (each table says when it was measured), so
+/// scenarios that take most of an hour each can be run one at a time.
 pub fn write_docs(reports: &[Report]) {
     let path = format!("{}/docs/benchmarks.md", env!("CARGO_MANIFEST_DIR"));
     let doc = std::fs::read_to_string(&path).unwrap();
     let (Some(begin), Some(end)) = (doc.find(BEGIN), doc.find(END)) else {
         panic!("{path} has no {BEGIN} ... {END} section");
     };
-    let date = std::process::Command::new("date")
-        .arg("+%Y-%m-%d")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
+    let mut merged = scenario_tables(&doc[begin..end]);
+    for (key, table) in scenario_tables(&tables(reports)) {
+        match merged.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = table,
+            None => merged.push((key, table)),
+        }
+    }
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
     let section = format!(
-        "{BEGIN}\nMeasured on {date} on `{}` ({cpus} CPUs), one controller after the other against the same API server, etcd and fake registry on that machine.\n{}{END}",
+        "{BEGIN}\nOn `{}` ({cpus} CPUs), one controller after the other against the same API server, etcd and fake registry on that machine.\n{}{END}",
         host.trim(),
-        tables(reports)
+        merged.into_iter().map(|(_, t)| t).collect::<String>()
     );
     let updated = format!("{}{section}{}", &doc[..begin], &doc[end + END.len()..]);
     std::fs::write(&path, updated).unwrap();
