@@ -13,6 +13,7 @@
 //!
 //! `cargo bench --bench controller_run -- 1000x10000` runs one scenario and prints its rows;
 //! without arguments every scenario runs and docs/benchmarks.md's section is rewritten.
+//! `20000x100/2` is 20,000 of each kind shared by two processes (`--watch-label-selector`).
 //!
 //! `PEER=flux` (make bench-controller PEER=flux) runs each scenario three times, one after the
 //! other on the same API server and fake registry: ours, then Flux's image-reflector-controller
@@ -41,6 +42,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const SCENARIOS: &[&str] = &["1000x10000", "5000x400", "10000x100"];
+/// Run by default with ours alone: 20,000 objects of each kind in two shards of 10,000
+/// (`--watch-label-selector=shard=<k>`), one process each, both processes' peaks reported.
+const SHARDED: &[&str] = &["20000x100/2"];
 const TRIGGERED: usize = 100;
 const NEW_TAG: &str = "2.0.0";
 
@@ -73,7 +77,13 @@ impl Peer {
     }
 
     /// The process, with the same watch scope, concurrency and verbosity.
-    fn command(self, namespace: &str, storage: &Path, metrics: &str) -> Command {
+    fn command(
+        self,
+        namespace: &str,
+        storage: &Path,
+        metrics: &str,
+        selector: Option<&str>,
+    ) -> Command {
         let mut command = match self {
             Peer::Ours => {
                 let mut c = Command::new(env!("CARGO_BIN_EXE_image-reflector"));
@@ -105,6 +115,9 @@ impl Peer {
         if self == Peer::FluxStorage {
             command.arg("--feature-gates=FluxStorage=true");
         }
+        if let Some(selector) = selector {
+            command.arg(format!("--watch-label-selector={selector}"));
+        }
         command
     }
 }
@@ -115,8 +128,10 @@ fn main() {
         .filter(|a| !a.starts_with('-'))
         .collect();
     let all = chosen.is_empty();
-    let names: Vec<&str> = if all {
+    let names: Vec<&str> = if all && Peer::chosen().len() > 1 {
         SCENARIOS.to_vec()
+    } else if all {
+        SCENARIOS.iter().chain(SHARDED).copied().collect()
     } else {
         chosen.iter().map(String::as_str).collect()
     };
@@ -154,6 +169,10 @@ struct Report {
     name: String,
     repositories: usize,
     tags: usize,
+    /// Processes sharing the objects by `--watch-label-selector` (1: one process, no selector).
+    shards: usize,
+    /// Each process's peak over the run, when there are several.
+    shard_peaks_kib: Vec<u64>,
     cold: Duration,
     cold_peak_kib: u64,
     idle_kib: u64,
@@ -205,6 +224,22 @@ impl Report {
         (2 * self.repositories) as f64
     }
 
+    /// `1000 × 10000`, or `20000 × 100, 2 shards`: the start of the scenario's rows.
+    fn label(&self) -> String {
+        match self.shards {
+            1 => format!("{} × {}", self.repositories, self.tags),
+            n => format!("{} × {}, {n} shards", self.repositories, self.tags),
+        }
+    }
+
+    /// A peak over the run: each process's when there are several (the largest is the figure).
+    fn peaks(&self, largest: u64) -> String {
+        match self.shard_peaks_kib.as_slice() {
+            [] | [_] => mib(largest),
+            each => each.iter().map(|p| mib(*p)).collect::<Vec<_>>().join(" and "),
+        }
+    }
+
     const COLD_HEAD: &str = "| scenario | cold start to all Ready | peak RSS | idle RSS | CPU | store | registry requests per repository (pages + HEADs) | API writes per object | steady cycle (wall) | RSS over the cycles | requests per cycle |\n|---|---|---|---|---|---|---|---|---|---|---|";
 
     fn cold_row(&self) -> String {
@@ -237,9 +272,8 @@ impl Report {
             })
             .unwrap_or_default();
         format!(
-            "| {} × {} | {} | {} | {} | {:.1} s | {:.1} MB | {:.2} + {:.2} | {:.2} | {} | {} | {} |",
-            self.repositories,
-            self.tags,
+            "| {} | {} | {} | {} | {:.1} s | {:.1} MB | {:.2} + {:.2} | {:.2} | {} | {} | {} |",
+            self.label(),
             secs(self.cold),
             mib(self.cold_peak_kib),
             mib(self.idle_kib),
@@ -260,9 +294,8 @@ impl Report {
         let mut sorted = self.triggered.clone();
         sorted.sort();
         format!(
-            "| {} × {} | {} | {} | {} | {} | {:.1} s | {} | {} | {} | {} |",
-            self.repositories,
-            self.tags,
+            "| {} | {} | {} | {} | {} | {:.1} s | {} | {} | {} | {} |",
+            self.label(),
             secs(self.warm),
             self.warm_requests.total(),
             self.warm_writes,
@@ -271,39 +304,50 @@ impl Report {
             secs(self.triggered_one),
             secs(percentile(&sorted, 0.5)),
             secs(percentile(&sorted, 0.99)),
-            mib(self.final_peak_kib),
+            self.peaks(self.final_peak_kib),
         )
     }
 }
 
-/// The controller process and what it reports about itself.
+/// The controller's processes (one per shard) and what they report about themselves.
 struct Controller {
-    child: Child,
-    metrics: String,
+    children: Vec<Child>,
+    metrics: Vec<String>,
 }
 
 impl Controller {
-    fn start(peer: Peer, namespace: &str, storage: &Path) -> Controller {
-        let metrics = free_address();
-        // Ours logs errors only (--log-level=error); Flux's Badger also logs its levels at
-        // every open and close: its output goes to a file beside the store.
-        let log = match peer {
-            Peer::Ours => Stdio::inherit(),
-            _ => std::fs::File::create(storage.with_extension("log"))
-                .unwrap()
-                .into(),
-        };
-        let child = peer
-            .command(namespace, storage, &metrics)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("{} starts: {e}", peer.label()));
-        Controller { child, metrics }
+    /// `shards` processes, each watching the objects labelled `shard=<k>` with a store of its
+    /// own (one process and no selector when `shards` is 1).
+    fn start(peer: Peer, namespace: &str, storage: &Path, shards: usize) -> Controller {
+        let (mut children, mut metrics) = (Vec::new(), Vec::new());
+        for k in 0..shards {
+            let address = free_address();
+            let (storage, selector) = match shards {
+                1 => (storage.to_path_buf(), None),
+                _ => (storage.join(format!("shard-{k}")), Some(format!("shard={k}"))),
+            };
+            // Ours logs errors only (--log-level=error); Flux's Badger also logs its levels at
+            // every open and close: its output goes to a file beside the store.
+            let log = match peer {
+                Peer::Ours => Stdio::inherit(),
+                _ => std::fs::File::create(storage.with_extension("log"))
+                    .unwrap()
+                    .into(),
+            };
+            let child = peer
+                .command(namespace, &storage, &address, selector.as_deref())
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .unwrap_or_else(|e| panic!("{} starts: {e}", peer.label()));
+            children.push(child);
+            metrics.push(address);
+        }
+        Controller { children, metrics }
     }
 
-    fn status_kib(&self, field: &str) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+    fn status_kib(&self, child: &Child, field: &str) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", child.id()))
             .ok()
             .and_then(|s| {
                 s.lines()
@@ -313,49 +357,39 @@ impl Controller {
             .unwrap_or(0)
     }
 
+    /// Each process's peak RSS.
+    fn peaks_kib(&self) -> Vec<u64> {
+        self.children
+            .iter()
+            .map(|c| self.status_kib(c, "VmHWM:"))
+            .collect()
+    }
+
+    /// The largest process's peak RSS (the targets are per process).
     fn peak_kib(&self) -> u64 {
-        self.status_kib("VmHWM:")
+        self.peaks_kib().into_iter().max().unwrap_or(0)
     }
 
+    /// The largest process's RSS now.
     fn rss_kib(&self) -> u64 {
-        self.status_kib("VmRSS:")
+        let each = self.children.iter().map(|c| self.status_kib(c, "VmRSS:"));
+        each.max().unwrap_or(0)
     }
 
-    /// User plus system CPU seconds so far.
+    /// User plus system CPU seconds so far, of all the processes.
     fn cpu(&self) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
-        // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-        let after = &stat[stat.rfind(')').unwrap() + 2..];
-        let fields: Vec<&str> = after.split_whitespace().collect();
-        let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
-        // SAFETY: sysconf has no preconditions.
-        ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+        self.children.iter().map(cpu_of).sum()
     }
 
-    /// A scrape as Prometheus makes it (gzip accepted).
+    /// Every process's scrape, one after the other.
     async fn metrics(&self) -> String {
-        use std::io::Read;
-        let client = reqwest::Client::new();
-        let request = client
-            .get(format!("http://{}/metrics", self.metrics))
-            .header("Accept-Encoding", "gzip");
-        let Ok(response) = request.send().await else {
-            return String::new();
-        };
-        let gzipped = response
-            .headers()
-            .get("Content-Encoding")
-            .is_some_and(|e| e == "gzip");
-        let body = response.bytes().await.unwrap_or_default();
-        let mut text = String::new();
-        if gzipped {
-            let _ = flate2::read::GzDecoder::new(&body[..]).read_to_string(&mut text);
-        } else {
-            text = String::from_utf8_lossy(&body).into_owned();
+        let mut all = String::new();
+        for address in &self.metrics {
+            all.push_str(&scrape(address).await);
+            all.push('\n');
         }
-        text
+        all
     }
-
     /// What `quiet` watches: reconciles of each kind and API writes (POST, PUT, PATCH,
     /// DELETE, by rest_client_requests_total), from one scrape.
     async fn progress(&self) -> (u64, u64, u64) {
@@ -382,18 +416,59 @@ impl Controller {
     }
 
     fn stop(mut self) {
-        // SAFETY: kill has no memory preconditions; the pid is our child's.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "the controller exited with {status}");
+        for child in &mut self.children {
+            // SAFETY: kill has no memory preconditions; the pid is our child's.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        }
+        for child in &mut self.children {
+            let status = child.wait().unwrap();
+            assert!(status.success(), "the controller exited with {status}");
+        }
     }
 }
 
 impl Drop for Controller {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
+}
+
+/// A process's user plus system CPU seconds so far.
+fn cpu_of(child: &Child) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap();
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// A scrape as Prometheus makes it (gzip accepted).
+async fn scrape(address: &str) -> String {
+    use std::io::Read;
+    let client = reqwest::Client::new();
+    let request = client
+        .get(format!("http://{address}/metrics"))
+        .header("Accept-Encoding", "gzip");
+    let Ok(response) = request.send().await else {
+        return String::new();
+    };
+    let gzipped = response
+        .headers()
+        .get("Content-Encoding")
+        .is_some_and(|e| e == "gzip");
+    let body = response.bytes().await.unwrap_or_default();
+    let mut text = String::new();
+    if gzipped {
+        let _ = flate2::read::GzDecoder::new(&body[..]).read_to_string(&mut text);
+    } else {
+        text = String::from_utf8_lossy(&body).into_owned();
+    }
+    text
 }
 
 fn sum_metric(text: &str, name: &str, keep: impl Fn(&str) -> bool) -> u64 {
@@ -478,7 +553,14 @@ fn reflection(i: usize) -> &'static str {
     ["Always", "IfNotPresent", "Never"][i % 3]
 }
 
-async fn create_objects(client: &Client, namespace: &str, registry: &str, n: usize) {
+/// `n` repositories and their policies; with shards, each labelled `shard=<i % shards>`.
+async fn create_objects(
+    client: &Client,
+    namespace: &str,
+    registry: &str,
+    n: usize,
+    shards: usize,
+) {
     let repos: Api<ImageRepository> = Api::namespaced(client.clone(), namespace);
     let policies: Api<ImagePolicy> = Api::namespaced(client.clone(), namespace);
     futures::stream::iter(0..n)
@@ -488,7 +570,7 @@ async fn create_objects(client: &Client, namespace: &str, registry: &str, n: usi
                 let repo: ImageRepository = serde_json::from_value(serde_json::json!({
                     "apiVersion": "image.toolkit.fluxcd.io/v1",
                     "kind": "ImageRepository",
-                    "metadata": {"name": format!("app-{i}")},
+                    "metadata": {"name": format!("app-{i}"), "labels": {"shard": (i % shards).to_string()}},
                     "spec": {"image": format!("{registry}/{}", fake_registry::repository(i)), "interval": "1h"},
                 }))
                 .unwrap();
@@ -503,7 +585,7 @@ async fn create_objects(client: &Client, namespace: &str, registry: &str, n: usi
                 let policy: ImagePolicy = serde_json::from_value(serde_json::json!({
                     "apiVersion": "image.toolkit.fluxcd.io/v1",
                     "kind": "ImagePolicy",
-                    "metadata": {"name": format!("app-{i}")},
+                    "metadata": {"name": format!("app-{i}"), "labels": {"shard": (i % shards).to_string()}},
                     "spec": spec,
                 }))
                 .unwrap();
@@ -587,10 +669,14 @@ async fn quiet(controller: &Controller, registry: &FakeRegistry, at_least: u64) 
 }
 
 async fn scenario(name: &str, peer: Peer) -> Report {
-    let (repositories, tags) = name
+    // `20000x100/2`: two processes, each with its shard of the objects.
+    let (size, shards) = name.split_once('/').unwrap_or((name, "1"));
+    let parsed = size
         .split_once('x')
-        .and_then(|(n, t)| Some((n.parse::<usize>().ok()?, t.parse::<usize>().ok()?)))
-        .unwrap_or_else(|| panic!("a scenario is <repositories>x<tags>, not {name}"));
+        .and_then(|(n, t)| Some((n.parse::<usize>().ok()?, t.parse::<usize>().ok()?)));
+    let (Some((repositories, tags)), Ok(shards @ 1..)) = (parsed, shards.parse::<usize>()) else {
+        panic!("a scenario is <repositories>x<tags>[/<shards>], not {name}");
+    };
     // Ten cycles where a cycle takes seconds; three where it takes a minute (10,000 patches).
     let cycles: usize = std::env::var("BENCH_CYCLES")
         .ok()
@@ -604,7 +690,7 @@ async fn scenario(name: &str, peer: Peer) -> Report {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    let namespace = format!("bench-{repositories}x{tags}-{stamp}");
+    let namespace = format!("bench-{repositories}x{tags}-{shards}-{stamp}");
     let ns: Namespace =
         serde_json::from_value(serde_json::json!({"metadata": {"name": namespace}})).unwrap();
     Api::<Namespace>::all(client.clone())
@@ -612,7 +698,7 @@ async fn scenario(name: &str, peer: Peer) -> Report {
         .await
         .unwrap();
     let created = Instant::now();
-    create_objects(&client, &namespace, &registry.host(), repositories).await;
+    create_objects(&client, &namespace, &registry.host(), repositories, shards).await;
     eprintln!(
         "created {} objects in {:.1?}",
         2 * repositories,
@@ -627,10 +713,13 @@ async fn scenario(name: &str, peer: Peer) -> Report {
 
     let dir = tempfile::tempdir().unwrap();
     let storage: PathBuf = dir.path().join("store");
+    if shards > 1 {
+        std::fs::create_dir(&storage).unwrap();
+    }
     let highest = fake_registry::tag(tags - 1);
 
     // Cold start.
-    let controller = Controller::start(peer, &namespace, &storage);
+    let controller = Controller::start(peer, &namespace, &storage, shards);
     let started = Instant::now();
     let limit = Duration::from_secs(1800);
     let all_ready = |seen: &Seen| {
@@ -709,6 +798,7 @@ async fn scenario(name: &str, peer: Peer) -> Report {
     // Warm restart on the same store. The first process's peak covers its steady cycles too
     // (a relist during them holds two caches for a moment).
     let first_peak_kib = controller.peak_kib();
+    let first_peaks = controller.peaks_kib();
     controller.stop();
     if std::env::var_os("BENCH_KEEP").is_some() {
         // For profiling a warm start by hand: the objects and the store stay.
@@ -720,7 +810,7 @@ async fn scenario(name: &str, peer: Peer) -> Report {
         std::process::exit(0);
     }
     let before = registry.counts();
-    let controller = Controller::start(peer, &namespace, &storage);
+    let controller = Controller::start(peer, &namespace, &storage, shards);
     let warm = quiet(&controller, &registry, repositories as u64).await;
     let warm_requests = registry.counts().since(before);
     let warm_writes = controller.api_writes().await;
@@ -774,6 +864,12 @@ async fn scenario(name: &str, peer: Peer) -> Report {
         }
     }
     let final_peak_kib = controller.peak_kib().max(first_peak_kib);
+    let shard_peaks_kib: Vec<u64> = controller
+        .peaks_kib()
+        .iter()
+        .zip(&first_peaks)
+        .map(|(a, b)| *a.max(b))
+        .collect();
 
     // Idle: nothing due for the window (intervals are an hour); what the process spends anyway
     // (watches, resyncs, GC). Asked for with a peer (Flux users measured it: IRC #333).
@@ -837,6 +933,8 @@ async fn scenario(name: &str, peer: Peer) -> Report {
         name: name.to_string(),
         repositories,
         tags,
+        shards,
+        shard_peaks_kib,
         cold,
         cold_peak_kib,
         idle_kib,
@@ -902,13 +1000,31 @@ fn update_rows(reports: &[Report]) {
     let doc = std::fs::read_to_string(&path).unwrap();
     let mut lines: Vec<String> = doc.lines().map(String::from).collect();
     for r in reports {
-        let prefix = format!("| {} × {} |", r.repositories, r.tags);
+        let prefix = format!("| {} |", r.label());
         let rows: Vec<usize> = (0..lines.len())
             .filter(|&i| lines[i].starts_with(&prefix))
             .collect();
-        assert_eq!(rows.len(), 2, "{path}: the rows of {prefix}");
-        lines[rows[0]] = r.cold_row();
-        lines[rows[1]] = r.warm_row();
+        match rows.as_slice() {
+            [cold, warm] => {
+                lines[*cold] = r.cold_row();
+                lines[*warm] = r.warm_row();
+            }
+            // A scenario not measured before: after the last row of each table.
+            [] => {
+                for (head, row) in [
+                    (Report::COLD_HEAD, r.cold_row()),
+                    (Report::WARM_HEAD, r.warm_row()),
+                ] {
+                    let first = head.lines().next().unwrap();
+                    let at = lines.iter().position(|l| l == first).expect("the table");
+                    let end = (at + 2..lines.len())
+                        .find(|&i| !lines[i].starts_with("| "))
+                        .unwrap_or(lines.len());
+                    lines.insert(end, row);
+                }
+            }
+            _ => panic!("{path}: the rows of {prefix}"),
+        }
     }
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     eprintln!("updated {path}");
