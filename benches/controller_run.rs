@@ -236,7 +236,11 @@ impl Report {
     fn peaks(&self, largest: u64) -> String {
         match self.shard_peaks_kib.as_slice() {
             [] | [_] => mib(largest),
-            each => each.iter().map(|p| mib(*p)).collect::<Vec<_>>().join(" and "),
+            each => each
+                .iter()
+                .map(|p| mib(*p))
+                .collect::<Vec<_>>()
+                .join(" and "),
         }
     }
 
@@ -324,7 +328,10 @@ impl Controller {
             let address = free_address();
             let (storage, selector) = match shards {
                 1 => (storage.to_path_buf(), None),
-                _ => (storage.join(format!("shard-{k}")), Some(format!("shard={k}"))),
+                _ => (
+                    storage.join(format!("shard-{k}")),
+                    Some(format!("shard={k}")),
+                ),
             };
             // Ours logs errors only (--log-level=error); Flux's Badger also logs its levels at
             // every open and close: its output goes to a file beside the store.
@@ -554,13 +561,7 @@ fn reflection(i: usize) -> &'static str {
 }
 
 /// `n` repositories and their policies; with shards, each labelled `shard=<i % shards>`.
-async fn create_objects(
-    client: &Client,
-    namespace: &str,
-    registry: &str,
-    n: usize,
-    shards: usize,
-) {
+async fn create_objects(client: &Client, namespace: &str, registry: &str, n: usize, shards: usize) {
     let repos: Api<ImageRepository> = Api::namespaced(client.clone(), namespace);
     let policies: Api<ImagePolicy> = Api::namespaced(client.clone(), namespace);
     futures::stream::iter(0..n)

@@ -5,22 +5,18 @@
 
 use super::digest::{registry_client, requested};
 use super::env::{PolicyEnv, PolicyReader};
-use super::gated::{walk, Known, LazyClient, Looks, Walked, MAX_WALK};
-use crate::api::{
-    HeldBackTag, ImagePolicy, ImagePolicyStatus, ImageRef, ImageRepository, ReflectionPolicy,
-    MAX_HELD_BACK,
-};
+use super::gated::{walk, Known, LazyClient, Looks, Walked, MAX_INSPECTIONS, MAX_WALK};
+use super::record::Election;
+use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRef, ImageRepository, ReflectionPolicy};
 use crate::controller::shared::conditions::Reason;
 use crate::controller::shared::credentials::secret_data;
 use crate::controller::shared::intervals::intervals;
+use crate::controller::shared::stop::Stop;
 use crate::policy::{Gates, Policy};
 use crate::registry::{ImageReference, TrustedKeys};
 use crate::store::{RepoKey, TagList};
 use kube::ResourceExt;
 use std::time::Duration;
-
-/// How soon an unfinished walk goes on.
-pub const CONTINUE_WALK: Duration = Duration::from_secs(2);
 
 /// The election's subject: the repository, its image and store key, the gates, and the
 /// policy's `Always` interval.
@@ -30,26 +26,6 @@ pub(super) struct Gated<'a> {
     pub key: &'a RepoKey,
     pub gates: &'a Gates,
     pub interval: Option<Duration>,
-}
-
-/// Where a gated election ended.
-pub(super) enum GatedOutcome {
-    /// `status.latestRef` is the elected tag.
-    Elected {
-        held: Vec<HeldBackTag>,
-        look_again: Option<Duration>,
-    },
-    /// The registry inspections of this reconcile are spent; the walk goes on.
-    Unfinished {
-        held: Vec<HeldBackTag>,
-        walked: usize,
-    },
-    /// No candidate passes: the last election stays.
-    NoneEligible {
-        held: Vec<HeldBackTag>,
-        walked: usize,
-        look_again: Option<Duration>,
-    },
 }
 
 /// The candidates of a gated election: the best, and what ranks the rest.
@@ -82,15 +58,16 @@ impl Candidates {
     }
 }
 
-/// Elects the best candidate that passes the gates into `status.latestRef`.
+/// The best candidate that passes the gates. A registry error while checking a gate fails
+/// the reconcile (`GateCheckFailed`): nothing unchecked is elected.
 pub(super) async fn elect_gated<R: PolicyReader>(
     policy: &ImagePolicy,
     gated: &Gated<'_>,
     candidates: Candidates,
-    status: &mut ImagePolicyStatus,
+    status: &ImagePolicyStatus,
     env: &PolicyEnv<'_, R>,
-) -> Result<GatedOutcome, (Reason, String)> {
-    let check = |e: String| (Reason::GateCheckFailed, e);
+) -> Result<Election, Stop> {
+    let check = Stop::failed(Reason::GateCheckFailed);
     let keys = match policy
         .spec
         .verify
@@ -146,7 +123,7 @@ pub(super) async fn elect_gated<R: PolicyReader>(
             .await
             .map_err(check)?;
     }
-    let held: Vec<HeldBackTag> = walked.held.into_iter().take(MAX_HELD_BACK).collect();
+    let held = walked.held;
     if let Some((tag, digest)) = walked.elected {
         let digest = (reflection != ReflectionPolicy::Never).then_some(digest);
         let elected = ImageRef {
@@ -154,24 +131,27 @@ pub(super) async fn elect_gated<R: PolicyReader>(
             tag,
             digest,
         };
-        if status.latest_ref.as_ref() != Some(&elected) {
-            status.observed_previous_ref = status.latest_ref.replace(elected);
-        }
-        return Ok(GatedOutcome::Elected {
+        let next = match (gated.interval, walked.look_again) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        return Ok(Election::Elected {
+            elected,
             held,
-            look_again: walked.look_again,
+            next,
         });
     }
     if walked.unfinished {
-        return Ok(GatedOutcome::Unfinished {
+        return Ok(Election::Unfinished {
             held,
             walked: walked.walked,
+            inspections: MAX_INSPECTIONS,
         });
     }
-    Ok(GatedOutcome::NoneEligible {
+    Ok(Election::NoneEligible {
         held,
         walked: walked.walked,
-        look_again: walked.look_again,
+        next: walked.look_again.unwrap_or(env.requeue_dependency),
     })
 }
 

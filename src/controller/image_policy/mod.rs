@@ -14,7 +14,9 @@ pub mod index;
 pub mod migrate;
 pub mod reader;
 pub mod reconcile;
+mod record;
 pub mod report;
+mod repository;
 
 use crate::api::{ImagePolicy, ImageRepository};
 use crate::controller::shared::error::Error;

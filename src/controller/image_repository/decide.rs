@@ -16,7 +16,8 @@ use crate::controller::shared::intervals::intervals;
 use crate::controller::shared::keys::REQUESTED_AT_ANNOTATION;
 pub use crate::controller::shared::next::Next;
 use crate::controller::shared::status::finish_status;
-use crate::controller::shared::summary::{fail, stall, Outcome};
+use crate::controller::shared::stop::{Steps, Stop};
+use crate::controller::shared::summary::Outcome;
 use crate::policy::{compile_exclusions, Exclusions};
 use crate::registry::{ImageReference, Registries, RegistryClient, RegistryError};
 use crate::store::{RepoKey, TagStore};
@@ -72,39 +73,6 @@ pub async fn reconcile_repository<R: ObjectReader>(
         next,
         summary,
         held: false,
-    }
-}
-
-/// How the steps ended: done, or held without a status change (`Err`: when next, and why).
-type Steps = Result<(Outcome, Next, String), (Next, String)>;
-
-/// Why the steps stopped before the end.
-enum Stop {
-    /// Nothing will change until the spec does.
-    Stalled(Reason, String),
-    /// Retried with backoff.
-    Failed(Reason, String),
-    /// The registry asked us to wait until then.
-    RateLimited(String, std::time::SystemTime),
-    /// Not this time, nothing written (no scan slot, or deleted while scanning).
-    Held(Next, String),
-}
-
-impl Stop {
-    /// The conditions and the outcome for this stop.
-    fn into_steps(self, c: &mut Conditions<'_>) -> Steps {
-        match self {
-            Stop::Stalled(reason, message) => Ok(stall(c, reason, message)),
-            Stop::Failed(reason, message) => Ok(fail(c, reason, message)),
-            Stop::RateLimited(message, until) => {
-                c.mark_false(Reason::RateLimited, &message);
-                let outcome = Outcome::Failed {
-                    error: message.clone(),
-                };
-                Ok((outcome, Next::RetryAt(until), message))
-            }
-            Stop::Held(next, summary) => Err((next, summary)),
-        }
     }
 }
 

@@ -22,6 +22,7 @@ pub mod repository_feed;
 pub mod scan_order;
 pub mod slim;
 pub mod status;
+pub mod stop;
 pub mod summary;
 pub mod token_request;
 pub mod wiring;

@@ -1,0 +1,91 @@
+//! The one place an election reaches the status: `latestRef`, `observedPreviousRef`,
+//! `heldBack` and the conditions, whichever way the tag was elected (with gates or without).
+
+use super::gated_step::{held_note, no_eligible_message};
+use super::report::ready_message;
+use crate::api::{HeldBackTag, ImagePolicyStatus, ImageRef, MAX_HELD_BACK};
+use crate::controller::shared::conditions::{ConditionType, Conditions, Reason};
+use crate::controller::shared::next::Next;
+use crate::controller::shared::stop::Stop;
+use crate::controller::shared::summary::Outcome;
+use std::time::Duration;
+
+/// How soon an unfinished walk goes on.
+pub const CONTINUE_WALK: Duration = Duration::from_secs(2);
+
+/// What an election came to.
+#[derive(Debug)]
+pub(super) enum Election {
+    /// `elected` is the policy's tag now; `next`: when to look again, if ever.
+    Elected {
+        elected: ImageRef,
+        held: Vec<HeldBackTag>,
+        next: Option<Duration>,
+    },
+    /// The walk's registry inspections of this reconcile are spent; it goes on.
+    Unfinished {
+        held: Vec<HeldBackTag>,
+        walked: usize,
+        inspections: usize,
+    },
+    /// No candidate passes the gates: the last election stays.
+    NoneEligible {
+        held: Vec<HeldBackTag>,
+        walked: usize,
+        next: Duration,
+    },
+}
+
+/// Writes `election` into `status` and says how the reconcile ends: a new tag, or a new digest
+/// under the same tag, moves the previous `latestRef` to `observedPreviousRef`.
+pub(super) fn record(
+    status: &mut ImagePolicyStatus,
+    c: &mut Conditions<'_>,
+    election: Election,
+) -> Result<(Outcome, Next, String), Stop> {
+    let keep = |held: Vec<HeldBackTag>| {
+        let held: Vec<HeldBackTag> = held.into_iter().take(MAX_HELD_BACK).collect();
+        (!held.is_empty()).then_some(held)
+    };
+    match election {
+        Election::Elected {
+            elected,
+            held,
+            next,
+        } => {
+            status.held_back = keep(held);
+            if status.latest_ref.as_ref() != Some(&elected) {
+                status.observed_previous_ref = status.latest_ref.replace(elected);
+            }
+            c.delete(ConditionType::Ready);
+            let message = ready_message(status) + &held_note(status);
+            let outcome = Outcome::Succeeded {
+                message: message.clone(),
+            };
+            Ok((
+                outcome,
+                next.map_or(Next::AwaitChange, Next::After),
+                message,
+            ))
+        }
+        Election::Unfinished {
+            held,
+            walked,
+            inspections,
+        } => {
+            status.held_back = keep(held);
+            Err(Stop::Progressing {
+                message: format!(
+                    "looked at {walked} candidates; going on in the next reconcile (at most {inspections} registry inspections each)"
+                ),
+                next: CONTINUE_WALK,
+                unknown: false,
+            })
+        }
+        Election::NoneEligible { held, walked, next } => {
+            status.held_back = keep(held);
+            let message = no_eligible_message(status, walked);
+            Err(Stop::Waiting(Reason::NoEligibleTag, message, next))
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! Why a reconcile's steps ended before the end: one typed answer for both kinds, turned into
+//! conditions and what to do next in one place ([`Stop::into_steps`]). A step returns
+//! `Result<_, Stop>`, so whether a failure stalls, retries or waits is said where it is found
+//! and mapped to conditions here, never at the call site.
+
+use super::conditions::{ConditionType, Conditions, Reason};
+use super::next::Next;
+use super::summary::{fail, stall, Outcome};
+use crate::api::ConditionStatus;
+use std::time::{Duration, SystemTime};
+
+/// How the steps ended: done with an outcome, or held without a status change (`Err`: when
+/// next, and why).
+pub type Steps = Result<(Outcome, Next, String), (Next, String)>;
+
+/// Why the steps stopped before the end.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Nothing will change until the spec does: Stalled with the reason, no retry.
+    Stalled(Reason, String),
+    /// Retried with backoff: Ready=False with the reason.
+    Failed(Reason, String),
+    /// The registry asked us to wait until then: Ready=False `RateLimited`.
+    RateLimited(String, SystemTime),
+    /// Not done and not failed: Ready=False with the reason, looked at again after the delay,
+    /// without backoff and without a Warning (a policy with no tags to elect from yet).
+    Waiting(Reason, String, Duration),
+    /// Under way: Reconciling with the message, looked at again after the delay; with
+    /// `unknown`, Ready=Unknown `Progressing` too (nothing was ever decided).
+    Progressing {
+        message: String,
+        next: Duration,
+        unknown: bool,
+    },
+    /// Not this time, nothing written (no scan slot, deleted while scanning, a warm start
+    /// keeping the last election).
+    Held(Next, String),
+}
+
+impl Stop {
+    /// The conditions and the outcome for this stop.
+    pub fn into_steps(self, c: &mut Conditions<'_>) -> Steps {
+        match self {
+            Stop::Stalled(reason, message) => Ok(stall(c, reason, message)),
+            Stop::Failed(reason, message) => Ok(fail(c, reason, message)),
+            Stop::RateLimited(message, until) => {
+                c.mark_false(Reason::RateLimited, &message);
+                let outcome = Outcome::Failed {
+                    error: message.clone(),
+                };
+                Ok((outcome, Next::RetryAt(until), message))
+            }
+            Stop::Waiting(reason, message, next) => {
+                c.mark_false(reason, &message);
+                Ok((Outcome::Waiting, Next::After(next), message))
+            }
+            Stop::Progressing {
+                message,
+                next,
+                unknown,
+            } => {
+                c.mark_reconciling(Reason::Progressing, &message);
+                if unknown {
+                    c.set(
+                        ConditionType::Ready,
+                        ConditionStatus::Unknown,
+                        Reason::Progressing,
+                        &message,
+                    );
+                }
+                Ok((Outcome::Waiting, Next::After(next), message))
+            }
+            Stop::Held(next, summary) => Err((next, summary)),
+        }
+    }
+
+    /// A stall with `reason`, for `map_err`.
+    pub fn stalled(reason: Reason) -> impl Fn(String) -> Stop + Copy {
+        move |message| Stop::Stalled(reason, message)
+    }
+
+    /// A failure with `reason`, for `map_err`.
+    pub fn failed(reason: Reason) -> impl Fn(String) -> Stop + Copy {
+        move |message| Stop::Failed(reason, message)
+    }
+}
