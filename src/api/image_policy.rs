@@ -88,6 +88,23 @@ pub struct ImagePolicySpec {
     /// Beyond Flux: elect only a tag whose digest has a valid cosign signature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<super::ImageVerification>,
+
+    /// Beyond Flux: `Refuse` never elects a tag the policy's ordering ranks below the elected
+    /// one, even when the higher tags vanish from a scan; a new generation of the spec lifts
+    /// it for that generation. `Allow` (the default) is Flux's behaviour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "Allow"))]
+    pub downgrade: Option<DowngradePolicy>,
+}
+
+/// Whether a policy may elect a tag ranked below the one it elected (`spec.downgrade`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum DowngradePolicy {
+    /// Flux's behaviour: the best tag listed now is elected, whatever was elected before.
+    #[default]
+    Allow,
+    /// Keep the elected tag while no tag ranks at least as high.
+    Refuse,
 }
 
 /// The ordering policy; when several are set, semver wins, then alphabetical.

@@ -19,8 +19,9 @@ pub use gates::{
     HeldBackTag, ImageVerification, OidcIdentityMatch, VerificationProvider, MAX_HELD_BACK,
 };
 pub use image_policy::{
-    AlphabeticalPolicy, ImagePolicy, ImagePolicyChoice, ImagePolicySpec, ImagePolicyStatus,
-    ImageRef, NumericalPolicy, ReflectionPolicy, SemVerPolicy, SortOrder, TagFilter,
+    AlphabeticalPolicy, DowngradePolicy, ImagePolicy, ImagePolicyChoice, ImagePolicySpec,
+    ImagePolicyStatus, ImageRef, NumericalPolicy, ReflectionPolicy, SemVerPolicy, SortOrder,
+    TagFilter,
 };
 pub use image_repository::{
     AccessFrom, ImageRepository, ImageRepositorySpec, ImageRepositoryStatus, NamespaceSelector,

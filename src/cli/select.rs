@@ -5,7 +5,9 @@
 
 use super::error::{read_input, CliError};
 use super::Output;
-use crate::api::{HeldBackTag, ImagePolicySpec, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION};
+use crate::api::{
+    DowngradePolicy, HeldBackTag, ImagePolicySpec, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION,
+};
 use crate::policy::{Policy, PolicyKind};
 use std::io::Write;
 
@@ -50,7 +52,7 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
             "only one of -f and --tags-file can be read from standard input",
         ));
     }
-    let (spec, held) = parse_policy(&read_input(&args.file)?, &args.file)?;
+    let (spec, Recorded { held, floor }) = parse_policy(&read_input(&args.file)?, &args.file)?;
     let policy = spec.selection_policy().map_err(CliError::invalid)?;
     let gates = gate_names(&spec)?;
     let text = read_tags(&args.tags_file)?;
@@ -65,9 +67,14 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
     let write_err = |e: std::io::Error| CliError::failed(format!("writing output: {e}"));
     if args.explain || args.output == Output::Json {
         let x = policy.explain(tags.iter().copied(), args.runners_up);
+        let elected = x.elected.as_ref().map(|c| c.tag.as_str());
+        let held_at = elected.and_then(|tag| refused_at(&spec, &policy, floor.as_deref(), tag));
         match args.output {
             Output::Json => {
                 let mut json = serde_json::to_value(&x).map_err(CliError::failed)?;
+                if let Some(at) = held_at {
+                    json["downgradeRefused"] = serde_json::json!({"heldAt": at});
+                }
                 if !gates.is_empty() {
                     json["gatesNotChecked"] = serde_json::json!(gates);
                 }
@@ -79,6 +86,10 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
             }
             Output::Text => {
                 write_explanation(out, &x, &policy).map_err(write_err)?;
+                if let Some(at) = held_at {
+                    writeln!(out, "{}", held_note(at, elected.unwrap_or_default()))
+                        .map_err(write_err)?;
+                }
                 write_gates(out, &gates, &held).map_err(write_err)?;
             }
         }
@@ -87,9 +98,13 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
             (None, why) => Err(CliError::not_found(why.unwrap_or_default())),
         };
     }
-    let tag = policy
+    let mut tag = policy
         .select_sorted(tags.iter().copied())
         .map_err(CliError::not_found)?;
+    if let Some(at) = refused_at(&spec, &policy, floor.as_deref(), tag) {
+        eprintln!("note: {}", held_note(at, tag));
+        tag = at;
+    }
     if !gates.is_empty() {
         eprintln!(
             "note: the gates ({}) are not checked offline; `image-reflector scan` checks them against the registry",
@@ -97,6 +112,24 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
         );
     }
     writeln!(out, "{tag}").map_err(write_err)
+}
+
+/// The tag the controller holds at instead of `elected`, when `spec.downgrade: Refuse` refuses
+/// it: `floor` is the manifest's `status.latestRef` tag under an unchanged spec.
+fn refused_at<'a>(
+    spec: &ImagePolicySpec,
+    policy: &Policy,
+    floor: Option<&'a str>,
+    elected: &str,
+) -> Option<&'a str> {
+    let floor = floor.filter(|_| spec.downgrade == Some(DowngradePolicy::Refuse))?;
+    (policy.ranks_below(elected, floor) == Some(true)).then_some(floor)
+}
+
+fn held_note(at: &str, elected: &str) -> String {
+    format!(
+        "held at {at} (status.latestRef): {elected} ranks below it and no tag given ranks higher (downgrade refused); the controller keeps {at}"
+    )
 }
 
 /// The gates the spec sets, as `--explain` names them; an invalid one is an invalid policy.
@@ -190,10 +223,7 @@ fn write_explanation(
 /// may hold several YAML documents and `kind: List`s (what `kubectl get imagepolicies -o yaml`
 /// prints); exactly one ImagePolicy must be among them. When there were other documents, a
 /// note on standard error says which one was used.
-pub fn parse_policy(
-    text: &str,
-    source: &str,
-) -> Result<(ImagePolicySpec, Vec<HeldBackTag>), CliError> {
+pub fn parse_policy(text: &str, source: &str) -> Result<(ImagePolicySpec, Recorded), CliError> {
     let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(text)
         .map_err(|e| CliError::invalid(format!("{source}: not a YAML or JSON document: {e}")))?;
     let mut found = Vec::new();
@@ -266,7 +296,24 @@ pub fn parse_policy(
         .cloned()
         .and_then(|h| serde_json::from_value(h).ok())
         .unwrap_or_default();
-    Ok((spec, held))
+    // The downgrade guard holds at the elected tag while the spec is the one it observed.
+    let unchanged = doc.pointer("/metadata/generation").is_some()
+        && doc.pointer("/metadata/generation") == doc.pointer("/status/observedGeneration");
+    let floor = doc
+        .pointer("/status/latestRef/tag")
+        .and_then(|t| t.as_str())
+        .filter(|_| unchanged)
+        .map(String::from);
+    Ok((spec, Recorded { held, floor }))
+}
+
+/// What the manifest's status says of the controller's last election.
+#[derive(Debug, Default)]
+pub struct Recorded {
+    /// `status.heldBack`.
+    pub held: Vec<HeldBackTag>,
+    /// `status.latestRef`'s tag, when the spec is the one the controller last observed.
+    pub floor: Option<String>,
 }
 
 /// Files an object under the ImagePolicies found or, by kind, under the others.

@@ -250,6 +250,16 @@ impl Policy {
             .collect()
     }
 
+    /// Whether `a` ranks below `b` (tie rule included): `None` when they are not two
+    /// candidates (one is filtered out, outside the range or not a number, or both extract the
+    /// same value), which is never a downgrade.
+    pub fn ranks_below(&self, a: &str, b: &str) -> Option<bool> {
+        match self.ranked([a, b], 2).as_slice() {
+            [first, second] => Some(first.tag == b && second.tag == a),
+            _ => None,
+        }
+    }
+
     /// Orders two candidates, greater = better, tie rule included.
     fn rank(&self, a: &Candidate, b: &Candidate) -> Ordering {
         let by_value = match &self.rule {

@@ -4,6 +4,7 @@
 //! status to write and when to run again; the controller and `image-reflector scan` share it.
 
 use super::digest::{reflected_digest, Wanted};
+use super::downgrade::Floor;
 pub use super::env::{PolicyEnv, PolicyReader};
 pub use super::gated::{MAX_INSPECTIONS, MAX_WALK};
 use super::gated_step::{elect_gated, Candidates, Gated};
@@ -86,6 +87,7 @@ async fn run_steps<R: PolicyReader>(
     let repo = find_repository(policy, env).await?;
     let checked = check_spec(policy, &repo, env).await?;
     let (best, tags) = read_candidates(&checked, &repo, status, env).await?;
+    let floor = Floor::of(policy, &repo, status, &checked.selection);
     let election = match checked.ranking {
         Some(ranking) => {
             let candidates = Candidates {
@@ -99,10 +101,15 @@ async fn run_steps<R: PolicyReader>(
                 key: &checked.key,
                 gates: &checked.gates,
                 interval,
+                floor: floor.as_ref(),
             };
             elect_gated(policy, &gated, candidates, status, env).await?
         }
-        None => elect_best(policy, &repo, &checked, best, interval, status, env).await?,
+        // The best ranks below the elected tag, which is therefore no longer listed.
+        None => match floor.filter(|f| f.refuses(&best)) {
+            Some(floor) => floor.keep(status, vec![floor.held(&best, false)]),
+            None => elect_best(policy, &repo, &checked, best, interval, status, env).await?,
+        },
     };
     record(status, c, election)
 }

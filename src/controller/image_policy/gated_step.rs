@@ -4,6 +4,7 @@
 //! unchecked tag).
 
 use super::digest::{registry_client, requested};
+use super::downgrade::Floor;
 use super::env::{PolicyEnv, PolicyReader};
 use super::gated::{walk, Known, LazyClient, Looks, Walked, MAX_INSPECTIONS, MAX_WALK};
 use super::record::Election;
@@ -26,6 +27,8 @@ pub(super) struct Gated<'a> {
     pub key: &'a RepoKey,
     pub gates: &'a Gates,
     pub interval: Option<Duration>,
+    /// The downgrade guard, when it holds.
+    pub floor: Option<&'a Floor>,
 }
 
 /// The candidates of a gated election: the best, and what ranks the rest.
@@ -35,22 +38,49 @@ pub(super) struct Candidates {
     pub ranking: Policy,
 }
 
+/// The candidates after the best, as far as the downgrade guard lets the walk go.
+struct Rest {
+    /// Best first, none ranked below the guard's floor.
+    allowed: Vec<String>,
+    /// The first candidate the guard refused, if it cut the walk short.
+    refused: Option<String>,
+    /// Whether the tag the guard holds at is still listed.
+    floor_listed: bool,
+}
+
 impl Candidates {
     /// The next best candidates after `best`, best first. Ranked only when `best` was held
     /// back: a steady state whose best passes costs what Flux's election costs.
-    async fn rest(self) -> Result<Vec<String>, String> {
+    async fn rest(self, floor: Option<&Floor>) -> Result<Rest, String> {
         let Candidates {
             best,
             tags,
             ranking,
         } = self;
+        let floor = floor.map(|f| (f.tag.clone(), f.refuses_with()));
         let rank = move || {
             let ranked = ranking.ranked(tags.iter(), MAX_WALK);
-            ranked
+            let mut allowed: Vec<String> = ranked
                 .into_iter()
                 .map(|c| c.tag)
                 .filter(|t| *t != best)
-                .collect()
+                .collect();
+            let Some((at, refuses)) = floor else {
+                return Rest {
+                    allowed,
+                    refused: None,
+                    floor_listed: true,
+                };
+            };
+            let refused = allowed
+                .iter()
+                .position(|t| refuses(t))
+                .map(|cut| allowed.split_off(cut).swap_remove(0));
+            Rest {
+                allowed,
+                refused,
+                floor_listed: tags.iter().any(|t| t == at),
+            }
         };
         tokio::task::spawn_blocking(rank)
             .await
@@ -68,6 +98,10 @@ pub(super) async fn elect_gated<R: PolicyReader>(
     env: &PolicyEnv<'_, R>,
 ) -> Result<Election, Stop> {
     let check = Stop::failed(Reason::GateCheckFailed);
+    if let Some(floor) = gated.floor.filter(|f| f.refuses(&candidates.best)) {
+        // Nothing listed ranks as high as the elected tag: no walk, no request.
+        return Ok(floor.keep(status, vec![floor.held(&candidates.best, false)]));
+    }
     let keys = match policy
         .spec
         .verify
@@ -117,13 +151,22 @@ pub(super) async fn elect_gated<R: PolicyReader>(
     walk(best, &looks, &mut known, &mut walked)
         .await
         .map_err(check)?;
+    let mut refused = None;
     if walked.elected.is_none() && !walked.unfinished {
-        let rest = candidates.rest().await.map_err(check)?;
-        walk(&rest, &looks, &mut known, &mut walked)
+        let rest = candidates.rest(gated.floor).await.map_err(check)?;
+        walk(&rest.allowed, &looks, &mut known, &mut walked)
             .await
             .map_err(check)?;
+        // The guard cut the walk short and the tag it holds at is gone: a downgrade refused.
+        refused = rest.refused.filter(|_| !rest.floor_listed);
     }
-    let held = walked.held;
+    let mut held = walked.held;
+    if let (Some(floor), Some(refused), None, false) =
+        (gated.floor, refused, &walked.elected, walked.unfinished)
+    {
+        held.push(floor.held(&refused, true));
+        return Ok(floor.keep(status, held));
+    }
     if let Some((tag, digest)) = walked.elected {
         let digest = (reflection != ReflectionPolicy::Never).then_some(digest);
         let elected = ImageRef {
@@ -174,10 +217,15 @@ async fn trusted_keys<R: PolicyReader>(
 /// `; 1.5.0 held back: 3h old, minAge 168h`.
 pub fn held_note(status: &ImagePolicyStatus) -> String {
     let held = status.held_back.as_deref().unwrap_or_default();
-    let Some(first) = held.first() else {
+    // A downgrade refused says where the policy holds first: `; held at 1.4.0: ...`.
+    let refused = held.iter().find(|h| h.gate == super::downgrade::GATE);
+    let Some(first) = refused.or(held.first()) else {
         return String::new();
     };
-    let mut note = format!("; {} held back: {}", first.tag, first.reason);
+    let mut note = match refused {
+        Some(refused) => format!("; {}", super::downgrade::held_at(status, refused)),
+        None => format!("; {} held back: {}", first.tag, first.reason),
+    };
     if held.len() > 1 {
         note.push_str(&format!(
             " (and {} more in status.heldBack)",

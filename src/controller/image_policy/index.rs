@@ -118,6 +118,7 @@ mod tests {
                 suspend: None,
                 platforms: None,
                 verify: None,
+                downgrade: None,
             },
         );
         p.metadata.namespace = Some(ns.into());

@@ -7,6 +7,7 @@
 pub mod access;
 pub mod decide;
 pub mod digest;
+mod downgrade;
 pub mod env;
 mod gated;
 mod gated_step;

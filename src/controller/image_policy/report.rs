@@ -1,7 +1,8 @@
 //! What a policy's election says: Ready's message (Flux's words) and the Alert metadata of its
 //! events.
 
-use crate::api::{ImagePolicyStatus, API_GROUP};
+use super::downgrade;
+use crate::api::{HeldBackTag, ImagePolicyStatus, API_GROUP};
 use crate::controller::shared::events::{EventSpec, EventType};
 use std::collections::BTreeMap;
 
@@ -62,22 +63,34 @@ pub fn ref_metadata(status: &ImagePolicyStatus) -> BTreeMap<String, String> {
 }
 
 /// The Normal events of a gated election (docs/imagepolicy.md): `HeldBack` when a gate first
-/// holds a candidate back (a tag and digest not held before), and `HeldBackElected` when a tag
-/// that was held back is elected.
+/// holds a candidate back (a tag and digest not held before), `DowngradeRefused` when the
+/// downgrade guard first holds at the elected tag, and `HeldBackElected` when a tag that was
+/// held back is elected.
 pub fn held_events(old: &ImagePolicyStatus, new: &ImagePolicyStatus) -> Vec<EventSpec> {
     let before = old.held_back.as_deref().unwrap_or_default();
     let now = new.held_back.as_deref().unwrap_or_default();
+    let refused = |h: &HeldBackTag| h.gate == downgrade::GATE;
     let mut events: Vec<EventSpec> = now
         .iter()
         .filter(|h| {
-            !before
-                .iter()
-                .any(|b| b.tag == h.tag && b.digest == h.digest)
+            // A downgrade refused is announced once while the policy holds at the same tag,
+            // whichever lower tag is the best listed.
+            !before.iter().any(|b| match refused(h) {
+                true => refused(b) && b.reason == h.reason,
+                false => b.tag == h.tag && b.digest == h.digest,
+            })
         })
-        .map(|h| EventSpec {
-            type_: EventType::Normal,
-            reason: "HeldBack".into(),
-            message: format!("{} held back by {}: {}", h.tag, h.gate, h.reason),
+        .map(|h| match refused(h) {
+            true => EventSpec {
+                type_: EventType::Normal,
+                reason: "DowngradeRefused".into(),
+                message: downgrade::held_at(new, h),
+            },
+            false => EventSpec {
+                type_: EventType::Normal,
+                reason: "HeldBack".into(),
+                message: format!("{} held back by {}: {}", h.tag, h.gate, h.reason),
+            },
         })
         .collect();
     let elected = new.latest_ref.as_ref().map(|r| r.tag.as_str());

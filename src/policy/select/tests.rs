@@ -64,3 +64,42 @@ fn a_large_class_of_equal_rank_is_grouped_once() {
         Ok("1.0.0+b199990")
     );
 }
+
+#[test]
+fn ranks_below_follows_each_kind_and_never_compares_a_non_candidate() {
+    let semver = Policy::new(
+        &PolicyChoice {
+            semver: Some(">=1.0.0".into()),
+            ..Default::default()
+        },
+        None,
+    )
+    .unwrap();
+    assert_eq!(semver.ranks_below("1.3.0", "1.4.0"), Some(true));
+    assert_eq!(semver.ranks_below("1.10.0", "1.4.0"), Some(false));
+    assert_eq!(semver.ranks_below("1.4.0", "1.4.0"), None, "the same tag");
+    assert_eq!(
+        semver.ranks_below("0.9.0", "1.4.0"),
+        None,
+        "outside the range"
+    );
+    assert_eq!(semver.ranks_below("latest", "1.4.0"), None, "not a version");
+    let numerical_asc = Policy::new(
+        &PolicyChoice {
+            numerical: Some(super::Order::Asc),
+            ..Default::default()
+        },
+        Some(&FilterSpec {
+            pattern: "^main-(?P<ts>[0-9]+)$".into(),
+            extract: "$ts".into(),
+        }),
+    )
+    .unwrap();
+    assert_eq!(numerical_asc.ranks_below("main-9", "main-10"), Some(true));
+    assert_eq!(numerical_asc.ranks_below("main-11", "main-10"), Some(false));
+    assert_eq!(
+        numerical_asc.ranks_below("dev-1", "main-10"),
+        None,
+        "filtered out"
+    );
+}

@@ -284,3 +284,52 @@ fn reads_the_stores_compressed_file_as_it_is() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("tags.fc.gz") && err.contains("gzip"), "{err}");
 }
+
+/// `downgrade: Refuse` with the status the controller wrote (`kubectl get -o yaml`): select
+/// prints the tag the controller keeps, and says why; a changed spec lifts the guard.
+#[test]
+fn select_holds_where_the_downgrade_guard_holds() {
+    let manifest = |generation: u32| {
+        format!(
+            r#"
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {{name: p, namespace: default, generation: {generation}}}
+spec:
+  imageRepositoryRef: {{name: repo}}
+  policy: {{semver: {{range: ">=1.0.0"}}}}
+  downgrade: Refuse
+status:
+  observedGeneration: 2
+  latestRef: {{name: reg.example/app, tag: 1.5.0}}
+"#
+        )
+    };
+    let (code, out, err) = select(&manifest(2), "1.3.0\n1.4.0\n", &[]);
+    assert_eq!((code, out.as_str()), (0, "1.5.0\n"), "{err}");
+    assert!(
+        err.contains("held at 1.5.0 (status.latestRef): 1.4.0 ranks below it"),
+        "{err}"
+    );
+    let (_, out, _) = select(&manifest(2), "1.3.0\n1.4.0\n", &["--explain"]);
+    assert!(out.starts_with("elected: 1.4.0\n"), "{out}");
+    assert!(
+        out.contains("downgrade refused); the controller keeps 1.5.0"),
+        "{out}"
+    );
+    let (_, out, _) = select(&manifest(2), "1.4.0\n", &["-o", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["downgradeRefused"]["heldAt"], "1.5.0");
+    let (code, out, _) = select(&manifest(2), "1.4.0\n1.6.0\n", &[]);
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "1.6.0\n"),
+        "a higher tag is elected"
+    );
+    let (code, out, _) = select(&manifest(3), "1.3.0\n1.4.0\n", &[]);
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "1.4.0\n"),
+        "a new generation lifts it"
+    );
+}

@@ -6,123 +6,14 @@
 
 use crate::support::distribution::{Distribution, Variant};
 use crate::support::images::{key, payload, public_pem, sign, Arch};
-use crate::support::policy_cluster::Cluster;
-use image_reflector::api::{ConditionStatus, ImagePolicy, ImagePolicyStatus};
-use image_reflector::controller::image_policy::decide::{
-    reconcile_policy, PolicyEnv, CONTINUE_WALK, MAX_INSPECTIONS, MAX_WALK,
-};
+use crate::support::policy_bench::{ago, elected, held, policy, ready, status, Bench};
+use image_reflector::api::ConditionStatus;
+use image_reflector::controller::image_policy::decide::{CONTINUE_WALK, MAX_INSPECTIONS, MAX_WALK};
 use image_reflector::controller::shared::next::Next;
-use image_reflector::registry::Registries;
-use image_reflector::store::{MemoryStore, RepoKey, TagList, TagStore};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
-
-const NS: &str = "team";
-
-/// A test bench: the registry, the stored tags, the cluster, the request counts.
-struct Bench {
-    registry: Distribution,
-    store: Arc<dyn TagStore>,
-    registries: Arc<Registries>,
-    cluster: Cluster,
-}
-
-impl Bench {
-    fn new(registry: Distribution, tags: &[&str]) -> Bench {
-        let store: Arc<dyn TagStore> = Arc::new(MemoryStore::new());
-        let key = RepoKey::new(NS, "app").unwrap();
-        store.set(&key, &TagList::new(tags).unwrap()).unwrap();
-        let repository = serde_json::from_value(json!({
-            "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImageRepository",
-            "metadata": {"name": "app", "namespace": NS},
-            "spec": {"image": format!("{}/app", registry.host), "interval": "5m",
-                     "secretRef": {"name": "creds"}},
-            "status": {"lastScanResult": {"tagCount": tags.len(), "scanTime": "2026-01-01T00:00:00Z"}},
-        }))
-        .unwrap();
-        Bench {
-            registry,
-            store,
-            registries: Registries::new(Default::default()),
-            cluster: Cluster::new(vec![repository]),
-        }
-    }
-
-    fn requests(&self) -> u64 {
-        self.registries.scheduler().request_counts().values().sum()
-    }
-
-    /// One reconcile of `policy` at `now`; the policy comes back with the new status.
-    async fn reconcile(&self, policy: &mut ImagePolicy, now: Timestamp) -> Next {
-        let scanned = |_: &RepoKey| true;
-        let env = PolicyEnv {
-            reader: &self.cluster,
-            registries: &self.registries,
-            store: &self.store,
-            now,
-            workload_identity: Default::default(),
-            no_cross_namespace_refs: false,
-            requeue_dependency: Duration::from_secs(30),
-            repository_scanned: &scanned,
-            first_since_start: false,
-        };
-        let result = reconcile_policy(policy, &env).await;
-        policy.status = Some(result.status);
-        // What the API server would do with the observed generation.
-        result.next
-    }
-}
-
-fn policy(spec: Value) -> ImagePolicy {
-    let mut full = json!({"imageRepositoryRef": {"name": "app"},
-                          "policy": {"semver": {"range": ">=0.0.0"}}});
-    for (k, v) in spec.as_object().unwrap() {
-        full[k] = v.clone();
-    }
-    serde_json::from_value(json!({
-        "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImagePolicy",
-        "metadata": {"name": "p", "namespace": NS, "generation": 1},
-        "spec": full,
-    }))
-    .unwrap()
-}
-
-fn status(policy: &ImagePolicy) -> &ImagePolicyStatus {
-    policy.status.as_ref().unwrap()
-}
-
-fn ready(policy: &ImagePolicy) -> (ConditionStatus, String, String) {
-    let c = status(policy)
-        .conditions
-        .iter()
-        .flatten()
-        .find(|c| c.type_ == "Ready")
-        .expect("Ready")
-        .clone();
-    (c.status, c.reason, c.message)
-}
-
-fn elected(policy: &ImagePolicy) -> (String, Option<String>) {
-    let latest = status(policy).latest_ref.clone().expect("latestRef");
-    (latest.tag, latest.digest)
-}
-
-/// (tag, gate, reason) of status.heldBack.
-fn held(policy: &ImagePolicy) -> Vec<(String, String, String)> {
-    status(policy)
-        .held_back
-        .iter()
-        .flatten()
-        .map(|h| (h.tag.clone(), h.gate.clone(), h.reason.clone()))
-        .collect()
-}
-
-fn ago(now: Timestamp, hours: i64) -> String {
-    (now - SignedDuration::from_hours(hours)).to_string()
-}
 
 #[tokio::test]
 async fn min_age_elects_the_newest_old_enough_image_and_waits_for_the_next() {

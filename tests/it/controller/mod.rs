@@ -1,6 +1,7 @@
 //! The reconcilers through their public functions, over a mocked API server (tower-test) and real registries.
 
 pub mod digest_transitions;
+pub mod downgrade;
 pub mod gated_election;
 pub mod gc;
 pub mod notify;

@@ -2,6 +2,7 @@
 //! Ignored by default: CI has no cluster. They create one namespace and delete it after.
 
 mod cloud;
+mod downgrade;
 mod gates;
 mod kube_version;
 mod operations;

@@ -236,6 +236,18 @@ impl Distribution {
         Reference::with_tag(self.host.clone(), repository.into(), tag.into())
     }
 
+    /// Deletes the manifest `digest` (the registry allows deletes): Distribution removes the
+    /// tags that named it from the listing, as a publisher deleting a release does.
+    pub async fn delete_manifest(&self, repository: &str, digest: &str) {
+        assert!(
+            !self.tls && self.basic.is_none(),
+            "delete_manifest speaks plain HTTP without auth"
+        );
+        let url = format!("http://{}/v2/{repository}/manifests/{digest}", self.host);
+        let response = reqwest::Client::new().delete(&url).send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 202, "DELETE {url}");
+    }
+
     /// Pushes a single-platform image under every tag of `tags`; returns the manifest digest.
     pub async fn push_image(&self, repository: &str, tags: &[String]) -> String {
         self.push_image_variant(repository, tags, "").await

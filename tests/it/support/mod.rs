@@ -9,6 +9,7 @@ pub mod fault_server;
 pub mod flux;
 pub mod git_server;
 pub mod images;
+pub mod policy_bench;
 pub mod policy_cluster;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,196 @@
+//! The downgrade guard (`spec.downgrade: Refuse`, docs/imagepolicy.md): once a tag is elected,
+//! the policy never elects one its own ordering ranks lower, even when the higher tags vanish
+//! from a scan (deleted, a short or flapping listing, a registry answering with an older
+//! list). The elected tag then stays, the policy stays Ready, and status and one event say so.
+//! A new generation of the spec lifts the guard for that generation: a deliberate rollback is
+//! a spec change.
+
+use super::record::Election;
+use crate::api::{DowngradePolicy, HeldBackTag, ImagePolicy, ImagePolicyStatus, ImageRepository};
+use crate::policy::Policy;
+
+/// The `gate` of the `status.heldBack` entry the guard writes.
+pub const GATE: &str = "downgrade";
+
+/// The elected tag no candidate may rank below, and the ordering that says so.
+pub(super) struct Floor {
+    pub tag: String,
+    ranking: Policy,
+}
+
+impl Floor {
+    /// The guard for this reconcile, if it holds: `Refuse`, a tag elected from the repository's
+    /// image, and a spec unchanged since that election (the last generation observed is this
+    /// one; a spec change is observed only once it elects or stalls).
+    pub fn of(
+        policy: &ImagePolicy,
+        repo: &ImageRepository,
+        status: &ImagePolicyStatus,
+        ranking: &Policy,
+    ) -> Option<Floor> {
+        if policy.spec.downgrade != Some(DowngradePolicy::Refuse)
+            || status.observed_generation != policy.metadata.generation
+        {
+            return None;
+        }
+        let latest = status.latest_ref.as_ref()?;
+        (latest.name == repo.spec.image).then(|| Floor {
+            tag: latest.tag.clone(),
+            ranking: ranking.clone(),
+        })
+    }
+
+    /// Whether electing `tag` would be a downgrade.
+    pub fn refuses(&self, tag: &str) -> bool {
+        self.ranking.ranks_below(tag, &self.tag) == Some(true)
+    }
+
+    /// [`Floor::refuses`] as a function the blocking pool can own.
+    pub fn refuses_with(&self) -> impl Fn(&str) -> bool + Send + 'static {
+        let (ranking, at) = (self.ranking.clone(), self.tag.clone());
+        move |tag| ranking.ranks_below(tag, &at) == Some(true)
+    }
+
+    /// The election kept at the elected tag, saying why (`held`, the guard's entry last).
+    pub fn keep(&self, status: &ImagePolicyStatus, held: Vec<HeldBackTag>) -> Election {
+        let elected = status
+            .latest_ref
+            .clone()
+            .expect("a floor is an elected tag");
+        Election::Elected {
+            elected,
+            held,
+            next: None,
+        }
+    }
+
+    /// The `status.heldBack` entry for `best`, the best candidate listed, which ranks below the
+    /// elected tag: the elected tag is no longer listed. `higher_held`: some tags that rank
+    /// higher are listed but held back by another gate.
+    pub fn held(&self, best: &str, higher_held: bool) -> HeldBackTag {
+        let why = match higher_held {
+            false => "no tag ranks higher",
+            true => "no tag that ranks higher passes the gates",
+        };
+        HeldBackTag {
+            tag: best.to_string(),
+            digest: None,
+            gate: GATE.into(),
+            reason: format!(
+                "{} is no longer listed and {why} (downgrade refused)",
+                self.tag
+            ),
+        }
+    }
+}
+
+/// What Ready and the event say of a downgrade refused: `held at 1.4.0: <reason>`.
+pub fn held_at(status: &ImagePolicyStatus, held: &HeldBackTag) -> String {
+    let at = status.latest_ref.as_ref().map_or("", |r| r.tag.as_str());
+    format!("held at {at}: {}", held.reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::ImageRef;
+    use crate::policy::PolicyChoice;
+
+    fn policy(downgrade: Option<DowngradePolicy>, generation: i64) -> ImagePolicy {
+        let mut p: ImagePolicy = serde_json::from_value(serde_json::json!({
+            "apiVersion": "image.toolkit.fluxcd.io/v1",
+            "kind": "ImagePolicy",
+            "metadata": {"name": "p", "namespace": "team", "generation": generation},
+            "spec": {"imageRepositoryRef": {"name": "r"}, "policy": {"semver": {"range": ">=1.0.0"}}},
+        }))
+        .unwrap();
+        p.spec.downgrade = downgrade;
+        p
+    }
+
+    fn repo(image: &str) -> ImageRepository {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "image.toolkit.fluxcd.io/v1",
+            "kind": "ImageRepository",
+            "metadata": {"name": "r", "namespace": "team"},
+            "spec": {"image": image, "interval": "5m"},
+        }))
+        .unwrap()
+    }
+
+    fn status(tag: &str, observed: i64) -> ImagePolicyStatus {
+        ImagePolicyStatus {
+            latest_ref: Some(ImageRef {
+                name: "reg.example/app".into(),
+                tag: tag.into(),
+                digest: None,
+            }),
+            observed_generation: Some(observed),
+            ..Default::default()
+        }
+    }
+
+    fn semver() -> Policy {
+        let choice = PolicyChoice {
+            semver: Some(">=1.0.0".into()),
+            ..Default::default()
+        };
+        Policy::new(&choice, None).unwrap()
+    }
+
+    #[test]
+    fn holds_only_when_refused_for_the_same_image_and_generation() {
+        let refuse = Some(DowngradePolicy::Refuse);
+        let r = repo("reg.example/app");
+        let floor = Floor::of(&policy(refuse, 2), &r, &status("1.4.0", 2), &semver()).unwrap();
+        assert!(floor.refuses("1.3.0"));
+        assert!(!floor.refuses("1.4.0") && !floor.refuses("1.5.0"));
+        assert!(
+            !floor.refuses("latest"),
+            "not a candidate: never a downgrade"
+        );
+        let none = |p: &ImagePolicy, r: &ImageRepository, s: &ImagePolicyStatus| {
+            Floor::of(p, r, s, &semver()).is_none()
+        };
+        assert!(
+            none(&policy(None, 2), &r, &status("1.4.0", 2)),
+            "Flux's default"
+        );
+        let allow = Some(DowngradePolicy::Allow);
+        assert!(none(&policy(allow, 2), &r, &status("1.4.0", 2)));
+        assert!(
+            none(&policy(refuse, 3), &r, &status("1.4.0", 2)),
+            "a new generation lifts it"
+        );
+        assert!(
+            none(
+                &policy(refuse, 2),
+                &repo("reg.example/other"),
+                &status("1.4.0", 2)
+            ),
+            "another image"
+        );
+        assert!(none(&policy(refuse, 2), &r, &ImagePolicyStatus::default()));
+    }
+
+    #[test]
+    fn says_where_it_holds_and_why() {
+        let refuse = Some(DowngradePolicy::Refuse);
+        let s = status("1.4.0", 2);
+        let r = repo("reg.example/app");
+        let floor = Floor::of(&policy(refuse, 2), &r, &s, &semver()).unwrap();
+        let held = floor.held("1.3.0", false);
+        assert_eq!(
+            (held.tag.as_str(), held.gate.as_str()),
+            ("1.3.0", "downgrade")
+        );
+        assert_eq!(
+            held_at(&s, &held),
+            "held at 1.4.0: 1.4.0 is no longer listed and no tag ranks higher (downgrade refused)"
+        );
+        assert!(floor
+            .held("1.3.0", true)
+            .reason
+            .contains("no tag that ranks higher passes"));
+    }
+}
