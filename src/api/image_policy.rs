@@ -336,10 +336,6 @@ impl ImagePolicySpec {
                 );
             }
         }
-        Ok(Gates {
-            min_age,
-            platforms,
-            verify: self.verify.is_some(),
-        })
+        Ok(Gates::from_parts(min_age, platforms, self.verify.is_some()))
     }
 }

@@ -134,19 +134,7 @@ fn held_note(at: &str, elected: &str) -> String {
 
 /// The gates the spec sets, as `--explain` names them; an invalid one is an invalid policy.
 fn gate_names(spec: &ImagePolicySpec) -> Result<Vec<String>, CliError> {
-    let gates = spec.gates().map_err(CliError::invalid)?;
-    let mut names = Vec::new();
-    if let Some((_, written)) = &gates.min_age {
-        names.push(format!("minAge {written}"));
-    }
-    if !gates.platforms.is_empty() {
-        let list: Vec<String> = gates.platforms.iter().map(|p| p.to_string()).collect();
-        names.push(format!("platforms {}", list.join(",")));
-    }
-    if gates.verify {
-        names.push("verify cosign".into());
-    }
-    Ok(names)
+    Ok(spec.gates().map_err(CliError::invalid)?.describe())
 }
 
 /// The gated election's part of `--explain`: the elected tag and runners-up are the order the

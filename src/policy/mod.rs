@@ -23,8 +23,8 @@ pub use constraint::Constraints;
 pub use error::{InvalidPolicy, NotElected, MAX_RANGE_BYTES};
 pub use filter::Filter;
 pub use gates::{
-    check_image, created_for, short_age, Gate, Gates, Hold, Platform, MAX_MIN_AGE, MAX_PLATFORMS,
-    MAX_PLATFORM_LEN,
+    short_age, Fact, Facts, Gate, Gates, Hold, ImageView, Judgement, MinAge, Need, Platform,
+    Platforms, Verify, MAX_MIN_AGE, MAX_PLATFORMS, MAX_PLATFORM_LEN,
 };
 pub use goregex::{translate as translate_go_regex, GoError, Translated};
 pub use numeric::Number;

@@ -5,7 +5,7 @@
 //! and [`MAX_WALK`] in all.
 
 use crate::api::HeldBackTag;
-use crate::policy::{check_image, created_for, Gate, Gates, Hold, Platform};
+use crate::policy::{Fact, Facts, Gates, Hold, ImageView, Judgement, Platform};
 use crate::registry::{ImageReference, Inspected, RegistryClient, TrustedKeys};
 use crate::store::{
     DigestFact, DigestFacts, ImageFacts, ImageFactsFile, PlatformFact, RepoKey, SignatureVerdict,
@@ -139,7 +139,7 @@ pub(super) async fn walk(
         walked.held.push(HeldBackTag {
             tag: tag.clone(),
             digest: Some(digest),
-            gate: hold.gate.as_str().into(),
+            gate: hold.gate.into(),
             reason: hold.reason,
         });
     }
@@ -175,8 +175,9 @@ impl Budget<'_> {
     }
 }
 
-/// One candidate: its digest now, its image's facts, its gates. Returns the digest and, when a
-/// gate holds it back, why.
+/// One candidate: its digest now, then the gates in their order, each asking for the facts it
+/// lacks (the image, the signature check), looked up once and kept. Returns the digest and,
+/// when a gate holds it back, why.
 async fn look_at(
     looks: &Looks<'_, '_>,
     known: &mut Known,
@@ -193,29 +194,38 @@ async fn look_at(
             ..Default::default()
         });
     let mut changed = false;
-    if looks.gates.needs_image() && !facts.inspected {
-        let found = match inspected {
-            Some(found) => found,
-            None => {
-                budget.charge()?;
-                let inspected = looks
-                    .client
-                    .get()
-                    .await?
-                    .inspect(looks.image, &digest)
-                    .await;
-                inspected
-                    .map_err(|e| Cut::Failed(e.to_string()))?
-                    .ok_or(Cut::Gone)?
-            }
-        };
+    if let Some(found) = inspected.filter(|_| !facts.inspected) {
         take_inspection(&mut facts, found);
         changed = true;
     }
-    let hold = match check_facts(looks.gates, &facts, looks.now) {
-        Err(hold) => Some(hold),
-        Ok(()) => signature_hold(looks, &mut facts, &mut changed, budget).await?,
-    };
+    // Each fact is looked up at most once, so the gates answer within as many rounds.
+    let mut hold = None;
+    for _ in 0..=2 {
+        let lacks = match looks.gates.judge(&view(looks, &facts, &platforms(&facts))) {
+            Judgement::Pass => break,
+            Judgement::Hold(held) => {
+                hold = Some(held);
+                break;
+            }
+            Judgement::Lacks(lacks) => lacks,
+        };
+        budget.charge()?;
+        match lacks {
+            Fact::Image => {
+                let client = looks.client.get().await?;
+                let inspected = client.inspect(looks.image, &digest).await;
+                let found = inspected
+                    .map_err(|e| Cut::Failed(e.to_string()))?
+                    .ok_or(Cut::Gone)?;
+                take_inspection(&mut facts, found);
+            }
+            Fact::Signature => {
+                let verdict = check_signature(looks, &facts.digest).await?;
+                facts.set_verdict(verdict);
+            }
+        }
+        changed = true;
+    }
     if changed {
         facts.recorded_at = looks.now;
         known.images.record(facts.clone());
@@ -225,6 +235,39 @@ async fn look_at(
         .await;
     }
     Ok((digest, hold))
+}
+
+/// What the gates see of `facts`: the image once inspected, and the signature verdict for
+/// the trusted keys while it holds (a valid signature always; "not valid" within `recheck`,
+/// and not when a reconcile was requested).
+fn view<'a>(
+    looks: &Looks<'_, '_>,
+    facts: &'a ImageFacts,
+    platforms: &'a [(Platform, Option<i64>)],
+) -> Facts<'a> {
+    let verdict = looks.keys.and_then(|keys| facts.verdict(&keys.fingerprint));
+    let current = verdict.filter(|v| {
+        v.verified_by.is_some()
+            || (!looks.fresh
+                && (looks.now.saturating_sub(v.checked_at) as u64) < looks.recheck.as_secs())
+    });
+    Facts {
+        now: looks.now,
+        image: facts.inspected.then_some(ImageView {
+            created: facts.created,
+            platforms,
+        }),
+        signature: current.map(|v| v.verified_by.as_deref().ok_or(v.reason.as_str())),
+    }
+}
+
+/// The platforms an inspection found, parsed back from the store's strings.
+fn platforms(facts: &ImageFacts) -> Vec<(Platform, Option<i64>)> {
+    facts
+        .platforms
+        .iter()
+        .filter_map(|p| Platform::parse(&p.platform).ok().map(|x| (x, p.created)))
+        .collect()
 }
 
 /// The digest `tag` names: the stored one while it is current (looked up within `recheck`, or
@@ -259,50 +302,25 @@ async fn digest_now(
     Ok((digest, inspected))
 }
 
-/// The verify gate: the stored verdict for these keys while it holds (a valid signature
-/// always; "not valid" within `recheck`), else the signatures read and verified now.
-async fn signature_hold(
-    looks: &Looks<'_, '_>,
-    facts: &mut ImageFacts,
-    changed: &mut bool,
-    budget: &mut Budget<'_>,
-) -> Result<Option<Hold>, Cut> {
+/// The signatures of `digest`, read and verified against the trusted keys now.
+async fn check_signature(looks: &Looks<'_, '_>, digest: &str) -> Result<SignatureVerdict, Cut> {
     let Some(keys) = looks.keys else {
-        return Ok(None);
+        return Err(Cut::Failed("no trusted keys to verify with".into()));
     };
-    let known = facts.verdict(&keys.fingerprint).filter(|v| {
-        v.verified_by.is_some()
-            || (!looks.fresh
-                && (looks.now.saturating_sub(v.checked_at) as u64) < looks.recheck.as_secs())
-    });
-    let verdict = match known {
-        Some(v) => v.clone(),
-        None => {
-            budget.charge()?;
-            let signatures = looks
-                .client
-                .get()
-                .await?
-                .cosign_signatures(looks.image, &facts.digest)
-                .await
-                .map_err(|e| Cut::Failed(e.to_string()))?;
-            let verified = keys.verify(&signatures, looks.image, &facts.digest);
-            let verdict = SignatureVerdict {
-                keys: keys.fingerprint.clone(),
-                verified_by: verified.as_ref().ok().cloned(),
-                reason: verified.err().unwrap_or_default(),
-                checked_at: looks.now,
-            };
-            facts.set_verdict(verdict.clone());
-            *changed = true;
-            verdict
-        }
-    };
-    Ok(verdict.verified_by.is_none().then_some(Hold {
-        gate: Gate::Verify,
-        reason: verdict.reason,
-        eligible_at: None,
-    }))
+    let signatures = looks
+        .client
+        .get()
+        .await?
+        .cosign_signatures(looks.image, digest)
+        .await
+        .map_err(|e| Cut::Failed(e.to_string()))?;
+    let verified = keys.verify(&signatures, looks.image, digest);
+    Ok(SignatureVerdict {
+        keys: keys.fingerprint.clone(),
+        verified_by: verified.as_ref().ok().cloned(),
+        reason: verified.err().unwrap_or_default(),
+        checked_at: looks.now,
+    })
 }
 
 /// The digest `tag` names now: with the image gates, by GETting the manifest (which the
@@ -347,21 +365,6 @@ fn take_inspection(facts: &mut ImageFacts, found: Inspected) {
             created: p.created,
         })
         .collect();
-}
-
-/// The image gates over stored facts.
-pub(super) fn check_facts(gates: &Gates, facts: &ImageFacts, now: i64) -> Result<(), Hold> {
-    if !gates.needs_image() {
-        return Ok(());
-    }
-    let platforms: Vec<(Platform, Option<i64>)> = facts
-        .platforms
-        .iter()
-        .filter_map(|p| Platform::parse(&p.platform).ok().map(|x| (x, p.created)))
-        .collect();
-    let offered: Vec<Platform> = platforms.iter().map(|(p, _)| p.clone()).collect();
-    let created = created_for(gates, facts.created, &platforms);
-    check_image(gates, created, &offered, now)
 }
 
 /// A store call on the blocking pool; a failure only costs a request later (the facts are

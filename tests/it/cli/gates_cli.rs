@@ -157,7 +157,7 @@ fn select_names_the_gates_it_cannot_check_offline() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "1.2.0\n");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("the gates (minAge 72h, platforms linux/arm64/v8, verify cosign) are not checked offline"),
+        stderr.contains("the gates (platforms linux/arm64/v8, minAge 72h, verify cosign) are not checked offline"),
         "{stderr}"
     );
     let out = run_bin(
@@ -168,7 +168,7 @@ fn select_names_the_gates_it_cannot_check_offline() {
     assert!(stdout.contains("elected: 1.2.0\n"), "{stdout}");
     assert!(stdout.contains("runner-up 1: 1.0.0\n"), "{stdout}");
     assert!(
-        stdout.contains("gates: minAge 72h; platforms linux/arm64/v8; verify cosign\n"),
+        stdout.contains("gates: platforms linux/arm64/v8; minAge 72h; verify cosign\n"),
         "{stdout}"
     );
     assert!(

@@ -1,0 +1,59 @@
+//! `spec.platforms`: the image provides every listed platform.
+
+use super::{Fact, Facts, Gate, Hold, Judgement, Need, Platform};
+
+/// The platforms a candidate's image must provide.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Platforms(Vec<Platform>);
+
+impl Platforms {
+    pub fn new(required: Vec<Platform>) -> Platforms {
+        Platforms(required)
+    }
+}
+
+impl Gate for Platforms {
+    fn name(&self) -> &'static str {
+        "platforms"
+    }
+
+    fn describe(&self) -> String {
+        let list: Vec<String> = self.0.iter().map(Platform::to_string).collect();
+        format!("platforms {}", list.join(","))
+    }
+
+    fn needs(&self) -> Need {
+        Need {
+            image: true,
+            signature: false,
+        }
+    }
+
+    fn judge(&self, facts: &Facts<'_>) -> Judgement {
+        let Some(image) = facts.image else {
+            return Judgement::Lacks(Fact::Image);
+        };
+        let offered: Vec<&Platform> = image.platforms.iter().map(|(p, _)| p).collect();
+        let missing: Vec<String> = self
+            .0
+            .iter()
+            .filter(|wanted| !offered.iter().any(|o| wanted.served_by(o)))
+            .map(Platform::to_string)
+            .collect();
+        if missing.is_empty() {
+            return Judgement::Pass;
+        }
+        let has = match offered.is_empty() {
+            true => "none named".to_string(),
+            false => {
+                let names: Vec<String> = offered.iter().map(|p| p.to_string()).collect();
+                names.join(", ")
+            }
+        };
+        Judgement::Hold(Hold {
+            gate: self.name(),
+            reason: format!("missing {} (has {has})", missing.join(", ")),
+            eligible_at: None,
+        })
+    }
+}

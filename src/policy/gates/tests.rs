@@ -1,0 +1,174 @@
+//! Tests of the gates, each alone and in the list's order.
+
+use super::*;
+
+fn p(text: &str) -> Platform {
+    Platform::parse(text).unwrap()
+}
+
+const DAY: i64 = 86_400;
+
+fn week() -> MinAge {
+    MinAge::new(Duration::from_secs(7 * DAY as u64), "168h".into(), vec![])
+}
+
+fn image(created: Option<i64>, platforms: &[(Platform, Option<i64>)]) -> Facts<'_> {
+    Facts {
+        now: 100 * DAY,
+        image: Some(ImageView { created, platforms }),
+        signature: None,
+    }
+}
+
+fn held(j: Judgement) -> Hold {
+    match j {
+        Judgement::Hold(hold) => hold,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn platforms_normalise_as_containerd_does() {
+    assert_eq!(p("linux/arm64"), p("linux/arm64/v8"));
+    assert_eq!(p("linux/arm64").to_string(), "linux/arm64/v8");
+    assert_eq!(Platform::new("linux", "aarch64", None), p("linux/arm64"));
+    assert_eq!(
+        Platform::new("Linux", "x86_64", Some("v1")),
+        p("linux/amd64")
+    );
+    assert!(p("linux/amd64").served_by(&Platform::new("linux", "amd64", Some("v3"))));
+    assert!(!p("linux/arm/v6").served_by(&Platform::new("linux", "arm", None)));
+    assert!(!p("linux/amd64").served_by(&p("windows/amd64")));
+    for bad in [
+        "linux",
+        "linux/",
+        "/amd64",
+        "linux/amd64/v8/x",
+        "linux/am d64",
+        "",
+    ] {
+        assert!(Platform::parse(bad).is_err(), "{bad:?}");
+    }
+    assert!(Platform::parse(&"x/".repeat(100))
+        .unwrap_err()
+        .contains("longer"));
+}
+
+#[test]
+fn min_age_says_how_old_and_when() {
+    let now = 100 * DAY;
+    let gate = week();
+    let none = [];
+    assert_eq!(
+        gate.judge(&image(Some(now - 8 * DAY), &none)),
+        Judgement::Pass
+    );
+    let young = held(gate.judge(&image(Some(now - 3 * 3600), &none)));
+    assert_eq!(young.gate, "minAge");
+    assert_eq!(young.reason, "3h old, minAge 168h");
+    assert_eq!(young.eligible_at, Some(now - 3 * 3600 + 7 * DAY));
+    let undated = held(gate.judge(&image(None, &none)));
+    assert!(undated.reason.contains("fails closed"), "{undated:?}");
+    let future = held(gate.judge(&image(Some(now + 7200), &none)));
+    assert_eq!(future.reason, "created 2h in the future, minAge 168h");
+    let unknown = Facts::default();
+    assert_eq!(gate.judge(&unknown), Judgement::Lacks(Fact::Image));
+}
+
+#[test]
+fn platforms_say_what_is_missing() {
+    let gate = Platforms::new(vec![p("linux/amd64"), p("linux/arm64")]);
+    let both = [(p("linux/amd64"), None), (p("linux/arm64"), None)];
+    assert_eq!(gate.judge(&image(None, &both)), Judgement::Pass);
+    let one = held(gate.judge(&image(None, &both[..1])));
+    assert_eq!(one.gate, "platforms");
+    assert_eq!(one.reason, "missing linux/arm64/v8 (has linux/amd64)");
+    let nothing = held(gate.judge(&image(None, &[])));
+    assert!(nothing.reason.ends_with("(has none named)"), "{nothing:?}");
+    assert_eq!(gate.judge(&Facts::default()), Judgement::Lacks(Fact::Image));
+}
+
+#[test]
+fn verify_judges_the_signature_check() {
+    let mut facts = Facts::default();
+    assert_eq!(Verify.judge(&facts), Judgement::Lacks(Fact::Signature));
+    facts.signature = Some(Ok("cosign.pub"));
+    assert_eq!(Verify.judge(&facts), Judgement::Pass);
+    facts.signature = Some(Err("no cosign signature"));
+    assert_eq!(held(Verify.judge(&facts)).reason, "no cosign signature");
+}
+
+#[test]
+fn the_list_judges_in_order_and_asks_for_what_it_lacks() {
+    let gates = Gates::from_parts(
+        Some((Duration::from_secs(7 * DAY as u64), "168h".into())),
+        vec![p("linux/amd64")],
+        true,
+    );
+    assert_eq!(gates.names(), ["platforms", "minAge", "verify"]);
+    assert_eq!(
+        gates.describe(),
+        ["platforms linux/amd64", "minAge 168h", "verify cosign"]
+    );
+    assert_eq!(
+        gates.needs(),
+        Need {
+            image: true,
+            signature: true
+        }
+    );
+    // The image first; the signature only once the image gates pass.
+    assert_eq!(
+        gates.judge(&Facts::default()),
+        Judgement::Lacks(Fact::Image)
+    );
+    let amd = [(p("linux/amd64"), Some(0))];
+    let arm = [(p("linux/arm64"), Some(0))];
+    assert_eq!(held(gates.judge(&image(None, &arm))).gate, "platforms");
+    let young = [(p("linux/amd64"), Some(100 * DAY - 60))];
+    assert_eq!(held(gates.judge(&image(None, &young))).gate, "minAge");
+    assert_eq!(
+        gates.judge(&image(None, &amd)),
+        Judgement::Lacks(Fact::Signature)
+    );
+    let mut signed = image(None, &amd);
+    signed.signature = Some(Ok("k"));
+    assert_eq!(gates.judge(&signed), Judgement::Pass);
+    let none = Gates::default();
+    assert!(!none.any() && !none.needs_image());
+    assert_eq!(none.judge(&Facts::default()), Judgement::Pass);
+}
+
+#[test]
+fn an_index_is_as_young_as_the_platforms_that_matter() {
+    let amd = (p("linux/amd64"), Some(100));
+    let arm = (p("linux/arm64"), Some(300));
+    let undated = (p("linux/s390x"), None);
+    let all = week();
+    let age = Duration::from_secs(1);
+    let arm_only = MinAge::new(age, "1s".into(), vec![p("linux/arm64")]);
+    let amd_only = MinAge::new(age, "1s".into(), vec![p("linux/amd64")]);
+    assert_eq!(
+        all.created(Some(5), std::slice::from_ref(&amd)),
+        Some(5),
+        "the image's own"
+    );
+    assert_eq!(all.created(None, &[amd.clone(), arm.clone()]), Some(300));
+    assert_eq!(
+        amd_only.created(None, &[amd.clone(), arm.clone()]),
+        Some(100)
+    );
+    assert_eq!(all.created(None, &[amd.clone(), undated.clone()]), None);
+    assert_eq!(arm_only.created(None, &[arm, undated]), Some(300));
+    assert_eq!(all.created(None, &[]), None);
+}
+
+#[test]
+fn ages_read_as_people_say_them() {
+    assert_eq!(short_age(40), "40s");
+    assert_eq!(short_age(12 * 60 + 5), "12m");
+    assert_eq!(short_age(3 * 3600 + 60), "3h");
+    assert_eq!(short_age(2 * 86_400), "2d");
+    assert_eq!(short_age(2 * 86_400 + 4 * 3600), "2d4h");
+    assert_eq!(short_age(-5), "0s");
+}

@@ -1,0 +1,37 @@
+//! `spec.verify`: the digest has a valid signature by a trusted key. The check itself (reading
+//! and verifying signatures) is the registry's part; this gate judges its verdict.
+
+use super::{Fact, Facts, Gate, Hold, Judgement, Need};
+
+/// A valid cosign signature is required.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Verify;
+
+impl Gate for Verify {
+    fn name(&self) -> &'static str {
+        "verify"
+    }
+
+    fn describe(&self) -> String {
+        "verify cosign".into()
+    }
+
+    fn needs(&self) -> Need {
+        Need {
+            image: false,
+            signature: true,
+        }
+    }
+
+    fn judge(&self, facts: &Facts<'_>) -> Judgement {
+        match facts.signature {
+            None => Judgement::Lacks(Fact::Signature),
+            Some(Ok(_)) => Judgement::Pass,
+            Some(Err(reason)) => Judgement::Hold(Hold {
+                gate: self.name(),
+                reason: reason.to_string(),
+                eligible_at: None,
+            }),
+        }
+    }
+}
