@@ -1,7 +1,7 @@
 //! `ImagePolicy`: which tag of an ImageRepository is the latest, and its digest.
 
 use super::{parse_go_duration, Condition, NamespacedObjectReference};
-use crate::policy::{Gates, Platform, MAX_MIN_AGE, MAX_PLATFORMS};
+use crate::policy::{Gates, MinAge, Platform, Undated, MAX_MIN_AGE, MAX_PLATFORMS};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -181,11 +181,32 @@ pub struct TagFilter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extract: Option<String>,
     /// Beyond Flux: a tag is eligible once its image is at least this old (a Go duration,
-    /// e.g. `168h`), by the image config's `created` or the `org.opencontainers.image.created`
-    /// annotation; an image with neither is not eligible.
+    /// e.g. `168h`), both by the image config's `created` (or the
+    /// `org.opencontainers.image.created` annotation) and by when the controller first saw the
+    /// tag at this digest; an image with no creation time is not eligible (see
+    /// `minAgeUndated`).
     #[serde(default, rename = "minAge", skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
     pub min_age: Option<String>,
+    /// Beyond Flux: what `minAge` does with an image that has no creation time: `Hold` (the
+    /// default) or `FirstSeen`, judge it by when it was first seen alone.
+    #[serde(
+        default,
+        rename = "minAgeUndated",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(extend("default" = "Hold"))]
+    pub min_age_undated: Option<UndatedPolicy>,
+}
+
+/// `spec.filterTags.minAgeUndated`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum UndatedPolicy {
+    /// No creation time, no age: held back.
+    #[default]
+    Hold,
+    /// Judged by when the controller first saw the tag at its digest.
+    FirstSeen,
 }
 
 /// When to resolve the elected tag's digest.
@@ -301,7 +322,11 @@ impl ImagePolicySpec {
                         "invalid spec.filterTags.minAge: {text} is longer than ten years"
                     ));
                 }
-                Some((age, text.to_string()))
+                let undated = match self.filter_tags.as_ref().and_then(|f| f.min_age_undated) {
+                    Some(UndatedPolicy::FirstSeen) => Undated::FirstSeen,
+                    Some(UndatedPolicy::Hold) | None => Undated::Hold,
+                };
+                Some(MinAge::new(age, text.to_string(), undated))
             }
         };
         let written = self.platforms.as_deref().unwrap_or_default();

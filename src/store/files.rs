@@ -1,10 +1,10 @@
 //! Crash-safe file writes: a temporary file, fsynced, renamed over the old one, and the
-//! directory fsynced, so a reader only ever sees a complete old or new file; and the store's
-//! private directories.
+//! directory fsynced, so a reader only ever sees a complete old or new file; bounded reads; the
+//! store's root and private directories.
 
 use super::StoreError;
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::Write;
+use std::io::{ErrorKind, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -70,4 +70,37 @@ pub(super) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(StoreError::io("syncing directory", dir))
+}
+
+/// The text at `path` if it is at most `max` bytes and UTF-8; `None` when missing, larger or
+/// unreadable (the store's advisory files are then not read at all).
+pub(super) fn read_bounded(path: &Path, max: u64) -> Option<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    File::open(path)
+        .and_then(|f| f.take(max + 1).read_to_string(&mut text))
+        .ok()?;
+    (text.len() as u64 <= max).then_some(text)
+}
+
+/// What a filesystem puts in its own root (ext4's `lost+found` on a fresh PVC): neither the
+/// store's nor another format's, so never a reason to wipe, and never removed.
+const VOLUME_ENTRIES: &[&str] = &["lost+found"];
+
+/// The store's root as a Pod gets it: an existing directory is used as it is (never chmod-ed:
+/// on a root-owned emptyDir that is refused, and the volume's mode is not ours to change); a
+/// missing one is created private.
+pub(super) fn prepare_root(root: &Path) -> Result<(), StoreError> {
+    match fs::metadata(root) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(StoreError::io("opening", root)(
+            ErrorKind::NotADirectory.into(),
+        )),
+        Err(e) if e.kind() == ErrorKind::NotFound => create_private_dir(root),
+        Err(e) => Err(StoreError::io("opening", root)(e)),
+    }
+}
+
+pub(super) fn is_volume_entry(name: &std::ffi::OsStr) -> bool {
+    VOLUME_ENTRIES.iter().any(|v| name == *v)
 }

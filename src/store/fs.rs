@@ -9,13 +9,17 @@
 //! and the repository is rescanned.
 
 use super::digests::MAX_FILE_BYTES;
-use super::files::{create_private_dir, sync_dir, write_atomic, write_file, TEMP_PREFIX};
+use super::files::{
+    create_private_dir, is_volume_entry, prepare_root, read_bounded, sync_dir, write_atomic,
+    write_file, TEMP_PREFIX,
+};
+use super::first_seen::{FirstSeen, MAX_SEEN_BYTES};
 use super::front_coded;
 use super::image_facts::{ImageFacts, ImageFactsFile, MAX_IMAGE_FILE_BYTES};
 use super::{DigestFact, DigestFacts, RepoKey, Revision, StoreError, TagList, TagStore};
 use std::collections::HashSet;
-use std::fs::{self, File};
-use std::io::{ErrorKind, Read};
+use std::fs;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 /// Flux's default `--storage-compression-threshold` (64 KiB).
@@ -29,14 +33,13 @@ const COMPACT: &str = "tags.fc.gz";
 /// Every variant of a repository's tags; a write leaves exactly one.
 const VARIANTS: [&str; 3] = [PLAIN, GZIP, COMPACT];
 const DIGESTS: &str = "digests.txt";
+/// When each tag was first seen (first_seen.rs).
+const SEEN: &str = "seen.txt";
 /// What gated elections learnt per image digest (image_facts.rs).
 const IMAGES: &str = "images.jsonl";
 const VERSION_FILE: &str = ".storage-version";
 const VERSION: &str = "2\n";
 const WIPE_MARKER: &str = ".storage-wipe-in-progress";
-/// What a filesystem puts in its own root (ext4's `lost+found` on a fresh PVC): neither the
-/// store's nor another format's, so never a reason to wipe, and never removed.
-const VOLUME_ENTRIES: &[&str] = &["lost+found"];
 
 /// Tags on the local filesystem, one directory per ImageRepository.
 #[derive(Debug)]
@@ -317,6 +320,45 @@ impl TagStore for FsStore {
         write_file(&dir, IMAGES, file.render().as_bytes(), false)
     }
 
+    fn first_seen(&self, key: &RepoKey) -> Result<FirstSeen, StoreError> {
+        let path = self.object_dir(key).join(SEEN);
+        match fs::metadata(&path) {
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(FirstSeen::default()),
+            Err(e) => return Err(StoreError::io("reading", &path)(e)),
+            Ok(_) => {}
+        }
+        let text = read_bounded(&path, MAX_SEEN_BYTES).ok_or_else(|| {
+            StoreError::Corrupt(format!(
+                "{} is over its bound or unreadable",
+                path.display()
+            ))
+        })?;
+        Ok(FirstSeen::parse(&text))
+    }
+
+    fn update_first_seen(
+        &self,
+        key: &RepoKey,
+        change: &mut dyn FnMut(&mut FirstSeen) -> bool,
+    ) -> Result<(), StoreError> {
+        let dir = self.object_dir(key);
+        // One writer at a time, as for the advisory files.
+        let _one_writer = self.digests.lock().expect("store lock");
+        if !dir.is_dir() {
+            return Ok(());
+        }
+        let mut seen = self.first_seen(key)?;
+        if change(&mut seen) {
+            // Not advisory: a lost file makes new tags count as seen long ago.
+            write_file(&dir, SEEN, seen.render().as_bytes(), true)?;
+        }
+        Ok(())
+    }
+
+    fn holds(&self, key: &RepoKey, revision: &Revision) -> bool {
+        self.known.lock().expect("store lock").get(key) == Some(revision)
+    }
+
     fn keys(&self) -> Result<Vec<RepoKey>, StoreError> {
         let objects = self.root.join(OBJECTS);
         let mut keys = Vec::new();
@@ -361,46 +403,16 @@ fn empty() -> (TagList, Revision) {
     (tags, revision)
 }
 
-/// The store's root as a Pod gets it: an existing directory is used as it is (never chmod-ed:
-/// on a root-owned emptyDir that is refused, and the volume's mode is not ours to change); a
-/// missing one is created private.
-fn prepare_root(root: &Path) -> Result<(), StoreError> {
-    match fs::metadata(root) {
-        Ok(meta) if meta.is_dir() => Ok(()),
-        Ok(_) => Err(StoreError::io("opening", root)(
-            ErrorKind::NotADirectory.into(),
-        )),
-        Err(e) if e.kind() == ErrorKind::NotFound => create_private_dir(root),
-        Err(e) => Err(StoreError::io("opening", root)(e)),
-    }
-}
-
-fn is_volume_entry(name: &std::ffi::OsStr) -> bool {
-    VOLUME_ENTRIES.iter().any(|v| name == *v)
-}
-
 /// The image facts at `path`: none when missing, too large or unreadable.
 fn read_images(path: &Path) -> ImageFactsFile {
-    let read = File::open(path).and_then(|f| {
-        let mut text = String::new();
-        f.take(MAX_IMAGE_FILE_BYTES + 1).read_to_string(&mut text)?;
-        Ok(text)
-    });
-    match read {
-        Ok(text) if text.len() as u64 <= MAX_IMAGE_FILE_BYTES => ImageFactsFile::parse(&text),
-        _ => ImageFactsFile::default(),
-    }
+    read_bounded(path, MAX_IMAGE_FILE_BYTES)
+        .map(|text| ImageFactsFile::parse(&text))
+        .unwrap_or_default()
 }
 
 /// The digest facts at `path`: none when missing, too large or unreadable.
 fn read_digests(path: &Path) -> DigestFacts {
-    let read = File::open(path).and_then(|f| {
-        let mut text = String::new();
-        f.take(MAX_FILE_BYTES + 1).read_to_string(&mut text)?;
-        Ok(text)
-    });
-    match read {
-        Ok(text) if text.len() as u64 <= MAX_FILE_BYTES => DigestFacts::parse(&text),
-        _ => DigestFacts::default(),
-    }
+    read_bounded(path, MAX_FILE_BYTES)
+        .map(|text| DigestFacts::parse(&text))
+        .unwrap_or_default()
 }

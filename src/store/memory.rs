@@ -1,8 +1,8 @@
 //! An in-memory store: for tests and the offline commands.
 
 use super::{
-    DigestFact, DigestFacts, ImageFacts, ImageFactsFile, RepoKey, Revision, StoreError, TagList,
-    TagStore,
+    DigestFact, DigestFacts, FirstSeen, ImageFacts, ImageFactsFile, RepoKey, Revision, StoreError,
+    TagList, TagStore,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -13,6 +13,7 @@ pub struct MemoryStore {
     entries: RwLock<HashMap<RepoKey, Arc<TagList>>>,
     digests: RwLock<HashMap<RepoKey, DigestFacts>>,
     images: RwLock<HashMap<RepoKey, ImageFactsFile>>,
+    seen: RwLock<HashMap<RepoKey, FirstSeen>>,
 }
 
 impl MemoryStore {
@@ -60,6 +61,10 @@ impl TagStore for MemoryStore {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(key);
+        self.seen
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
         Ok(())
     }
 
@@ -85,6 +90,23 @@ impl TagStore for MemoryStore {
         if self.has_tags(key) {
             let mut images = self.images.write().unwrap_or_else(|p| p.into_inner());
             images.entry(key.clone()).or_default().record(facts);
+        }
+        Ok(())
+    }
+
+    fn first_seen(&self, key: &RepoKey) -> Result<FirstSeen, StoreError> {
+        let seen = self.seen.read().unwrap_or_else(|p| p.into_inner());
+        Ok(seen.get(key).cloned().unwrap_or_default())
+    }
+
+    fn update_first_seen(
+        &self,
+        key: &RepoKey,
+        change: &mut dyn FnMut(&mut FirstSeen) -> bool,
+    ) -> Result<(), StoreError> {
+        if self.has_tags(key) {
+            let mut seen = self.seen.write().unwrap_or_else(|p| p.into_inner());
+            change(seen.entry(key.clone()).or_default());
         }
         Ok(())
     }

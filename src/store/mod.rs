@@ -8,6 +8,7 @@
 mod digests;
 mod error;
 mod files;
+mod first_seen;
 mod front_coded;
 mod fs;
 mod image_facts;
@@ -17,6 +18,7 @@ mod tag_list;
 
 pub use digests::{DigestFact, DigestFacts, MAX_FACTS};
 pub use error::StoreError;
+pub use first_seen::{FirstSeen, Seen, MAX_SEEN};
 pub use front_coded::{decode_file as decode_tags_file, MAX_STORED_TEXT};
 pub use fs::{FsStore, DEFAULT_COMPRESSION_THRESHOLD};
 pub use image_facts::{ImageFacts, ImageFactsFile, PlatformFact, SignatureVerdict, MAX_IMAGES};
@@ -60,6 +62,48 @@ pub trait TagStore: Send + Sync {
 
     /// Remembers an image's facts beside `key`'s tags (nothing when it has none).
     fn record_image_facts(&self, key: &RepoKey, facts: ImageFacts) -> Result<(), StoreError>;
+
+    /// When `key`'s tags were first seen (`first_seen.rs`). An error means the record cannot be
+    /// trusted: callers count every tag as seen now.
+    fn first_seen(&self, key: &RepoKey) -> Result<FirstSeen, StoreError>;
+
+    /// Changes `key`'s first sightings under one lock; `change` says whether it changed
+    /// anything (else nothing is written). Nothing when `key` has no tags.
+    fn update_first_seen(
+        &self,
+        key: &RepoKey,
+        change: &mut dyn FnMut(&mut FirstSeen) -> bool,
+    ) -> Result<(), StoreError>;
+
+    /// Whether `key`'s stored tags are known to be at `revision` without reading them.
+    fn holds(&self, _key: &RepoKey, _revision: &Revision) -> bool {
+        false
+    }
+
+    /// [`TagStore::set`], recording which tags a scan at `now` lists for the first time. At a
+    /// first scan (nothing stored: a new repository, or a lost store) every tag counts as seen
+    /// before; an unchanged list costs no read.
+    fn set_seen(&self, key: &RepoKey, tags: &TagList, now: i64) -> Result<Revision, StoreError> {
+        if self.holds(key, &tags.revision()) {
+            return self.set(key, tags);
+        }
+        let (before, _) = self.get(key)?;
+        let revision = self.set(key, tags)?;
+        if !before.is_empty() {
+            let arrived = tags.minus(&before);
+            self.update_first_seen(key, &mut |seen| {
+                seen.retain(|t| tags.contains(t));
+                seen.arrived(arrived.iter().copied(), now);
+                true
+            })?;
+        }
+        Ok(revision)
+    }
+
+    /// `tag` names `digest` now: a digest other than the one recorded restarts its clock.
+    fn resolved(&self, key: &RepoKey, tag: &str, digest: &str, now: i64) -> Result<(), StoreError> {
+        self.update_first_seen(key, &mut |seen| seen.resolved(tag, digest, now))
+    }
 
     /// Every key with stored tags.
     fn keys(&self) -> Result<Vec<RepoKey>, StoreError>;

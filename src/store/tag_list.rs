@@ -97,6 +97,43 @@ impl TagList {
     pub fn revision(&self) -> Revision {
         Revision::of(self.text.as_bytes())
     }
+
+    /// The `i`th tag in the store's order.
+    fn at(&self, i: usize) -> &str {
+        let start = match i {
+            0 => 0,
+            _ => self.ends[i - 1] as usize + 1,
+        };
+        &self.text[start..self.ends[i] as usize]
+    }
+
+    /// Whether `tag` is listed (a binary search over the descending order).
+    pub fn contains(&self, tag: &str) -> bool {
+        let (mut low, mut high) = (0, self.len());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            match self.at(mid).as_bytes().cmp(tag.as_bytes()) {
+                std::cmp::Ordering::Equal => return true,
+                // Descending: a greater tag comes earlier.
+                std::cmp::Ordering::Greater => low = mid + 1,
+                std::cmp::Ordering::Less => high = mid,
+            }
+        }
+        false
+    }
+
+    /// The tags listed here and not in `before`, in the store's order (one walk of both).
+    pub fn minus<'a>(&'a self, before: &TagList) -> Vec<&'a str> {
+        let mut old = before.iter().peekable();
+        let mut new = Vec::new();
+        for tag in self.iter() {
+            while old.next_if(|o| o.as_bytes() > tag.as_bytes()).is_some() {}
+            if old.peek() != Some(&tag) {
+                new.push(tag);
+            }
+        }
+        new
+    }
 }
 
 impl Revision {
@@ -234,5 +271,21 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn contains_and_minus_walk_the_descending_order() {
+        let new = TagList::new(["1.10.0", "1.9.0", "1.2.0", "latest", "a", "a"]).unwrap();
+        let old = TagList::new(["1.9.0", "latest", "0.1.0"]).unwrap();
+        for tag in ["1.10.0", "1.9.0", "1.2.0", "latest", "a"] {
+            assert!(new.contains(tag), "{tag}");
+        }
+        for tag in ["", "1.1", "z", "0.1.0", "1.10"] {
+            assert!(!new.contains(tag), "{tag}");
+        }
+        assert_eq!(new.minus(&old), ["a", "a", "1.2.0", "1.10.0"]);
+        assert_eq!(old.minus(&new), ["0.1.0"]);
+        assert!(new.minus(&new).is_empty());
+        assert_eq!(new.minus(&TagList::default()).len(), new.len());
     }
 }

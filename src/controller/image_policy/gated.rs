@@ -8,8 +8,8 @@ use crate::api::HeldBackTag;
 use crate::policy::{Fact, Facts, Gates, Hold, ImageView, Judgement, Platform};
 use crate::registry::{ImageReference, Inspected, RegistryClient, TrustedKeys};
 use crate::store::{
-    DigestFact, DigestFacts, ImageFacts, ImageFactsFile, PlatformFact, RepoKey, SignatureVerdict,
-    StoreError, TagStore,
+    DigestFact, DigestFacts, FirstSeen, ImageFacts, ImageFactsFile, PlatformFact, RepoKey,
+    SignatureVerdict, StoreError, TagStore,
 };
 use futures::future::BoxFuture;
 use std::sync::Arc;
@@ -71,19 +71,26 @@ impl<'a> LazyClient<'a> {
 pub(super) struct Known {
     digests: DigestFacts,
     images: ImageFactsFile,
+    /// When each tag was first seen at its digest.
+    seen: FirstSeen,
 }
 
 impl Known {
-    /// One read of both files; a failure only costs requests (the facts are advisory).
-    pub async fn read(store: &Arc<dyn TagStore>, key: &RepoKey) -> Known {
-        blocking(store, key, |s, k| {
+    /// One read of each file. A failure of the advisory ones only costs requests; a first-seen
+    /// record that cannot be read counts every tag as seen `now` (held, never passed early).
+    pub async fn read(store: &Arc<dyn TagStore>, key: &RepoKey, now: i64) -> Known {
+        let seen = blocking(store, key, |s, k| s.first_seen(k).map(Some)).await;
+        let mut known = blocking(store, key, |s, k| {
             Ok(Some(Known {
                 digests: s.digest_facts(k)?,
                 images: s.all_image_facts(k)?,
+                seen: FirstSeen::default(),
             }))
         })
         .await
-        .unwrap_or_default()
+        .unwrap_or_default();
+        known.seen = seen.unwrap_or_else(|| FirstSeen::all_at(now));
+        known
     }
 }
 
@@ -200,8 +207,13 @@ async fn look_at(
     }
     // Each fact is looked up at most once, so the gates answer within as many rounds.
     let mut hold = None;
+    let first_seen = Some(known.seen.at(tag));
     for _ in 0..=2 {
-        let lacks = match looks.gates.judge(&view(looks, &facts, &platforms(&facts))) {
+        let offered = platforms(&facts);
+        let lacks = match looks
+            .gates
+            .judge(&view(looks, &facts, &offered, first_seen))
+        {
             Judgement::Pass => break,
             Judgement::Hold(held) => {
                 hold = Some(held);
@@ -244,6 +256,7 @@ fn view<'a>(
     looks: &Looks<'_, '_>,
     facts: &'a ImageFacts,
     platforms: &'a [(Platform, Option<i64>)],
+    first_seen: Option<i64>,
 ) -> Facts<'a> {
     let verdict = looks.keys.and_then(|keys| facts.verdict(&keys.fingerprint));
     let current = verdict.filter(|v| {
@@ -258,6 +271,7 @@ fn view<'a>(
             platforms,
         }),
         signature: current.map(|v| v.verified_by.as_deref().ok_or(v.reason.as_str())),
+        first_seen,
     }
 }
 
@@ -294,6 +308,14 @@ async fn digest_now(
         checked_at: looks.now,
     };
     known.digests.record(tag, fact.clone());
+    // A digest other than the one the tag was first seen at restarts its clock.
+    let (now, owned, resolved) = (looks.now, tag.to_string(), digest.clone());
+    if known.seen.resolved(tag, &digest, now) {
+        blocking(looks.store, looks.key, move |s, k| {
+            s.resolved(k, &owned, &resolved, now).map(Some)
+        })
+        .await;
+    }
     let owned = tag.to_string();
     blocking(looks.store, looks.key, move |s, k| {
         s.record_digest(k, &owned, fact).map(Some)

@@ -145,7 +145,7 @@ pub(super) async fn elect_gated<R: PolicyReader>(
         // goes on over reconciles (before its generation is observed) must not start again.
         fresh: requested(policy, status),
     };
-    let mut known = Known::read(env.store, gated.key).await;
+    let mut known = Known::read(env.store, gated.key, env.now.as_second()).await;
     let mut walked = Walked::default();
     let best = std::slice::from_ref(&candidates.best);
     walk(best, &looks, &mut known, &mut walked)

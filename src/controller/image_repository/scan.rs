@@ -43,7 +43,7 @@ pub(super) async fn scan(
     let write = move || {
         span.in_scope(|| {
             let tags = TagList::new(&listing.tags)?;
-            let revision = store.set(&key, &tags)?;
+            let revision = store.set_seen(&key, &tags, now.as_second())?;
             Ok::<_, crate::store::StoreError>((tags.first(10), tags.len(), revision))
         })
     };

@@ -1,25 +1,45 @@
-//! `spec.filterTags.minAge`: the image is at least this old, by its creation time.
+//! `spec.filterTags.minAge`: the image is at least this old, by its creation time (which its
+//! publisher writes) and by when the controller first saw the tag at this digest (which no
+//! publisher can backdate); both must be old enough.
 
 use super::{short_age, Fact, Facts, Gate, Hold, Judgement, Need, Platform};
 use std::time::Duration;
+
+/// What `minAge` does with an image that says nothing of when it was created
+/// (`spec.filterTags.minAgeUndated`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Undated {
+    /// Hold it back: no age, no election (fails closed).
+    #[default]
+    Hold,
+    /// Judge it by when it was first seen alone (reproducible builds date images to 1970 or
+    /// not at all).
+    FirstSeen,
+}
 
 /// A minimum age, as written, and the platforms whose images count for an index.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MinAge {
     age: Duration,
     written: String,
+    undated: Undated,
     platforms: Vec<Platform>,
 }
 
 impl MinAge {
-    /// `platforms`: `spec.platforms` (an index is as young as the images serving them; all of
-    /// its images without it).
-    pub fn new(age: Duration, written: String, platforms: Vec<Platform>) -> MinAge {
+    pub fn new(age: Duration, written: String, undated: Undated) -> MinAge {
         MinAge {
             age,
             written,
-            platforms,
+            undated,
+            platforms: Vec::new(),
         }
+    }
+
+    /// `spec.platforms`: an index is as young as the images serving them (all of its images
+    /// without it).
+    pub fn for_platforms(self, platforms: Vec<Platform>) -> MinAge {
+        MinAge { platforms, ..self }
     }
 
     /// The creation time the age is taken from: the image's own (a single manifest's, or an
@@ -40,6 +60,14 @@ impl MinAge {
         }
         newest
     }
+
+    fn hold(&self, reason: String, eligible_at: Option<i64>) -> Judgement {
+        Judgement::Hold(Hold {
+            gate: self.name(),
+            reason,
+            eligible_at,
+        })
+    }
 }
 
 impl Gate for MinAge {
@@ -48,7 +76,10 @@ impl Gate for MinAge {
     }
 
     fn describe(&self) -> String {
-        format!("minAge {}", self.written)
+        match self.undated {
+            Undated::Hold => format!("minAge {}", self.written),
+            Undated::FirstSeen => format!("minAge {} (undated: first seen)", self.written),
+        }
     }
 
     fn needs(&self) -> Need {
@@ -62,35 +93,52 @@ impl Gate for MinAge {
         let Some(image) = facts.image else {
             return Judgement::Lacks(Fact::Image);
         };
-        let written = &self.written;
-        let hold = |reason, eligible_at| {
-            Judgement::Hold(Hold {
-                gate: self.name(),
-                reason,
-                eligible_at,
-            })
-        };
-        let Some(created) = self.created(image.created, image.platforms) else {
-            return hold(
+        let (written, now) = (&self.written, facts.now);
+        let needed = self.age.as_secs() as i64;
+        let created = self.created(image.created, image.platforms);
+        if created.is_none() && (self.undated == Undated::Hold || facts.first_seen.is_none()) {
+            return self.hold(
                 format!(
                     "no creation time (neither the config's 'created' nor the \
                      org.opencontainers.image.created annotation); minAge {written} fails closed"
                 ),
                 None,
             );
+        }
+        if let Some(created) = created {
+            let age = now.saturating_sub(created);
+            if age < needed {
+                let reason = match age < 0 {
+                    true => format!(
+                        "created {} in the future, minAge {written}",
+                        short_age(-age)
+                    ),
+                    false => format!("{} old, minAge {written}", short_age(age)),
+                };
+                let at = created.saturating_add(needed);
+                let at = facts
+                    .first_seen
+                    .map_or(at, |s| at.max(s.saturating_add(needed)));
+                return self.hold(reason, Some(at));
+            }
+        }
+        let Some(seen) = facts.first_seen else {
+            return Judgement::Pass;
         };
-        let age = facts.now.saturating_sub(created);
-        let needed = self.age.as_secs() as i64;
+        let age = now.saturating_sub(seen);
         if age >= needed {
             return Judgement::Pass;
         }
-        let reason = match age < 0 {
-            true => format!(
-                "created {} in the future, minAge {written}",
-                short_age(-age)
-            ),
-            false => format!("{} old, minAge {written}", short_age(age)),
+        let created = match created {
+            Some(created) => format!("created {} ago", short_age(now.saturating_sub(created))),
+            None => "no creation time".into(),
         };
-        hold(reason, Some(created.saturating_add(needed)))
+        self.hold(
+            format!(
+                "first seen {} ago at this digest ({created}), minAge {written}",
+                short_age(age)
+            ),
+            Some(seen.saturating_add(needed)),
+        )
     }
 }

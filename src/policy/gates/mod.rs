@@ -12,7 +12,7 @@ mod platform;
 mod platforms;
 mod verify;
 
-pub use min_age::MinAge;
+pub use min_age::{MinAge, Undated};
 pub use platform::Platform;
 pub use platforms::Platforms;
 pub use verify::Verify;
@@ -65,6 +65,9 @@ pub struct Facts<'a> {
     pub image: Option<ImageView<'a>>,
     /// `Ok(key)`: a valid signature by that key; `Err(reason)`: none.
     pub signature: Option<Result<&'a str, &'a str>>,
+    /// When the tag was first seen at this digest (Unix seconds, 0: before the controller),
+    /// if the controller keeps it: a time the publisher does not write.
+    pub first_seen: Option<i64>,
 }
 
 /// An image as its manifest and config describe it.
@@ -102,17 +105,13 @@ pub struct Gates(Vec<Box<dyn Gate>>);
 
 impl Gates {
     /// The list in its order, from the gates the spec sets.
-    pub fn from_parts(
-        min_age: Option<(Duration, String)>,
-        platforms: Vec<Platform>,
-        verify: bool,
-    ) -> Gates {
+    pub fn from_parts(min_age: Option<MinAge>, platforms: Vec<Platform>, verify: bool) -> Gates {
         let mut list: Vec<Box<dyn Gate>> = Vec::new();
         if !platforms.is_empty() {
             list.push(Box::new(Platforms::new(platforms.clone())));
         }
-        if let Some((age, written)) = min_age {
-            list.push(Box::new(MinAge::new(age, written, platforms)));
+        if let Some(min_age) = min_age {
+            list.push(Box::new(min_age.for_platforms(platforms)));
         }
         if verify {
             list.push(Box::new(Verify));

@@ -9,7 +9,11 @@ fn p(text: &str) -> Platform {
 const DAY: i64 = 86_400;
 
 fn week() -> MinAge {
-    MinAge::new(Duration::from_secs(7 * DAY as u64), "168h".into(), vec![])
+    MinAge::new(
+        Duration::from_secs(7 * DAY as u64),
+        "168h".into(),
+        Undated::Hold,
+    )
 }
 
 fn image(created: Option<i64>, platforms: &[(Platform, Option<i64>)]) -> Facts<'_> {
@@ -17,6 +21,7 @@ fn image(created: Option<i64>, platforms: &[(Platform, Option<i64>)]) -> Facts<'
         now: 100 * DAY,
         image: Some(ImageView { created, platforms }),
         signature: None,
+        first_seen: None,
     }
 }
 
@@ -100,11 +105,7 @@ fn verify_judges_the_signature_check() {
 
 #[test]
 fn the_list_judges_in_order_and_asks_for_what_it_lacks() {
-    let gates = Gates::from_parts(
-        Some((Duration::from_secs(7 * DAY as u64), "168h".into())),
-        vec![p("linux/amd64")],
-        true,
-    );
+    let gates = Gates::from_parts(Some(week()), vec![p("linux/amd64")], true);
     assert_eq!(gates.names(), ["platforms", "minAge", "verify"]);
     assert_eq!(
         gates.describe(),
@@ -146,8 +147,10 @@ fn an_index_is_as_young_as_the_platforms_that_matter() {
     let undated = (p("linux/s390x"), None);
     let all = week();
     let age = Duration::from_secs(1);
-    let arm_only = MinAge::new(age, "1s".into(), vec![p("linux/arm64")]);
-    let amd_only = MinAge::new(age, "1s".into(), vec![p("linux/amd64")]);
+    let arm_only =
+        MinAge::new(age, "1s".into(), Undated::Hold).for_platforms(vec![p("linux/arm64")]);
+    let amd_only =
+        MinAge::new(age, "1s".into(), Undated::Hold).for_platforms(vec![p("linux/amd64")]);
     assert_eq!(
         all.created(Some(5), std::slice::from_ref(&amd)),
         Some(5),
@@ -171,4 +174,57 @@ fn ages_read_as_people_say_them() {
     assert_eq!(short_age(2 * 86_400), "2d");
     assert_eq!(short_age(2 * 86_400 + 4 * 3600), "2d4h");
     assert_eq!(short_age(-5), "0s");
+}
+
+#[test]
+fn min_age_needs_both_the_creation_time_and_the_first_sighting() {
+    let now = 100 * DAY;
+    let gate = week();
+    let none = [];
+    let mut facts = image(Some(now - 30 * DAY), &none);
+    facts.first_seen = Some(now - 2 * 3600);
+    let held_back = held(gate.judge(&facts));
+    assert_eq!(
+        held_back.reason, "first seen 2h ago at this digest (created 30d ago), minAge 168h",
+        "a backdated creation time does not pass"
+    );
+    assert_eq!(held_back.eligible_at, Some(now - 2 * 3600 + 7 * DAY));
+    facts.first_seen = Some(0);
+    assert_eq!(
+        gate.judge(&facts),
+        Judgement::Pass,
+        "seen before the controller"
+    );
+    let mut young = image(Some(now - 3600), &none);
+    young.first_seen = Some(now - 2 * 3600);
+    let both = held(gate.judge(&young));
+    assert_eq!(
+        both.reason, "1h old, minAge 168h",
+        "the creation time speaks first"
+    );
+    assert_eq!(
+        both.eligible_at,
+        Some(now - 3600 + 7 * DAY),
+        "the later of both"
+    );
+    // Undated: held, unless the policy judges by first sighting alone.
+    let mut undated = image(None, &none);
+    undated.first_seen = Some(now - 8 * DAY);
+    assert!(held(gate.judge(&undated)).reason.contains("fails closed"));
+    let lenient = MinAge::new(
+        Duration::from_secs(7 * DAY as u64),
+        "168h".into(),
+        Undated::FirstSeen,
+    );
+    assert_eq!(lenient.judge(&undated), Judgement::Pass);
+    undated.first_seen = Some(now - DAY);
+    assert_eq!(
+        held(lenient.judge(&undated)).reason,
+        "first seen 1d ago at this digest (no creation time), minAge 168h"
+    );
+    undated.first_seen = None;
+    assert!(held(lenient.judge(&undated))
+        .reason
+        .contains("fails closed"));
+    assert_eq!(lenient.describe(), "minAge 168h (undated: first seen)");
 }

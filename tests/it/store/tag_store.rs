@@ -623,3 +623,62 @@ fn deleting_a_repository_while_its_digest_is_recorded() {
     recorder.join().unwrap();
     assert!(!object_dir(dir.path(), &k).exists());
 }
+
+fn check_first_seen(store: &dyn TagStore) {
+    let k = key("ns1", "seen");
+    let list = |tags: &[&str]| TagList::new(tags.iter().copied()).unwrap();
+    store.set_seen(&k, &list(&["1.0.0", "0.9.0"]), 100).unwrap();
+    let seen = store.first_seen(&k).unwrap();
+    assert_eq!(
+        (seen.at("1.0.0"), seen.at("0.9.0")),
+        (0, 0),
+        "a first scan: seen before"
+    );
+    store
+        .set_seen(&k, &list(&["1.1.0", "1.0.0", "0.9.0"]), 200)
+        .unwrap();
+    store
+        .set_seen(&k, &list(&["1.2.0", "1.1.0", "1.0.0"]), 300)
+        .unwrap();
+    let seen = store.first_seen(&k).unwrap();
+    assert_eq!(
+        (seen.at("1.2.0"), seen.at("1.1.0"), seen.at("1.0.0")),
+        (300, 200, 0)
+    );
+    store.resolved(&k, "1.1.0", "sha256:a", 310).unwrap();
+    store.resolved(&k, "1.1.0", "sha256:b", 320).unwrap();
+    assert_eq!(store.first_seen(&k).unwrap().at("1.1.0"), 320, "moved");
+    // Nothing is kept for a repository without tags.
+    let none = key("ns1", "none");
+    store.resolved(&none, "1.0.0", "sha256:a", 5).unwrap();
+    assert_eq!(store.first_seen(&none).unwrap().at("1.0.0"), 0);
+    store.delete(&k).unwrap();
+    assert_eq!(store.first_seen(&k).unwrap().at("1.2.0"), 0);
+}
+
+#[test]
+fn first_sightings_are_kept_beside_the_tags_in_both_stores() {
+    check_first_seen(&MemoryStore::new());
+    let dir = tempfile::tempdir().unwrap();
+    check_first_seen(&FsStore::open(dir.path(), 64 * 1024).unwrap());
+}
+
+/// Not advisory: kept across a restart, and a file the store cannot trust is an error (the
+/// walk then counts every tag as seen now), never "seen long ago".
+#[test]
+fn first_sightings_survive_a_restart_and_an_oversized_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = key("ns1", "kept");
+    let list = |tags: &[&str]| TagList::new(tags.iter().copied()).unwrap();
+    {
+        let store = FsStore::open(dir.path(), 64 * 1024).unwrap();
+        store.set_seen(&k, &list(&["1.0.0"]), 100).unwrap();
+        store.set_seen(&k, &list(&["1.1.0", "1.0.0"]), 200).unwrap();
+    }
+    let store = FsStore::open(dir.path(), 64 * 1024).unwrap();
+    assert_eq!(store.first_seen(&k).unwrap().at("1.1.0"), 200);
+    let file = object_dir(dir.path(), &k).join("seen.txt");
+    assert_eq!(mode(&file), 0o600);
+    std::fs::write(&file, "9 x\n".repeat(2 << 20)).unwrap();
+    assert!(store.first_seen(&k).is_err());
+}

@@ -29,12 +29,17 @@ impl Bench {
         let store: Arc<dyn TagStore> = Arc::new(MemoryStore::new());
         let key = RepoKey::new(NS, "app").unwrap();
         store.set(&key, &TagList::new(tags).unwrap()).unwrap();
+        Bench::with_store(registry, store, tags.len())
+    }
+
+    /// On `store` as it is (a controller restarted on its store).
+    pub fn with_store(registry: Distribution, store: Arc<dyn TagStore>, tags: usize) -> Bench {
         let repository = serde_json::from_value(json!({
             "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImageRepository",
             "metadata": {"name": "app", "namespace": NS},
             "spec": {"image": format!("{}/app", registry.host), "interval": "5m",
                      "secretRef": {"name": "creds"}},
-            "status": {"lastScanResult": {"tagCount": tags.len(), "scanTime": "2026-01-01T00:00:00Z"}},
+            "status": {"lastScanResult": {"tagCount": tags, "scanTime": "2026-01-01T00:00:00Z"}},
         }))
         .unwrap();
         Bench {
