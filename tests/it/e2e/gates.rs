@@ -131,3 +131,67 @@ async fn e2e_gates_hold_back_explain_and_elect() {
     );
     assert!(controller.stop().success());
 }
+
+/// `minAge` by first sighting on a real API server: a release backdated by a month that a
+/// later scan lists for the first time is held, with the reason in status and in an event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster: make e2e"]
+async fn e2e_a_backdated_release_waits_from_its_first_sighting() {
+    install_crds();
+    let registry = Distribution::start(Variant::default());
+    let now = Timestamp::now();
+    let month_ago = (now - SignedDuration::from_hours(30 * 24)).to_string();
+    let repository = format!("{}/seen/app", registry.host);
+    let v1 = registry
+        .push_dated("seen/app", "1.0.0", "amd64", Some(&month_ago), "a")
+        .await;
+    let ns = Namespace(format!("image-reflector-seen-{}", std::process::id()));
+    ok(kubectl(&["create", "namespace", &ns.0], None));
+    let manifests = format!(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: {ns}}}\n\
+         spec: {{image: {repository}, interval: 5m}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: aged, namespace: {ns}}}\n\
+         spec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '>=1.0.0'}}}}\n  \
+         filterTags: {{minAge: 168h}}\n  digestReflectionPolicy: IfNotPresent\n",
+        ns = ns.0
+    );
+    ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = install_and_controller_kubeconfig(dir.path());
+    let controller = Controller::start(&ns.0, &kubeconfig);
+    wait_for(
+        &ns.0,
+        "imagepolicy/aged",
+        "{.status.latestRef.tag}",
+        "1.0.0",
+    );
+    assert_eq!(
+        get_json(&ns.0, "imagepolicy/aged")["status"]["latestRef"]["digest"],
+        v1.as_str()
+    );
+
+    // The publisher pushes 1.1.0 dated a month back; the next scan sees it for the first time.
+    registry
+        .push_dated("seen/app", "1.1.0", "amd64", Some(&month_ago), "b")
+        .await;
+    request_reconcile(&ns.0, "imagerepository/app", "e2e-seen");
+    wait_for(
+        &ns.0,
+        "imagepolicy/aged",
+        "{.status.heldBack[0].tag}",
+        "1.1.0",
+    );
+    let policy = get_json(&ns.0, "imagepolicy/aged");
+    assert_eq!(policy["status"]["latestRef"]["tag"], "1.0.0");
+    let reason = policy["status"]["heldBack"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("first seen ") && reason.contains("ago at this digest (created 30d"),
+        "{reason}"
+    );
+    let events = ok(kubectl(&["get", "events", "-n", &ns.0, "-o", "json"], None));
+    assert!(
+        events.contains("1.1.0 held back by minAge: first seen "),
+        "{events}"
+    );
+    assert!(controller.stop().success());
+}
