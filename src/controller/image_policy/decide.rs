@@ -6,11 +6,11 @@
 use super::digest::{reflected_digest, Wanted};
 use super::downgrade::Floor;
 pub use super::env::{PolicyEnv, PolicyReader};
-pub use super::gated::{MAX_INSPECTIONS, MAX_WALK};
 use super::gated_step::{elect_gated, Candidates, Gated};
 pub use super::record::CONTINUE_WALK;
 use super::record::{record, Election};
 use super::repository::find_repository;
+pub use super::walk::{MAX_INSPECTIONS, MAX_WALK};
 use crate::api::{
     format_go_duration, parse_go_duration, ImagePolicy, ImagePolicySpec, ImagePolicyStatus,
     ImageRef, ImageRepository, ReflectionPolicy,

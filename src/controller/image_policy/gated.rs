@@ -1,11 +1,10 @@
-//! The gated election (docs/imagepolicy.md, "Gated election"): the candidates from the best
-//! down, each looked at until one passes every gate. What a look needs comes from the store
-//! when it is known (a tag's digest, an image's creation time and platforms, a signature
-//! verdict), else from the registry, for at most [`MAX_INSPECTIONS`] candidates per reconcile
-//! and [`MAX_WALK`] in all.
+//! Where the gated election's facts come from in the controller and in `scan`
+//! ([`StoreAndRegistry`], the walk's [`FactSource`]): the store when it knows them (a tag's
+//! digest, an image's creation time and platforms, a signature verdict, a first sighting),
+//! else the registry, and what is learnt is kept in the store.
 
-use crate::api::HeldBackTag;
-use crate::policy::{Fact, Facts, Gates, Hold, ImageView, Judgement, Platform};
+use super::walk::{Budget, Cut, FactSource};
+use crate::policy::{Fact, Gates, Platform};
 use crate::registry::{ImageReference, Inspected, RegistryClient, TrustedKeys};
 use crate::store::{
     DigestFact, DigestFacts, FirstSeen, ImageFacts, ImageFactsFile, PlatformFact, RepoKey,
@@ -14,12 +13,6 @@ use crate::store::{
 use futures::future::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Candidates walked per reconcile, best first: beyond, nothing is elected (NoEligibleTag).
-pub const MAX_WALK: usize = 50;
-/// Candidates per reconcile whose look needs the registry; when spent, the walk goes on in
-/// the next reconcile, seconds later, with what this one learnt in the store.
-pub const MAX_INSPECTIONS: usize = 10;
 
 /// What the walk reads besides the candidates.
 pub(super) struct Looks<'a, 'c> {
@@ -59,7 +52,7 @@ impl<'a> LazyClient<'a> {
         }
     }
 
-    async fn get(&self) -> Result<&RegistryClient, Cut> {
+    pub(super) async fn get(&self) -> Result<&RegistryClient, Cut> {
         let made = self.cell.get_or_try_init(|| (self.make)()).await;
         made.map_err(Cut::Failed)
     }
@@ -94,194 +87,79 @@ impl Known {
     }
 }
 
-/// Where the walk ended.
-#[derive(Debug, Default)]
-pub(super) struct Walked {
-    /// The tag elected and its digest.
-    pub elected: Option<(String, String)>,
-    /// The better-ranked candidates held back, best first.
-    pub held: Vec<HeldBackTag>,
-    /// When a held candidate should be looked at again (a minimum age reached, a recheck).
-    pub look_again: Option<Duration>,
-    /// Candidates looked at, and how many of them needed the registry.
-    pub walked: usize,
-    pub inspected: usize,
-    /// The walk stopped at [`MAX_INSPECTIONS`] and goes on in the next reconcile.
-    pub unfinished: bool,
+/// The walk's facts from the store, else the registry.
+pub(super) struct StoreAndRegistry<'l, 'a, 'c> {
+    pub looks: &'l Looks<'a, 'c>,
+    pub known: Known,
 }
 
-/// Walks `ranked` (best first) on from where `walked` stands, and elects the first candidate
-/// that passes every gate. A registry error ends the walk with an error: nothing unchecked is
-/// elected.
-pub(super) async fn walk(
-    ranked: &[String],
-    looks: &Looks<'_, '_>,
-    known: &mut Known,
-    walked: &mut Walked,
-) -> Result<(), String> {
-    for tag in ranked.iter().take(MAX_WALK.saturating_sub(walked.walked)) {
-        walked.walked += 1;
-        let mut budget = Budget {
-            used: &mut walked.inspected,
-            charged: false,
-        };
-        let (digest, hold) = match look_at(looks, known, tag, &mut budget).await {
-            Ok(looked) => looked,
-            Err(Cut::Gone) => continue,
-            Err(Cut::Spent) => {
-                walked.unfinished = true;
-                break;
+impl FactSource for StoreAndRegistry<'_, '_, '_> {
+    async fn digest(&mut self, tag: &str, budget: &mut Budget<'_>) -> Result<String, Cut> {
+        let (digest, inspected) = digest_now(self.looks, &mut self.known, tag, budget).await?;
+        if let Some(found) = inspected {
+            let mut facts = self.known(&digest);
+            if !facts.inspected {
+                take_inspection(&mut facts, found);
+                self.keep(facts).await;
             }
-            Err(Cut::Failed(e)) => return Err(format!("checking the gates of {tag}: {e}")),
-        };
-        let Some(hold) = hold else {
-            walked.elected = Some((tag.clone(), digest));
-            break;
-        };
-        let again = match hold.eligible_at {
-            Some(at) => Duration::from_secs(at.saturating_sub(looks.now).max(1) as u64),
-            None => looks.recheck,
-        };
-        walked.look_again = Some(walked.look_again.map_or(again, |d| d.min(again)));
-        walked.held.push(HeldBackTag {
-            tag: tag.clone(),
-            digest: Some(digest),
-            gate: hold.gate.into(),
-            reason: hold.reason,
-        });
-    }
-    Ok(())
-}
-
-/// Why a look at a candidate ended early.
-enum Cut {
-    /// The tag or its manifest is gone since the scan: not a candidate.
-    Gone,
-    /// It needs the registry and this reconcile's inspections are spent.
-    Spent,
-    /// The registry failed: the walk ends.
-    Failed(String),
-}
-
-/// The reconcile's registry inspections, charged once per candidate that needs one.
-struct Budget<'a> {
-    used: &'a mut usize,
-    charged: bool,
-}
-
-impl Budget<'_> {
-    fn charge(&mut self) -> Result<(), Cut> {
-        if !self.charged {
-            if *self.used == MAX_INSPECTIONS {
-                return Err(Cut::Spent);
-            }
-            *self.used += 1;
-            self.charged = true;
         }
-        Ok(())
+        Ok(digest)
     }
-}
 
-/// One candidate: its digest now, then the gates in their order, each asking for the facts it
-/// lacks (the image, the signature check), looked up once and kept. Returns the digest and,
-/// when a gate holds it back, why.
-async fn look_at(
-    looks: &Looks<'_, '_>,
-    known: &mut Known,
-    tag: &str,
-    budget: &mut Budget<'_>,
-) -> Result<(String, Option<Hold>), Cut> {
-    let (digest, inspected) = digest_now(looks, known, tag, budget).await?;
-    let mut facts = known
-        .images
-        .get(&digest)
-        .cloned()
-        .unwrap_or_else(|| ImageFacts {
-            digest: digest.clone(),
-            ..Default::default()
-        });
-    let mut changed = false;
-    if let Some(found) = inspected.filter(|_| !facts.inspected) {
-        take_inspection(&mut facts, found);
-        changed = true;
+    fn known(&self, digest: &str) -> ImageFacts {
+        self.known
+            .images
+            .get(digest)
+            .cloned()
+            .unwrap_or_else(|| ImageFacts {
+                digest: digest.to_string(),
+                ..Default::default()
+            })
     }
-    // Each fact is looked up at most once, so the gates answer within as many rounds.
-    let mut hold = None;
-    let first_seen = Some(known.seen.at(tag));
-    for _ in 0..=2 {
-        let offered = platforms(&facts);
-        let lacks = match looks
-            .gates
-            .judge(&view(looks, &facts, &offered, first_seen))
-        {
-            Judgement::Pass => break,
-            Judgement::Hold(held) => {
-                hold = Some(held);
-                break;
-            }
-            Judgement::Lacks(lacks) => lacks,
-        };
-        budget.charge()?;
-        match lacks {
+
+    async fn look_up(&mut self, fact: Fact, facts: &mut ImageFacts) -> Result<(), Cut> {
+        let looks = self.looks;
+        match fact {
             Fact::Image => {
                 let client = looks.client.get().await?;
-                let inspected = client.inspect(looks.image, &digest).await;
+                let inspected = client.inspect(looks.image, &facts.digest).await;
                 let found = inspected
                     .map_err(|e| Cut::Failed(e.to_string()))?
                     .ok_or(Cut::Gone)?;
-                take_inspection(&mut facts, found);
+                take_inspection(facts, found);
             }
             Fact::Signature => {
                 let verdict = check_signature(looks, &facts.digest).await?;
                 facts.set_verdict(verdict);
             }
         }
-        changed = true;
+        Ok(())
     }
-    if changed {
-        facts.recorded_at = looks.now;
-        known.images.record(facts.clone());
-        blocking(looks.store, looks.key, move |s, k| {
+
+    /// The verdict for the trusted keys while it holds: a valid signature always; "not
+    /// valid" within `recheck`, and not when a reconcile was requested.
+    fn verdict<'f>(&self, facts: &'f ImageFacts) -> Option<&'f SignatureVerdict> {
+        let looks = self.looks;
+        let verdict = looks
+            .keys
+            .and_then(|keys| facts.verdict(&keys.fingerprint))?;
+        let recent =
+            (looks.now.saturating_sub(verdict.checked_at) as u64) < looks.recheck.as_secs();
+        (verdict.verified_by.is_some() || (!looks.fresh && recent)).then_some(verdict)
+    }
+
+    fn first_seen(&self, tag: &str) -> Option<i64> {
+        Some(self.known.seen.at(tag))
+    }
+
+    async fn keep(&mut self, mut facts: ImageFacts) {
+        facts.recorded_at = self.looks.now;
+        self.known.images.record(facts.clone());
+        blocking(self.looks.store, self.looks.key, move |s, k| {
             s.record_image_facts(k, facts).map(Some)
         })
         .await;
     }
-    Ok((digest, hold))
-}
-
-/// What the gates see of `facts`: the image once inspected, and the signature verdict for
-/// the trusted keys while it holds (a valid signature always; "not valid" within `recheck`,
-/// and not when a reconcile was requested).
-fn view<'a>(
-    looks: &Looks<'_, '_>,
-    facts: &'a ImageFacts,
-    platforms: &'a [(Platform, Option<i64>)],
-    first_seen: Option<i64>,
-) -> Facts<'a> {
-    let verdict = looks.keys.and_then(|keys| facts.verdict(&keys.fingerprint));
-    let current = verdict.filter(|v| {
-        v.verified_by.is_some()
-            || (!looks.fresh
-                && (looks.now.saturating_sub(v.checked_at) as u64) < looks.recheck.as_secs())
-    });
-    Facts {
-        now: looks.now,
-        image: facts.inspected.then_some(ImageView {
-            created: facts.created,
-            platforms,
-        }),
-        signature: current.map(|v| v.verified_by.as_deref().ok_or(v.reason.as_str())),
-        first_seen,
-    }
-}
-
-/// The platforms an inspection found, parsed back from the store's strings.
-fn platforms(facts: &ImageFacts) -> Vec<(Platform, Option<i64>)> {
-    facts
-        .platforms
-        .iter()
-        .filter_map(|p| Platform::parse(&p.platform).ok().map(|x| (x, p.created)))
-        .collect()
 }
 
 /// The digest `tag` names: the stored one while it is current (looked up within `recheck`, or

@@ -1,13 +1,15 @@
 //! The gated election as a step of the policy reconcile: the trusted keys, a registry client
-//! with the repository's settings, the walk ([`super::gated`]), and what it comes to in status.
+//! with the repository's settings, the walk ([`super::walk`]) over the store's and the
+//! registry's facts ([`super::gated`]), and what it comes to in status.
 //! A registry error while checking a gate keeps the last `latestRef` (no downgrade to an
 //! unchecked tag).
 
 use super::digest::{registry_client, requested};
 use super::downgrade::Floor;
 use super::env::{PolicyEnv, PolicyReader};
-use super::gated::{walk, Known, LazyClient, Looks, Walked, MAX_INSPECTIONS, MAX_WALK};
+use super::gated::{Known, LazyClient, Looks, StoreAndRegistry};
 use super::record::Election;
+use super::walk::{walk, Walked, MAX_INSPECTIONS, MAX_WALK};
 use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRef, ImageRepository, ReflectionPolicy};
 use crate::controller::shared::conditions::Reason;
 use crate::controller::shared::credentials::secret_data;
@@ -145,16 +147,21 @@ pub(super) async fn elect_gated<R: PolicyReader>(
         // goes on over reconciles (before its generation is observed) must not start again.
         fresh: requested(policy, status),
     };
-    let mut known = Known::read(env.store, gated.key, env.now.as_second()).await;
+    let known = Known::read(env.store, gated.key, env.now.as_second()).await;
+    let clock = (looks.now, looks.recheck);
+    let mut source = StoreAndRegistry {
+        looks: &looks,
+        known,
+    };
     let mut walked = Walked::default();
     let best = std::slice::from_ref(&candidates.best);
-    walk(best, &looks, &mut known, &mut walked)
+    walk(best, gated.gates, &mut source, &mut walked, clock)
         .await
         .map_err(check)?;
     let mut refused = None;
     if walked.elected.is_none() && !walked.unfinished {
         let rest = candidates.rest(gated.floor).await.map_err(check)?;
-        walk(&rest.allowed, &looks, &mut known, &mut walked)
+        walk(&rest.allowed, gated.gates, &mut source, &mut walked, clock)
             .await
             .map_err(check)?;
         // The guard cut the walk short and the tag it holds at is gone: a downgrade refused.

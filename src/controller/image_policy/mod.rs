@@ -18,6 +18,7 @@ pub mod reconcile;
 mod record;
 pub mod report;
 mod repository;
+mod walk;
 
 use crate::api::{ImagePolicy, ImageRepository};
 use crate::controller::shared::error::Error;

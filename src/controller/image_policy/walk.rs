@@ -1,0 +1,197 @@
+//! The gated election's walk (docs/imagepolicy.md, "Gated election"): the candidates from the
+//! best down, each judged by the gate list (`crate::policy::gates`) until one passes. Facts
+//! come from a [`FactSource`]: the store and the registry in the controller (`gated.rs`), a
+//! table in the tests. At most [`MAX_INSPECTIONS`] candidates per reconcile may need the
+//! registry, and [`MAX_WALK`] are walked in all.
+
+use crate::api::HeldBackTag;
+use crate::policy::{Fact, Facts, Gates, Hold, ImageView, Judgement, Platform};
+use crate::store::{ImageFacts, SignatureVerdict};
+use std::future::Future;
+use std::time::Duration;
+
+/// Candidates walked per reconcile, best first: beyond, nothing is elected (NoEligibleTag).
+pub const MAX_WALK: usize = 50;
+/// Candidates per reconcile whose look needs the registry; when spent, the walk goes on in
+/// the next reconcile, seconds later, with what this one learnt in the store.
+pub const MAX_INSPECTIONS: usize = 10;
+
+/// Where the walk's facts come from. A method that must ask the registry charges the
+/// reconcile's [`Budget`] first.
+pub(super) trait FactSource: Send {
+    /// The digest `tag` names now. What the same request read of the image is kept, so
+    /// [`FactSource::known`] has it.
+    fn digest(
+        &mut self,
+        tag: &str,
+        budget: &mut Budget<'_>,
+    ) -> impl Future<Output = Result<String, Cut>> + Send;
+
+    /// What is known of the image `digest` without a request.
+    fn known(&self, digest: &str) -> ImageFacts;
+
+    /// Looks `fact` up for the image `facts.digest`, into `facts` (the budget is charged).
+    fn look_up(
+        &mut self,
+        fact: Fact,
+        facts: &mut ImageFacts,
+    ) -> impl Future<Output = Result<(), Cut>> + Send;
+
+    /// The signature verdict that holds now, if one is known.
+    fn verdict<'f>(&self, facts: &'f ImageFacts) -> Option<&'f SignatureVerdict>;
+
+    /// When `tag` was first seen at its digest (Unix seconds), if kept.
+    fn first_seen(&self, tag: &str) -> Option<i64>;
+
+    /// Keeps what the walk learnt of an image.
+    fn keep(&mut self, facts: ImageFacts) -> impl Future<Output = ()> + Send;
+}
+
+/// Where the walk ended.
+#[derive(Debug, Default)]
+pub(super) struct Walked {
+    /// The tag elected and its digest.
+    pub elected: Option<(String, String)>,
+    /// The better-ranked candidates held back, best first.
+    pub held: Vec<HeldBackTag>,
+    /// When a held candidate should be looked at again (a minimum age reached, a recheck).
+    pub look_again: Option<Duration>,
+    /// Candidates looked at, and how many of them needed the registry.
+    pub walked: usize,
+    pub inspected: usize,
+    /// The walk stopped at [`MAX_INSPECTIONS`] and goes on in the next reconcile.
+    pub unfinished: bool,
+}
+
+/// Why a look at a candidate ended early.
+#[derive(Debug)]
+pub(super) enum Cut {
+    /// The tag or its manifest is gone since the scan: not a candidate.
+    Gone,
+    /// It needs the registry and this reconcile's inspections are spent.
+    Spent,
+    /// The registry failed: the walk ends.
+    Failed(String),
+}
+
+/// The reconcile's registry inspections, charged once per candidate that needs one.
+pub(super) struct Budget<'a> {
+    used: &'a mut usize,
+    charged: bool,
+}
+
+impl Budget<'_> {
+    pub fn charge(&mut self) -> Result<(), Cut> {
+        if !self.charged {
+            if *self.used == MAX_INSPECTIONS {
+                return Err(Cut::Spent);
+            }
+            *self.used += 1;
+            self.charged = true;
+        }
+        Ok(())
+    }
+}
+
+/// Walks `ranked` (best first) on from where `walked` stands, and elects the first candidate
+/// that passes every gate. `now` in Unix seconds; `recheck`: when a hold that time alone does
+/// not open is looked at again. A registry error ends the walk with an error: nothing
+/// unchecked is elected.
+pub(super) async fn walk<S: FactSource>(
+    ranked: &[String],
+    gates: &Gates,
+    source: &mut S,
+    walked: &mut Walked,
+    (now, recheck): (i64, Duration),
+) -> Result<(), String> {
+    for tag in ranked.iter().take(MAX_WALK.saturating_sub(walked.walked)) {
+        walked.walked += 1;
+        let mut budget = Budget {
+            used: &mut walked.inspected,
+            charged: false,
+        };
+        let (digest, hold) = match look_at(gates, source, tag, now, &mut budget).await {
+            Ok(looked) => looked,
+            Err(Cut::Gone) => continue,
+            Err(Cut::Spent) => {
+                walked.unfinished = true;
+                break;
+            }
+            Err(Cut::Failed(e)) => return Err(format!("checking the gates of {tag}: {e}")),
+        };
+        let Some(hold) = hold else {
+            walked.elected = Some((tag.clone(), digest));
+            break;
+        };
+        let again = match hold.eligible_at {
+            Some(at) => Duration::from_secs(at.saturating_sub(now).max(1) as u64),
+            None => recheck,
+        };
+        walked.look_again = Some(walked.look_again.map_or(again, |d| d.min(again)));
+        walked.held.push(HeldBackTag {
+            tag: tag.clone(),
+            digest: Some(digest),
+            gate: hold.gate.into(),
+            reason: hold.reason,
+        });
+    }
+    Ok(())
+}
+
+/// One candidate: its digest now, then the gates in their order, each asking for the facts it
+/// lacks (the image, the signature check), looked up once and kept. Returns the digest and,
+/// when a gate holds it back, why.
+async fn look_at<S: FactSource>(
+    gates: &Gates,
+    source: &mut S,
+    tag: &str,
+    now: i64,
+    budget: &mut Budget<'_>,
+) -> Result<(String, Option<Hold>), Cut> {
+    let digest = source.digest(tag, budget).await?;
+    let mut facts = source.known(&digest);
+    let first_seen = source.first_seen(tag);
+    let mut changed = false;
+    // Each fact is looked up at most once, so the gates answer within as many rounds.
+    let mut hold = None;
+    for _ in 0..=2 {
+        let offered = platforms(&facts);
+        let verdict = source.verdict(&facts);
+        let view = Facts {
+            now,
+            image: facts.inspected.then_some(ImageView {
+                created: facts.created,
+                platforms: &offered,
+            }),
+            signature: verdict.map(|v| v.verified_by.as_deref().ok_or(v.reason.as_str())),
+            first_seen,
+        };
+        let lacks = match gates.judge(&view) {
+            Judgement::Pass => break,
+            Judgement::Hold(held) => {
+                hold = Some(held);
+                break;
+            }
+            Judgement::Lacks(lacks) => lacks,
+        };
+        budget.charge()?;
+        source.look_up(lacks, &mut facts).await?;
+        changed = true;
+    }
+    if changed {
+        source.keep(facts).await;
+    }
+    Ok((digest, hold))
+}
+
+/// The platforms an inspection found, parsed back from the store's strings.
+fn platforms(facts: &ImageFacts) -> Vec<(Platform, Option<i64>)> {
+    facts
+        .platforms
+        .iter()
+        .filter_map(|p| Platform::parse(&p.platform).ok().map(|x| (x, p.created)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,381 @@
+//! The walk with a fact source made of tables (no registry, no store): every gate alone and
+//! together, the order, and the bounds.
+
+use super::*;
+use crate::policy::{MinAge, Undated};
+use crate::store::PlatformFact;
+use std::collections::{HashMap, HashSet};
+
+const NOW: i64 = 1_000 * 86_400;
+const DAY: i64 = 86_400;
+
+/// One image per tag: its digest is `d-<tag>`.
+#[derive(Default)]
+struct Table {
+    created: HashMap<String, Option<i64>>,
+    platforms: HashMap<String, Vec<&'static str>>,
+    signed: HashSet<String>,
+    first_seen: HashMap<String, i64>,
+    /// Tags whose digest the store knows (no request).
+    stored: HashSet<String>,
+    gone: HashSet<String>,
+    /// Every registry request, as `digest <tag>`, `image <digest>`, `signature <digest>`.
+    asked: Vec<String>,
+    kept: Vec<String>,
+}
+
+impl Table {
+    fn image(mut self, tag: &str, age_days: i64, platforms: &[&'static str]) -> Table {
+        self.created.insert(tag.into(), Some(NOW - age_days * DAY));
+        self.platforms.insert(tag.into(), platforms.to_vec());
+        self
+    }
+
+    fn tags(tags: &[&str]) -> Vec<String> {
+        tags.iter().map(|t| t.to_string()).collect()
+    }
+}
+
+fn tag_of(digest: &str) -> &str {
+    digest.strip_prefix("d-").unwrap()
+}
+
+impl FactSource for Table {
+    async fn digest(&mut self, tag: &str, budget: &mut Budget<'_>) -> Result<String, Cut> {
+        if !self.stored.contains(tag) {
+            budget.charge()?;
+            self.asked.push(format!("digest {tag}"));
+        }
+        match self.gone.contains(tag) {
+            true => Err(Cut::Gone),
+            false => Ok(format!("d-{tag}")),
+        }
+    }
+
+    fn known(&self, digest: &str) -> ImageFacts {
+        ImageFacts {
+            digest: digest.into(),
+            ..Default::default()
+        }
+    }
+
+    async fn look_up(&mut self, fact: Fact, facts: &mut ImageFacts) -> Result<(), Cut> {
+        let tag = tag_of(&facts.digest).to_string();
+        match fact {
+            Fact::Image => {
+                self.asked.push(format!("image {}", facts.digest));
+                facts.inspected = true;
+                facts.created = self.created.get(&tag).copied().flatten();
+                facts.platforms = self
+                    .platforms
+                    .get(&tag)
+                    .into_iter()
+                    .flatten()
+                    .map(|p| PlatformFact {
+                        platform: p.to_string(),
+                        created: facts.created,
+                    })
+                    .collect();
+            }
+            Fact::Signature => {
+                self.asked.push(format!("signature {}", facts.digest));
+                let signed = self.signed.contains(&tag);
+                facts.set_verdict(SignatureVerdict {
+                    keys: "k".into(),
+                    verified_by: signed.then(|| "cosign.pub".into()),
+                    reason: if signed {
+                        String::new()
+                    } else {
+                        "no cosign signature".into()
+                    },
+                    checked_at: NOW,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn verdict<'f>(&self, facts: &'f ImageFacts) -> Option<&'f SignatureVerdict> {
+        facts.verdict("k")
+    }
+
+    fn first_seen(&self, tag: &str) -> Option<i64> {
+        Some(self.first_seen.get(tag).copied().unwrap_or(0))
+    }
+
+    async fn keep(&mut self, facts: ImageFacts) {
+        self.kept.push(facts.digest);
+    }
+}
+
+fn week() -> MinAge {
+    MinAge::new(
+        Duration::from_secs(7 * DAY as u64),
+        "168h".into(),
+        Undated::Hold,
+    )
+}
+
+fn platform(text: &str) -> Platform {
+    Platform::parse(text).unwrap()
+}
+
+async fn run(ranked: &[&str], gates: &Gates, table: &mut Table) -> Walked {
+    let mut walked = Walked::default();
+    let recheck = Duration::from_secs(300);
+    walk(
+        &Table::tags(ranked),
+        gates,
+        table,
+        &mut walked,
+        (NOW, recheck),
+    )
+    .await
+    .unwrap();
+    walked
+}
+
+fn held(walked: &Walked) -> Vec<(&str, &str)> {
+    walked
+        .held
+        .iter()
+        .map(|h| (h.tag.as_str(), h.gate.as_str()))
+        .collect()
+}
+
+#[tokio::test]
+async fn without_gates_the_best_is_elected_with_its_digest_only() {
+    let mut table = Table::default();
+    let walked = run(&["1.2.0", "1.1.0"], &Gates::default(), &mut table).await;
+    assert_eq!(walked.elected, Some(("1.2.0".into(), "d-1.2.0".into())));
+    assert_eq!(table.asked, ["digest 1.2.0"]);
+    assert!(table.kept.is_empty());
+}
+
+#[tokio::test]
+async fn each_gate_alone_holds_back_what_fails_it() {
+    let old = Some(week());
+    let amd = vec![platform("linux/amd64")];
+    // minAge: the young best is held, the week-old one elected; time alone opens the hold.
+    let mut table =
+        Table::default()
+            .image("1.2.0", 2, &["linux/amd64"])
+            .image("1.1.0", 9, &["linux/amd64"]);
+    let walked = run(
+        &["1.2.0", "1.1.0"],
+        &Gates::from_parts(old, vec![], false),
+        &mut table,
+    )
+    .await;
+    assert_eq!(walked.elected.as_ref().unwrap().0, "1.1.0");
+    assert_eq!(held(&walked), [("1.2.0", "minAge")]);
+    assert_eq!(walked.look_again, Some(Duration::from_secs(5 * DAY as u64)));
+    // platforms
+    let mut table = Table::default().image("1.2.0", 9, &["linux/arm64"]).image(
+        "1.1.0",
+        9,
+        &["linux/amd64", "linux/arm64"],
+    );
+    let walked = run(
+        &["1.2.0", "1.1.0"],
+        &Gates::from_parts(None, amd, false),
+        &mut table,
+    )
+    .await;
+    assert_eq!(walked.elected.as_ref().unwrap().0, "1.1.0");
+    assert_eq!(held(&walked), [("1.2.0", "platforms")]);
+    assert_eq!(
+        walked.look_again,
+        Some(Duration::from_secs(300)),
+        "a recheck"
+    );
+    // verify: no image read at all.
+    let mut table = Table::default();
+    table.signed.insert("1.1.0".into());
+    let walked = run(
+        &["1.2.0", "1.1.0"],
+        &Gates::from_parts(None, vec![], true),
+        &mut table,
+    )
+    .await;
+    assert_eq!(walked.elected.as_ref().unwrap().0, "1.1.0");
+    assert_eq!(held(&walked), [("1.2.0", "verify")]);
+    assert_eq!(
+        table.asked,
+        [
+            "digest 1.2.0",
+            "signature d-1.2.0",
+            "digest 1.1.0",
+            "signature d-1.1.0"
+        ]
+    );
+    // minAge by first sighting: a month-old image listed a day ago.
+    let mut table = Table::default()
+        .image("1.2.0", 30, &[])
+        .image("1.1.0", 30, &[]);
+    table.first_seen.insert("1.2.0".into(), NOW - DAY);
+    let walked = run(
+        &["1.2.0", "1.1.0"],
+        &Gates::from_parts(Some(week()), vec![], false),
+        &mut table,
+    )
+    .await;
+    assert_eq!(walked.elected.as_ref().unwrap().0, "1.1.0");
+    assert!(
+        walked.held[0].reason.starts_with("first seen 1d ago"),
+        "{:?}",
+        walked.held
+    );
+}
+
+#[tokio::test]
+async fn together_the_gates_judge_in_order_and_read_each_fact_once() {
+    let gates = Gates::from_parts(Some(week()), vec![platform("linux/amd64")], true);
+    let mut table = Table::default()
+        .image("1.4.0", 9, &["linux/arm64"]) // platforms
+        .image("1.3.0", 2, &["linux/amd64"]) // minAge
+        .image("1.2.0", 9, &["linux/amd64"]) // unsigned
+        .image("1.1.0", 9, &["linux/amd64"]);
+    table.signed.insert("1.1.0".into());
+    table.gone.insert("1.5.0".into());
+    let walked = run(
+        &["1.5.0", "1.4.0", "1.3.0", "1.2.0", "1.1.0"],
+        &gates,
+        &mut table,
+    )
+    .await;
+    assert_eq!(walked.elected, Some(("1.1.0".into(), "d-1.1.0".into())));
+    assert_eq!(
+        held(&walked),
+        [
+            ("1.4.0", "platforms"),
+            ("1.3.0", "minAge"),
+            ("1.2.0", "verify")
+        ],
+        "a tag gone since the scan is no candidate"
+    );
+    // The signature is read only for images that passed the image gates.
+    let signatures: Vec<&String> = table
+        .asked
+        .iter()
+        .filter(|a| a.starts_with("signature"))
+        .collect();
+    assert_eq!(signatures, ["signature d-1.2.0", "signature d-1.1.0"]);
+    let images = table
+        .asked
+        .iter()
+        .filter(|a| a.starts_with("image"))
+        .count();
+    assert_eq!(images, 4, "one read per image");
+    assert_eq!(table.kept.len(), 4);
+    assert_eq!(walked.inspected, 5, "one charge per candidate that asked");
+}
+
+#[tokio::test]
+async fn the_bounds_stop_the_walk_and_let_it_go_on() {
+    let gates = Gates::from_parts(None, vec![], true);
+    let tags: Vec<String> = (0..80).map(|i| format!("1.{}.0", 100 - i)).collect();
+    let ranked: Vec<&str> = tags.iter().map(String::as_str).collect();
+    // Nothing is signed: ten candidates per reconcile need the registry, then it goes on.
+    let mut table = Table::default();
+    let walked = run(&ranked, &gates, &mut table).await;
+    assert!(walked.unfinished && walked.elected.is_none());
+    assert_eq!(
+        (walked.walked, walked.inspected),
+        (MAX_INSPECTIONS + 1, MAX_INSPECTIONS)
+    );
+    // With everything known in the store, fifty are walked and no more.
+    let mut walked = Walked::default();
+    let mut source = Stored(Table {
+        stored: tags.iter().cloned().collect(),
+        ..Table::default()
+    });
+    walk(
+        &tags,
+        &gates,
+        &mut source,
+        &mut walked,
+        (NOW, Duration::from_secs(300)),
+    )
+    .await
+    .unwrap();
+    assert_eq!((walked.walked, walked.inspected), (MAX_WALK, 0));
+    assert!(!walked.unfinished && walked.elected.is_none());
+    assert!(source.0.asked.is_empty(), "{:?}", source.0.asked);
+}
+
+/// A source whose store knows every verdict ("not signed", checked now).
+struct Stored(Table);
+
+impl FactSource for Stored {
+    async fn digest(&mut self, tag: &str, budget: &mut Budget<'_>) -> Result<String, Cut> {
+        self.0.digest(tag, budget).await
+    }
+
+    fn known(&self, digest: &str) -> ImageFacts {
+        let mut facts = self.0.known(digest);
+        facts.set_verdict(SignatureVerdict {
+            keys: "k".into(),
+            verified_by: None,
+            reason: "no cosign signature".into(),
+            checked_at: NOW,
+        });
+        facts
+    }
+
+    async fn look_up(&mut self, fact: Fact, facts: &mut ImageFacts) -> Result<(), Cut> {
+        self.0.look_up(fact, facts).await
+    }
+
+    fn verdict<'f>(&self, facts: &'f ImageFacts) -> Option<&'f SignatureVerdict> {
+        self.0.verdict(facts)
+    }
+
+    fn first_seen(&self, tag: &str) -> Option<i64> {
+        self.0.first_seen(tag)
+    }
+
+    async fn keep(&mut self, facts: ImageFacts) {
+        self.0.keep(facts).await
+    }
+}
+
+#[tokio::test]
+async fn a_registry_failure_ends_the_walk_naming_the_tag() {
+    struct Failing;
+    impl FactSource for Failing {
+        async fn digest(&mut self, _: &str, budget: &mut Budget<'_>) -> Result<String, Cut> {
+            budget.charge()?;
+            Err(Cut::Failed("503 Service Unavailable".into()))
+        }
+        fn known(&self, digest: &str) -> ImageFacts {
+            ImageFacts {
+                digest: digest.into(),
+                ..Default::default()
+            }
+        }
+        async fn look_up(&mut self, _: Fact, _: &mut ImageFacts) -> Result<(), Cut> {
+            Ok(())
+        }
+        fn verdict<'f>(&self, _: &'f ImageFacts) -> Option<&'f SignatureVerdict> {
+            None
+        }
+        fn first_seen(&self, _: &str) -> Option<i64> {
+            None
+        }
+        async fn keep(&mut self, _: ImageFacts) {}
+    }
+    let mut walked = Walked::default();
+    let gates = Gates::from_parts(None, vec![], true);
+    let err = walk(
+        &Table::tags(&["1.0.0"]),
+        &gates,
+        &mut Failing,
+        &mut walked,
+        (NOW, Duration::ZERO),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err, "checking the gates of 1.0.0: 503 Service Unavailable");
+    assert!(walked.elected.is_none());
+}
