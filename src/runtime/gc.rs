@@ -1,7 +1,8 @@
 //! `--gc-interval`: removes the stored tags of ImageRepositories that no longer exist (their
 //! deletion was missed, e.g. while the controller was down). Runs on the leader only, over the
 //! repositories this instance watches (its namespace scope and label selector), so a shard
-//! never removes another's tags.
+//! never removes another's tags. The live repositories come from the controller's own cache
+//! once it holds the first list (no request at all), else from a paged LIST.
 
 use crate::api::ImageRepository;
 use crate::store::{RepoKey, TagStore};
@@ -76,20 +77,58 @@ async fn live_keys(api: &Api<ImageRepository>, selector: &str) -> Result<HashSet
     }
 }
 
-/// Collects every `interval` until cancelled.
+/// One collection against `cached`, the keys of the repositories the controller's watch holds
+/// (what it has scope for); the stored keys are read first, so a repository stored after the
+/// read keeps its tags, and one stored before it is in the cache already (the watch updates
+/// the cache before anything reconciles, and so stores, the object).
+pub async fn collect_cached(
+    cached: impl FnOnce() -> HashSet<RepoKey>,
+    store: &Arc<dyn TagStore>,
+) -> Result<usize, String> {
+    let before = {
+        let store = store.clone();
+        tokio::task::spawn_blocking(move || store.keys())
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?
+    };
+    let dead = dead_keys(&before, &cached());
+    let removed = dead.len();
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || dead.iter().try_for_each(|k| store.delete(k)))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    Ok(removed)
+}
+
+/// The live repositories as the controller's cache holds them; `None` until it holds the
+/// first list.
+pub type Cache = Box<dyn Fn() -> Option<HashSet<RepoKey>> + Send + Sync>;
+
+/// Collects every `interval` (zero: never) until cancelled: from the cache when it is loaded
+/// (at 10,000 repositories a paged LIST is tens of megabytes of metadata to parse, the bulk of
+/// what an idle controller spends), else from the API with the watch's selector.
 pub async fn run(
-    api: Api<ImageRepository>,
-    selector: String,
+    (api, selector): (Api<ImageRepository>, String),
+    cache: Cache,
     store: Arc<dyn TagStore>,
     interval: Duration,
     cancel: CancellationToken,
 ) {
+    if interval.is_zero() {
+        return;
+    }
     loop {
         tokio::select! {
             _ = cancel.cancelled() => return,
             _ = tokio::time::sleep(interval) => {}
         }
-        match collect(&api, &selector, &store).await {
+        let collected = match cache() {
+            Some(live) => collect_cached(move || live, &store).await,
+            None => collect(&api, &selector, &store).await,
+        };
+        match collected {
             Ok(0) => tracing::debug!("storage garbage collection: nothing to remove"),
             Ok(n) => tracing::info!(
                 removed = n,
@@ -103,6 +142,21 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_cached_collection_keeps_what_the_cache_holds() {
+        use crate::store::{MemoryStore, TagList};
+        let key = |n: &str| RepoKey::new("apps", n).unwrap();
+        let store: Arc<dyn TagStore> = Arc::new(MemoryStore::new());
+        for name in ["kept", "gone"] {
+            store
+                .set(&key(name), &TagList::new(["1.0.0"]).unwrap())
+                .unwrap();
+        }
+        let live = || [key("kept"), key("new")].into_iter().collect();
+        assert_eq!(collect_cached(live, &store).await, Ok(1));
+        assert_eq!(store.keys().unwrap(), vec![key("kept")]);
+    }
 
     #[test]
     fn only_keys_stored_before_the_list_and_not_listed_go() {

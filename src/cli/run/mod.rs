@@ -201,26 +201,18 @@ async fn run_as_leader(
         shutdown: work.clone(),
         synced: readiness.part(),
     };
+    let gc = gc::run(
+        (repositories.clone(), args.watch_label_selector.clone()),
+        Box::new(repository_feed.cached_keys()),
+        ctx.store.clone(),
+        Duration::from_secs(u64::from(args.gc_interval) * 60),
+        work.clone(),
+    );
     let policy_controller =
         image_policy::controller(policies, repository_feed, wiring(watch.clone()));
     let repository_controller =
-        image_repository::controller(repositories.clone(), repository_source, wiring(watch));
-    let gc = match args.gc_interval {
-        0 => None,
-        minutes => Some(gc::run(
-            repositories,
-            args.watch_label_selector.clone(),
-            ctx.store.clone(),
-            Duration::from_secs(u64::from(minutes) * 60),
-            work.clone(),
-        )),
-    };
+        image_repository::controller(repositories, repository_source, wiring(watch));
     let workers = tokio::spawn(async move {
-        let gc = async {
-            if let Some(gc) = gc {
-                gc.await
-            }
-        };
         tokio::join!(repository_controller, policy_controller, gc);
     });
     tracing::info!(storage = %args.storage_path, selector = %args.watch_label_selector, "image-reflector controller started");

@@ -5,10 +5,12 @@
 //! a second LIST and WATCH on the API server (docs/benchmarks.md).
 
 use crate::api::ImageRepository;
+use crate::store::RepoKey;
 use futures::Stream;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
 use kube::ResourceExt;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -45,6 +47,23 @@ pub fn repository_feed() -> (FeedSource, Feed) {
         changes: rx,
     };
     (source, feed)
+}
+
+impl Feed {
+    /// The keys of the repositories the cache holds, once it holds the first list (the
+    /// storage GC's live set: what this instance's watch has in scope).
+    pub fn cached_keys(&self) -> impl Fn() -> Option<HashSet<RepoKey>> + Send + Sync + 'static {
+        let (reader, synced) = (self.reader.clone(), self.synced.clone());
+        move || {
+            synced.load(Ordering::SeqCst).then(|| {
+                let key = |r: &Arc<ImageRepository>| {
+                    let namespace = r.metadata.namespace.as_deref().unwrap_or_default();
+                    RepoKey::new(namespace, r.name_any()).ok()
+                };
+                reader.state().iter().filter_map(key).collect()
+            })
+        }
+    }
 }
 
 /// Passes a watch event on, after the cache applied it.
