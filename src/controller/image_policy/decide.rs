@@ -107,7 +107,7 @@ async fn run_steps<R: PolicyReader>(
         }
         // The best ranks below the elected tag, which is therefore no longer listed.
         None => match floor.filter(|f| f.refuses(&best)) {
-            Some(floor) => floor.keep(status, vec![floor.held(&best, false)]),
+            Some(floor) => Election::kept(status, vec![floor.held(&best, false)]),
             None => elect_best(policy, &repo, &checked, best, interval, status, env).await?,
         },
     };

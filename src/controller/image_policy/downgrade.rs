@@ -5,7 +5,6 @@
 //! A new generation of the spec lifts the guard for that generation: a deliberate rollback is
 //! a spec change.
 
-use super::record::Election;
 use crate::api::{DowngradePolicy, HeldBackTag, ImagePolicy, ImagePolicyStatus, ImageRepository};
 use crate::policy::Policy;
 
@@ -49,19 +48,6 @@ impl Floor {
     pub fn refuses_with(&self) -> impl Fn(&str) -> bool + Send + 'static {
         let (ranking, at) = (self.ranking.clone(), self.tag.clone());
         move |tag| ranking.ranks_below(tag, &at) == Some(true)
-    }
-
-    /// The election kept at the elected tag, saying why (`held`, the guard's entry last).
-    pub fn keep(&self, status: &ImagePolicyStatus, held: Vec<HeldBackTag>) -> Election {
-        let elected = status
-            .latest_ref
-            .clone()
-            .expect("a floor is an elected tag");
-        Election::Elected {
-            elected,
-            held,
-            next: None,
-        }
     }
 
     /// The `status.heldBack` entry for `best`, the best candidate listed, which ranks below the

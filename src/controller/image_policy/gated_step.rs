@@ -102,7 +102,10 @@ pub(super) async fn elect_gated<R: PolicyReader>(
     let check = Stop::failed(Reason::GateCheckFailed);
     if let Some(floor) = gated.floor.filter(|f| f.refuses(&candidates.best)) {
         // Nothing listed ranks as high as the elected tag: no walk, no request.
-        return Ok(floor.keep(status, vec![floor.held(&candidates.best, false)]));
+        return Ok(Election::kept(
+            status,
+            vec![floor.held(&candidates.best, false)],
+        ));
     }
     let keys = match policy
         .spec
@@ -172,7 +175,7 @@ pub(super) async fn elect_gated<R: PolicyReader>(
         (gated.floor, refused, &walked.elected, walked.unfinished)
     {
         held.push(floor.held(&refused, true));
-        return Ok(floor.keep(status, held));
+        return Ok(Election::kept(status, held));
     }
     if let Some((tag, digest)) = walked.elected {
         let digest = (reflection != ReflectionPolicy::Never).then_some(digest);
@@ -218,40 +221,4 @@ async fn trusted_keys<R: PolicyReader>(
         })?;
     TrustedKeys::from_secret(&secret_data(&secret))
         .map_err(|e| format!("secret '{namespace}/{name}' (spec.verify.secretRef): {e}"))
-}
-
-/// What Ready adds after Flux's message when a better-ranked tag was held back:
-/// `; 1.5.0 held back: 3h old, minAge 168h`.
-pub fn held_note(status: &ImagePolicyStatus) -> String {
-    let held = status.held_back.as_deref().unwrap_or_default();
-    // A downgrade refused says where the policy holds first: `; held at 1.4.0: ...`.
-    let refused = held.iter().find(|h| h.gate == super::downgrade::GATE);
-    let Some(first) = refused.or(held.first()) else {
-        return String::new();
-    };
-    let mut note = match refused {
-        Some(refused) => format!("; {}", super::downgrade::held_at(status, refused)),
-        None => format!("; {} held back: {}", first.tag, first.reason),
-    };
-    if held.len() > 1 {
-        note.push_str(&format!(
-            " (and {} more in status.heldBack)",
-            held.len() - 1
-        ));
-    }
-    note
-}
-
-/// Ready's message when no candidate passes the gates.
-pub fn no_eligible_message(status: &ImagePolicyStatus, walked: usize) -> String {
-    let held = status.held_back.as_deref().unwrap_or_default();
-    let mut message = format!("no tag passes the gates among the {walked} best candidates");
-    if let Some(first) = held.first() {
-        message.push_str(&format!(" ({} held back: {})", first.tag, first.reason));
-    }
-    match &status.latest_ref {
-        Some(latest) => message.push_str(&format!("; {} stays elected", latest.tag)),
-        None => message.push_str("; nothing is elected yet"),
-    }
-    message
 }

@@ -1,8 +1,7 @@
 //! The one place an election reaches the status: `latestRef`, `observedPreviousRef`,
 //! `heldBack` and the conditions, whichever way the tag was elected (with gates or without).
 
-use super::gated_step::{held_note, no_eligible_message};
-use super::report::ready_message;
+use super::report::{held_note, no_eligible_message, ready_message};
 use crate::api::{HeldBackTag, ImagePolicyStatus, ImageRef, MAX_HELD_BACK};
 use crate::controller::shared::conditions::{ConditionType, Conditions, Reason};
 use crate::controller::shared::next::Next;
@@ -34,6 +33,21 @@ pub(super) enum Election {
         walked: usize,
         next: Duration,
     },
+}
+
+impl Election {
+    /// The elected tag kept as it is, saying why (`held`; a refused downgrade's entry last).
+    pub fn kept(status: &ImagePolicyStatus, held: Vec<HeldBackTag>) -> Election {
+        let elected = status
+            .latest_ref
+            .clone()
+            .expect("a kept election has a latestRef");
+        Election::Elected {
+            elected,
+            held,
+            next: None,
+        }
+    }
 }
 
 /// Writes `election` into `status` and says how the reconcile ends: a new tag, or a new digest

@@ -33,6 +33,42 @@ pub fn ready_message(status: &ImagePolicyStatus) -> String {
     message
 }
 
+/// What Ready adds after Flux's message when a better-ranked tag was held back:
+/// `; 1.5.0 held back: 3h old, minAge 168h`.
+pub fn held_note(status: &ImagePolicyStatus) -> String {
+    let held = status.held_back.as_deref().unwrap_or_default();
+    // A downgrade refused says where the policy holds first: `; held at 1.4.0: ...`.
+    let refused = held.iter().find(|h| h.gate == super::downgrade::GATE);
+    let Some(first) = refused.or(held.first()) else {
+        return String::new();
+    };
+    let mut note = match refused {
+        Some(refused) => format!("; {}", super::downgrade::held_at(status, refused)),
+        None => format!("; {} held back: {}", first.tag, first.reason),
+    };
+    if held.len() > 1 {
+        note.push_str(&format!(
+            " (and {} more in status.heldBack)",
+            held.len() - 1
+        ));
+    }
+    note
+}
+
+/// Ready's message when no candidate passes the gates.
+pub fn no_eligible_message(status: &ImagePolicyStatus, walked: usize) -> String {
+    let held = status.held_back.as_deref().unwrap_or_default();
+    let mut message = format!("no tag passes the gates among the {walked} best candidates");
+    if let Some(first) = held.first() {
+        message.push_str(&format!(" ({} held back: {})", first.tag, first.reason));
+    }
+    match &status.latest_ref {
+        Some(latest) => message.push_str(&format!("; {} stays elected", latest.tag)),
+        None => message.push_str("; nothing is elected yet"),
+    }
+    message
+}
+
 /// The Alert metadata of a policy event, under keys Flux's notification-controller keeps: it
 /// passes on only `<involved object's group>/<key>` (prefix removed) and
 /// `event.toolkit.fluxcd.io/<key>`, drops `<group>/digest` and `<group>/checksum`, and
