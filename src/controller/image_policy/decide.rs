@@ -257,9 +257,7 @@ async fn elect_best<R: PolicyReader>(
         tag: &tag,
         interval,
     };
-    let (digest, due_in) = reflected_digest(policy, repo, &wanted, status, env)
-        .await
-        .map_err(Stop::failed(Reason::Failed))?;
+    let (digest, due_in) = reflected_digest(policy, repo, &wanted, status, env).await?;
     Ok(Election::Elected {
         elected: ImageRef { name, tag, digest },
         held: Vec::new(),

@@ -6,9 +6,11 @@ use super::env::{PolicyEnv, PolicyReader};
 use crate::api::{
     format_go_duration, ImagePolicy, ImagePolicyStatus, ImageRepository, ReflectionPolicy,
 };
+use crate::controller::shared::conditions::Reason;
 use crate::controller::shared::credentials::client_options;
 use crate::controller::shared::intervals::intervals;
-use crate::registry::{ImageReference, RegistryClient};
+use crate::controller::shared::stop::Stop;
+use crate::registry::{ImageReference, RegistryClient, RegistryError};
 use crate::store::{DigestFact, RepoKey, TagStore};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -36,7 +38,7 @@ pub(super) async fn reflected_digest<R: PolicyReader>(
     wanted: &Wanted<'_>,
     status: &ImagePolicyStatus,
     env: &PolicyEnv<'_, R>,
-) -> Result<(Option<String>, Option<Duration>), String> {
+) -> Result<(Option<String>, Option<Duration>), Stop> {
     let Wanted {
         image,
         key,
@@ -66,7 +68,9 @@ pub(super) async fn reflected_digest<R: PolicyReader>(
         ReflectionPolicy::IfNotPresent => {}
     }
     let fail = |err: String| format!("failed fetching digest of {name}:{tag}: {err}");
-    let (client, timeout) = registry_client(repo, image, env).await.map_err(fail)?;
+    let (client, timeout) = registry_client(repo, image, env)
+        .await
+        .map_err(|err| Stop::Failed(Reason::Failed, fail(err)))?;
     let reference = format!("{name}:{tag}");
     let descriptor = |err: String| {
         fail(format!(
@@ -78,11 +82,18 @@ pub(super) async fn reflected_digest<R: PolicyReader>(
             remember_digest(env.store, key, tag, &digest, env.now).await;
             Ok((Some(digest), None))
         }
-        Ok(Err(err)) => Err(descriptor(err.to_string())),
-        Err(_) => Err(descriptor(format!(
-            "no answer within {} (the ImageRepository's spec.timeout)",
-            format_go_duration(timeout)
-        ))),
+        // The registry said when: asked again then, not at the next backoff step.
+        Ok(Err(err @ RegistryError::RateLimited { retry_at, .. })) => {
+            Err(Stop::RateLimited(descriptor(err.to_string()), retry_at))
+        }
+        Ok(Err(err)) => Err(Stop::Failed(Reason::Failed, descriptor(err.to_string()))),
+        Err(_) => Err(Stop::Failed(
+            Reason::Failed,
+            descriptor(format!(
+                "no answer within {} (the ImageRepository's spec.timeout)",
+                format_go_duration(timeout)
+            )),
+        )),
     }
 }
 

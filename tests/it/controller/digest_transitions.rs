@@ -290,3 +290,66 @@ async fn the_digest_reflection_transition_table() {
         );
     }
 }
+
+/// A digest fetch the registry answers with 429 and `Retry-After`: Ready=False `RateLimited`,
+/// and the policy is asked again when the registry said, not at the next backoff step.
+#[tokio::test]
+async fn a_rate_limited_digest_fetch_waits_for_retry_after() {
+    use crate::support::fault_server::{FaultServer, Reply};
+    let registry = FaultServer::start(|_| Reply::status(429).header("Retry-After", "120")).await;
+    let repository: ImageRepository = serde_json::from_value(json!({
+        "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImageRepository",
+        "metadata": {"name": "app", "namespace": "team"},
+        "spec": {"image": format!("{}/demo/app", registry.host()), "interval": "5m"},
+        "status": {"lastScanResult": {"tagCount": 1, "scanTime": "2026-01-01T00:00:00Z"}},
+    }))
+    .unwrap();
+    let reader = Repositories(vec![repository]);
+    let store: Arc<dyn TagStore> = Arc::new(MemoryStore::new());
+    let key = RepoKey::new("team", "app").unwrap();
+    store.set(&key, &TagList::new(["v1.0.0"]).unwrap()).unwrap();
+    let registries = Registries::new(Default::default());
+    let scanned = |_: &RepoKey| true;
+    let env = PolicyEnv {
+        reader: &reader,
+        registries: &registries,
+        store: &store,
+        now: k8s_openapi::jiff::Timestamp::now(),
+        workload_identity: Default::default(),
+        no_cross_namespace_refs: false,
+        requeue_dependency: Duration::from_secs(30),
+        repository_scanned: &scanned,
+        first_since_start: false,
+    };
+    let started = std::time::SystemTime::now();
+    let result = reconcile_policy(&policy(Some("IfNotPresent"), ">=1.0.0"), &env).await;
+    let ready = result
+        .status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "Ready")
+        .unwrap();
+    assert_eq!(
+        (ready.status, ready.reason.as_str()),
+        (image_reflector::api::ConditionStatus::False, "RateLimited")
+    );
+    assert!(
+        ready.message.starts_with("failed fetching digest of ") && ready.message.contains("v1.0.0"),
+        "{}",
+        ready.message
+    );
+    let Next::RetryAt(at) = result.next else {
+        panic!("{:?}", result.next)
+    };
+    let wait = at.duration_since(started).unwrap().as_secs();
+    assert!(
+        (115..=121).contains(&wait),
+        "asked again at Retry-After: {wait}s"
+    );
+    assert_eq!(
+        registry.seen().len(),
+        1,
+        "no retry against a 120s Retry-After"
+    );
+}
