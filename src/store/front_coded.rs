@@ -9,7 +9,7 @@
 //! Flux's reader knows only `tags.txt` and `tags.txt.gz`: a Flux pointed at this store finds no
 //! tags and rescans (docs/store.md).
 
-use super::{StoreError, TagList};
+use super::{StoreError, TagList, MAX_TAG_LEN};
 use flate2::{read::GzDecoder, write::GzEncoder, Compression};
 use std::io::{Read, Write};
 
@@ -94,6 +94,62 @@ pub fn decode_file(name: &str, bytes: Vec<u8>) -> Result<TagList, StoreError> {
     } else {
         TagList::from_stored(utf8(bytes)?)
     }
+}
+
+/// Calls `each` with every tag of a stored file in the store's order, one at a time, without
+/// holding the list (a scan compares the new list with the stored one this way): `*.fc.gz`
+/// front-coded, another `*.gz` gzipped lines, anything else lines. Stops when `each` says so.
+pub fn for_each_stored(
+    name: &str,
+    file: impl Read,
+    mut each: impl FnMut(&str) -> bool,
+) -> Result<(), StoreError> {
+    use std::io::{BufRead, BufReader};
+    let mut reader: Box<dyn BufRead> = match name.ends_with(".gz") {
+        true => Box::new(BufReader::new(
+            GzDecoder::new(file).take(MAX_STORED_TEXT as u64 * 2),
+        )),
+        false => Box::new(BufReader::new(file.take(MAX_STORED_TEXT as u64))),
+    };
+    let corrupt = |why: &str| StoreError::Corrupt(why.to_string());
+    let read = |reader: &mut Box<dyn BufRead>, line: &mut Vec<u8>| {
+        line.clear();
+        let n = reader
+            .by_ref()
+            .take(MAX_TAG_LEN as u64 + 2)
+            .read_until(b'\n', line)
+            .map_err(|e| StoreError::Corrupt(format!("gzip: {e}")))?;
+        match (n, line.pop()) {
+            (0, _) => Ok(false),
+            (_, Some(b'\n')) => Ok(true),
+            _ => Err(corrupt("a line is incomplete or over-long")),
+        }
+    };
+    let front = name.ends_with(".fc.gz");
+    let (mut line, mut tag) = (Vec::new(), Vec::new());
+    if front && (!read(&mut reader, &mut line)? || line != MAGIC[..MAGIC.len() - 1]) {
+        return Err(corrupt("not a front-coded tag list"));
+    }
+    while read(&mut reader, &mut line)? {
+        match front {
+            true => {
+                let Some((&shared, rest)) = line.split_first() else {
+                    return Err(corrupt("an empty line"));
+                };
+                if usize::from(shared) > tag.len() {
+                    return Err(corrupt("a tag shares more than the tag before it"));
+                }
+                tag.truncate(usize::from(shared));
+                tag.extend_from_slice(rest);
+            }
+            false => tag.clone_from(&line),
+        }
+        let text = std::str::from_utf8(&tag).map_err(|_| corrupt("not UTF-8"))?;
+        if tag.len() > MAX_TAG_LEN || !each(text) {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// A gzip stream's content, refused past `limit` bytes (a small file can inflate to gigabytes).
@@ -190,5 +246,40 @@ mod tests {
         let bomb = gzip(&vec![0u8; MAX_STORED_TEXT * 2]);
         assert!(bomb.len() < 1 << 20);
         assert!(corrupt(&bomb).contains("decompresses to more than 96 MiB"));
+    }
+
+    #[test]
+    fn every_stored_form_streams_back_in_order() {
+        let tags = list(&["1.10.0", "1.9.9", "1.9.10", "latest", "1"]);
+        let collect = |name: &str, bytes: Vec<u8>| {
+            let mut seen = Vec::new();
+            for_each_stored(name, bytes.as_slice(), |t| {
+                seen.push(t.to_string());
+                true
+            })
+            .map(|()| seen)
+        };
+        let want: Vec<String> = tags.iter().map(String::from).collect();
+        let compact = compress(&tags).unwrap();
+        assert_eq!(collect("tags.fc.gz", compact.clone()).unwrap(), want);
+        assert_eq!(
+            collect("tags.txt.gz", gzip(tags.as_text().as_bytes())).unwrap(),
+            want
+        );
+        assert_eq!(
+            collect("tags.txt", tags.as_text().as_bytes().to_vec()).unwrap(),
+            want
+        );
+        assert!(collect("tags.fc.gz", gzip(b"b\na\n")).is_err());
+        assert!(collect("tags.txt", b"b\na".to_vec()).is_err(), "incomplete");
+        let long = format!("{}\n", "x".repeat(MAX_TAG_LEN + 5));
+        assert!(collect("tags.txt", long.into_bytes()).is_err(), "over-long");
+        let mut first = None;
+        for_each_stored("tags.fc.gz", compact.as_slice(), |t| {
+            first = Some(t.to_string());
+            false
+        })
+        .unwrap();
+        assert_eq!(first.as_deref(), Some("latest"));
     }
 }

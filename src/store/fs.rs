@@ -8,14 +8,15 @@
 //! is never fatal: a file that does not read back is logged, removed and reported as no tags,
 //! and the repository is rescanned.
 
-use super::digests::MAX_FILE_BYTES;
 use super::files::{
-    create_private_dir, is_volume_entry, prepare_root, read_bounded, sync_dir, write_atomic,
-    write_file, TEMP_PREFIX,
+    create_private_dir, is_volume_entry, prepare_root, sync_dir, write_atomic, TEMP_PREFIX,
 };
-use super::first_seen::{FirstSeen, MAX_SEEN_BYTES};
+use super::first_seen::FirstSeen;
 use super::front_coded;
-use super::image_facts::{ImageFacts, ImageFactsFile, MAX_IMAGE_FILE_BYTES};
+use super::fs_beside::{
+    change_seen, read_digests, read_images, read_seen, record_beside, stream_arrivals, SEEN,
+};
+use super::image_facts::{ImageFacts, ImageFactsFile};
 use super::{DigestFact, DigestFacts, RepoKey, Revision, StoreError, TagList, TagStore};
 use std::collections::HashSet;
 use std::fs;
@@ -33,8 +34,7 @@ const COMPACT: &str = "tags.fc.gz";
 /// Every variant of a repository's tags; a write leaves exactly one.
 const VARIANTS: [&str; 3] = [PLAIN, GZIP, COMPACT];
 const DIGESTS: &str = "digests.txt";
-/// When each tag was first seen (first_seen.rs).
-const SEEN: &str = "seen.txt";
+
 /// What gated elections learnt per image digest (image_facts.rs).
 const IMAGES: &str = "images.jsonl";
 const VERSION_FILE: &str = ".storage-version";
@@ -233,20 +233,10 @@ impl TagStore for FsStore {
     }
 
     fn get(&self, key: &RepoKey) -> Result<(TagList, Revision), StoreError> {
-        let dir = self.object_dir(key);
-        let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
-        // More than one variant exists only after a crash between rename and cleanup (or a
-        // list Flux wrote and one of ours): the newest wins.
-        let mut order: Vec<(std::time::SystemTime, PathBuf)> = VARIANTS
-            .iter()
-            .map(|v| dir.join(v))
-            .filter_map(|p| Some((modified(&p)?, p)))
-            .collect();
+        let mut order = newest_first(&self.object_dir(key));
         if order.is_empty() {
             return Ok(empty());
         }
-        order.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
-        let mut order: Vec<PathBuf> = order.into_iter().map(|(_, p)| p).collect();
         while !order.is_empty() {
             let path = order.remove(0);
             match self.read_variant(&path)? {
@@ -271,6 +261,12 @@ impl TagStore for FsStore {
         Ok(empty())
     }
 
+    /// The stored list streamed past the new one, so a changed scan holds one list, not two.
+    fn arrivals(&self, key: &RepoKey, tags: &TagList) -> Result<Option<Vec<String>>, StoreError> {
+        let stored = newest_first(&self.object_dir(key)).into_iter().next();
+        stream_arrivals(key, stored, tags)
+    }
+
     fn delete(&self, key: &RepoKey) -> Result<(), StoreError> {
         self.known.lock().expect("store lock").remove(key);
         let dir = self.object_dir(key);
@@ -293,14 +289,11 @@ impl TagStore for FsStore {
 
     fn record_digest(&self, key: &RepoKey, tag: &str, fact: DigestFact) -> Result<(), StoreError> {
         let dir = self.object_dir(key);
-        let _one_writer = self.digests.lock().expect("store lock");
-        if !dir.is_dir() {
-            return Ok(());
-        }
-        let mut facts = read_digests(&dir.join(DIGESTS));
-        facts.record(tag, fact);
-        // Advisory (digests.rs): a crash losing it costs a request, so no fsync.
-        write_file(&dir, DIGESTS, facts.render().as_bytes(), false)
+        record_beside(&dir, &self.digests, (DIGESTS, false), |dir| {
+            let mut facts = read_digests(&dir.join(DIGESTS));
+            facts.record(tag, fact);
+            facts.render()
+        })
     }
 
     fn all_image_facts(&self, key: &RepoKey) -> Result<ImageFactsFile, StoreError> {
@@ -309,31 +302,15 @@ impl TagStore for FsStore {
 
     fn record_image_facts(&self, key: &RepoKey, facts: ImageFacts) -> Result<(), StoreError> {
         let dir = self.object_dir(key);
-        // The same writer lock as digests.txt: one advisory writer per store, and none while
-        // a repository's directory is being removed.
-        let _one_writer = self.digests.lock().expect("store lock");
-        if !dir.is_dir() {
-            return Ok(());
-        }
-        let mut file = read_images(&dir.join(IMAGES));
-        file.record(facts);
-        write_file(&dir, IMAGES, file.render().as_bytes(), false)
+        record_beside(&dir, &self.digests, (IMAGES, false), |dir| {
+            let mut file = read_images(&dir.join(IMAGES));
+            file.record(facts);
+            file.render()
+        })
     }
 
     fn first_seen(&self, key: &RepoKey) -> Result<FirstSeen, StoreError> {
-        let path = self.object_dir(key).join(SEEN);
-        match fs::metadata(&path) {
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(FirstSeen::default()),
-            Err(e) => return Err(StoreError::io("reading", &path)(e)),
-            Ok(_) => {}
-        }
-        let text = read_bounded(&path, MAX_SEEN_BYTES).ok_or_else(|| {
-            StoreError::Corrupt(format!(
-                "{} is over its bound or unreadable",
-                path.display()
-            ))
-        })?;
-        Ok(FirstSeen::parse(&text))
+        read_seen(&self.object_dir(key).join(SEEN))
     }
 
     fn update_first_seen(
@@ -341,18 +318,7 @@ impl TagStore for FsStore {
         key: &RepoKey,
         change: &mut dyn FnMut(&mut FirstSeen) -> bool,
     ) -> Result<(), StoreError> {
-        let dir = self.object_dir(key);
-        // One writer at a time, as for the advisory files.
-        let _one_writer = self.digests.lock().expect("store lock");
-        if !dir.is_dir() {
-            return Ok(());
-        }
-        let mut seen = self.first_seen(key)?;
-        if change(&mut seen) {
-            // Not advisory: a lost file makes new tags count as seen long ago.
-            write_file(&dir, SEEN, seen.render().as_bytes(), true)?;
-        }
-        Ok(())
+        change_seen(&self.object_dir(key), &self.digests, change)
     }
 
     fn holds(&self, key: &RepoKey, revision: &Revision) -> bool {
@@ -397,22 +363,21 @@ impl TagStore for FsStore {
     }
 }
 
+/// The variants of a repository's tags, newest first: more than one exists only after a crash
+/// between rename and cleanup (or a list Flux wrote and one of ours), and the newest wins.
+fn newest_first(dir: &Path) -> Vec<PathBuf> {
+    let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
+    let mut order: Vec<(std::time::SystemTime, PathBuf)> = VARIANTS
+        .iter()
+        .map(|v| dir.join(v))
+        .filter_map(|p| Some((modified(&p)?, p)))
+        .collect();
+    order.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
+    order.into_iter().map(|(_, p)| p).collect()
+}
+
 fn empty() -> (TagList, Revision) {
     let tags = TagList::default();
     let revision = tags.revision();
     (tags, revision)
-}
-
-/// The image facts at `path`: none when missing, too large or unreadable.
-fn read_images(path: &Path) -> ImageFactsFile {
-    read_bounded(path, MAX_IMAGE_FILE_BYTES)
-        .map(|text| ImageFactsFile::parse(&text))
-        .unwrap_or_default()
-}
-
-/// The digest facts at `path`: none when missing, too large or unreadable.
-fn read_digests(path: &Path) -> DigestFacts {
-    read_bounded(path, MAX_FILE_BYTES)
-        .map(|text| DigestFacts::parse(&text))
-        .unwrap_or_default()
 }

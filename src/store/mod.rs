@@ -11,6 +11,7 @@ mod files;
 mod first_seen;
 mod front_coded;
 mod fs;
+mod fs_beside;
 mod image_facts;
 mod key;
 mod memory;
@@ -87,17 +88,24 @@ pub trait TagStore: Send + Sync {
         if self.holds(key, &tags.revision()) {
             return self.set(key, tags);
         }
-        let (before, _) = self.get(key)?;
+        let arrived = self.arrivals(key, tags)?;
         let revision = self.set(key, tags)?;
-        if !before.is_empty() {
-            let arrived = tags.minus(&before);
+        if let Some(arrived) = arrived {
             self.update_first_seen(key, &mut |seen| {
                 seen.retain(|t| tags.contains(t));
-                seen.arrived(arrived.iter().copied(), now);
+                seen.arrived(arrived.iter().map(String::as_str), now);
                 true
             })?;
         }
         Ok(revision)
+    }
+
+    /// The tags of `tags` that `key`'s stored list does not hold; `None` when nothing is stored
+    /// (a first scan).
+    fn arrivals(&self, key: &RepoKey, tags: &TagList) -> Result<Option<Vec<String>>, StoreError> {
+        let (before, _) = self.get(key)?;
+        let arrived = tags.minus(&before).into_iter().map(String::from).collect();
+        Ok((!before.is_empty()).then_some(arrived))
     }
 
     /// `tag` names `digest` now: a digest other than the one recorded restarts its clock.

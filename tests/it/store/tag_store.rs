@@ -661,6 +661,9 @@ fn first_sightings_are_kept_beside_the_tags_in_both_stores() {
     check_first_seen(&MemoryStore::new());
     let dir = tempfile::tempdir().unwrap();
     check_first_seen(&FsStore::open(dir.path(), 64 * 1024).unwrap());
+    // The stored list streamed from the compact file.
+    let compact = tempfile::tempdir().unwrap();
+    check_first_seen(&FsStore::open(compact.path(), 1).unwrap());
 }
 
 /// Not advisory: kept across a restart, and a file the store cannot trust is an error (the
