@@ -29,28 +29,14 @@ pub fn dead_keys(stored_before: &[RepoKey], live: &HashSet<RepoKey>) -> Vec<Repo
 /// `--gc-interval` (docs/benchmarks.md).
 pub const PAGE: u32 = 500;
 
-/// One collection; returns how many keys were removed.
+/// One collection against a paged LIST of the repositories in scope; returns how many keys
+/// were removed.
 pub async fn collect(
     api: &Api<ImageRepository>,
     selector: &str,
     store: &Arc<dyn TagStore>,
 ) -> Result<usize, String> {
-    let before = {
-        let store = store.clone();
-        tokio::task::spawn_blocking(move || store.keys())
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?
-    };
-    let live = live_keys(api, selector).await?;
-    let dead = dead_keys(&before, &live);
-    let removed = dead.len();
-    let store = store.clone();
-    tokio::task::spawn_blocking(move || dead.iter().try_for_each(|k| store.delete(k)))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
-    Ok(removed)
+    collect_from(store, live_keys(api, selector)).await
 }
 
 /// The keys of every ImageRepository in scope, listed [`PAGE`] at a time.
@@ -78,12 +64,20 @@ async fn live_keys(api: &Api<ImageRepository>, selector: &str) -> Result<HashSet
 }
 
 /// One collection against `cached`, the keys of the repositories the controller's watch holds
-/// (what it has scope for); the stored keys are read first, so a repository stored after the
-/// read keeps its tags, and one stored before it is in the cache already (the watch updates
-/// the cache before anything reconciles, and so stores, the object).
+/// (what it has scope for).
 pub async fn collect_cached(
     cached: impl FnOnce() -> HashSet<RepoKey>,
     store: &Arc<dyn TagStore>,
+) -> Result<usize, String> {
+    collect_from(store, async move { Ok(cached()) }).await
+}
+
+/// The stored keys are read first, then the live ones: a repository stored after that read
+/// keeps its tags, and one stored before it is live already (a LIST lists it; the watch
+/// updates the cache before anything reconciles, and so stores, the object).
+async fn collect_from(
+    store: &Arc<dyn TagStore>,
+    live: impl std::future::Future<Output = Result<HashSet<RepoKey>, String>>,
 ) -> Result<usize, String> {
     let before = {
         let store = store.clone();
@@ -92,7 +86,7 @@ pub async fn collect_cached(
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?
     };
-    let dead = dead_keys(&before, &cached());
+    let dead = dead_keys(&before, &live.await?);
     let removed = dead.len();
     let store = store.clone();
     tokio::task::spawn_blocking(move || dead.iter().try_for_each(|k| store.delete(k)))
