@@ -92,9 +92,11 @@ impl FirstSeen {
         changed
     }
 
-    /// Drops the tags no longer listed (`listed` says which are).
-    pub fn retain(&mut self, listed: impl Fn(&str) -> bool) {
+    /// Drops the tags no longer listed (`listed` says which are); returns whether any went.
+    pub fn retain(&mut self, listed: impl Fn(&str) -> bool) -> bool {
+        let before = self.entries.len();
         self.entries.retain(|tag, _| listed(tag));
+        self.entries.len() != before
     }
 
     fn bound(&mut self) {
@@ -180,7 +182,8 @@ mod tests {
         assert_eq!(seen.at("1.0.0"), 1000);
         let back = FirstSeen::parse(&seen.render());
         assert_eq!(back, seen);
-        seen.retain(|t| t != "1.1.0");
+        assert!(seen.retain(|t| t != "1.1.0"));
+        assert!(!seen.retain(|t| t != "1.1.0"), "nothing left to drop");
         assert_eq!(seen.at("1.1.0"), 0);
     }
 

@@ -91,10 +91,11 @@ pub trait TagStore: Send + Sync {
         let arrived = self.arrivals(key, tags)?;
         let revision = self.set(key, tags)?;
         if let Some(arrived) = arrived {
+            // Written (with fsync) only when a tag arrived or a recorded one left the list.
             self.update_first_seen(key, &mut |seen| {
-                seen.retain(|t| tags.contains(t));
+                let dropped = seen.retain(|t| tags.contains(t));
                 seen.arrived(arrived.iter().map(String::as_str), now);
-                true
+                dropped || !arrived.is_empty()
             })?;
         }
         Ok(revision)

@@ -682,6 +682,14 @@ fn first_sightings_survive_a_restart_and_an_oversized_file_is_refused() {
     assert_eq!(store.first_seen(&k).unwrap().at("1.1.0"), 200);
     let file = object_dir(dir.path(), &k).join("seen.txt");
     assert_eq!(mode(&file), 0o600);
+    // A changed list where nothing arrived and no recorded tag left: not rewritten (no fsync).
+    use std::os::unix::fs::MetadataExt;
+    let inode = std::fs::metadata(&file).unwrap().ino();
+    store.set_seen(&k, &list(&["1.1.0"]), 300).unwrap();
+    assert_eq!(std::fs::metadata(&file).unwrap().ino(), inode);
+    store.set_seen(&k, &list(&["1.0.0"]), 400).unwrap();
+    assert_ne!(std::fs::metadata(&file).unwrap().ino(), inode, "1.1.0 left");
+    assert_eq!(store.first_seen(&k).unwrap().at("1.0.0"), 400);
     std::fs::write(&file, "9 x\n".repeat(2 << 20)).unwrap();
     assert!(store.first_seen(&k).is_err());
 }
