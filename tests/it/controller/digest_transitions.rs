@@ -66,15 +66,13 @@ fn policy(reflection: Option<&str>, range: &str) -> ImagePolicy {
     .unwrap()
 }
 
-/// Reconciles `policy` (with `status` carried over) and returns it with its new status.
-async fn reconcile(
-    mut policy: ImagePolicy,
-    status: Option<image_reflector::api::ImagePolicyStatus>,
+/// One reconcile of `policy` now, every repository scanned.
+async fn decide(
+    policy: &ImagePolicy,
     reader: &Repositories,
     store: &Arc<dyn TagStore>,
     registries: &Arc<Registries>,
-) -> (ImagePolicy, Next) {
-    policy.status = status;
+) -> image_reflector::controller::image_policy::decide::PolicyResult {
     let scanned = |_: &RepoKey| true;
     let env = PolicyEnv {
         reader,
@@ -87,7 +85,19 @@ async fn reconcile(
         repository_scanned: &scanned,
         first_since_start: false,
     };
-    let result = reconcile_policy(&policy, &env).await;
+    reconcile_policy(policy, &env).await
+}
+
+/// Reconciles `policy` (with `status` carried over) and returns it with its new status.
+async fn reconcile(
+    mut policy: ImagePolicy,
+    status: Option<image_reflector::api::ImagePolicyStatus>,
+    reader: &Repositories,
+    store: &Arc<dyn TagStore>,
+    registries: &Arc<Registries>,
+) -> (ImagePolicy, Next) {
+    policy.status = status;
+    let result = decide(&policy, reader, store, registries).await;
     let ready = result
         .status
         .conditions
@@ -309,20 +319,9 @@ async fn a_rate_limited_digest_fetch_waits_for_retry_after() {
     let key = RepoKey::new("team", "app").unwrap();
     store.set(&key, &TagList::new(["v1.0.0"]).unwrap()).unwrap();
     let registries = Registries::new(Default::default());
-    let scanned = |_: &RepoKey| true;
-    let env = PolicyEnv {
-        reader: &reader,
-        registries: &registries,
-        store: &store,
-        now: k8s_openapi::jiff::Timestamp::now(),
-        workload_identity: Default::default(),
-        no_cross_namespace_refs: false,
-        requeue_dependency: Duration::from_secs(30),
-        repository_scanned: &scanned,
-        first_since_start: false,
-    };
     let started = std::time::SystemTime::now();
-    let result = reconcile_policy(&policy(Some("IfNotPresent"), ">=1.0.0"), &env).await;
+    let ifnotpresent = policy(Some("IfNotPresent"), ">=1.0.0");
+    let result = decide(&ifnotpresent, &reader, &store, &registries).await;
     let ready = result
         .status
         .conditions
