@@ -5,6 +5,7 @@
 use super::error::{read_input, CliError};
 use crate::api::{ImagePolicy, ImageRepository};
 use crate::controller::image_policy::decide::PolicyReader;
+use crate::controller::shared::api_read::ReadError;
 use crate::controller::shared::credentials::ObjectReader;
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use kube::ResourceExt;
@@ -93,7 +94,7 @@ fn key<K: kube::Resource>(obj: &K) -> (String, String) {
 }
 
 impl ObjectReader for Manifests {
-    async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, String> {
+    async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, ReadError> {
         Ok(self.secrets.get(&(namespace.into(), name.into())).cloned())
     }
 
@@ -101,7 +102,7 @@ impl ObjectReader for Manifests {
         &self,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<ServiceAccount>, String> {
+    ) -> Result<Option<ServiceAccount>, ReadError> {
         Ok(self.accounts.get(&(namespace.into(), name.into())).cloned())
     }
 }
@@ -111,7 +112,7 @@ impl PolicyReader for Manifests {
         &self,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<ImageRepository>, String> {
+    ) -> Result<Option<ImageRepository>, ReadError> {
         Ok(self
             .repositories
             .iter()
@@ -123,7 +124,7 @@ impl PolicyReader for Manifests {
     async fn namespace_labels(
         &self,
         namespace: &str,
-    ) -> Result<Option<BTreeMap<String, String>>, String> {
+    ) -> Result<Option<BTreeMap<String, String>>, ReadError> {
         Ok(Some(
             self.namespaces
                 .get(namespace)

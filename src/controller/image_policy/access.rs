@@ -6,7 +6,7 @@ use crate::api::AccessFrom;
 use std::collections::BTreeMap;
 
 /// Why access was denied; the texts are Flux's.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum AccessError {
     #[error("cannot access 'ImageRepository/{namespace}/{name}', cross-namespace references have been blocked")]
     CrossNamespaceBlocked { namespace: String, name: String },
@@ -19,7 +19,16 @@ pub enum AccessError {
         policy_namespace: String,
     },
     #[error("access denied: {0}")]
-    Namespace(String),
+    Namespace(#[from] NamespaceError),
+}
+
+/// Why the policy namespace's labels could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum NamespaceError {
+    #[error(transparent)]
+    Read(#[from] crate::controller::shared::api_read::ReadError),
+    #[error("namespaces \"{0}\" not found")]
+    Missing(String),
 }
 
 /// Checked before the repository is read: the flag.
@@ -44,7 +53,7 @@ pub fn check_acl(
     repo_namespace: &str,
     repo_name: &str,
     access_from: Option<&AccessFrom>,
-    namespace_labels: impl FnOnce() -> Result<BTreeMap<String, String>, String>,
+    namespace_labels: impl FnOnce() -> Result<BTreeMap<String, String>, NamespaceError>,
 ) -> Result<(), AccessError> {
     if policy_namespace == repo_namespace {
         return Ok(());
@@ -94,7 +103,7 @@ mod tests {
         }
     }
 
-    fn labels(pairs: &[(&str, &str)]) -> Result<BTreeMap<String, String>, String> {
+    fn labels(pairs: &[(&str, &str)]) -> Result<BTreeMap<String, String>, NamespaceError> {
         Ok(pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -3,17 +3,16 @@
 //! start, digest reflection honouring `insecure`, no stale failure message). It returns the
 //! status to write and when to run again; the controller and `image-reflector scan` share it.
 
-use super::digest::{reflected_digest, Wanted};
 use super::downgrade::Floor;
+use super::elect::{elect, Candidates, Subject};
 pub use super::env::{PolicyEnv, PolicyReader};
-use super::gated_step::{elect_gated, Candidates, Gated};
+use super::record::record;
 pub use super::record::CONTINUE_WALK;
-use super::record::{record, Election};
 use super::repository::find_repository;
 pub use super::walk::{MAX_INSPECTIONS, MAX_WALK};
 use crate::api::{
     format_go_duration, parse_go_duration, ImagePolicy, ImagePolicySpec, ImagePolicyStatus,
-    ImageRef, ImageRepository, ReflectionPolicy,
+    ImageRepository, ReflectionPolicy,
 };
 use crate::controller::shared::apply::Decision;
 use crate::controller::shared::conditions::{Conditions, Reason};
@@ -88,29 +87,19 @@ async fn run_steps<R: PolicyReader>(
     let checked = check_spec(policy, &repo, env).await?;
     let (best, tags) = read_candidates(&checked, &repo, status, env).await?;
     let floor = Floor::of(policy, &repo, status, &checked.selection);
-    let election = match checked.ranking {
-        Some(ranking) => {
-            let candidates = Candidates {
-                best,
-                tags: tags.unwrap_or_default(),
-                ranking,
-            };
-            let gated = Gated {
-                repo: &repo,
-                image: &checked.image,
-                key: &checked.key,
-                gates: &checked.gates,
-                interval,
-                floor: floor.as_ref(),
-            };
-            elect_gated(policy, &gated, candidates, status, env).await?
-        }
-        // The best ranks below the elected tag, which is therefore no longer listed.
-        None => match floor.filter(|f| f.refuses(&best)) {
-            Some(floor) => Election::kept(status, vec![floor.held(&best, false)]),
-            None => elect_best(policy, &repo, &checked, best, interval, status, env).await?,
-        },
+    let candidates = Candidates {
+        best,
+        rest: tags.zip(checked.ranking.clone()),
     };
+    let subject = Subject {
+        repo: &repo,
+        image: &checked.image,
+        key: &checked.key,
+        gates: &checked.gates,
+        interval,
+        floor: floor.as_ref(),
+    };
+    let election = elect(policy, &subject, candidates, status, env).await?;
     record(status, c, election)
 }
 
@@ -194,10 +183,11 @@ async fn read_candidates<R: PolicyReader>(
         checked.selection.clone(),
         checked.ranking.is_some(),
     );
-    match read.await.map_err(Stop::failed(Reason::Failure))? {
-        Some(Ok(elected)) => Ok(elected),
-        Some(Err(err)) => Err(Stop::Failed(Reason::Failure, err.to_string())),
-        None => Err(no_tags(&checked.key, repo, status, env)),
+    match read.await {
+        Ok(Some(Ok(elected))) => Ok(elected),
+        Ok(Some(Err(err))) => Err(Stop::Failed(Reason::Failure, err.to_string())),
+        Ok(None) => Err(no_tags(&checked.key, repo, status, env)),
+        Err(err) => Err(Stop::Failed(Reason::Failure, err.to_string())),
     }
 }
 
@@ -239,32 +229,6 @@ fn no_tags<R>(
     Stop::Waiting(Reason::DependencyNotReady, message, next)
 }
 
-/// Flux's election: the best tag, with its digest per `digestReflectionPolicy`.
-async fn elect_best<R: PolicyReader>(
-    policy: &ImagePolicy,
-    repo: &ImageRepository,
-    checked: &Checked,
-    tag: String,
-    interval: Option<Duration>,
-    status: &ImagePolicyStatus,
-    env: &PolicyEnv<'_, R>,
-) -> Result<Election, Stop> {
-    let name = repo.spec.image.clone();
-    let wanted = Wanted {
-        image: &checked.image,
-        key: &checked.key,
-        name: &name,
-        tag: &tag,
-        interval,
-    };
-    let (digest, due_in) = reflected_digest(policy, repo, &wanted, status, env).await?;
-    Ok(Election::Elected {
-        elected: ImageRef { name, tag, digest },
-        held: Vec::new(),
-        next: due_in.or(interval),
-    })
-}
-
 /// A repository's `Ready=False` as `Reason: message` (the message cut short), if it is failing.
 fn repository_failure(repo: &ImageRepository) -> Option<String> {
     let conditions = repo.status.as_ref()?.conditions.as_deref()?;
@@ -275,6 +239,15 @@ fn repository_failure(repo: &ImageRepository) -> Option<String> {
     })
 }
 
+/// Why the stored tags could not be read.
+#[derive(Debug, thiserror::Error)]
+enum ReadTagsError {
+    #[error("failed to read tags from database: {0}")]
+    Store(#[from] StoreError),
+    #[error("failed to read tags from database: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
 /// The stored tags' election, `None` when there are none, and the tags when `keep_tags` (a
 /// gated election may rank more candidates). Reading and electing run on the blocking pool: a
 /// repository may hold a million tags and the pattern is a tenant's (docs/security.md).
@@ -283,7 +256,7 @@ async fn read_and_elect(
     key: RepoKey,
     selection: crate::policy::Policy,
     keep_tags: bool,
-) -> Result<Option<Result<(String, Option<TagList>), NotElected>>, String> {
+) -> Result<Option<Result<(String, Option<TagList>), NotElected>>, ReadTagsError> {
     let span = tracing::info_span!("store read");
     let elect = move || {
         let (tags, _) = span.in_scope(|| store.get(&key))?;
@@ -296,8 +269,5 @@ async fn read_and_elect(
         };
         Ok(Some(Ok((best, keep_tags.then_some(tags)))))
     };
-    let read = tokio::task::spawn_blocking(elect).await;
-    read.map_err(|e| e.to_string())
-        .and_then(|r| r.map_err(|e| e.to_string()))
-        .map_err(|e| format!("failed to read tags from database: {e}"))
+    Ok(tokio::task::spawn_blocking(elect).await??)
 }

@@ -2,6 +2,7 @@
 //! labels, Secrets), the registries, the store, the clock and the controller's settings.
 
 use crate::api::ImageRepository;
+use crate::controller::shared::api_read::ReadError;
 use crate::controller::shared::credentials::{ObjectReader, WorkloadIdentity};
 use crate::registry::Registries;
 use crate::store::{RepoKey, TagStore};
@@ -17,13 +18,13 @@ pub trait PolicyReader: ObjectReader {
         &self,
         namespace: &str,
         name: &str,
-    ) -> impl Future<Output = Result<Option<ImageRepository>, String>> + Send;
+    ) -> impl Future<Output = Result<Option<ImageRepository>, ReadError>> + Send;
 
     /// The labels of a namespace (`Ok(None)`: no such namespace).
     fn namespace_labels(
         &self,
         namespace: &str,
-    ) -> impl Future<Output = Result<Option<BTreeMap<String, String>>, String>> + Send;
+    ) -> impl Future<Output = Result<Option<BTreeMap<String, String>>, ReadError>> + Send;
 }
 
 /// What a policy reconcile reads besides the object.
@@ -40,6 +41,6 @@ pub struct PolicyEnv<'a, R> {
     /// Whether the repository was scanned since this process started (warm start).
     pub repository_scanned: &'a (dyn Fn(&RepoKey) -> bool + Sync),
     /// The policy's first reconcile since the process started: an `Always` digest fetched
-    /// before a restart may still be fresh (`reflected_digest`).
+    /// before a restart may still be fresh (`freshness.rs`).
     pub first_since_start: bool,
 }

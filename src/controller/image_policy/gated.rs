@@ -1,11 +1,13 @@
-//! Where the gated election's facts come from in the controller and in `scan`
-//! ([`StoreAndRegistry`], the walk's [`FactSource`]): the store when it knows them (a tag's
-//! digest, an image's creation time and platforms, a signature verdict, a first sighting),
-//! else the registry, and what is learnt is kept in the store.
+//! Where the election's facts come from in the controller and in `scan` ([`StoreAndRegistry`],
+//! the walk's [`FactSource`]): the store when it knows them (a tag's digest while the
+//! [`DigestRule`] says it is current, an image's creation time and platforms, a signature
+//! verdict, a first sighting), else the registry, and what is learnt is kept in the store.
 
-use super::walk::{Budget, Cut, FactSource};
+use super::client::ClientError;
+use super::freshness::DigestRule;
+use super::walk::{Budget, Cut, FactSource, LookError};
 use crate::policy::{Fact, Gates, Platform};
-use crate::registry::{ImageReference, Inspected, RegistryClient, TrustedKeys};
+use crate::registry::{ImageReference, Inspected, RegistryClient, RegistryError, TrustedKeys};
 use crate::store::{
     DigestFact, DigestFacts, FirstSeen, ImageFacts, ImageFactsFile, PlatformFact, RepoKey,
     SignatureVerdict, StoreError, TagStore,
@@ -24,27 +26,29 @@ pub(super) struct Looks<'a, 'c> {
     pub keys: Option<&'a TrustedKeys>,
     /// Unix seconds.
     pub now: i64,
-    /// How old a stored tag digest, or a verdict of "not signed", may be before it is looked
-    /// up again.
+    /// When a tag's known digest is current.
+    pub rule: DigestRule<'a>,
+    /// How old a verdict of "not signed" may be before it is looked up again.
     pub recheck: Duration,
-    /// The elected tag whose stored digest is taken at any age (Flux does not resolve an
-    /// elected tag again, but with `Always`).
-    pub settled: Option<&'a str>,
-    /// A reconcile was requested: nothing stored is taken as current but what a digest names
-    /// (its image's creation time and platforms, a valid signature).
+    /// A reconcile was requested: a verdict of "not signed" is looked up again.
     pub fresh: bool,
+    /// A tag gone from the registry is skipped (a gated walk); without gates it fails the
+    /// election, as Flux's digest fetch does.
+    pub skip_gone: bool,
+    /// The repository's `spec.timeout`, for each digest lookup.
+    pub timeout: Duration,
 }
 
 /// The registry client, built at the first request: a walk answered from the store reads no
 /// Secret and builds nothing.
 pub(super) struct LazyClient<'a> {
     cell: tokio::sync::OnceCell<RegistryClient>,
-    make: Box<dyn Fn() -> BoxFuture<'a, Result<RegistryClient, String>> + Send + Sync + 'a>,
+    make: Box<dyn Fn() -> BoxFuture<'a, Result<RegistryClient, ClientError>> + Send + Sync + 'a>,
 }
 
 impl<'a> LazyClient<'a> {
     pub fn new(
-        make: impl Fn() -> BoxFuture<'a, Result<RegistryClient, String>> + Send + Sync + 'a,
+        make: impl Fn() -> BoxFuture<'a, Result<RegistryClient, ClientError>> + Send + Sync + 'a,
     ) -> Self {
         LazyClient {
             cell: tokio::sync::OnceCell::new(),
@@ -54,7 +58,7 @@ impl<'a> LazyClient<'a> {
 
     pub(super) async fn get(&self) -> Result<&RegistryClient, Cut> {
         let made = self.cell.get_or_try_init(|| (self.make)()).await;
-        made.map_err(Cut::Failed)
+        made.map_err(Cut::from)
     }
 }
 
@@ -64,25 +68,31 @@ impl<'a> LazyClient<'a> {
 pub(super) struct Known {
     digests: DigestFacts,
     images: ImageFactsFile,
-    /// When each tag was first seen at its digest.
-    seen: FirstSeen,
+    /// When each tag was first seen at its digest; not read without gates.
+    seen: Option<FirstSeen>,
+    /// A tag whose known digest was taken, and when it is due to be looked up again.
+    pub due: Option<(String, Duration)>,
 }
 
 impl Known {
-    /// One read of each file. A failure of the advisory ones only costs requests; a first-seen
-    /// record that cannot be read counts every tag as seen `now` (held, never passed early).
-    pub async fn read(store: &Arc<dyn TagStore>, key: &RepoKey, now: i64) -> Known {
-        let seen = blocking(store, key, |s, k| s.first_seen(k).map(Some)).await;
-        let mut known = blocking(store, key, |s, k| {
-            Ok(Some(Known {
-                digests: s.digest_facts(k)?,
-                images: s.all_image_facts(k)?,
-                seen: FirstSeen::default(),
-            }))
-        })
-        .await
-        .unwrap_or_default();
-        known.seen = seen.unwrap_or_else(|| FirstSeen::all_at(now));
+    /// One read of each file the election needs: the digests when the rule may take one, the
+    /// images and first sightings with gates; an election without gates that asks the registry
+    /// reads nothing. A failure of the advisory ones only costs requests; a first-seen record
+    /// that cannot be read counts every tag as seen `now` (held, never passed early).
+    pub async fn read(looks: &Looks<'_, '_>) -> Known {
+        let (store, key, now) = (looks.store, looks.key, looks.now);
+        let mut known = Known::default();
+        if looks.rule.reads_store() {
+            known.digests = blocking(store, key, |s, k| s.digest_facts(k).map(Some))
+                .await
+                .unwrap_or_default();
+        }
+        if looks.gates.any() {
+            let images = blocking(store, key, |s, k| s.all_image_facts(k).map(Some)).await;
+            known.images = images.unwrap_or_default();
+            let seen = blocking(store, key, |s, k| s.first_seen(k).map(Some)).await;
+            known.seen = Some(seen.unwrap_or_else(|| FirstSeen::all_at(now)));
+        }
         known
     }
 }
@@ -123,9 +133,7 @@ impl FactSource for StoreAndRegistry<'_, '_, '_> {
             Fact::Image => {
                 let client = looks.client.get().await?;
                 let inspected = client.inspect(looks.image, &facts.digest).await;
-                let found = inspected
-                    .map_err(|e| Cut::Failed(e.to_string()))?
-                    .ok_or(Cut::Gone)?;
+                let found = inspected.map_err(Cut::from)?.ok_or(Cut::Gone)?;
                 take_inspection(facts, found);
             }
             Fact::Signature => {
@@ -149,7 +157,7 @@ impl FactSource for StoreAndRegistry<'_, '_, '_> {
     }
 
     fn first_seen(&self, tag: &str) -> Option<i64> {
-        Some(self.known.seen.at(tag))
+        self.known.seen.as_ref().map(|seen| seen.at(tag))
     }
 
     async fn keep(&mut self, mut facts: ImageFacts) {
@@ -162,24 +170,22 @@ impl FactSource for StoreAndRegistry<'_, '_, '_> {
     }
 }
 
-/// The digest `tag` names: the stored one while it is current (looked up within `recheck`, or
-/// the settled election's), else from the registry, with the inspection read along the way.
+/// The digest `tag` names: the known one while the rule says it is current (and when it is
+/// due, kept in `known.due`), else from the registry, with the inspection read along the way.
 async fn digest_now(
     looks: &Looks<'_, '_>,
     known: &mut Known,
     tag: &str,
     budget: &mut Budget<'_>,
 ) -> Result<(String, Option<Inspected>), Cut> {
-    let current = known.digests.get(tag).cloned().filter(|f| {
-        let age = looks.now.saturating_sub(f.checked_at);
-        !looks.fresh
-            && (looks.settled == Some(tag) || (age >= 0 && (age as u64) < looks.recheck.as_secs()))
-    });
-    if let Some(fact) = current {
-        return Ok((fact.digest, None));
+    if let Some((digest, due_in)) = looks.rule.current(tag, known.digests.get(tag)) {
+        known.due = known.due.clone().or(due_in.map(|d| (tag.to_string(), d)));
+        return Ok((digest, None));
     }
     budget.charge()?;
-    let (digest, inspected) = resolve(looks, known, tag).await?;
+    let resolved = tokio::time::timeout(looks.timeout, resolve(looks, known, tag)).await;
+    let (digest, inspected) =
+        resolved.map_err(|_| Cut::from(LookError::Timeout(looks.timeout)))??;
     let digest = digest.ok_or(Cut::Gone)?;
     let fact = DigestFact {
         digest: digest.clone(),
@@ -188,7 +194,8 @@ async fn digest_now(
     known.digests.record(tag, fact.clone());
     // A digest other than the one the tag was first seen at restarts its clock.
     let (now, owned, resolved) = (looks.now, tag.to_string(), digest.clone());
-    if known.seen.resolved(tag, &digest, now) {
+    let seen = known.seen.as_mut();
+    if seen.is_some_and(|seen| seen.resolved(tag, &digest, now)) {
         blocking(looks.store, looks.key, move |s, k| {
             s.resolved(k, &owned, &resolved, now).map(Some)
         })
@@ -205,7 +212,7 @@ async fn digest_now(
 /// The signatures of `digest`, read and verified against the trusted keys now.
 async fn check_signature(looks: &Looks<'_, '_>, digest: &str) -> Result<SignatureVerdict, Cut> {
     let Some(keys) = looks.keys else {
-        return Err(Cut::Failed("no trusted keys to verify with".into()));
+        return Err(LookError::NoKeys.into());
     };
     let signatures = looks
         .client
@@ -213,7 +220,7 @@ async fn check_signature(looks: &Looks<'_, '_>, digest: &str) -> Result<Signatur
         .await?
         .cosign_signatures(looks.image, digest)
         .await
-        .map_err(|e| Cut::Failed(e.to_string()))?;
+        .map_err(Cut::from)?;
     let verified = keys.verify(&signatures, looks.image, digest);
     Ok(SignatureVerdict {
         keys: keys.fingerprint.clone(),
@@ -232,7 +239,7 @@ async fn resolve(
     tag: &str,
 ) -> Result<(Option<String>, Option<Inspected>), Cut> {
     let client = looks.client.get().await?;
-    let failed = |e: crate::registry::RegistryError| Cut::Failed(e.to_string());
+    let failed = |e: RegistryError| Cut::from(e);
     if looks.gates.needs_image() {
         let Some(manifest) = client.manifest(looks.image, tag).await.map_err(failed)? else {
             return Ok((None, None));
@@ -246,9 +253,9 @@ async fn resolve(
     }
     match client.digest(looks.image, tag).await {
         Ok(digest) => Ok((Some(digest), None)),
-        Err(crate::registry::RegistryError::Status {
+        Err(RegistryError::Status {
             status_code: 404, ..
-        }) => Ok((None, None)),
+        }) if looks.skip_gone => Ok((None, None)),
         Err(e) => Err(failed(e)),
     }
 }

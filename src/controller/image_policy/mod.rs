@@ -5,12 +5,13 @@
 //! watch's [`Feed`]; and when a namespace's labels change, for the policies they admit.
 
 pub mod access;
+pub mod client;
 pub mod decide;
-pub mod digest;
 mod downgrade;
+mod elect;
 pub mod env;
+mod freshness;
 mod gated;
-mod gated_step;
 pub mod index;
 pub mod migrate;
 pub mod reader;

@@ -3,7 +3,7 @@
 
 use super::decide::PolicyReader;
 use crate::api::ImageRepository;
-use crate::controller::shared::api_read::read_named;
+use crate::controller::shared::api_read::{read_named, ReadError};
 use crate::controller::shared::context::ApiReader;
 use crate::controller::shared::credentials::ObjectReader;
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
@@ -18,7 +18,7 @@ pub struct ClusterReader {
 }
 
 impl ObjectReader for ClusterReader {
-    async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, String> {
+    async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, ReadError> {
         self.api.secret(namespace, name).await
     }
 
@@ -26,7 +26,7 @@ impl ObjectReader for ClusterReader {
         &self,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<ServiceAccount>, String> {
+    ) -> Result<Option<ServiceAccount>, ReadError> {
         self.api.service_account(namespace, name).await
     }
 
@@ -44,7 +44,7 @@ impl PolicyReader for ClusterReader {
         &self,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<ImageRepository>, String> {
+    ) -> Result<Option<ImageRepository>, ReadError> {
         let key = ObjectRef::<ImageRepository>::new(name).within(namespace);
         Ok(self.repositories.get(&key).map(|r| r.as_ref().clone()))
     }
@@ -52,9 +52,12 @@ impl PolicyReader for ClusterReader {
     async fn namespace_labels(
         &self,
         namespace: &str,
-    ) -> Result<Option<BTreeMap<String, String>>, String> {
-        crate::api::check_namespace_name(namespace)
-            .map_err(|why| format!("invalid namespace {namespace:?}: {why}"))?;
+    ) -> Result<Option<BTreeMap<String, String>>, ReadError> {
+        crate::api::check_namespace_name(namespace).map_err(|why| ReadError::InvalidName {
+            kind: "namespace",
+            name: namespace.into(),
+            why,
+        })?;
         let api = Api::<Namespace>::all(self.api.0.clone());
         read_named(namespace, api.get_opt(namespace))
             .await

@@ -2,61 +2,71 @@
 //! the repositories' cache in the controller, from the files offline), and the repository's
 //! `accessFrom` against the policy's namespace labels ([`super::access`]).
 
-use super::access::{check_acl, check_cross_namespace, AccessError};
+use super::access::{check_acl, check_cross_namespace, AccessError, NamespaceError};
 use super::env::{PolicyEnv, PolicyReader};
 use crate::api::{ImagePolicy, ImageRepository};
+use crate::controller::shared::api_read::ReadError;
 use crate::controller::shared::conditions::Reason;
 use crate::controller::shared::stop::Stop;
 use kube::ResourceExt;
 use std::collections::BTreeMap;
+
+/// Why the repository cannot be used, with the reason it is reported under.
+#[derive(Debug, thiserror::Error)]
+enum FindError {
+    #[error(transparent)]
+    Access(#[from] AccessError),
+    /// docs/compatibility.md: a read error is reported and retried (Flux swallows it).
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("referenced ImageRepository does not exist: ImageRepository.image.toolkit.fluxcd.io \"{0}\" not found")]
+    Missing(String),
+}
+
+impl FindError {
+    fn reason(&self) -> Reason {
+        match self {
+            FindError::Access(_) => Reason::AccessDenied,
+            FindError::Read(_) => Reason::Failure,
+            FindError::Missing(_) => Reason::DependencyNotReady,
+        }
+    }
+}
 
 /// The policy's repository, after the cross-namespace flag and the ACL (§4.3).
 pub(super) async fn find_repository<R: PolicyReader>(
     policy: &ImagePolicy,
     env: &PolicyEnv<'_, R>,
 ) -> Result<ImageRepository, Stop> {
-    let failed = |reason, err| {
+    find(policy, env).await.map_err(|err| {
         let message = format!("failed to get the referred ImageRepository: {err}");
-        Stop::Failed(reason, message)
-    };
-    find(policy, env)
-        .await
-        .map_err(|(reason, err)| failed(reason, err))
+        Stop::Failed(err.reason(), message)
+    })
 }
 
 async fn find<R: PolicyReader>(
     policy: &ImagePolicy,
     env: &PolicyEnv<'_, R>,
-) -> Result<ImageRepository, (Reason, String)> {
+) -> Result<ImageRepository, FindError> {
     let policy_namespace = policy.namespace().unwrap_or_default();
     let reference = &policy.spec.image_repository_ref;
     let namespace = policy.repository_namespace();
-    let denied = |e: AccessError| (Reason::AccessDenied, e.to_string());
     check_cross_namespace(
         &policy_namespace,
         &namespace,
         &reference.name,
         env.no_cross_namespace_refs,
-    )
-    .map_err(denied)?;
+    )?;
     let repo = env
         .reader
         .image_repository(&namespace, &reference.name)
-        .await
-        // docs/compatibility.md: a read error is reported and retried (Flux swallows it).
-        .map_err(|e| (Reason::Failure, e))?
-        .ok_or_else(|| {
-            let err = format!(
-                "referenced ImageRepository does not exist: ImageRepository.image.toolkit.fluxcd.io \"{}\" not found",
-                reference.name
-            );
-            (Reason::DependencyNotReady, err)
-        })?;
+        .await?
+        .ok_or_else(|| FindError::Missing(reference.name.clone()))?;
     let labels = if namespace != policy_namespace && repo.spec.access_from.is_some() {
         match env.reader.namespace_labels(&policy_namespace).await {
             Ok(Some(labels)) => Ok(labels),
-            Ok(None) => Err(format!("namespaces \"{policy_namespace}\" not found")),
-            Err(e) => Err(e),
+            Ok(None) => Err(NamespaceError::Missing(policy_namespace.clone())),
+            Err(e) => Err(NamespaceError::Read(e)),
         }
     } else {
         Ok(BTreeMap::new())
@@ -67,7 +77,6 @@ async fn find<R: PolicyReader>(
         &reference.name,
         repo.spec.access_from.as_ref(),
         || labels,
-    )
-    .map_err(denied)?;
+    )?;
     Ok(repo)
 }

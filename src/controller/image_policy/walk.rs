@@ -2,13 +2,17 @@
 //! best down, each judged by the gate list (`crate::policy::gates`) until one passes. Facts
 //! come from a [`FactSource`]: the store and the registry in the controller (`gated.rs`), a
 //! table in the tests. At most [`MAX_INSPECTIONS`] candidates per reconcile may need the
-//! registry, and [`MAX_WALK`] are walked in all.
+//! registry, and [`MAX_WALK`] are walked in all. A policy without gates walks its best tag
+//! only, through no gate, asking for nothing but the digest `digestReflectionPolicy` wants.
 
-use crate::api::HeldBackTag;
+use super::client::ClientError;
+use crate::api::{format_go_duration, HeldBackTag};
 use crate::policy::{Fact, Facts, Gates, Hold, ImageView, Judgement, Platform};
+use crate::registry::RegistryError;
 use crate::store::{ImageFacts, SignatureVerdict};
 use std::future::Future;
 use std::time::Duration;
+use thiserror::Error;
 
 /// Candidates walked per reconcile, best first: beyond, nothing is elected (NoEligibleTag).
 pub const MAX_WALK: usize = 50;
@@ -50,8 +54,8 @@ pub(super) trait FactSource: Send {
 /// Where the walk ended.
 #[derive(Debug, Default)]
 pub(super) struct Walked {
-    /// The tag elected and its digest.
-    pub elected: Option<(String, String)>,
+    /// The tag elected and its digest (none when nothing needed it).
+    pub elected: Option<(String, Option<String>)>,
     /// The better-ranked candidates held back, best first.
     pub held: Vec<HeldBackTag>,
     /// When a held candidate should be looked at again (a minimum age reached, a recheck).
@@ -63,6 +67,12 @@ pub(super) struct Walked {
     pub unfinished: bool,
 }
 
+impl<E: Into<LookError>> From<E> for Cut {
+    fn from(error: E) -> Self {
+        Cut::Failed(Box::new(error.into()))
+    }
+}
+
 /// Why a look at a candidate ended early.
 #[derive(Debug)]
 pub(super) enum Cut {
@@ -70,8 +80,30 @@ pub(super) enum Cut {
     Gone,
     /// It needs the registry and this reconcile's inspections are spent.
     Spent,
-    /// The registry failed: the walk ends.
-    Failed(String),
+    /// The registry failed: the walk ends. (Boxed: a registry error is large, and a cut is
+    /// returned on every look.)
+    Failed(Box<LookError>),
+}
+
+/// Why a fact could not be looked up.
+#[derive(Debug, Error)]
+pub(super) enum LookError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error("no answer within {} (the ImageRepository's spec.timeout)", format_go_duration(*.0))]
+    Timeout(Duration),
+    #[error("no trusted keys to verify with")]
+    NoKeys,
+}
+
+/// The candidate whose look failed, and why: the walk ends there.
+#[derive(Debug, Error)]
+#[error("checking the gates of {tag}: {error}")]
+pub(super) struct WalkFailure {
+    pub tag: String,
+    pub error: LookError,
 }
 
 /// The reconcile's registry inspections, charged once per candidate that needs one.
@@ -93,34 +125,54 @@ impl Budget<'_> {
     }
 }
 
+/// What the walk judges by.
+#[derive(Clone, Copy)]
+pub(super) struct Judge<'a> {
+    pub gates: &'a Gates,
+    /// Whether the elected tag's digest is wanted (`digestReflectionPolicy` is not `Never`).
+    /// A candidate's digest is looked up when this or a gate needs it.
+    pub wants_digest: bool,
+    /// Unix seconds.
+    pub now: i64,
+    /// When a hold that time alone does not open is looked at again.
+    pub recheck: Duration,
+}
+
 /// Walks `ranked` (best first) on from where `walked` stands, and elects the first candidate
-/// that passes every gate. `now` in Unix seconds; `recheck`: when a hold that time alone does
-/// not open is looked at again. A registry error ends the walk with an error: nothing
-/// unchecked is elected.
+/// that passes every gate. A registry error ends the walk with an error: nothing unchecked is
+/// elected.
 pub(super) async fn walk<S: FactSource>(
     ranked: &[String],
-    gates: &Gates,
+    judge: Judge<'_>,
     source: &mut S,
     walked: &mut Walked,
-    (now, recheck): (i64, Duration),
-) -> Result<(), String> {
+) -> Result<(), WalkFailure> {
+    let Judge { now, recheck, .. } = judge;
     for tag in ranked.iter().take(MAX_WALK.saturating_sub(walked.walked)) {
         walked.walked += 1;
         let mut budget = Budget {
             used: &mut walked.inspected,
             charged: false,
         };
-        let (digest, hold) = match look_at(gates, source, tag, now, &mut budget).await {
+        if !judge.wants_digest && !judge.gates.any() {
+            // Flux's election with `Never`: nothing to look up.
+            walked.elected = Some((tag.clone(), None));
+            break;
+        }
+        let (digest, hold) = match look_at(judge.gates, source, tag, now, &mut budget).await {
             Ok(looked) => looked,
             Err(Cut::Gone) => continue,
             Err(Cut::Spent) => {
                 walked.unfinished = true;
                 break;
             }
-            Err(Cut::Failed(e)) => return Err(format!("checking the gates of {tag}: {e}")),
+            Err(Cut::Failed(error)) => {
+                let tag = tag.clone();
+                return Err(WalkFailure { tag, error: *error });
+            }
         };
         let Some(hold) = hold else {
-            walked.elected = Some((tag.clone(), digest));
+            walked.elected = Some((tag.clone(), Some(digest)));
             break;
         };
         let again = match hold.eligible_at {

@@ -20,7 +20,7 @@ use crate::controller::shared::stop::{Steps, Stop};
 use crate::controller::shared::summary::Outcome;
 use crate::policy::{compile_exclusions, Exclusions};
 use crate::registry::{ImageReference, Registries, RegistryClient, RegistryError};
-use crate::store::{RepoKey, TagStore};
+use crate::store::{RepoKey, StoreError, TagStore};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use std::sync::Arc;
@@ -150,7 +150,8 @@ async fn check_spec(repo: &ImageRepository) -> Result<Checked, Stop> {
     let filters = compiled
         .unwrap_or_else(|e| Err(e.to_string()))
         .map_err(stalled(Reason::InvalidExclusionList))?;
-    let (interval, timeout) = intervals(repo).map_err(stalled(Reason::Failed))?;
+    let (interval, timeout) =
+        intervals(repo).map_err(|e| stalled(Reason::Failed)(e.to_string()))?;
     let key = RepoKey::new(repo.namespace().unwrap_or_default(), repo.name_any())
         .map_err(|e| Stop::Stalled(Reason::Failed, e.to_string()))?;
     Ok(Checked {
@@ -323,9 +324,6 @@ pub fn effective_exclusions(repo: &ImageRepository) -> Vec<String> {
     }
 }
 
-fn stored_tag_count(store: &Arc<dyn TagStore>, key: &RepoKey) -> Result<usize, String> {
-    store
-        .get(key)
-        .map(|(tags, _)| tags.len())
-        .map_err(|e| e.to_string())
+fn stored_tag_count(store: &Arc<dyn TagStore>, key: &RepoKey) -> Result<usize, StoreError> {
+    store.get(key).map(|(tags, _)| tags.len())
 }

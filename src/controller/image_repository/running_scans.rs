@@ -33,6 +33,23 @@ pub struct RunningScans {
     state: Arc<Mutex<HashMap<RepoKey, Scan>>>,
 }
 
+/// Why a scan gets no slot now: too many slow scans of its host or of its namespace.
+#[derive(Debug, thiserror::Error)]
+pub enum Busy {
+    #[error("{running} scans of {host} are running, {slow} of them for over {}s (the most at once for one slow registry host)", SLOW_AFTER.as_secs())]
+    Host {
+        host: String,
+        running: usize,
+        slow: usize,
+    },
+    #[error("{running} scans of namespace {namespace} are running, {slow} of them for over {}s (the most at once for one namespace with slow scans)", SLOW_AFTER.as_secs())]
+    Namespace {
+        namespace: String,
+        running: usize,
+        slow: usize,
+    },
+}
+
 impl RunningScans {
     /// Limits for `workers` concurrent reconciles.
     pub fn for_workers(workers: u16) -> Self {
@@ -48,7 +65,7 @@ impl RunningScans {
     }
 
     /// A slot for a scan of `key` against `host`, or why there is none now.
-    pub fn try_start(&self, key: &RepoKey, host: &str) -> Result<ScanSlot, String> {
+    pub fn try_start(&self, key: &RepoKey, host: &str) -> Result<ScanSlot, Busy> {
         self.try_start_since(key, host, Instant::now())
     }
 
@@ -59,7 +76,7 @@ impl RunningScans {
         key: &RepoKey,
         host: &str,
         started: Instant,
-    ) -> Result<ScanSlot, String> {
+    ) -> Result<ScanSlot, Busy> {
         let namespace = key.namespace();
         let mut scans = self.state.lock().expect("running scans lock");
         let now = Instant::now();
@@ -77,19 +94,19 @@ impl RunningScans {
         };
         let (on_host, slow) = count(&|_, s| s.host == host);
         if on_host >= self.limit && slow > 0 {
-            return Err(format!(
-                "{on_host} scans of {host} are running, {slow} of them for over {}s (the most \
-                 at once for one slow registry host)",
-                SLOW_AFTER.as_secs()
-            ));
+            return Err(Busy::Host {
+                host: host.into(),
+                running: on_host,
+                slow,
+            });
         }
         let (in_namespace, slow) = count(&|k, _| k.namespace() == namespace);
         if in_namespace >= self.limit && slow > 0 {
-            return Err(format!(
-                "{in_namespace} scans of namespace {namespace} are running, {slow} of them for \
-                 over {}s (the most at once for one namespace with slow scans)",
-                SLOW_AFTER.as_secs()
-            ));
+            return Err(Busy::Namespace {
+                namespace: namespace.into(),
+                running: in_namespace,
+                slow,
+            });
         }
         let cancelled = CancellationToken::new();
         scans.insert(
@@ -183,14 +200,15 @@ mod tests {
             .try_start(&key("b", "r0"), "slow.example")
             .unwrap_err();
         assert!(
-            err.contains("3 scans of slow.example are running, 1 of them for over 10s"),
+            err.to_string()
+                .contains("3 scans of slow.example are running, 1 of them for over 10s"),
             "{err}"
         );
         // Another host is free; the namespace (with a slow scan) is full.
         let err = scans
             .try_start(&key("a", "r9"), "other.example")
             .unwrap_err();
-        assert!(err.contains("namespace a"), "{err}");
+        assert!(err.to_string().contains("namespace a"), "{err}");
         let other = scans.try_start(&key("b", "r0"), "other.example").unwrap();
         drop(held);
         drop(other);

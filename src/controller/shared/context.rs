@@ -2,7 +2,7 @@
 //! recorder, the per-object backoff, metrics, settings and the clock. Built once by
 //! [`Context::new`].
 
-use super::api_read::read_named;
+use super::api_read::{read_named, ReadError};
 use super::backoff::Backoff;
 use super::credentials::ObjectReader;
 use super::notify::Notifier;
@@ -81,7 +81,7 @@ impl Context {
         registries: Arc<Registries>,
         metrics: Arc<Metrics>,
         settings: Settings,
-    ) -> Result<Arc<Self>, String> {
+    ) -> Result<Arc<Self>, super::notify::NotifyError> {
         let notifier = match &settings.events_addr {
             Some(address) => Some(Notifier::new(address, settings.instance.clone())?),
             None => None,
@@ -136,7 +136,7 @@ impl Context {
 pub struct ApiReader(pub Client);
 
 impl ObjectReader for ApiReader {
-    async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, String> {
+    async fn secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, ReadError> {
         read_named(
             name,
             Api::<Secret>::namespaced(self.0.clone(), namespace).get_opt(name),
@@ -148,7 +148,7 @@ impl ObjectReader for ApiReader {
         &self,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<ServiceAccount>, String> {
+    ) -> Result<Option<ServiceAccount>, ReadError> {
         let api = Api::<ServiceAccount>::namespaced(self.0.clone(), namespace);
         read_named(name, api.get_opt(name)).await
     }

@@ -6,9 +6,15 @@
 //! The objects come through [`ObjectReader`]: the API server in the controller, manifest files
 //! in `image-reflector scan`.
 
+use super::api_read::ReadError;
+use super::token_request::AccountReadError;
 use crate::api::{ImageRepository, Provider};
+use crate::registry::cloud::AccountError;
 use crate::registry::cloud::{CloudLogin, CloudProvider, ServiceAccountSource};
-use crate::registry::{ClientOptions, Fixes, KeyNames, Keyring, ProxySettings, TlsMaterial};
+use crate::registry::{
+    ClientOptions, ConfigError, Fixes, KeyNames, Keyring, ProxySettings, TlsMaterial,
+};
+use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -21,13 +27,13 @@ pub trait ObjectReader: Send + Sync {
         &self,
         namespace: &str,
         name: &str,
-    ) -> impl Future<Output = Result<Option<Secret>, String>> + Send;
+    ) -> impl Future<Output = Result<Option<Secret>, ReadError>> + Send;
 
     fn service_account(
         &self,
         namespace: &str,
         name: &str,
-    ) -> impl Future<Output = Result<Option<ServiceAccount>, String>> + Send;
+    ) -> impl Future<Output = Result<Option<ServiceAccount>, ReadError>> + Send;
 
     /// The ServiceAccount a cloud login acts as (object-level workload identity): read and
     /// minted lazily, when the registry first asks for credentials. By default, a reader has
@@ -45,18 +51,12 @@ impl ServiceAccountSource for NoServiceAccounts {
         self.0.clone()
     }
 
-    fn get(
-        &self,
-    ) -> futures::future::BoxFuture<'_, Result<crate::registry::cloud::ServiceAccount, String>>
-    {
-        Box::pin(async { Err("no ServiceAccounts can be read here".to_string()) })
+    fn get(&self) -> BoxFuture<'_, Result<crate::registry::cloud::ServiceAccount, AccountError>> {
+        Box::pin(async { Err(AccountReadError::NoAccounts.into()) })
     }
 
-    fn token<'a>(
-        &'a self,
-        _: &'a [String],
-    ) -> futures::future::BoxFuture<'a, Result<String, String>> {
-        Box::pin(async { Err("no ServiceAccount tokens can be minted here".to_string()) })
+    fn token<'a>(&'a self, _: &'a [String]) -> BoxFuture<'a, Result<String, AccountError>> {
+        Box::pin(async { Err(AccountReadError::NoTokens.into()) })
     }
 }
 
@@ -85,9 +85,39 @@ impl WorkloadIdentity<'_> {
 
 /// Why the options could not be built; shown as `failed to configure authentication options:
 /// <text>` with reason `AuthenticationFailed`.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct AuthError(pub String);
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// A Secret or ServiceAccount could not be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The proxy Secret is missing.
+    #[error("secret '{namespace}/{name}' not found")]
+    ProxySecretNotFound { namespace: String, name: String },
+    /// A Secret is missing: the API server's own NotFound text, as Flux reports it.
+    #[error("secrets \"{0}\" not found")]
+    SecretNotFound(String),
+    #[error("serviceaccount '{namespace}/{name}' not found")]
+    ServiceAccountNotFound { namespace: String, name: String },
+    /// A Secret's data is not what its field needs.
+    #[error("{what}'{name}': {source}")]
+    Invalid {
+        /// `invalid proxy secret ` or `secret `.
+        what: &'static str,
+        name: String,
+        source: ConfigError,
+    },
+    /// The `certSecretRef` Secret's data (the text names the key).
+    #[error(transparent)]
+    Tls(ConfigError),
+    /// One of a ServiceAccount's imagePullSecrets.
+    #[error("failed to get image pull secret '{name}' for serviceaccount '{namespace}/{account}': {source}")]
+    PullSecret {
+        name: String,
+        namespace: String,
+        account: String,
+        source: Box<AuthError>,
+    },
+}
 
 /// Builds the client options for `repo`, in Flux's order: proxy, provider, TLS, credentials.
 pub async fn client_options(
@@ -101,17 +131,20 @@ pub async fn client_options(
     let spec = &repo.spec;
     let proxy = match &spec.proxy_secret_ref {
         Some(r) => {
-            let secret = reader
-                .secret(namespace, &r.name)
-                .await
-                .map_err(AuthError)?
-                .ok_or_else(|| AuthError(format!("secret '{namespace}/{}' not found", r.name)))?;
-            let settings = ProxySettings::from_secret_data(&secret_data(&secret)).map_err(|e| {
-                AuthError(format!(
-                    "invalid proxy secret '{namespace}/{}': {e}",
-                    r.name
-                ))
+            let secret = reader.secret(namespace, &r.name).await?.ok_or_else(|| {
+                AuthError::ProxySecretNotFound {
+                    namespace: namespace.into(),
+                    name: r.name.clone(),
+                }
             })?;
+            let settings =
+                ProxySettings::from_secret_data(&secret_data(&secret)).map_err(|source| {
+                    AuthError::Invalid {
+                        what: "invalid proxy secret ",
+                        name: format!("{namespace}/{}", r.name),
+                        source,
+                    }
+                })?;
             Some(settings)
         }
         None => None,
@@ -120,8 +153,8 @@ pub async fn client_options(
     let tls = match &spec.cert_secret_ref {
         Some(r) => {
             let secret = required_secret(reader, namespace, &r.name).await?;
-            let (material, names) = TlsMaterial::from_secret_data(&secret_data(&secret))
-                .map_err(|e| AuthError(e.to_string()))?;
+            let (material, names) =
+                TlsMaterial::from_secret_data(&secret_data(&secret)).map_err(AuthError::Tls)?;
             if names == KeyNames::Legacy {
                 tracing::warn!(secret = %r.name, "certSecretRef uses the deprecated keys certFile/keyFile/caFile; rename them to tls.crt/tls.key/ca.crt");
             }
@@ -152,18 +185,21 @@ pub async fn client_options(
     {
         let sa = reader
             .service_account(namespace, sa_name)
-            .await
-            .map_err(AuthError)?
-            .ok_or_else(|| {
-                AuthError(format!("serviceaccount '{namespace}/{sa_name}' not found"))
+            .await?
+            .ok_or_else(|| AuthError::ServiceAccountNotFound {
+                namespace: namespace.into(),
+                name: sa_name.into(),
             })?;
         for pull in sa.image_pull_secrets.unwrap_or_default() {
             let name = pull.name;
-            let secret = required_secret(reader, namespace, &name).await.map_err(|e| {
-                AuthError(format!(
-                    "failed to get image pull secret '{name}' for serviceaccount '{namespace}/{sa_name}': {e}"
-                ))
-            })?;
+            let secret = required_secret(reader, namespace, &name)
+                .await
+                .map_err(|e| AuthError::PullSecret {
+                    name: name.clone(),
+                    namespace: namespace.into(),
+                    account: sa_name.into(),
+                    source: Box::new(e),
+                })?;
             add_to_keyring(&mut keyring, &secret, &name)?;
         }
     }
@@ -238,17 +274,19 @@ async fn required_secret(
 ) -> Result<Secret, AuthError> {
     reader
         .secret(namespace, name)
-        .await
-        .map_err(AuthError)?
-        // The API server's own NotFound text, as Flux reports it.
-        .ok_or_else(|| AuthError(format!("secrets \"{name}\" not found")))
+        .await?
+        .ok_or_else(|| AuthError::SecretNotFound(name.into()))
 }
 
 fn add_to_keyring(keyring: &mut Keyring, secret: &Secret, name: &str) -> Result<(), AuthError> {
     let type_ = secret.type_.as_deref().unwrap_or("Opaque");
     keyring
         .add_secret(type_, &secret_data(secret))
-        .map_err(|e| AuthError(format!("secret '{name}': {e}")))
+        .map_err(|source| AuthError::Invalid {
+            what: "secret ",
+            name: name.into(),
+            source,
+        })
 }
 
 /// A Secret's `data`, with `stringData` merged over it (manifests read from files carry it;
@@ -268,7 +306,7 @@ pub fn secret_data(secret: &Secret) -> BTreeMap<String, Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{cloud_login, ObjectReader, WorkloadIdentity, SPEC_FIXES};
+    use super::{cloud_login, ObjectReader, ReadError, WorkloadIdentity, SPEC_FIXES};
     use crate::api::ImageRepository;
     use crate::registry::cloud::CloudProvider;
     use crate::registry::RegistryError;
@@ -277,14 +315,14 @@ mod tests {
     struct Nothing;
 
     impl ObjectReader for Nothing {
-        async fn secret(&self, _: &str, _: &str) -> Result<Option<Secret>, String> {
+        async fn secret(&self, _: &str, _: &str) -> Result<Option<Secret>, ReadError> {
             Ok(None)
         }
         async fn service_account(
             &self,
             _: &str,
             _: &str,
-        ) -> Result<Option<ServiceAccount>, String> {
+        ) -> Result<Option<ServiceAccount>, ReadError> {
             Ok(None)
         }
     }

@@ -26,6 +26,25 @@ pub struct Involved {
 }
 
 /// Sends events to the notification-controller's webhook.
+/// Why a notification could not be set up or sent.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyError {
+    #[error("--events-addr '{address}' is not a URL: {source}")]
+    Address {
+        address: String,
+        source: url::ParseError,
+    },
+    #[error("building the events client: {0}")]
+    Client(reqwest::Error),
+    #[error("encoding the event: {0}")]
+    Encode(serde_json::Error),
+    #[error("{0} answered {1}")]
+    Answered(String, reqwest::StatusCode),
+    /// The request failed, with its causes.
+    #[error("posting to {0}: {1}")]
+    Post(String, String),
+}
+
 #[derive(Clone, Debug)]
 pub struct Notifier {
     http: reqwest::Client,
@@ -38,14 +57,16 @@ pub struct Notifier {
 
 impl Notifier {
     /// A notifier for `address` (`http://notification-controller.flux-system.svc.cluster.local./`).
-    pub fn new(address: &str, instance: String) -> Result<Self, String> {
+    pub fn new(address: &str, instance: String) -> Result<Self, NotifyError> {
         crate::registry::install_crypto_provider();
-        let url = reqwest::Url::parse(address)
-            .map_err(|e| format!("--events-addr '{address}' is not a URL: {e}"))?;
+        let url = reqwest::Url::parse(address).map_err(|source| NotifyError::Address {
+            address: address.into(),
+            source,
+        })?;
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(5))
             .build()
-            .map_err(|e| format!("building the events client: {e}"))?;
+            .map_err(NotifyError::Client)?;
         Ok(Notifier {
             http,
             url,
@@ -92,10 +113,10 @@ impl Notifier {
     }
 
     /// POSTs `payload`, retrying connection errors and 5xx; returns the final outcome.
-    pub async fn send(&self, payload: &Value) -> Result<(), String> {
-        let body = serde_json::to_vec(payload).map_err(|e| e.to_string())?;
+    pub async fn send(&self, payload: &Value) -> Result<(), NotifyError> {
+        let body = serde_json::to_vec(payload).map_err(NotifyError::Encode)?;
         let mut delay = self.retry_base;
-        let mut last_error = String::new();
+        let mut last_error = None;
         for attempt in 0..5 {
             if attempt > 0 {
                 tokio::time::sleep(delay).await;
@@ -111,19 +132,21 @@ impl Notifier {
                 // Already recorded by the notification-controller (its duplicate check).
                 Ok(response) if response.status().as_u16() == 429 => return Ok(()),
                 Ok(response) if response.status().is_server_error() => {
-                    last_error = format!("{} answered {}", self.url, response.status());
+                    let url = self.url.to_string();
+                    last_error = Some(NotifyError::Answered(url, response.status()));
                 }
                 Ok(response) => {
-                    return Err(format!("{} answered {}", self.url, response.status()));
+                    let url = self.url.to_string();
+                    return Err(NotifyError::Answered(url, response.status()));
                 }
                 // With its causes: reqwest's own text alone is "error sending request".
                 Err(err) => {
                     let detail = crate::registry::error_chain(&err);
-                    last_error = format!("posting to {}: {detail}", self.url);
+                    last_error = Some(NotifyError::Post(self.url.to_string(), detail));
                 }
             }
         }
-        Err(last_error)
+        Err(last_error.expect("five attempts were made"))
     }
 
     /// Sends in the background; a failure is logged.

@@ -16,15 +16,21 @@ pub struct ServiceAccount {
     pub annotations: BTreeMap<String, String>,
 }
 
+/// Why a [`ServiceAccountSource`] could not read the ServiceAccount or mint its token: the
+/// source's own error, shown as it says it.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct AccountError(pub Box<dyn std::error::Error + Send + Sync>);
+
 /// Reads a ServiceAccount and mints its tokens (the TokenRequest API in the controller). The
 /// registry code knows nothing of Kubernetes beyond this.
 pub trait ServiceAccountSource: Send + Sync {
     /// `namespace/name`, for messages.
     fn key(&self) -> String;
-    /// The ServiceAccount; errors are the reader's own text.
-    fn get(&self) -> BoxFuture<'_, Result<ServiceAccount, String>>;
+    /// The ServiceAccount.
+    fn get(&self) -> BoxFuture<'_, Result<ServiceAccount, AccountError>>;
     /// A token for the ServiceAccount with these audiences.
-    fn token<'a>(&'a self, audiences: &'a [String]) -> BoxFuture<'a, Result<String, String>>;
+    fn token<'a>(&'a self, audiences: &'a [String]) -> BoxFuture<'a, Result<String, AccountError>>;
 }
 
 /// The provider identity a ServiceAccount's annotations name.

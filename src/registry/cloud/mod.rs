@@ -26,7 +26,7 @@ pub use azure::ACR_USER;
 pub use cache::TokenCache;
 pub use gcp::USER as GCP_USER;
 pub use hosts::{registry_target, RegistryTarget, ACR_PATTERN, ECR_PATTERN, GCP_PATTERN};
-pub use identity::{identity, Identity, ServiceAccount, ServiceAccountSource};
+pub use identity::{identity, AccountError, Identity, ServiceAccount, ServiceAccountSource};
 
 use super::Credentials;
 use cache::Secret;

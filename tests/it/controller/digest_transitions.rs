@@ -8,6 +8,7 @@ use image_reflector::api::{ImagePolicy, ImageRef, ImageRepository};
 use image_reflector::controller::image_policy::decide::{
     reconcile_policy, PolicyEnv, PolicyReader,
 };
+use image_reflector::controller::shared::api_read::ReadError;
 use image_reflector::controller::shared::credentials::ObjectReader;
 use image_reflector::controller::shared::next::Next;
 use image_reflector::registry::Registries;
@@ -21,10 +22,10 @@ use std::time::Duration;
 struct Repositories(Vec<ImageRepository>);
 
 impl ObjectReader for Repositories {
-    async fn secret(&self, _: &str, _: &str) -> Result<Option<Secret>, String> {
+    async fn secret(&self, _: &str, _: &str) -> Result<Option<Secret>, ReadError> {
         Ok(None)
     }
-    async fn service_account(&self, _: &str, _: &str) -> Result<Option<ServiceAccount>, String> {
+    async fn service_account(&self, _: &str, _: &str) -> Result<Option<ServiceAccount>, ReadError> {
         Ok(None)
     }
 }
@@ -34,7 +35,7 @@ impl PolicyReader for Repositories {
         &self,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<ImageRepository>, String> {
+    ) -> Result<Option<ImageRepository>, ReadError> {
         Ok(self
             .0
             .iter()
@@ -44,7 +45,10 @@ impl PolicyReader for Repositories {
             })
             .cloned())
     }
-    async fn namespace_labels(&self, _: &str) -> Result<Option<BTreeMap<String, String>>, String> {
+    async fn namespace_labels(
+        &self,
+        _: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, ReadError> {
         Ok(Some(BTreeMap::new()))
     }
 }
@@ -351,4 +355,21 @@ async fn a_rate_limited_digest_fetch_waits_for_retry_after() {
         1,
         "no retry against a 120s Retry-After"
     );
+
+    // With a gate, the same answer to the walk is `RateLimited` too, naming the candidate,
+    // not a `GateCheckFailed` retried at the next backoff step.
+    let mut gated = ifnotpresent.clone();
+    gated.spec.platforms = Some(vec!["linux/amd64".into()]);
+    let registries = Registries::new(Default::default());
+    let result = decide(&gated, &reader, &store, &registries).await;
+    let ready = result.status.conditions.iter().flatten();
+    let ready = ready.clone().find(|c| c.type_ == "Ready").unwrap();
+    assert_eq!(ready.reason, "RateLimited", "{}", ready.message);
+    assert!(
+        ready.message.starts_with("checking the gates of v1.0.0: "),
+        "{}",
+        ready.message
+    );
+    assert!(matches!(result.next, Next::RetryAt(_)), "{:?}", result.next);
+    assert_eq!(registry.seen().len(), 2, "one request for the walk");
 }

@@ -26,7 +26,7 @@ fn notifier(server: &FaultServer) -> Notifier {
 async fn server_errors_are_retried_and_429_is_not() {
     let payload = serde_json::json!({"message": "m"});
     let flaky = receiver(vec![503, 500, 200]).await;
-    assert_eq!(notifier(&flaky).send(&payload).await, Ok(()));
+    notifier(&flaky).send(&payload).await.unwrap();
     assert_eq!(flaky.seen().len(), 3, "two 5xx, then delivered");
     assert!(flaky
         .seen()
@@ -34,16 +34,24 @@ async fn server_errors_are_retried_and_429_is_not() {
         .all(|s| s.body == serde_json::to_vec(&payload).unwrap()));
 
     let duplicate = receiver(vec![429]).await;
-    assert_eq!(notifier(&duplicate).send(&payload).await, Ok(()));
+    notifier(&duplicate).send(&payload).await.unwrap();
     assert_eq!(duplicate.seen().len(), 1, "a 429 is final");
 
     let rejected = receiver(vec![400]).await;
-    let err = notifier(&rejected).send(&payload).await.unwrap_err();
+    let err = notifier(&rejected)
+        .send(&payload)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("400"), "{err}");
     assert_eq!(rejected.seen().len(), 1);
 
     let down = receiver(vec![503; 10]).await;
-    let err = notifier(&down).send(&payload).await.unwrap_err();
+    let err = notifier(&down)
+        .send(&payload)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("503"), "{err}");
     assert_eq!(down.seen().len(), 5, "the first try and four retries");
 }
@@ -59,7 +67,8 @@ async fn a_failure_to_reach_the_notification_controller_names_its_cause() {
         .with_retry_base(Duration::from_millis(1))
         .send(&serde_json::json!({"message": "m"}))
         .await
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains(&format!("posting to http://127.0.0.1:{port}/")),
         "{err}"
@@ -69,7 +78,9 @@ async fn a_failure_to_reach_the_notification_controller_names_its_cause() {
 
 #[test]
 fn an_events_address_that_is_not_a_url_is_refused() {
-    let err = Notifier::new("not a url", "x".into()).unwrap_err();
+    let err = Notifier::new("not a url", "x".into())
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("--events-addr 'not a url' is not a URL"),
         "{err}"

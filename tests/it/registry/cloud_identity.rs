@@ -12,7 +12,7 @@ use crate::support::distribution::Pki;
 use crate::support::fault_server::{FaultServer, Reply};
 use futures::future::BoxFuture;
 use image_reflector::registry::cloud::{
-    CloudLogin, CloudProvider, ServiceAccount, ServiceAccountSource,
+    AccountError, CloudLogin, CloudProvider, ServiceAccount, ServiceAccountSource,
 };
 use image_reflector::registry::{
     ClientOptions, ImageReference, ProxySettings, Registries, RegistryClient, SchedulerConfig,
@@ -52,7 +52,7 @@ impl ServiceAccountSource for TestAccount {
         "apps/puller".into()
     }
 
-    fn get(&self) -> BoxFuture<'_, Result<ServiceAccount, String>> {
+    fn get(&self) -> BoxFuture<'_, Result<ServiceAccount, AccountError>> {
         Box::pin(async {
             Ok(ServiceAccount {
                 namespace: "apps".into(),
@@ -62,7 +62,7 @@ impl ServiceAccountSource for TestAccount {
         })
     }
 
-    fn token<'a>(&'a self, audiences: &'a [String]) -> BoxFuture<'a, Result<String, String>> {
+    fn token<'a>(&'a self, audiences: &'a [String]) -> BoxFuture<'a, Result<String, AccountError>> {
         Box::pin(async move {
             let mut minted = self.minted.lock().unwrap();
             minted.push(audiences.to_vec());

@@ -4,6 +4,7 @@
 
 use image_reflector::api::ImageRepository;
 use image_reflector::controller::image_policy::decide::PolicyReader;
+use image_reflector::controller::shared::api_read::ReadError;
 use image_reflector::controller::shared::credentials::ObjectReader;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::ByteString;
@@ -49,7 +50,7 @@ fn secret(type_: Option<&str>, entries: impl IntoIterator<Item = (String, String
 }
 
 impl ObjectReader for Cluster {
-    async fn secret(&self, _: &str, name: &str) -> Result<Option<Secret>, String> {
+    async fn secret(&self, _: &str, name: &str) -> Result<Option<Secret>, ReadError> {
         Ok(match name {
             "creds" => {
                 self.creds_reads.fetch_add(1, Ordering::SeqCst);
@@ -64,7 +65,7 @@ impl ObjectReader for Cluster {
         })
     }
 
-    async fn service_account(&self, _: &str, _: &str) -> Result<Option<ServiceAccount>, String> {
+    async fn service_account(&self, _: &str, _: &str) -> Result<Option<ServiceAccount>, ReadError> {
         Ok(None)
     }
 }
@@ -74,12 +75,15 @@ impl PolicyReader for Cluster {
         &self,
         _: &str,
         name: &str,
-    ) -> Result<Option<ImageRepository>, String> {
+    ) -> Result<Option<ImageRepository>, ReadError> {
         let named = |r: &&ImageRepository| r.metadata.name.as_deref() == Some(name);
         Ok(self.repositories.iter().find(named).cloned())
     }
 
-    async fn namespace_labels(&self, _: &str) -> Result<Option<BTreeMap<String, String>>, String> {
+    async fn namespace_labels(
+        &self,
+        _: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, ReadError> {
         Ok(Some(BTreeMap::new()))
     }
 }

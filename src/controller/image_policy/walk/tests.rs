@@ -120,18 +120,20 @@ fn platform(text: &str) -> Platform {
     Platform::parse(text).unwrap()
 }
 
+fn judge(gates: &Gates) -> Judge<'_> {
+    Judge {
+        gates,
+        wants_digest: true,
+        now: NOW,
+        recheck: Duration::from_secs(300),
+    }
+}
+
 async fn run(ranked: &[&str], gates: &Gates, table: &mut Table) -> Walked {
     let mut walked = Walked::default();
-    let recheck = Duration::from_secs(300);
-    walk(
-        &Table::tags(ranked),
-        gates,
-        table,
-        &mut walked,
-        (NOW, recheck),
-    )
-    .await
-    .unwrap();
+    walk(&Table::tags(ranked), judge(gates), table, &mut walked)
+        .await
+        .unwrap();
     walked
 }
 
@@ -147,7 +149,10 @@ fn held(walked: &Walked) -> Vec<(&str, &str)> {
 async fn without_gates_the_best_is_elected_with_its_digest_only() {
     let mut table = Table::default();
     let walked = run(&["1.2.0", "1.1.0"], &Gates::default(), &mut table).await;
-    assert_eq!(walked.elected, Some(("1.2.0".into(), "d-1.2.0".into())));
+    assert_eq!(
+        walked.elected,
+        Some(("1.2.0".into(), Some("d-1.2.0".into())))
+    );
     assert_eq!(table.asked, ["digest 1.2.0"]);
     assert!(table.kept.is_empty());
 }
@@ -244,7 +249,10 @@ async fn together_the_gates_judge_in_order_and_read_each_fact_once() {
         &mut table,
     )
     .await;
-    assert_eq!(walked.elected, Some(("1.1.0".into(), "d-1.1.0".into())));
+    assert_eq!(
+        walked.elected,
+        Some(("1.1.0".into(), Some("d-1.1.0".into())))
+    );
     assert_eq!(
         held(&walked),
         [
@@ -290,15 +298,9 @@ async fn the_bounds_stop_the_walk_and_let_it_go_on() {
         stored: tags.iter().cloned().collect(),
         ..Table::default()
     });
-    walk(
-        &tags,
-        &gates,
-        &mut source,
-        &mut walked,
-        (NOW, Duration::from_secs(300)),
-    )
-    .await
-    .unwrap();
+    walk(&tags, judge(&gates), &mut source, &mut walked)
+        .await
+        .unwrap();
     assert_eq!((walked.walked, walked.inspected), (MAX_WALK, 0));
     assert!(!walked.unfinished && walked.elected.is_none());
     assert!(source.0.asked.is_empty(), "{:?}", source.0.asked);
@@ -346,7 +348,7 @@ async fn a_registry_failure_ends_the_walk_naming_the_tag() {
     impl FactSource for Failing {
         async fn digest(&mut self, _: &str, budget: &mut Budget<'_>) -> Result<String, Cut> {
             budget.charge()?;
-            Err(Cut::Failed("503 Service Unavailable".into()))
+            Err(LookError::Timeout(Duration::from_secs(10)).into())
         }
         fn known(&self, digest: &str) -> ImageFacts {
             ImageFacts {
@@ -369,13 +371,15 @@ async fn a_registry_failure_ends_the_walk_naming_the_tag() {
     let gates = Gates::from_parts(None, vec![], true);
     let err = walk(
         &Table::tags(&["1.0.0"]),
-        &gates,
+        judge(&gates),
         &mut Failing,
         &mut walked,
-        (NOW, Duration::ZERO),
     )
     .await
     .unwrap_err();
-    assert_eq!(err, "checking the gates of 1.0.0: 503 Service Unavailable");
+    assert_eq!(
+        err.to_string(),
+        "checking the gates of 1.0.0: no answer within 10s (the ImageRepository's spec.timeout)"
+    );
     assert!(walked.elected.is_none());
 }
