@@ -9,7 +9,7 @@ export KUBE_BIN_DIR
 FLUX_BIN_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/image-reflector-flux/bin
 export FLUX_BIN_DIR
 
-.PHONY: all build test lint fmt crds run kube flux e2e e2e-flux e2e-cluster prometheus-deps bench bench-controller conformance deps image image-deps image-smoke deploy undeploy fuzz
+.PHONY: all build test lint fmt crds run kube flux sigtools e2e e2e-flux e2e-signatures e2e-cluster prometheus-deps bench bench-controller conformance deps image image-deps image-smoke deploy undeploy fuzz
 
 all: build
 
@@ -124,6 +124,17 @@ flux:
 # drives our objects (tests/it/flux/).
 e2e-flux: deps kube flux
 	@$(with_apiserver) $(CARGO) test --locked --test it -- --ignored flux::
+
+# The signing tools the signature tests run: the cosign CLI v3 and the last v2, the notation CLI,
+# and a registry that serves the OCI referrers API, built from their Go modules
+# (tests/sigtools/*/go.mod) into SIGTOOLS_BIN_DIR; a no-op once built (hack/sigtools-build.sh).
+sigtools:
+	@hack/sigtools-build.sh >/dev/null
+
+# Images signed by the real tools, elected (or held back, saying why) by `scan` and by the
+# controller on the API server of `make e2e` (tests/it/signatures/).
+e2e-signatures: deps kube sigtools
+	@$(with_apiserver) $(CARGO) test --locked --test it -- --ignored signatures::
 
 # promtool (Debian's prometheus package), for the metrics e2e check; installed when missing.
 prometheus-deps:

@@ -6,9 +6,9 @@
 //! Not an API.
 
 use super::auth::{parse_challenge, Challenge, TokenResponse};
-use super::cosign::{SignedPayload, TrustedKeys};
 use super::digest::check_manifest;
 use super::proxy::without_credentials;
+use super::signatures::{Signed, SignedPayload, TrustedKeys};
 use super::tag_page::parse_page;
 use super::tags::next_link;
 use super::{parse_retry_after, ImageReference, Keyring, ProxySettings};
@@ -189,7 +189,7 @@ pub fn cosign_payload(data: &[u8]) {
     };
     let image = ImageReference::parse("registry.example/team/app", false).unwrap();
     let digest = format!("sha256:{}", "ab".repeat(32));
-    match trusted.verify(&[signed], &image, &digest) {
+    match trusted.verify(&[Signed::Simple(signed)], &image, &digest) {
         Ok(key) => {
             assert_eq!(key, "cosign.pub");
             let payload: serde_json::Value = serde_json::from_slice(data).expect("read as JSON");

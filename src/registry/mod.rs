@@ -5,7 +5,7 @@
 //! - `reference`: image references as Flux parses `spec.image`;
 //! - `client`: one request, through the per-host `scheduler`, with `auth`;
 //! - `tags`, `digest`: the two registry calls the controller makes;
-//! - `fetch`, `inspect`, `cosign`: what a gated election reads (manifests, configs, signatures);
+//! - `fetch`, `inspect`, `signatures`: what a gated election reads (manifests, configs, signatures);
 //! - `keyring`, `tls`, `proxy`: the settings a client is built from;
 //! - `cloud`: logging in to cloud registries with the provider's identity.
 
@@ -16,7 +16,6 @@ mod bounded;
 mod budget;
 mod client;
 pub mod cloud;
-mod cosign;
 mod describe;
 mod digest;
 mod error;
@@ -32,6 +31,7 @@ mod registries;
 mod request;
 mod retry_after;
 mod scheduler;
+pub mod signatures;
 mod tag_page;
 mod tags;
 mod tls;
@@ -39,7 +39,6 @@ mod token_auth;
 
 pub use budget::{Held, MemoryBudget, MAX_KEPT_BYTES, PROCESS_BUDGET_BYTES};
 pub use client::{install_crypto_provider, RegistryClient};
-pub use cosign::{signature_tag, SignedPayload, TrustedKeys};
 /// An error with its causes (`error sending request` alone says nothing of DNS or connect).
 pub(crate) use describe::chain as error_chain;
 pub use digest::MANIFEST_ACCEPT;
@@ -52,6 +51,7 @@ pub use reference::{ImageReference, ReferenceError, Scheme, DEFAULT_REGISTRY};
 pub use registries::{Kept, Registries, IDLE_AFTER};
 pub use retry_after::parse_retry_after;
 pub use scheduler::{Scheduler, SchedulerConfig};
+pub use signatures::{signature_tag, Signed, SignedPayload, TrustedKeys};
 pub use tag_page::{is_valid_tag, MAX_TAG_LEN};
 pub use tags::{ListLimits, Listing};
 pub use tls::{KeyNames, TlsMaterial};

@@ -22,6 +22,9 @@ pub struct Registries {
     pub(super) scheduler: Arc<Scheduler>,
     pub(super) auth: AuthCache,
     pub(super) schemes: Bounded<Route, &'static str, MAX_SCHEMES>,
+    /// Hosts that answered the referrers API with 404, and when: their signatures are read
+    /// from the referrers tag schema without asking the API again for [`IDLE_AFTER`].
+    pub(super) no_referrers_api: Bounded<Route, Instant, MAX_SCHEMES>,
     /// One HTTP client per distinct TLS, proxy and timeout setting (credentials travel per
     /// request, so they are not part of it): building one loads and parses the system roots,
     /// and a shared one keeps connections to a registry alive between reconciles.
@@ -77,6 +80,7 @@ impl Registries {
             scheduler: Arc::new(Scheduler::new(config)),
             auth: AuthCache::default(),
             schemes: Bounded::default(),
+            no_referrers_api: Bounded::default(),
             http: Bounded::default(),
             token_cache,
             direct: Mutex::default(),
@@ -110,6 +114,7 @@ impl Registries {
         self.scheduler.forget_idle(idle, now)
             + self.auth.forget_idle(idle, now)
             + self.schemes.forget_idle(idle, now)
+            + self.no_referrers_api.forget_idle(idle, now)
             + self.http.forget_idle(idle, now)
     }
 

@@ -9,5 +9,6 @@ mod flux;
 mod policy;
 mod project;
 mod registry;
+mod signatures;
 mod store;
 mod support;

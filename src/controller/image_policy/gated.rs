@@ -209,19 +209,20 @@ async fn digest_now(
     Ok((digest, inspected))
 }
 
-/// The signatures of `digest`, read and verified against the trusted keys now.
+/// The signatures of `digest`, read and verified against the trusted keys now: the bundles
+/// attached as referrers first (cosign v3's default), then, when none of them verifies, the
+/// legacy `.sig` tag's.
 async fn check_signature(looks: &Looks<'_, '_>, digest: &str) -> Result<SignatureVerdict, Cut> {
     let Some(keys) = looks.keys else {
         return Err(LookError::NoKeys.into());
     };
-    let signatures = looks
-        .client
-        .get()
-        .await?
-        .cosign_signatures(looks.image, digest)
-        .await
-        .map_err(Cut::from)?;
-    let verified = keys.verify(&signatures, looks.image, digest);
+    let client = looks.client.get().await?;
+    let mut signatures = client.bundle_signatures(looks.image, digest).await?;
+    let mut verified = keys.verify(&signatures, looks.image, digest);
+    if verified.is_err() {
+        signatures.extend(client.legacy_signatures(looks.image, digest).await?);
+        verified = keys.verify(&signatures, looks.image, digest);
+    }
     Ok(SignatureVerdict {
         keys: keys.fingerprint.clone(),
         verified_by: verified.as_ref().ok().cloned(),

@@ -95,7 +95,7 @@ async fn scan_elects_through_the_gates_and_lists_the_tags_held_back() {
     let refused = row("old-line   0.9.0");
     assert_eq!(refused[3], "verify");
     assert!(
-        stdout.contains("no cosign signature (no tag sha256-"),
+        stdout.contains("no signature (no cosign bundle among its referrers, no tag sha256-"),
         "{stdout}"
     );
     assert!(stderr.contains("ImagePolicy team/old-line"), "{stderr}");

@@ -284,12 +284,13 @@ async fn only_a_valid_signature_for_this_digest_elects() {
     assert!(held_back.iter().all(|(_, gate, _)| gate == "verify"));
     let reasons: Vec<&str> = held_back.iter().map(|(_, _, r)| r.as_str()).collect();
     assert!(
-        reasons[0].starts_with("no cosign signature (no tag sha256-"),
+        reasons[0]
+            .starts_with("no signature (no cosign bundle among its referrers, no tag sha256-"),
         "{}",
         reasons[0]
     );
     assert!(
-        reasons[1].contains("none of the trusted keys"),
+        reasons[1].contains("does not verify with any trusted key"),
         "tampered: {}",
         reasons[1]
     );
@@ -299,7 +300,7 @@ async fn only_a_valid_signature_for_this_digest_elects() {
         reasons[2]
     );
     assert!(
-        reasons[3].contains("none of the trusted keys"),
+        reasons[3].contains("does not verify with any trusted key"),
         "wrong key: {}",
         reasons[3]
     );
@@ -421,16 +422,23 @@ async fn a_long_walk_goes_on_over_reconciles_within_its_bound() {
         "at most {MAX_INSPECTIONS} inspected, and 10 listed"
     );
     let first = bench.requests();
-    assert!(first <= 2 * MAX_INSPECTIONS as u64 + 2, "{first} requests");
+    // Each inspected: a HEAD, the referrers tag schema, the signature tag; the referrers API
+    // once (Distribution has none: 404, remembered for the host).
+    assert!(first <= 3 * MAX_INSPECTIONS as u64 + 3, "{first} requests");
     bench.reconcile(&mut p, now).await;
     let (status_, reason, message) = ready(&p);
     assert_eq!(
         (status_, reason.as_str()),
         (ConditionStatus::False, "NoEligibleTag")
     );
-    assert!(message.starts_with("no tag passes the gates among the 12 best candidates (1.11.0 held back: no cosign signature"), "{message}");
     assert!(
-        bench.requests() - first <= 2 * 2 + 2,
+        message.starts_with(
+            "no tag passes the gates among the 12 best candidates (1.11.0 held back: no signature"
+        ),
+        "{message}"
+    );
+    assert!(
+        bench.requests() - first <= 3 * 2 + 2,
         "only the two not yet looked at"
     );
 }
@@ -516,11 +524,13 @@ async fn the_walk_stops_at_fifty_candidates() {
         )),
         "{message}"
     );
-    // Each of the 50 cost a HEAD and a signature-manifest GET; the five below were never asked.
+    // Each of the 50 cost a HEAD, a GET of the referrers tag schema and one of the signature
+    // tag; the referrers API was asked once (404: Distribution has none, remembered for the
+    // host); the five below were never asked.
     assert_eq!(
         bench.requests(),
-        2 * MAX_WALK as u64 + 1,
-        "the first HTTPS attempt, then 100"
+        3 * MAX_WALK as u64 + 2,
+        "the first HTTPS attempt, the referrers API, then 150"
     );
     let before = bench.requests();
     bench

@@ -122,7 +122,7 @@ async fn e2e_gates_hold_back_explain_and_elect() {
         "{notes:?}"
     );
     assert!(
-        has("HeldBack", "1.5.0 held back by verify: no cosign signature"),
+        has("HeldBack", "1.5.0 held back by verify: no signature"),
         "{notes:?}"
     );
     assert!(

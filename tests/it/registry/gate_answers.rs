@@ -83,7 +83,7 @@ async fn signatures_are_read_sixteen_at_most_and_payloads_within_their_bound() {
     paths.insert(tag.clone(), (OCI_MANIFEST.into(), manifest(b"{}", layers)));
     let server = serve(paths).await;
     let found = client()
-        .cosign_signatures(&image(&server), &signed)
+        .legacy_signatures(&image(&server), &signed)
         .await
         .unwrap();
     assert_eq!(found.len(), 16);
@@ -108,7 +108,7 @@ async fn signatures_are_read_sixteen_at_most_and_payloads_within_their_bound() {
     );
     let server = serve(paths).await;
     let err = client()
-        .cosign_signatures(&image(&server), &signed)
+        .legacy_signatures(&image(&server), &signed)
         .await
         .unwrap_err();
     assert!(
@@ -131,7 +131,7 @@ async fn signatures_are_read_sixteen_at_most_and_payloads_within_their_bound() {
     );
     let server = serve(paths).await;
     let err = client()
-        .cosign_signatures(&image(&server), &signed)
+        .legacy_signatures(&image(&server), &signed)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("not to its digest"), "{err}");
@@ -245,4 +245,124 @@ async fn configs_and_manifests_must_be_what_they_claim() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains(&server.host()), "{err}");
+}
+
+const BUNDLE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+
+/// A bundle artifact over `bundle` (its manifest, and the blob), attached to nothing in
+/// particular: the listing says what it refers to.
+fn bundle_artifact(
+    paths: &mut HashMap<String, (String, Vec<u8>)>,
+    artifact_type: &str,
+    bundle: &[u8],
+) -> Value {
+    blobs(paths, bundle);
+    let body = serde_json::to_vec(&json!({
+        "schemaVersion": 2, "mediaType": OCI_MANIFEST, "artifactType": artifact_type,
+        "config": {"mediaType": "application/vnd.oci.empty.v1+json", "digest": digest(b"{}"), "size": 2},
+        "layers": [{"mediaType": artifact_type, "digest": digest(bundle), "size": bundle.len()}],
+    }))
+    .unwrap();
+    let at = digest(&body);
+    paths.insert(
+        format!("/v2/app/manifests/{at}"),
+        (OCI_MANIFEST.into(), body.clone()),
+    );
+    json!({"mediaType": OCI_MANIFEST, "digest": at, "size": body.len(), "artifactType": artifact_type})
+}
+
+fn listing(entries: Vec<Value>) -> (String, Vec<u8>) {
+    let body = json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries});
+    (OCI_INDEX.into(), serde_json::to_vec(&body).unwrap())
+}
+
+/// The referrers a registry lists are bounded: 16 bundles read of 20, a bundle over 256 KiB
+/// refused before it is fetched, other artifact types not fetched, and an artifact listed by
+/// its config's media type fetched only to find it is not a bundle.
+#[tokio::test]
+async fn referrer_signatures_are_bounded() {
+    let signed = digest(b"the image");
+    let api = format!("/v2/app/referrers/{signed}");
+    let mut paths = HashMap::new();
+    let mut entries: Vec<Value> = (0..20)
+        .map(|i| bundle_artifact(&mut paths, BUNDLE, format!("{{\"n\": {i}}}").as_bytes()))
+        .collect();
+    entries.insert(
+        0,
+        bundle_artifact(&mut paths, "application/vnd.cncf.notary.signature", b"jws"),
+    );
+    let mut unsure = bundle_artifact(&mut paths, "application/vnd.example.sbom", b"sbom");
+    unsure["artifactType"] = json!("application/vnd.oci.empty.v1+json");
+    entries.insert(0, unsure);
+    paths.insert(api.clone(), listing(entries));
+    let server = serve(paths).await;
+    let found = client()
+        .bundle_signatures(&image(&server), &signed)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 16);
+    assert_eq!(
+        count(&server, "/v2/app/manifests/"),
+        17,
+        "16 bundles and the unsure one"
+    );
+    assert_eq!(
+        count(&server, "/v2/app/blobs/"),
+        16,
+        "no blob beyond the bound, none but bundles"
+    );
+
+    let mut paths = HashMap::new();
+    let mut big = bundle_artifact(&mut paths, BUNDLE, b"small");
+    let manifest_path = format!("/v2/app/manifests/{}", big["digest"].as_str().unwrap());
+    let mut body: Value = serde_json::from_slice(&paths[&manifest_path].1).unwrap();
+    body["layers"][0]["size"] = json!((256 << 10) + 1);
+    let body = serde_json::to_vec(&body).unwrap();
+    big["digest"] = json!(digest(&body));
+    paths.insert(
+        format!("/v2/app/manifests/{}", digest(&body)),
+        (OCI_MANIFEST.into(), body),
+    );
+    paths.insert(api.clone(), listing(vec![big]));
+    let server = serve(paths).await;
+    let err = client()
+        .bundle_signatures(&image(&server), &signed)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("over the 262144-byte limit"),
+        "{err}"
+    );
+    assert_eq!(count(&server, "/v2/app/blobs/"), 0);
+}
+
+/// A registry without the referrers API (404) is asked for the referrers tag schema, and not
+/// asked for the API again: one request for the listing of each later image.
+#[tokio::test]
+async fn without_a_referrers_api_the_tag_schema_is_read_and_the_api_not_asked_again() {
+    let signed = digest(b"the image");
+    let mut paths = HashMap::new();
+    let entry = bundle_artifact(&mut paths, BUNDLE, b"{}");
+    paths.insert(
+        format!("/v2/app/manifests/{}", signed.replacen(':', "-", 1)),
+        listing(vec![entry]),
+    );
+    let server = serve(paths).await;
+    let client = client();
+    let found = client
+        .bundle_signatures(&image(&server), &signed)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    let other = digest(b"another image");
+    assert!(client
+        .bundle_signatures(&image(&server), &other)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        count(&server, "/v2/app/referrers/"),
+        1,
+        "the API asked once"
+    );
 }

@@ -321,6 +321,21 @@ impl Distribution {
 }
 
 impl Distribution {
+    /// Another registry process on loopback (plain HTTP, no auth), started by the caller:
+    /// pushed to and stopped like Distribution (the referrers registry of `support::sigtools`).
+    pub fn adopt(host: String, child: Child) -> Distribution {
+        let dir = tempfile::tempdir().unwrap();
+        Distribution {
+            host,
+            storage: dir.path().join("data"),
+            tls: false,
+            basic: None,
+            ca: None,
+            child,
+            _dir: dir,
+        }
+    }
+
     /// Stops the registry: its host then refuses connections.
     pub fn stop(&mut self) {
         let _ = self.child.kill();

@@ -26,12 +26,12 @@ fn payload(reference: &str, digest: &str) -> Vec<u8> {
     .unwrap()
 }
 
-fn sign(key: &SigningKey, payload: Vec<u8>) -> SignedPayload {
+fn sign(key: &SigningKey, payload: Vec<u8>) -> Signed {
     let signature: Signature = key.sign(&payload);
-    SignedPayload {
+    Signed::Simple(SignedPayload {
         payload,
         signature: signature.to_der().as_bytes().to_vec(),
-    }
+    })
 }
 
 const DIGEST: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
@@ -63,7 +63,10 @@ fn a_signature_counts_with_a_trusted_key_for_this_digest_and_repository() {
     let err = trusted
         .verify(std::slice::from_ref(&wrong_key), &image(), DIGEST)
         .unwrap_err();
-    assert!(err.contains("none of the trusted keys"), "{err}");
+    assert!(
+        err.contains("does not verify with any trusted key"),
+        "{err}"
+    );
 
     let for_other = sign(&key(1), payload("registry.example:5000/team/app", OTHER));
     let err = trusted.verify(&[for_other], &image(), DIGEST).unwrap_err();
@@ -73,15 +76,21 @@ fn a_signature_counts_with_a_trusted_key_for_this_digest_and_repository() {
     let err = trusted.verify(&[other_repo], &image(), DIGEST).unwrap_err();
     assert!(err.contains("names the repository"), "{err}");
 
-    let mut tampered = good.clone();
+    let Signed::Simple(mut tampered) = good.clone() else {
+        unreachable!()
+    };
     tampered.payload = payload("registry.example:5000/team/app", OTHER);
+    let tampered = Signed::Simple(tampered);
     let err = trusted.verify(&[tampered], &image(), DIGEST).unwrap_err();
-    assert!(err.contains("none of the trusted keys"), "{err}");
+    assert!(
+        err.contains("does not verify with any trusted key"),
+        "{err}"
+    );
 
-    let garbage = SignedPayload {
+    let garbage = Signed::Simple(SignedPayload {
         payload: b"{}".to_vec(),
         signature: b"junk".to_vec(),
-    };
+    });
     assert!(trusted
         .verify(std::slice::from_ref(&garbage), &image(), DIGEST)
         .is_err());

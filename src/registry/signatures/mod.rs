@@ -1,15 +1,21 @@
-//! Cosign signatures, key-based (docs/imagepolicy.md, "spec.verify"): the signature manifest
-//! under the tag `sha256-<hex>.sig` of the image's repository, whose simple-signing layers each
-//! hold a payload blob and, in the `dev.cosignproject.cosign/signature` annotation, a base64
-//! ECDSA signature of the payload's bytes. A signature counts when it verifies with one of the
-//! trusted keys and its payload names this digest and this repository.
+//! Cosign signatures, key-based (docs/imagepolicy.md, "spec.verify"), in the two layouts cosign
+//! writes:
+//! - a Sigstore bundle attached as an OCI 1.1 referrer (cosign v3's default; [`bundle`],
+//!   [`referrers`]): a DSSE envelope over an in-toto statement naming the digest;
+//! - the legacy `sha256-<hex>.sig` tag of the image's repository, whose simple-signing layers
+//!   each hold a payload blob and, in the `dev.cosignproject.cosign/signature` annotation, a
+//!   base64 ECDSA signature of the payload's bytes, the payload naming digest and repository.
 //!
-//! Keyless signatures (Fulcio certificates, Rekor bundles) are not verified: a policy asking
-//! for them is refused in `api::gates`.
+//! A signature counts when it verifies with one of the trusted keys and what it signed names
+//! this digest (and, in the legacy layout, this repository).
+
+pub mod bundle;
+pub mod referrers;
 
 use super::fetch::is_sha256;
 use super::{ImageReference, RegistryClient, RegistryError};
 use base64::Engine;
+use bundle::{check_statement, Bundle};
 use p256::ecdsa::signature::Verifier;
 use p256::ecdsa::{Signature, VerifyingKey};
 use p256::pkcs8::DecodePublicKey;
@@ -34,6 +40,15 @@ const PAYLOAD_TYPE: &str = "cosign container image signature";
 pub struct SignedPayload {
     pub payload: Vec<u8>,
     pub signature: Vec<u8>,
+}
+
+/// A signature as read from the registry, in either layout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Signed {
+    /// A simple-signing layer of the legacy `.sig` tag.
+    Simple(SignedPayload),
+    /// A Sigstore bundle (its JSON) attached as a referrer.
+    Bundle(Vec<u8>),
 }
 
 /// The public keys a policy trusts, by Secret entry name, and their fingerprint (what a
@@ -81,19 +96,23 @@ impl TrustedKeys {
     /// none does.
     pub fn verify(
         &self,
-        signatures: &[SignedPayload],
+        signatures: &[Signed],
         image: &ImageReference,
         digest: &str,
     ) -> Result<String, String> {
         if signatures.is_empty() {
             return Err(format!(
-                "no cosign signature (no tag {})",
+                "no signature (no cosign bundle among its referrers, no tag {})",
                 signature_tag(digest)
             ));
         }
         let mut why = Vec::new();
         for signed in signatures {
-            match self.verify_one(signed, image, digest) {
+            let verified = match signed {
+                Signed::Simple(signed) => self.verify_one(signed, image, digest),
+                Signed::Bundle(bytes) => self.verify_bundle(bytes, digest),
+            };
+            match verified {
                 Ok(key) => return Ok(key),
                 Err(reason) if !why.contains(&reason) => why.push(reason),
                 Err(_) => {}
@@ -107,21 +126,54 @@ impl TrustedKeys {
         ))
     }
 
+    /// A bundle's DSSE envelope, signed by a trusted key, over a statement naming `digest`.
+    fn verify_bundle(&self, bytes: &[u8], digest: &str) -> Result<String, String> {
+        let bundle = Bundle::parse(bytes)?;
+        let Some(envelope) = &bundle.dsse_envelope else {
+            return Err(match bundle.message_signature {
+                Some(_) => "a bundle holds a message signature, which names no image".into(),
+                None => "a bundle holds no signature".into(),
+            });
+        };
+        if !bundle.certificates()?.is_empty() {
+            return Err(
+                "a keyless signature (a certificate), and the policy trusts keys only".into(),
+            );
+        }
+        let decoded = envelope.decode()?;
+        let key = self.key_for(&decoded.signed, &decoded.signatures)?;
+        // Only now is the statement trusted enough to be read.
+        check_statement(&envelope.payload_type, &decoded.payload, digest)?;
+        Ok(key)
+    }
+
+    /// The trusted key one of `signatures` (DER or raw ECDSA) over `message` verifies with.
+    fn key_for(&self, message: &[u8], signatures: &[Vec<u8>]) -> Result<String, String> {
+        let parsed: Vec<Signature> = signatures
+            .iter()
+            .filter_map(|s| {
+                Signature::from_der(s)
+                    .or_else(|_| Signature::from_slice(s))
+                    .ok()
+            })
+            .collect();
+        if parsed.is_empty() {
+            return Err("a signature is not an ECDSA signature".into());
+        }
+        self.keys
+            .iter()
+            .find(|(_, key)| parsed.iter().any(|s| key.verify(message, s).is_ok()))
+            .map(|(name, _)| name.clone())
+            .ok_or_else(|| "signature does not verify with any trusted key".to_string())
+    }
+
     fn verify_one(
         &self,
         signed: &SignedPayload,
         image: &ImageReference,
         digest: &str,
     ) -> Result<String, String> {
-        let signature = Signature::from_der(&signed.signature)
-            .or_else(|_| Signature::from_slice(&signed.signature))
-            .map_err(|_| "a signature is not an ECDSA signature".to_string())?;
-        let key = self
-            .keys
-            .iter()
-            .find(|(_, key)| key.verify(&signed.payload, &signature).is_ok())
-            .map(|(name, _)| name.clone())
-            .ok_or_else(|| "a signature verifies with none of the trusted keys".to_string())?;
+        let key = self.key_for(&signed.payload, std::slice::from_ref(&signed.signature))?;
         // Only now is the payload trusted enough to be read.
         let payload: Payload = serde_json::from_slice(&signed.payload)
             .map_err(|e| format!("a signed payload is not a simple-signing payload ({e})"))?;
@@ -197,13 +249,28 @@ pub fn signature_tag(digest: &str) -> String {
 }
 
 impl RegistryClient {
-    /// The cosign signatures of `digest` (none when it has no signature tag). Requests: one
-    /// for the signature manifest, one per signature for its payload.
-    pub async fn cosign_signatures(
+    /// The cosign signatures of `digest`: the bundles attached as referrers, else (none of them
+    /// verifying is the caller's to say) the legacy `.sig` tag's ([`Self::legacy_signatures`]).
+    pub async fn bundle_signatures(
         &self,
         image: &ImageReference,
         digest: &str,
-    ) -> Result<Vec<SignedPayload>, RegistryError> {
+    ) -> Result<Vec<Signed>, RegistryError> {
+        let artifact = bundle::BUNDLE_MEDIA_TYPES[0];
+        let found = self
+            .referrers(image, digest, artifact, bundle::MAX_BUNDLE_BYTES)
+            .await?;
+        Ok(found.into_iter().map(|r| Signed::Bundle(r.bytes)).collect())
+    }
+
+    /// The cosign signatures of `digest` under its legacy `.sig` tag (none when it has no
+    /// signature tag). Requests: one for the signature manifest, one per signature for its
+    /// payload.
+    pub async fn legacy_signatures(
+        &self,
+        image: &ImageReference,
+        digest: &str,
+    ) -> Result<Vec<Signed>, RegistryError> {
         if !is_sha256(digest) {
             return Ok(Vec::new());
         }
@@ -229,7 +296,7 @@ impl RegistryClient {
                 continue;
             };
             let payload = self.blob(image, &layer.digest, MAX_PAYLOAD_BYTES).await?;
-            signatures.push(SignedPayload { payload, signature });
+            signatures.push(Signed::Simple(SignedPayload { payload, signature }));
         }
         Ok(signatures)
     }

@@ -1,0 +1,232 @@
+//! Sigstore bundles (v0.1 to v0.3), as cosign v3 attaches them to an image by default: a DSSE
+//! envelope whose payload is an in-toto statement naming the image's digest, signed with a key
+//! (the bundle names it by a hint) or a certificate (keyless). Only what verification needs is
+//! read; the payload is parsed only after its signature verified.
+
+use base64::Engine;
+use serde::Deserialize;
+
+/// What cosign writes (`application/vnd.dev.sigstore.bundle.v0.3+json`) and the older names.
+pub const BUNDLE_MEDIA_TYPES: [&str; 4] = [
+    "application/vnd.dev.sigstore.bundle.v0.3+json",
+    "application/vnd.dev.sigstore.bundle+json;version=0.3",
+    "application/vnd.dev.sigstore.bundle+json;version=0.2",
+    "application/vnd.dev.sigstore.bundle+json;version=0.1",
+];
+/// A bundle with a certificate chain and a log entry is a few KiB.
+pub const MAX_BUNDLE_BYTES: usize = 256 << 10;
+
+const IN_TOTO: &str = "application/vnd.in-toto+json";
+
+/// A bundle, as far as verification reads it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Bundle {
+    #[serde(default)]
+    pub media_type: String,
+    #[serde(default)]
+    pub verification_material: Material,
+    pub dsse_envelope: Option<Envelope>,
+    pub message_signature: Option<serde_json::Value>,
+}
+
+/// Who signed: a key hint, or a certificate (v0.3) or chain (v0.1, v0.2), and log entries.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Material {
+    pub public_key: Option<serde_json::Value>,
+    pub certificate: Option<RawBytes>,
+    pub x509_certificate_chain: Option<Chain>,
+    #[serde(default)]
+    pub tlog_entries: Vec<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Chain {
+    #[serde(default)]
+    pub certificates: Vec<RawBytes>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawBytes {
+    pub raw_bytes: String,
+}
+
+/// A DSSE envelope: the payload, its type, and signatures over both (PAE).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Envelope {
+    pub payload: String,
+    pub payload_type: String,
+    #[serde(default)]
+    pub signatures: Vec<EnvelopeSignature>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct EnvelopeSignature {
+    pub sig: String,
+}
+
+impl Bundle {
+    /// Reads a bundle, refusing what is not one.
+    pub fn parse(bytes: &[u8]) -> Result<Bundle, String> {
+        let bundle: Bundle = serde_json::from_slice(bytes)
+            .map_err(|e| format!("a signature bundle is not a Sigstore bundle ({e})"))?;
+        if !BUNDLE_MEDIA_TYPES.contains(&bundle.media_type.as_str()) {
+            return Err(format!(
+                "a signature bundle has the media type '{}', not a Sigstore bundle's",
+                bundle.media_type
+            ));
+        }
+        Ok(bundle)
+    }
+
+    /// The signer's certificates, leaf first (DER), when the bundle is keyless.
+    pub fn certificates(&self) -> Result<Vec<Vec<u8>>, String> {
+        let material = &self.verification_material;
+        let raw: Vec<&RawBytes> = match (&material.certificate, &material.x509_certificate_chain) {
+            (Some(leaf), _) => vec![leaf],
+            (None, Some(chain)) => chain.certificates.iter().collect(),
+            (None, None) => Vec::new(),
+        };
+        raw.iter()
+            .map(|c| {
+                decode(&c.raw_bytes).map_err(|_| "a bundle's certificate is not base64".into())
+            })
+            .collect()
+    }
+}
+
+/// An envelope decoded: the payload, the bytes each signature signs (DSSE's
+/// pre-authentication encoding), and the signatures.
+pub struct Decoded {
+    pub payload: Vec<u8>,
+    pub signed: Vec<u8>,
+    pub signatures: Vec<Vec<u8>>,
+}
+
+impl Envelope {
+    pub fn decode(&self) -> Result<Decoded, String> {
+        let payload = decode(&self.payload).map_err(|_| "a DSSE payload is not base64")?;
+        let signed = pae(&self.payload_type, &payload);
+        let signatures = self
+            .signatures
+            .iter()
+            .filter_map(|s| decode(&s.sig).ok())
+            .collect();
+        Ok(Decoded {
+            payload,
+            signed,
+            signatures,
+        })
+    }
+}
+
+/// DSSE v1's pre-authentication encoding: `DSSEv1 <len> <type> <len> <payload>`.
+pub fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "DSSEv1 {} {payload_type} {} ",
+        payload_type.len(),
+        payload.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(payload);
+    out
+}
+
+/// Checks a verified DSSE payload: an in-toto statement whose subjects include `digest`.
+pub fn check_statement(payload_type: &str, payload: &[u8], digest: &str) -> Result<(), String> {
+    if payload_type != IN_TOTO {
+        return Err(format!(
+            "a signed envelope holds '{payload_type}', not an in-toto statement"
+        ));
+    }
+    #[derive(Deserialize)]
+    struct Statement {
+        #[serde(rename = "_type", default)]
+        kind: String,
+        #[serde(default)]
+        subject: Vec<Subject>,
+    }
+    #[derive(Deserialize)]
+    struct Subject {
+        #[serde(default)]
+        digest: std::collections::BTreeMap<String, String>,
+    }
+    let statement: Statement = serde_json::from_slice(payload)
+        .map_err(|e| format!("a signed statement is not an in-toto statement ({e})"))?;
+    if !statement.kind.starts_with("https://in-toto.io/Statement/") {
+        return Err(format!(
+            "a signed statement has the type '{}'",
+            statement.kind
+        ));
+    }
+    let (algorithm, hex) = digest.split_once(':').unwrap_or(("", digest));
+    let named: Vec<String> = statement
+        .subject
+        .iter()
+        .filter_map(|s| s.digest.get(algorithm).map(|h| format!("{algorithm}:{h}")))
+        .collect();
+    if named
+        .iter()
+        .any(|d| d.ends_with(hex) && d.len() == digest.len())
+    {
+        return Ok(());
+    }
+    match named.first() {
+        Some(other) => Err(format!("a signature is for {other}, not this digest")),
+        None => Err("a signed statement names no subject with a sha256 digest".into()),
+    }
+}
+
+fn decode(text: &str) -> Result<Vec<u8>, base64::DecodeError> {
+    base64::engine::general_purpose::STANDARD.decode(text.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pae_is_dsses() {
+        assert_eq!(pae("t", b"ab"), b"DSSEv1 1 t 2 ab".to_vec());
+    }
+
+    #[test]
+    fn a_statement_must_name_this_digest() {
+        let digest = format!("sha256:{}", "1".repeat(64));
+        let statement = |hex: &str| {
+            serde_json::to_vec(&serde_json::json!({
+                "_type": "https://in-toto.io/Statement/v1",
+                "subject": [{"digest": {"sha256": hex}}],
+                "predicateType": "https://sigstore.dev/cosign/sign/v1", "predicate": {}
+            }))
+            .unwrap()
+        };
+        assert!(check_statement(IN_TOTO, &statement(&"1".repeat(64)), &digest).is_ok());
+        let err = check_statement(IN_TOTO, &statement(&"2".repeat(64)), &digest).unwrap_err();
+        assert!(err.contains("is for sha256:2222"), "{err}");
+        // A prefix of the digest is not the digest.
+        assert!(check_statement(IN_TOTO, &statement(&"1".repeat(63)), &digest).is_err());
+        let err = check_statement("text/plain", &statement(&"1".repeat(64)), &digest).unwrap_err();
+        assert!(err.contains("not an in-toto statement"), "{err}");
+    }
+
+    #[test]
+    fn only_sigstore_bundles_are_read() {
+        let err = Bundle::parse(br#"{"mediaType": "application/json"}"#).unwrap_err();
+        assert!(err.contains("not a Sigstore bundle's"), "{err}");
+        assert!(Bundle::parse(b"[]").is_err());
+        let bundle = Bundle::parse(
+            br#"{"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+                 "verificationMaterial": {"publicKey": {"hint": "x"}},
+                 "dsseEnvelope": {"payload": "e30=", "payloadType": "t", "signatures": [{"sig": "AAAA"}]}}"#,
+        )
+        .unwrap();
+        let decoded = bundle.dsse_envelope.unwrap().decode().unwrap();
+        assert_eq!(decoded.payload, b"{}");
+        assert_eq!(decoded.signed, b"DSSEv1 1 t 2 {}".to_vec());
+        assert_eq!(decoded.signatures, vec![vec![0, 0, 0]]);
+    }
+}

@@ -1,0 +1,201 @@
+//! Signatures attached to an image as OCI 1.1 referrers (docs/imagepolicy.md, "spec.verify"):
+//! the referrers API (`GET /v2/<name>/referrers/<digest>`, asking for one artifact type), or,
+//! where a registry has no such API (404), the referrers tag schema (`sha256-<hex>`, an index
+//! the signing tool keeps up to date). Each signature artifact is a manifest whose first layer
+//! holds the signature (a Sigstore bundle, a notation envelope). Bounded: the first page, at
+//! most [`super::MAX_SIGNATURES`] artifacts, each layer at most `limit` bytes.
+
+use super::super::access::Route;
+use super::super::body::status_error;
+use super::super::client::{RegistryClient, Target};
+use super::super::describe::url_host;
+use super::super::fetch::is_sha256;
+use super::super::registries::IDLE_AFTER;
+use super::super::{ImageReference, RegistryError};
+use super::MAX_SIGNATURES;
+use reqwest::{Method, StatusCode};
+use serde::Deserialize;
+use std::time::Instant;
+
+/// Notation's signature artifacts.
+pub const NOTATION_SIGNATURE: &str = "application/vnd.cncf.notary.signature";
+/// The config of an artifact without one: a registry that reports `config.mediaType` as the
+/// artifact type (not the manifest's `artifactType`, as the spec asks) reports this.
+const EMPTY_CONFIG: &str = "application/vnd.oci.empty.v1+json";
+const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+
+/// One signature artifact: its first layer's media type and bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Referrer {
+    pub digest: String,
+    pub media_type: String,
+    pub bytes: Vec<u8>,
+}
+
+/// An index's entries, or an artifact manifest, as far as discovery reads them.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Listing {
+    #[serde(default)]
+    manifests: Vec<Descriptor>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Descriptor {
+    #[serde(default)]
+    digest: String,
+    #[serde(default)]
+    media_type: String,
+    #[serde(default)]
+    artifact_type: Option<String>,
+    #[serde(default)]
+    size: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Artifact {
+    #[serde(default)]
+    artifact_type: Option<String>,
+    config: Option<Descriptor>,
+    #[serde(default)]
+    layers: Vec<Descriptor>,
+}
+
+/// The referrers tag schema's tag for `digest`: `sha256-<hex>`.
+pub fn referrers_tag(digest: &str) -> String {
+    digest.replacen(':', "-", 1)
+}
+
+impl RegistryClient {
+    /// The signature artifacts of type `artifact_type` attached to `digest`, each as its first
+    /// layer. Requests: the listing (and its fallback tag when the API is absent), then one
+    /// manifest and one blob per artifact.
+    pub async fn referrers(
+        &self,
+        image: &ImageReference,
+        digest: &str,
+        artifact_type: &str,
+        limit: usize,
+    ) -> Result<Vec<Referrer>, RegistryError> {
+        if !is_sha256(digest) {
+            return Ok(Vec::new());
+        }
+        let (entries, filtered) = self.listing(image, digest, artifact_type).await?;
+        let mut found = Vec::new();
+        for entry in entries {
+            if found.len() == MAX_SIGNATURES {
+                break;
+            }
+            let declared = entry.artifact_type.as_deref().unwrap_or_default();
+            // Only an artifact whose listed type may be wrong is fetched to be sure.
+            let unsure = !filtered && (declared.is_empty() || declared == EMPTY_CONFIG);
+            if declared != artifact_type && !unsure {
+                continue;
+            }
+            if !is_sha256(&entry.digest) || !entry.media_type.contains("manifest") {
+                continue;
+            }
+            let Some(manifest) = self.manifest(image, &entry.digest).await? else {
+                continue;
+            };
+            let Ok(artifact) = serde_json::from_slice::<Artifact>(&manifest.bytes) else {
+                continue;
+            };
+            let config_type = artifact.config.as_ref().map(|c| c.media_type.as_str());
+            if artifact.artifact_type.as_deref().or(config_type) != Some(artifact_type) {
+                continue;
+            }
+            let Some(layer) = artifact.layers.first() else {
+                continue;
+            };
+            if layer.size > limit as u64 {
+                let detail = format!(
+                    "a signature of {} is {} bytes, over the {limit}-byte limit",
+                    image.canonical(),
+                    layer.size
+                );
+                return Err(RegistryError::InvalidResponse {
+                    method: "GET",
+                    url: format!(
+                        "{}/v2/{}/blobs/{}",
+                        image.registry(),
+                        image.repository(),
+                        layer.digest
+                    ),
+                    host: image.registry().into(),
+                    detail,
+                });
+            }
+            let bytes = self.blob(image, &layer.digest, limit).await?;
+            found.push(Referrer {
+                digest: entry.digest,
+                media_type: layer.media_type.clone(),
+                bytes,
+            });
+        }
+        Ok(found)
+    }
+
+    /// The referrers of `digest`, and whether the registry applied the artifact type filter.
+    async fn listing(
+        &self,
+        image: &ImageReference,
+        digest: &str,
+        artifact_type: &str,
+    ) -> Result<(Vec<Descriptor>, bool), RegistryError> {
+        let route = Route::host(image.registry(), self.path);
+        let absent = self.shared.no_referrers_api.get(&route);
+        if absent.is_some_and(|at| at.elapsed() < IDLE_AFTER) {
+            return Ok((self.tag_schema(image, digest).await?, false));
+        }
+        let path = format!(
+            "/v2/{}/referrers/{digest}?artifactType={}",
+            image.repository(),
+            artifact_type.replace('+', "%2B")
+        );
+        let (url, response) = self
+            .send(Method::GET, image, Target::Path(&path), Some(OCI_INDEX))
+            .await?;
+        let host = url_host(&url);
+        match response.status() {
+            StatusCode::OK => {
+                let filtered = response
+                    .headers()
+                    .get("OCI-Filters-Applied")
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|v| v.split(',').any(|f| f.trim() == "artifactType"));
+                let limit = super::super::digest::MAX_MANIFEST_BYTES;
+                let bytes = self.read_budgeted(&url, &host, response, limit).await?;
+                let listing: Listing =
+                    serde_json::from_slice(&bytes).map_err(|e| RegistryError::InvalidResponse {
+                        method: "GET",
+                        url: url.to_string(),
+                        host,
+                        detail: format!("the referrers answer is not an image index: {e}"),
+                    })?;
+                Ok((listing.manifests, filtered))
+            }
+            // No referrers API: the tag schema, which the signing tool keeps.
+            StatusCode::NOT_FOUND => {
+                self.shared.no_referrers_api.put(route, Instant::now());
+                Ok((self.tag_schema(image, digest).await?, false))
+            }
+            _ => Err(status_error(Method::GET, &url, &host, response, &self.options).await),
+        }
+    }
+
+    /// The referrers tag schema's index of `digest`, when there is one.
+    async fn tag_schema(
+        &self,
+        image: &ImageReference,
+        digest: &str,
+    ) -> Result<Vec<Descriptor>, RegistryError> {
+        let tagged = self.manifest(image, &referrers_tag(digest)).await?;
+        Ok(tagged
+            .and_then(|m| serde_json::from_slice::<Listing>(&m.bytes).ok())
+            .map(|l| l.manifests)
+            .unwrap_or_default())
+    }
+}

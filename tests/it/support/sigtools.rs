@@ -1,0 +1,144 @@
+//! The signing tools the signature tests run, built from their Go modules by `make sigtools`
+//! (hack/sigtools-build.sh) into `SIGTOOLS_BIN_DIR`: the cosign CLI v3 and the last v2, the
+//! notation CLI, and a registry that serves the OCI referrers API. Each tool runs with a home
+//! of its own (keys, caches), never the user's.
+
+use super::distribution::Distribution;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Where `make sigtools` put the binaries.
+pub fn bin_dir() -> PathBuf {
+    let dir = std::env::var_os("SIGTOOLS_BIN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache"));
+            cache.join("image-reflector-sigtools/bin")
+        });
+    for tool in ["cosign", "cosign-v2", "notation", "referrers-registry"] {
+        assert!(
+            dir.join(tool).is_file(),
+            "no {tool} in {}: run `make sigtools` (make e2e-signatures does)",
+            dir.display()
+        );
+    }
+    dir
+}
+
+/// An in-memory registry that serves the referrers API, on loopback, pushed to and stopped
+/// like Distribution.
+pub fn referrers_registry() -> Distribution {
+    let mut child = Command::new(bin_dir().join("referrers-registry"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("referrers-registry starts");
+    let mut line = String::new();
+    let stdout = child.stdout.take().unwrap();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let host = line.trim().to_string();
+    assert!(
+        host.starts_with("127.0.0.1:"),
+        "referrers-registry said {line:?}"
+    );
+    Distribution::adopt(host, child)
+}
+
+/// A cosign CLI (v3, or the last v2) with a home of its own.
+pub struct Cosign {
+    bin: PathBuf,
+    home: tempfile::TempDir,
+}
+
+/// A key pair `cosign generate-key-pair` made (no password): the private key's path and the
+/// public key's PEM.
+pub struct CosignKey {
+    pub private: PathBuf,
+    pub public: String,
+}
+
+impl Cosign {
+    pub fn v3() -> Cosign {
+        Cosign::at(bin_dir().join("cosign"))
+    }
+
+    pub fn v2() -> Cosign {
+        Cosign::at(bin_dir().join("cosign-v2"))
+    }
+
+    fn at(bin: PathBuf) -> Cosign {
+        Cosign {
+            bin,
+            home: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// Runs cosign in its home; panics with its output when it fails.
+    pub fn run(&self, args: &[&str]) -> String {
+        let out = Command::new(&self.bin)
+            .args(args)
+            .current_dir(self.home.path())
+            .env("HOME", self.home.path())
+            .env("COSIGN_PASSWORD", "")
+            .env("TUF_ROOT", self.home.path().join("tuf"))
+            .env_remove("SIGSTORE_ROOT_FILE")
+            .output()
+            .expect("cosign runs");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "cosign {args:?} failed:\n{text}");
+        text
+    }
+
+    /// A new key pair, named `name` (`<name>.key`, `<name>.pub`).
+    pub fn key(&self, name: &str) -> CosignKey {
+        self.run(&["generate-key-pair", "--output-key-prefix", name]);
+        let dir = self.home.path();
+        CosignKey {
+            private: dir.join(format!("{name}.key")),
+            public: std::fs::read_to_string(dir.join(format!("{name}.pub"))).unwrap(),
+        }
+    }
+
+    /// `cosign sign` with `key` of `image@digest`, as cosign v3 signs by default: a Sigstore
+    /// bundle attached as a referrer (the referrers tag schema where the registry has no
+    /// API), with no transparency log (none runs here: a signing config without one).
+    pub fn sign_bundle(&self, key: &CosignKey, reference: &str) {
+        let config = self.home.path().join("signing-config.json");
+        if !config.exists() {
+            self.run(&["signing-config", "create", "--out", path(&config)]);
+        }
+        let key = path(&key.private);
+        self.run(&[
+            "sign",
+            "--key",
+            key,
+            "--signing-config",
+            path(&config),
+            "--yes",
+            reference,
+        ]);
+    }
+
+    /// `cosign sign` with `key` in the legacy layout (the `sha256-<hex>.sig` tag, simple
+    /// signing), no transparency log: cosign v2's default, v3's with the old-format flags.
+    pub fn sign_legacy(&self, key: &CosignKey, reference: &str) {
+        let key = path(&key.private);
+        let mut args = vec!["sign", "--key", key, "--tlog-upload=false", "--yes"];
+        if !self.bin.ends_with("cosign-v2") {
+            args.extend(["--new-bundle-format=false", "--use-signing-config=false"]);
+        }
+        args.push(reference);
+        self.run(&args);
+    }
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
