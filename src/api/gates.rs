@@ -17,18 +17,35 @@ pub const MAX_HELD_BACK: usize = 10;
 pub struct ImageVerification {
     /// The signature format: `cosign`.
     pub provider: VerificationProvider,
-    /// A Secret in the policy's namespace whose `*.pub` keys are the trusted cosign public
-    /// keys (PEM, ECDSA P-256). Required: keyless verification is not supported.
+    /// A Secret in the policy's namespace whose `*.pub` entries are the trusted cosign public
+    /// keys (PEM, ECDSA P-256) and, for keyless signatures, whose `trusted_root.json` is the
+    /// Sigstore trusted root their certificates must chain to. Required.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<LocalObjectReference>,
-    /// Keyless identities (issuer and subject regexes). Not supported: a policy setting it is
-    /// Stalled, rather than verified less than it asks.
+    /// Keyless identities: a keyless signature counts when its certificate's OIDC issuer and
+    /// one of its subject alternative names match one entry's regular expressions.
     #[serde(
         default,
         rename = "matchOIDCIdentity",
         skip_serializing_if = "Option::is_none"
     )]
     pub match_oidc_identity: Option<Vec<OidcIdentityMatch>>,
+    /// Whether a keyless signature must be in the transparency log: `Required` (the default)
+    /// or `Optional` (signed offline, or by a private instance without a log).
+    #[serde(
+        default,
+        rename = "transparencyLog",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub transparency_log: Option<TransparencyLog>,
+}
+
+/// `spec.verify.transparencyLog`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum TransparencyLog {
+    #[default]
+    Required,
+    Optional,
 }
 
 /// The signature formats `spec.verify.provider` accepts.

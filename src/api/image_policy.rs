@@ -2,6 +2,7 @@
 
 use super::{parse_go_duration, Condition, NamespacedObjectReference};
 use crate::policy::{Gates, MinAge, Platform, Undated, MAX_MIN_AGE, MAX_PLATFORMS};
+use crate::registry::signatures::keyless::{Identity, MAX_IDENTITIES};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -341,22 +342,22 @@ impl ImagePolicySpec {
             .map(|p| Platform::parse(p).map_err(|e| format!("invalid spec.platforms: {e}")))
             .collect::<Result<Vec<_>, _>>()?;
         if let Some(verify) = &self.verify {
-            if verify
-                .match_oidc_identity
-                .as_ref()
-                .is_some_and(|m| !m.is_empty())
-            {
-                return Err(
-                    "spec.verify.matchOIDCIdentity asks for keyless verification, which \
-                            this controller does not support; verify with public keys \
-                            (spec.verify.secretRef, *.pub entries)"
-                        .into(),
-                );
+            let identities = verify.match_oidc_identity.as_deref().unwrap_or_default();
+            if identities.len() > MAX_IDENTITIES {
+                return Err(format!(
+                    "spec.verify.matchOIDCIdentity lists {} identities; at most {MAX_IDENTITIES} are accepted",
+                    identities.len()
+                ));
+            }
+            for id in identities {
+                Identity::new(&id.issuer, &id.subject)
+                    .map_err(|e| format!("invalid spec.verify: {e}"))?;
             }
             if verify.secret_ref.is_none() {
                 return Err(
-                    "spec.verify.secretRef is required: keyless verification is not \
-                            supported; name a Secret whose *.pub entries are cosign public keys"
+                    "spec.verify.secretRef is required: name a Secret whose *.pub entries are \
+                     cosign public keys, or whose trusted_root.json is the Sigstore trusted root \
+                     of matchOIDCIdentity's signers"
                         .into(),
                 );
             }

@@ -16,7 +16,8 @@ pub use conditions::{Condition, ConditionStatus};
 pub use crd::{crds, crds_yaml, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION};
 pub use duration::{format_go_duration, parse_go_duration};
 pub use gates::{
-    HeldBackTag, ImageVerification, OidcIdentityMatch, VerificationProvider, MAX_HELD_BACK,
+    HeldBackTag, ImageVerification, OidcIdentityMatch, TransparencyLog, VerificationProvider,
+    MAX_HELD_BACK,
 };
 pub use image_policy::{
     AlphabeticalPolicy, DowngradePolicy, ImagePolicy, ImagePolicyChoice, ImagePolicySpec,

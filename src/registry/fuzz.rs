@@ -156,7 +156,7 @@ pub fn proxy_address(data: &[u8]) {
 /// names the entry and stays short.
 pub fn cosign_key(data: &[u8]) {
     let secret = BTreeMap::from([("cosign.pub".to_string(), data.to_vec())]);
-    if let Err(reason) = TrustedKeys::from_secret(&secret) {
+    if let Err(reason) = TrustedKeys::from_secret(&secret, &[], true) {
         assert!(reason.contains("cosign.pub"), "{reason}");
         assert!(reason.len() < 1024, "{} bytes", reason.len());
     }
@@ -179,17 +179,23 @@ pub fn cosign_payload(data: &[u8]) {
         let secret = BTreeMap::from([("cosign.pub".to_string(), pem.into_bytes())]);
         (
             signing,
-            TrustedKeys::from_secret(&secret).expect("the key reads"),
+            TrustedKeys::from_secret(&secret, &[], true).expect("the key reads"),
         )
     });
     let signature: Signature = signing.sign(data);
     let signed = SignedPayload {
         payload: data.to_vec(),
         signature: signature.to_der().as_bytes().to_vec(),
+        ..Default::default()
     };
     let image = ImageReference::parse("registry.example/team/app", false).unwrap();
     let digest = format!("sha256:{}", "ab".repeat(32));
-    match trusted.verify(&[Signed::Simple(signed)], &image, &digest) {
+    match trusted.verify(
+        &[Signed::Simple(signed)],
+        &image,
+        &digest,
+        std::time::SystemTime::now(),
+    ) {
         Ok(key) => {
             assert_eq!(key, "cosign.pub");
             let payload: serde_json::Value = serde_json::from_slice(data).expect("read as JSON");

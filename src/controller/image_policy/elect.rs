@@ -12,7 +12,9 @@ use super::freshness::{DigestRule, Occasion};
 use super::gated::{Known, LazyClient, Looks, StoreAndRegistry};
 use super::record::Election;
 use super::walk::{walk, Judge, LookError, WalkFailure, Walked, MAX_INSPECTIONS, MAX_WALK};
-use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRef, ImageRepository, ReflectionPolicy};
+use crate::api::{
+    ImagePolicy, ImagePolicyStatus, ImageRef, ImageRepository, ReflectionPolicy, TransparencyLog,
+};
 use crate::controller::shared::api_read::ReadError;
 use crate::controller::shared::conditions::Reason;
 use crate::controller::shared::credentials::secret_data;
@@ -261,23 +263,30 @@ enum KeysError {
     Invalid { secret: String, reason: String },
 }
 
-/// The `*.pub` keys of `spec.verify.secretRef`, in the policy's namespace, if it names one.
+/// What `spec.verify` trusts: the `*.pub` keys of its Secret (in the policy's namespace) and,
+/// with `matchOIDCIdentity`, the Secret's `trusted_root.json` and those identities.
 async fn trusted_keys<R: PolicyReader>(
     policy: &ImagePolicy,
     env: &PolicyEnv<'_, R>,
 ) -> Result<Option<TrustedKeys>, KeysError> {
-    let secret_ref = policy
-        .spec
-        .verify
-        .as_ref()
-        .and_then(|v| v.secret_ref.as_ref());
-    let Some(name) = secret_ref.map(|r| r.name.as_str()) else {
+    let Some(verify) = policy.spec.verify.as_ref() else {
         return Ok(None);
     };
+    let Some(name) = verify.secret_ref.as_ref().map(|r| r.name.as_str()) else {
+        return Ok(None);
+    };
+    let identities: Vec<(String, String)> = verify
+        .match_oidc_identity
+        .iter()
+        .flatten()
+        .map(|id| (id.issuer.clone(), id.subject.clone()))
+        .collect();
+    let require_tlog = verify.transparency_log.unwrap_or_default() == TransparencyLog::Required;
     let namespace = policy.namespace().unwrap_or_default();
     let secret = env.reader.secret(&namespace, name).await?;
     let secret = secret.ok_or_else(|| KeysError::NotFound(format!("{namespace}/{name}")))?;
-    let keys = TrustedKeys::from_secret(&secret_data(&secret)).map_err(|reason| {
+    let data = secret_data(&secret);
+    let keys = TrustedKeys::from_secret(&data, &identities, require_tlog).map_err(|reason| {
         let secret = format!("{namespace}/{name}");
         KeysError::Invalid { secret, reason }
     })?;

@@ -218,10 +218,11 @@ async fn check_signature(looks: &Looks<'_, '_>, digest: &str) -> Result<Signatur
     };
     let client = looks.client.get().await?;
     let mut signatures = client.bundle_signatures(looks.image, digest).await?;
-    let mut verified = keys.verify(&signatures, looks.image, digest);
+    let now = std::time::UNIX_EPOCH + Duration::from_secs(looks.now.max(0) as u64);
+    let mut verified = keys.verify(&signatures, looks.image, digest, now);
     if verified.is_err() {
         signatures.extend(client.legacy_signatures(looks.image, digest).await?);
-        verified = keys.verify(&signatures, looks.image, digest);
+        verified = keys.verify(&signatures, looks.image, digest, now);
     }
     Ok(SignatureVerdict {
         keys: keys.fingerprint.clone(),

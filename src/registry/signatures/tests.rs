@@ -1,7 +1,9 @@
 use super::*;
 use p256::ecdsa::signature::Signer;
+use p256::ecdsa::Signature;
 use p256::ecdsa::SigningKey;
 use p256::pkcs8::{EncodePublicKey, LineEnding};
+use std::time::SystemTime;
 
 fn key(seed: u8) -> SigningKey {
     SigningKey::from_bytes(&[seed; 32].into()).unwrap()
@@ -31,6 +33,7 @@ fn sign(key: &SigningKey, payload: Vec<u8>) -> Signed {
     Signed::Simple(SignedPayload {
         payload,
         signature: signature.to_der().as_bytes().to_vec(),
+        ..Default::default()
     })
 }
 
@@ -47,6 +50,8 @@ fn keys(entries: &[(&str, Vec<u8>)]) -> Result<TrustedKeys, String> {
             .iter()
             .map(|(n, b)| (n.to_string(), b.clone()))
             .collect(),
+        &[],
+        true,
     )
 }
 
@@ -55,13 +60,23 @@ fn a_signature_counts_with_a_trusted_key_for_this_digest_and_repository() {
     let trusted = keys(&[("cosign.pub", pem(&key(1))), ("other.pub", pem(&key(2)))]).unwrap();
     let good = sign(&key(2), payload("registry.example:5000/team/app", DIGEST));
     assert_eq!(
-        trusted.verify(std::slice::from_ref(&good), &image(), DIGEST),
+        trusted.verify(
+            std::slice::from_ref(&good),
+            &image(),
+            DIGEST,
+            SystemTime::now()
+        ),
         Ok("other.pub".into())
     );
 
     let wrong_key = sign(&key(3), payload("registry.example:5000/team/app", DIGEST));
     let err = trusted
-        .verify(std::slice::from_ref(&wrong_key), &image(), DIGEST)
+        .verify(
+            std::slice::from_ref(&wrong_key),
+            &image(),
+            DIGEST,
+            SystemTime::now(),
+        )
         .unwrap_err();
     assert!(
         err.contains("does not verify with any trusted key"),
@@ -69,11 +84,15 @@ fn a_signature_counts_with_a_trusted_key_for_this_digest_and_repository() {
     );
 
     let for_other = sign(&key(1), payload("registry.example:5000/team/app", OTHER));
-    let err = trusted.verify(&[for_other], &image(), DIGEST).unwrap_err();
+    let err = trusted
+        .verify(&[for_other], &image(), DIGEST, SystemTime::now())
+        .unwrap_err();
     assert!(err.contains("is for sha256:2222"), "{err}");
 
     let other_repo = sign(&key(1), payload("registry.example:5000/team/evil", DIGEST));
-    let err = trusted.verify(&[other_repo], &image(), DIGEST).unwrap_err();
+    let err = trusted
+        .verify(&[other_repo], &image(), DIGEST, SystemTime::now())
+        .unwrap_err();
     assert!(err.contains("names the repository"), "{err}");
 
     let Signed::Simple(mut tampered) = good.clone() else {
@@ -81,7 +100,9 @@ fn a_signature_counts_with_a_trusted_key_for_this_digest_and_repository() {
     };
     tampered.payload = payload("registry.example:5000/team/app", OTHER);
     let tampered = Signed::Simple(tampered);
-    let err = trusted.verify(&[tampered], &image(), DIGEST).unwrap_err();
+    let err = trusted
+        .verify(&[tampered], &image(), DIGEST, SystemTime::now())
+        .unwrap_err();
     assert!(
         err.contains("does not verify with any trusted key"),
         "{err}"
@@ -90,16 +111,29 @@ fn a_signature_counts_with_a_trusted_key_for_this_digest_and_repository() {
     let garbage = Signed::Simple(SignedPayload {
         payload: b"{}".to_vec(),
         signature: b"junk".to_vec(),
+        ..Default::default()
     });
     assert!(trusted
-        .verify(std::slice::from_ref(&garbage), &image(), DIGEST)
+        .verify(
+            std::slice::from_ref(&garbage),
+            &image(),
+            DIGEST,
+            SystemTime::now()
+        )
         .is_err());
     assert_eq!(
-        trusted.verify(&[garbage, wrong_key, good], &image(), DIGEST),
+        trusted.verify(
+            &[garbage, wrong_key, good],
+            &image(),
+            DIGEST,
+            SystemTime::now()
+        ),
         Ok("other.pub".into()),
         "one valid signature among bad ones is enough"
     );
-    let none = trusted.verify(&[], &image(), DIGEST).unwrap_err();
+    let none = trusted
+        .verify(&[], &image(), DIGEST, SystemTime::now())
+        .unwrap_err();
     assert!(none.contains("sha256-1111"), "{none}");
 }
 

@@ -350,24 +350,44 @@ async fn only_a_valid_signature_for_this_digest_elects() {
 }
 
 #[tokio::test]
-async fn keyless_verification_is_refused_and_a_missing_secret_named() {
+async fn keyless_needs_a_trusted_root_and_valid_identities_and_a_missing_secret_is_named() {
     let registry = Distribution::start(Variant::default());
     registry
         .push_dated("app", "1.0.0", "amd64", None, "a")
         .await;
-    let bench = Bench::new(registry, &["1.0.0"]);
-    let mut keyless = policy(json!({"verify": {"provider": "cosign",
-        "matchOIDCIdentity": [{"issuer": "^https://token.actions.githubusercontent.com$", "subject": ".*"}]}}));
+    let mut bench = Bench::new(registry, &["1.0.0"]);
+    bench
+        .cluster
+        .keys
+        .insert("cosign.pub".into(), public_pem(&key(1)));
+    let identity = |issuer: &str| {
+        json!({"verify": {"provider": "cosign", "secretRef": {"name": "cosign-keys"},
+            "matchOIDCIdentity": [{"issuer": issuer, "subject": ".*"}]}})
+    };
+    // An identity that is not a regular expression stalls the policy.
+    let mut invalid = policy(identity("("));
     assert_eq!(
-        bench.reconcile(&mut keyless, Timestamp::now()).await,
+        bench.reconcile(&mut invalid, Timestamp::now()).await,
         Next::AwaitChange
     );
-    let (status_, reason, message) = ready(&keyless);
+    let (status_, reason, message) = ready(&invalid);
     assert_eq!(
         (status_, reason.as_str()),
         (ConditionStatus::False, "InvalidPolicy")
     );
-    assert!(message.contains("keyless verification"), "{message}");
+    assert!(
+        message.contains("matchOIDCIdentity issuer \"(\" is not a regular expression"),
+        "{message}"
+    );
+    // A Secret without trusted_root.json cannot check keyless signatures: the gate says so.
+    let mut rootless = policy(identity("^https://token.actions.githubusercontent.com$"));
+    bench.reconcile(&mut rootless, Timestamp::now()).await;
+    let (_, reason, message) = ready(&rootless);
+    assert_eq!(reason, "GateCheckFailed");
+    assert!(
+        message.contains("it has no trusted_root.json entry, which matchOIDCIdentity needs"),
+        "{message}"
+    );
     let mut no_ref = policy(json!({"verify": {"provider": "cosign"}}));
     bench.reconcile(&mut no_ref, Timestamp::now()).await;
     assert!(ready(&no_ref)

@@ -6,3 +6,4 @@
 //! does not run them.
 
 mod cosign;
+mod keyless;

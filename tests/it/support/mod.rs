@@ -7,6 +7,7 @@ pub mod connect_proxy;
 pub mod distribution;
 pub mod fault_server;
 pub mod flux;
+pub mod fulcio;
 pub mod git_server;
 pub mod images;
 pub mod policy_bench;

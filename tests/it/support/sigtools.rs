@@ -106,34 +106,71 @@ impl Cosign {
         }
     }
 
+    /// A key pair imported from a PKCS#8 PEM private key (one a test certificate names).
+    pub fn import_key(&self, name: &str, pem: &str) -> CosignKey {
+        let source = self.file(&format!("{name}.pem"), pem);
+        self.run(&[
+            "import-key-pair",
+            "--key",
+            path(&source),
+            "--output-key-prefix",
+            name,
+        ]);
+        let dir = self.home.path();
+        CosignKey {
+            private: dir.join(format!("{name}.key")),
+            public: std::fs::read_to_string(dir.join(format!("{name}.pub"))).unwrap(),
+        }
+    }
+
+    /// Writes `text` into the home as `name`, for flags that take a file.
+    pub fn file(&self, name: &str, text: &str) -> PathBuf {
+        let at = self.home.path().join(name);
+        std::fs::write(&at, text).unwrap();
+        at
+    }
+
     /// `cosign sign` with `key` of `image@digest`, as cosign v3 signs by default: a Sigstore
     /// bundle attached as a referrer (the referrers tag schema where the registry has no
     /// API), with no transparency log (none runs here: a signing config without one).
     pub fn sign_bundle(&self, key: &CosignKey, reference: &str) {
+        self.sign_bundle_with(key, reference, &[]);
+    }
+
+    /// [`Cosign::sign_bundle`] with more flags (`--certificate`, `--certificate-chain`).
+    pub fn sign_bundle_with(&self, key: &CosignKey, reference: &str, extra: &[&str]) {
         let config = self.home.path().join("signing-config.json");
         if !config.exists() {
             self.run(&["signing-config", "create", "--out", path(&config)]);
         }
         let key = path(&key.private);
-        self.run(&[
+        let mut args = vec![
             "sign",
             "--key",
             key,
             "--signing-config",
             path(&config),
             "--yes",
-            reference,
-        ]);
+        ];
+        args.extend(extra);
+        args.push(reference);
+        self.run(&args);
     }
 
     /// `cosign sign` with `key` in the legacy layout (the `sha256-<hex>.sig` tag, simple
     /// signing), no transparency log: cosign v2's default, v3's with the old-format flags.
     pub fn sign_legacy(&self, key: &CosignKey, reference: &str) {
+        self.sign_legacy_with(key, reference, &[]);
+    }
+
+    /// [`Cosign::sign_legacy`] with more flags (`--certificate`, `--certificate-chain`).
+    pub fn sign_legacy_with(&self, key: &CosignKey, reference: &str, extra: &[&str]) {
         let key = path(&key.private);
         let mut args = vec!["sign", "--key", key, "--tlog-upload=false", "--yes"];
         if !self.bin.ends_with("cosign-v2") {
             args.extend(["--new-bundle-format=false", "--use-signing-config=false"]);
         }
+        args.extend(extra);
         args.push(reference);
         self.run(&args);
     }

@@ -1,0 +1,334 @@
+//! Keyless cosign signatures (docs/imagepolicy.md, "Keyless"): the signature's certificate must
+//! chain, for code signing and valid now, to a certificate authority of the trusted root the
+//! user supplies (`trusted_root.json`, Sigstore's format; nothing is fetched), and name one of
+//! the policy's identities: the OIDC issuer (Fulcio's extension) and a subject alternative name,
+//! each matched by a regular expression, as cosign and Flux match them.
+
+use base64::Engine;
+use p256::ecdsa::VerifyingKey;
+use p256::pkcs8::DecodePublicKey;
+use regex::Regex;
+use rustls_pki_types::{CertificateDer, UnixTime};
+use serde::Deserialize;
+use std::time::SystemTime;
+use x509_cert::der::{Decode, Encode};
+use x509_cert::ext::pkix::name::GeneralName;
+use x509_cert::ext::pkix::SubjectAltName;
+
+/// A trusted root of a few certificate authorities, logs and timestamp authorities is a few KiB;
+/// Sigstore's public-good one is about 8 KiB.
+pub const MAX_ROOT_BYTES: usize = 256 << 10;
+/// Certificate authorities, certificates per chain, identities.
+pub const MAX_AUTHORITIES: usize = 16;
+pub const MAX_CHAIN: usize = 8;
+pub const MAX_IDENTITIES: usize = 16;
+/// An identity's regular expression, before it is compiled (a tenant writes it).
+pub const MAX_PATTERN_BYTES: usize = 1024;
+
+/// id-kp-codeSigning (1.3.6.1.5.5.7.3.3), as webpki takes it.
+const CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
+/// Fulcio's OIDC issuer extensions: v2 (a DER UTF8String) and v1 (the raw text).
+const ISSUER_V2: &str = "1.3.6.1.4.1.57264.1.8";
+const ISSUER_V1: &str = "1.3.6.1.4.1.57264.1.1";
+
+/// The certificate authorities of a `trusted_root.json`: each chain's last certificate is a
+/// trust anchor, the others intermediates.
+#[derive(Debug, Clone)]
+pub struct TrustedRoot {
+    anchors: Vec<CertificateDer<'static>>,
+    intermediates: Vec<CertificateDer<'static>>,
+}
+
+impl TrustedRoot {
+    pub fn parse(bytes: &[u8]) -> Result<TrustedRoot, String> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Root {
+            #[serde(default)]
+            certificate_authorities: Vec<Authority>,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Authority {
+            cert_chain: Chain,
+        }
+        #[derive(Deserialize)]
+        struct Chain {
+            #[serde(default)]
+            certificates: Vec<Raw>,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Raw {
+            raw_bytes: String,
+        }
+        if bytes.len() > MAX_ROOT_BYTES {
+            return Err(format!("trusted_root.json is over {MAX_ROOT_BYTES} bytes"));
+        }
+        let root: Root = serde_json::from_slice(bytes)
+            .map_err(|e| format!("trusted_root.json is not a Sigstore trusted root ({e})"))?;
+        if root.certificate_authorities.len() > MAX_AUTHORITIES {
+            return Err(format!(
+                "trusted_root.json has over {MAX_AUTHORITIES} certificate authorities"
+            ));
+        }
+        let mut trusted = TrustedRoot {
+            anchors: Vec::new(),
+            intermediates: Vec::new(),
+        };
+        for authority in root.certificate_authorities {
+            let chain = authority.cert_chain.certificates;
+            if chain.len() > MAX_CHAIN {
+                return Err(format!(
+                    "a certificate authority's chain is over {MAX_CHAIN} certificates"
+                ));
+            }
+            let mut ders = chain
+                .iter()
+                .map(|c| {
+                    let der = base64::engine::general_purpose::STANDARD
+                        .decode(c.raw_bytes.trim())
+                        .map_err(|_| "a certificate authority's certificate is not base64")?;
+                    x509_cert::Certificate::from_der(&der).map_err(|e| {
+                        format!("a certificate authority's certificate is not X.509 DER ({e})")
+                    })?;
+                    Ok::<_, String>(CertificateDer::from(der))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            if let Some(anchor) = ders.pop() {
+                trusted.anchors.push(anchor);
+                trusted.intermediates.extend(ders);
+            }
+        }
+        if trusted.anchors.is_empty() {
+            return Err("trusted_root.json names no certificate authority".into());
+        }
+        Ok(trusted)
+    }
+}
+
+/// An identity the policy trusts (`spec.verify.matchOIDCIdentity`).
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub issuer: Regex,
+    pub subject: Regex,
+}
+
+impl Identity {
+    /// Compiles an identity's expressions, bounded (they are a tenant's).
+    pub fn new(issuer: &str, subject: &str) -> Result<Identity, String> {
+        let compile = |field: &str, pattern: &str| {
+            if pattern.len() > MAX_PATTERN_BYTES {
+                return Err(format!(
+                    "matchOIDCIdentity {field} is over {MAX_PATTERN_BYTES} bytes"
+                ));
+            }
+            regex::RegexBuilder::new(pattern)
+                .size_limit(1 << 20)
+                .build()
+                .map_err(|e| {
+                    format!(
+                        "matchOIDCIdentity {field} {pattern:?} is not a regular expression: {e}"
+                    )
+                })
+        };
+        Ok(Identity {
+            issuer: compile("issuer", issuer)?,
+            subject: compile("subject", subject)?,
+        })
+    }
+}
+
+/// What keyless verification trusts: the root and the identities.
+#[derive(Debug, Clone)]
+pub struct Keyless {
+    pub root: TrustedRoot,
+    pub identities: Vec<Identity>,
+}
+
+impl Keyless {
+    /// The signing key `chain` (DER, leaf first) vouches for and who it names, once the leaf
+    /// chains to the root for code signing at `now` and names a trusted identity.
+    pub fn signer(
+        &self,
+        chain: &[Vec<u8>],
+        now: SystemTime,
+    ) -> Result<(VerifyingKey, String), String> {
+        let Some(leaf) = chain.first() else {
+            return Err("a keyless signature carries no certificate".into());
+        };
+        if chain.len() > MAX_CHAIN {
+            return Err(format!(
+                "a signature's certificate chain is over {MAX_CHAIN} certificates"
+            ));
+        }
+        let leaf_der = CertificateDer::from(leaf.as_slice());
+        let end_entity = webpki::EndEntityCert::try_from(&leaf_der).map_err(|e| {
+            format!("a signature's certificate is not a usable X.509 certificate ({e})")
+        })?;
+        let anchors = self
+            .root
+            .anchors
+            .iter()
+            .filter_map(|a| webpki::anchor_from_trusted_cert(a).ok())
+            .collect::<Vec<_>>();
+        let mut intermediates: Vec<CertificateDer<'_>> = chain[1..]
+            .iter()
+            .map(|c| CertificateDer::from(c.as_slice()))
+            .collect();
+        intermediates.extend(self.root.intermediates.iter().cloned());
+        let time = UnixTime::since_unix_epoch(
+            now.duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap_or_default(),
+        );
+        end_entity
+            .verify_for_usage(
+                webpki::ALL_VERIFICATION_ALGS,
+                &anchors,
+                &intermediates,
+                time,
+                webpki::KeyUsage::required(CODE_SIGNING),
+                None,
+                None,
+            )
+            .map_err(chain_error)?;
+        let (issuer, subjects, key) = read_leaf(leaf)?;
+        let matched = self.identities.iter().any(|id| {
+            issuer.as_deref().is_some_and(|i| id.issuer.is_match(i))
+                && subjects.iter().any(|s| id.subject.is_match(s))
+        });
+        if !matched {
+            let want: Vec<String> = self
+                .identities
+                .iter()
+                .map(|id| format!("issuer ~ {}, subject ~ {}", id.issuer, id.subject))
+                .collect();
+            return Err(format!(
+                "certificate identity mismatch: got issuer {}, subject {}; want {}",
+                issuer.as_deref().unwrap_or("(none)"),
+                subjects.first().map(String::as_str).unwrap_or("(none)"),
+                want.join(" or ")
+            ));
+        }
+        let who = format!(
+            "{} ({})",
+            subjects.first().map(String::as_str).unwrap_or_default(),
+            issuer.as_deref().unwrap_or_default()
+        );
+        Ok((key, who))
+    }
+}
+
+/// What a chain failure says.
+fn chain_error(e: webpki::Error) -> String {
+    match e {
+        webpki::Error::CertExpired { not_after, .. } => format!(
+            "the signing certificate expired at {}",
+            httpdate::fmt_http_date(
+                SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(not_after.as_secs())
+            )
+        ),
+        webpki::Error::CertNotValidYet { .. } => "the signing certificate is not valid yet".into(),
+        webpki::Error::UnknownIssuer => {
+            "the signing certificate does not chain to the trusted root".into()
+        }
+        other => format!("the signing certificate does not verify: {other:?}"),
+    }
+}
+
+/// The leaf's OIDC issuer, its subject alternative names, and its public key (ECDSA P-256).
+fn read_leaf(leaf: &[u8]) -> Result<(Option<String>, Vec<String>, VerifyingKey), String> {
+    let cert = x509_cert::Certificate::from_der(leaf)
+        .map_err(|e| format!("a signature's certificate is not X.509 DER ({e})"))?;
+    let tbs = &cert.tbs_certificate;
+    let mut issuer = None;
+    let mut subjects = Vec::new();
+    for ext in tbs.extensions.iter().flatten() {
+        let id = ext.extn_id.to_string();
+        let value = ext.extn_value.as_bytes();
+        if id == ISSUER_V2 {
+            let text = x509_cert::der::asn1::Utf8StringRef::from_der(value).map(|s| s.to_string());
+            issuer = text.ok().or(issuer);
+        } else if id == ISSUER_V1 && issuer.is_none() {
+            issuer = std::str::from_utf8(value).ok().map(str::to_string);
+        } else if id == "2.5.29.17" {
+            let names = SubjectAltName::from_der(value)
+                .map_err(|e| format!("a signature's certificate has a malformed SAN ({e})"))?;
+            for name in names.0 {
+                match name {
+                    GeneralName::Rfc822Name(s) => subjects.push(s.to_string()),
+                    GeneralName::UniformResourceIdentifier(s) => subjects.push(s.to_string()),
+                    GeneralName::DnsName(s) => subjects.push(s.to_string()),
+                    _ => {}
+                }
+            }
+        }
+    }
+    let spki = tbs
+        .subject_public_key_info
+        .to_der()
+        .map_err(|e| format!("a signature's certificate key does not encode ({e})"))?;
+    let key = VerifyingKey::from_public_key_der(&spki)
+        .map_err(|_| "a signature's certificate key is not ECDSA P-256".to_string())?;
+    Ok((issuer, subjects, key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root(authorities: usize, chain: usize) -> Vec<u8> {
+        let authority = serde_json::json!({"certChain": {"certificates": vec![
+            serde_json::json!({"rawBytes": "AA=="}); chain]}});
+        serde_json::to_vec(&serde_json::json!({
+            "certificateAuthorities": vec![authority; authorities]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_trusted_root_is_bounded_before_it_is_decoded() {
+        let err = TrustedRoot::parse(&vec![b' '; MAX_ROOT_BYTES + 1]).unwrap_err();
+        assert!(err.contains("over 262144 bytes"), "{err}");
+        let err = TrustedRoot::parse(&root(MAX_AUTHORITIES + 1, 1)).unwrap_err();
+        assert!(err.contains("over 16 certificate authorities"), "{err}");
+        let err = TrustedRoot::parse(&root(1, MAX_CHAIN + 1)).unwrap_err();
+        assert!(err.contains("over 8 certificates"), "{err}");
+        let err = TrustedRoot::parse(&root(1, 1)).unwrap_err();
+        assert!(err.contains("not X.509 DER"), "{err}");
+        let err = TrustedRoot::parse(&root(0, 0)).unwrap_err();
+        assert!(err.contains("names no certificate authority"), "{err}");
+    }
+
+    #[test]
+    fn identities_are_bounded_regular_expressions() {
+        let long = "a".repeat(MAX_PATTERN_BYTES + 1);
+        let err = Identity::new(&long, ".*").unwrap_err();
+        assert!(err.contains("issuer is over 1024 bytes"), "{err}");
+        let err = Identity::new(".*", "(").unwrap_err();
+        assert!(
+            err.contains("subject \"(\" is not a regular expression"),
+            "{err}"
+        );
+        // Compiled within a size limit: a pattern that expands past it is refused.
+        let err = Identity::new("(((a{100}){100}){100})", ".*").unwrap_err();
+        assert!(err.contains("not a regular expression"), "{err}");
+    }
+
+    #[test]
+    fn a_signature_chain_is_bounded() {
+        let keyless = Keyless {
+            root: TrustedRoot {
+                anchors: Vec::new(),
+                intermediates: Vec::new(),
+            },
+            identities: Vec::new(),
+        };
+        let err = keyless
+            .signer(&vec![vec![0]; MAX_CHAIN + 1], SystemTime::now())
+            .unwrap_err();
+        assert!(err.contains("over 8 certificates"), "{err}");
+        let err = keyless.signer(&[], SystemTime::now()).unwrap_err();
+        assert!(err.contains("carries no certificate"), "{err}");
+    }
+}

@@ -1,0 +1,245 @@
+//! What a policy trusts (`spec.verify`'s Secret and fields) and the judgement of an image's
+//! signatures against it: a key-signed signature verifies with one of the `*.pub` keys; a
+//! keyless one carries a certificate that chains to `trusted_root.json` and names one of the
+//! `matchOIDCIdentity` identities, and is in the transparency log unless the policy accepts
+//! that it is not.
+
+use super::bundle::{check_statement, Bundle};
+use super::keyless::{Identity, Keyless, TrustedRoot, MAX_IDENTITIES};
+use super::simple::check_payload;
+use super::{signature_tag, Signed, SignedPayload, MAX_KEYS, MAX_KEY_BYTES};
+use crate::registry::ImageReference;
+use p256::ecdsa::signature::Verifier;
+use p256::ecdsa::{Signature, VerifyingKey};
+use p256::pkcs8::DecodePublicKey;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+/// The Secret entry that holds a Sigstore trusted root.
+pub const TRUSTED_ROOT: &str = "trusted_root.json";
+
+/// What a policy trusts, and its fingerprint (what a cached verdict is keyed by: other keys,
+/// roots, identities or log rule, another verdict).
+pub struct TrustedKeys {
+    keys: Vec<(String, VerifyingKey)>,
+    keyless: Option<Keyless>,
+    /// A keyless signature must have a transparency-log entry.
+    require_tlog: bool,
+    pub fingerprint: String,
+}
+
+impl TrustedKeys {
+    /// The `*.pub` entries of a Secret's data (PEM `PUBLIC KEY`, ECDSA P-256, as
+    /// `cosign generate-key-pair` writes `cosign.pub`), and, for keyless signatures, its
+    /// `trusted_root.json` with the `(issuer, subject)` expressions of `identities`.
+    pub fn from_secret(
+        data: &BTreeMap<String, Vec<u8>>,
+        identities: &[(String, String)],
+        require_tlog: bool,
+    ) -> Result<TrustedKeys, String> {
+        let mut keys = Vec::new();
+        let mut hash = Sha256::new();
+        let mut fingerprint = |part: &[u8]| {
+            hash.update(part);
+            hash.update([0]);
+        };
+        for (name, bytes) in data.iter().filter(|(n, _)| n.ends_with(".pub")) {
+            if keys.len() == MAX_KEYS {
+                return Err(format!("more than {MAX_KEYS} *.pub entries"));
+            }
+            if bytes.len() > MAX_KEY_BYTES {
+                return Err(format!("entry '{name}' is over {MAX_KEY_BYTES} bytes"));
+            }
+            let text = std::str::from_utf8(bytes)
+                .map_err(|_| format!("entry '{name}' is not PEM text"))?;
+            let key = VerifyingKey::from_public_key_pem(text.trim()).map_err(|e| {
+                format!(
+                    "entry '{name}' is not an ECDSA P-256 public key in PEM ({e}); \
+                     `cosign generate-key-pair` writes one (cosign.pub)"
+                )
+            })?;
+            fingerprint(name.as_bytes());
+            fingerprint(bytes);
+            keys.push((name.clone(), key));
+        }
+        let keyless = if identities.is_empty() {
+            None
+        } else {
+            if identities.len() > MAX_IDENTITIES {
+                return Err(format!(
+                    "more than {MAX_IDENTITIES} matchOIDCIdentity entries"
+                ));
+            }
+            let root = data.get(TRUSTED_ROOT).ok_or_else(|| {
+                format!(
+                    "it has no {TRUSTED_ROOT} entry, which matchOIDCIdentity needs (the Sigstore \
+                     trusted root whose certificate authorities issue the signing certificates)"
+                )
+            })?;
+            fingerprint(root);
+            let identities = identities
+                .iter()
+                .map(|(issuer, subject)| {
+                    fingerprint(issuer.as_bytes());
+                    fingerprint(subject.as_bytes());
+                    Identity::new(issuer, subject)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let root =
+                TrustedRoot::parse(root).map_err(|e| format!("entry '{TRUSTED_ROOT}': {e}"))?;
+            Some(Keyless { root, identities })
+        };
+        if keys.is_empty() && keyless.is_none() {
+            return Err("it has no *.pub entry (a cosign public key, e.g. cosign.pub)".into());
+        }
+        fingerprint(if require_tlog { b"tlog" } else { b"no tlog" });
+        let fingerprint = format!("{:x}", hash.finalize())[..32].to_string();
+        Ok(TrustedKeys {
+            keys,
+            keyless,
+            require_tlog,
+            fingerprint,
+        })
+    }
+
+    /// Who (a key's entry name, or a keyless identity) signed one of `signatures` for `digest`
+    /// in `image`'s repository, or why none did; certificates are checked at `now`.
+    pub fn verify(
+        &self,
+        signatures: &[Signed],
+        image: &ImageReference,
+        digest: &str,
+        now: SystemTime,
+    ) -> Result<String, String> {
+        if signatures.is_empty() {
+            return Err(format!(
+                "no signature (no cosign bundle among its referrers, no tag {})",
+                signature_tag(digest)
+            ));
+        }
+        let mut why = Vec::new();
+        for signed in signatures {
+            let verified = match signed {
+                Signed::Simple(signed) => self.verify_simple(signed, image, digest, now),
+                Signed::Bundle(bytes) => self.verify_bundle(bytes, digest, now),
+            };
+            match verified {
+                Ok(key) => return Ok(key),
+                Err(reason) if !why.contains(&reason) => why.push(reason),
+                Err(_) => {}
+            }
+        }
+        Err(format!(
+            "{} signature{}, none valid: {}",
+            signatures.len(),
+            if signatures.len() == 1 { "" } else { "s" },
+            why.join("; ")
+        ))
+    }
+
+    /// A bundle's DSSE envelope, signed by a trusted key or a trusted identity, over a
+    /// statement naming `digest`.
+    fn verify_bundle(&self, bytes: &[u8], digest: &str, now: SystemTime) -> Result<String, String> {
+        let bundle = Bundle::parse(bytes)?;
+        let Some(envelope) = &bundle.dsse_envelope else {
+            return Err(match bundle.message_signature {
+                Some(_) => "a bundle holds a message signature, which names no image".into(),
+                None => "a bundle holds no signature".into(),
+            });
+        };
+        let decoded = envelope.decode()?;
+        let certificates = bundle.certificates()?;
+        let logged = !bundle.verification_material.tlog_entries.is_empty();
+        let who = self.signer(
+            &decoded.signed,
+            &decoded.signatures,
+            &certificates,
+            logged,
+            now,
+        )?;
+        // Only now is the statement trusted enough to be read.
+        check_statement(&envelope.payload_type, &decoded.payload, digest)?;
+        Ok(who)
+    }
+
+    /// A legacy simple-signing layer, signed by a trusted key or identity, whose payload names
+    /// `digest` and `image`'s repository.
+    fn verify_simple(
+        &self,
+        signed: &SignedPayload,
+        image: &ImageReference,
+        digest: &str,
+        now: SystemTime,
+    ) -> Result<String, String> {
+        let signatures = std::slice::from_ref(&signed.signature);
+        let who = self.signer(
+            &signed.payload,
+            signatures,
+            &signed.certificates,
+            signed.logged,
+            now,
+        )?;
+        // Only now is the payload trusted enough to be read.
+        check_payload(&signed.payload, image, digest)?;
+        Ok(who)
+    }
+
+    /// Who signed `message` with one of `signatures`: a trusted key, or, with `certificates`,
+    /// a trusted identity whose certificate's key verifies it.
+    fn signer(
+        &self,
+        message: &[u8],
+        signatures: &[Vec<u8>],
+        certificates: &[Vec<u8>],
+        logged: bool,
+        now: SystemTime,
+    ) -> Result<String, String> {
+        let parsed: Vec<Signature> = signatures
+            .iter()
+            .filter_map(|s| {
+                Signature::from_der(s)
+                    .or_else(|_| Signature::from_slice(s))
+                    .ok()
+            })
+            .collect();
+        if parsed.is_empty() {
+            return Err("a signature is not an ECDSA signature".into());
+        }
+        let verifies = |key: &VerifyingKey| parsed.iter().any(|s| key.verify(message, s).is_ok());
+        if certificates.is_empty() {
+            return self
+                .keys
+                .iter()
+                .find(|(_, key)| verifies(key))
+                .map(|(name, _)| name.clone())
+                .ok_or_else(|| "signature does not verify with any trusted key".to_string());
+        }
+        let Some(keyless) = &self.keyless else {
+            return Err(
+                "a keyless signature (a certificate), and the policy trusts keys only \
+                 (spec.verify.matchOIDCIdentity names none)"
+                    .into(),
+            );
+        };
+        let (key, who) = keyless.signer(certificates, now)?;
+        if !verifies(&key) {
+            return Err("signature does not verify with its certificate's key".into());
+        }
+        match (logged, self.require_tlog) {
+            (false, true) => Err(
+                "not in the transparency log: the signature has no log entry \
+                 (spec.verify.transparencyLog: Optional accepts that)"
+                    .into(),
+            ),
+            // What would vouch for the entry (the log's key and inclusion proof) is not checked
+            // yet: an unchecked entry does not count as logged.
+            (true, true) => Err(
+                "not in the transparency log: its log entry is not verified by this version \
+                 (spec.verify.transparencyLog: Optional accepts a signature without one)"
+                    .into(),
+            ),
+            (_, false) => Ok(who),
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Keyless signatures in the shape Fulcio issues them, made offline by the real cosign with a
+//! certificate from a CA made in the test (`--certificate`, `--certificate-chain`), checked
+//! against a `trusted_root.json` the user supplies: the identity must match, the chain lead to
+//! the root, the certificate be valid, and the signature be in the transparency log unless the
+//! policy accepts that it is not.
+
+use crate::support::fulcio::Fulcio;
+use crate::support::sigtools::{referrers_registry, Cosign};
+use crate::support::{run_bin, write};
+use serde_json::Value;
+
+const ISSUER: &str = "https://token.actions.githubusercontent.com";
+
+/// A policy verifying keyless signatures of `dev@example.com` by [`ISSUER`].
+fn policy(name: &str, range: &str, tlog: &str) -> String {
+    format!(
+        "---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: {name}, namespace: team}}\n\
+         spec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '{range}'}}}}\n  \
+         verify:\n    provider: cosign\n    secretRef: {{name: sigstore}}\n    transparencyLog: {tlog}\n    \
+         matchOIDCIdentity:\n    - {{issuer: '^https://token\\.actions\\.githubusercontent\\.com$', subject: '^dev@example\\.com$'}}\n"
+    )
+}
+
+#[tokio::test]
+#[ignore = "needs the signing tools: make e2e-signatures"]
+async fn scan_checks_keyless_identity_chain_validity_and_log() {
+    let registry = referrers_registry();
+    let trusted = Fulcio::new("trusted test fulcio");
+    let untrusted = Fulcio::new("another ca");
+    let cosign = Cosign::v3();
+    let legacy = Cosign::v2();
+    let image = format!("{}/team/app", registry.host);
+    let chain = cosign.file("chain.pem", &trusted.ca_pem());
+    let other_chain = cosign.file("other-chain.pem", &untrusted.ca_pem());
+    let mut digests = std::collections::BTreeMap::new();
+    for (tag, salt) in [
+        ("1.1.0", "a"),
+        ("1.2.0", "b"),
+        ("1.3.0", "c"),
+        ("1.4.0", "d"),
+        ("2.0.0", "e"),
+    ] {
+        digests.insert(
+            tag,
+            registry
+                .push_dated("team/app", tag, "amd64", None, salt)
+                .await,
+        );
+    }
+    // Signs `tag` with a fresh key and a certificate for it: the bundle (v3) or legacy (v2).
+    let sign = |tag: &str,
+                ca: &Fulcio,
+                email: &str,
+                expired: bool,
+                chain: &std::path::Path,
+                bundle: bool| {
+        let signer = ca.signer(ISSUER, email, expired);
+        let tool = if bundle { &cosign } else { &legacy };
+        let key = tool.import_key(&format!("k{tag}"), &signer.key_pem);
+        let cert = tool.file(&format!("{tag}.crt"), &signer.cert_pem);
+        let flags = [
+            "--certificate",
+            cert.to_str().unwrap(),
+            "--certificate-chain",
+            chain.to_str().unwrap(),
+        ];
+        let reference = format!("{image}@{}", digests[tag]);
+        match bundle {
+            true => tool.sign_bundle_with(&key, &reference, &flags),
+            false => tool.sign_legacy_with(&key, &reference, &flags),
+        }
+    };
+    sign("1.1.0", &trusted, "dev@example.com", false, &chain, true);
+    sign("1.2.0", &trusted, "other@example.com", false, &chain, true);
+    sign("1.3.0", &trusted, "dev@example.com", true, &chain, true);
+    sign(
+        "1.4.0",
+        &untrusted,
+        "dev@example.com",
+        false,
+        &other_chain,
+        true,
+    );
+    let legacy_chain = legacy.file("chain.pem", &trusted.ca_pem());
+    sign(
+        "2.0.0",
+        &trusted,
+        "dev@example.com",
+        false,
+        &legacy_chain,
+        false,
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: sigstore, namespace: team}}\nstringData:\n  trusted_root.json: '{}'\n\
+         ---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
+         spec: {{image: {image}, interval: 5m}}\n{}{}{}",
+        trusted.trusted_root(),
+        policy("keyless", ">=1.0.0 <2.0.0", "Optional"),
+        policy("keyless-legacy", "~2.0", "Optional"),
+        policy("logged", "~1.1", "Required"),
+    );
+    let file = write(dir.path(), "keyless.yaml", &manifests);
+    let storage = dir.path().join("store");
+    let args = [
+        "scan",
+        "-f",
+        &file,
+        "--storage-path",
+        storage.to_str().unwrap(),
+        "-o",
+        "yaml",
+    ];
+    let out = run_bin(&args, None);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let docs = serde_saphyr::from_multiple::<Value>(&stdout)
+        .unwrap_or_else(|e| panic!("{e}:\n{stdout}\n{stderr}"));
+    let status = |name: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == "ImagePolicy" && d["metadata"]["name"] == name)
+            .map(|d| d["status"].clone())
+            .unwrap_or_else(|| panic!("no {name}:\n{stdout}\n{stderr}"))
+    };
+    let reason = |name: &str, tag: &str| {
+        status(name)["heldBack"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|h| h["tag"] == tag)
+            .map(|h| h["reason"].as_str().unwrap().to_string())
+            .unwrap_or_else(|| panic!("{tag} not held back by {name}:\n{stdout}"))
+    };
+    let keyless = status("keyless");
+    assert_eq!(keyless["latestRef"]["tag"], "1.1.0", "{stdout}\n{stderr}");
+    assert!(
+        reason("keyless", "1.4.0").contains("does not chain to the trusted root"),
+        "{stdout}"
+    );
+    assert!(
+        reason("keyless", "1.3.0").contains("the signing certificate expired at"),
+        "{stdout}"
+    );
+    let mismatch = reason("keyless", "1.2.0");
+    assert!(
+        mismatch.contains(&format!(
+            "certificate identity mismatch: got issuer {ISSUER}, subject other@example.com"
+        )),
+        "{mismatch}"
+    );
+    assert_eq!(
+        status("keyless-legacy")["latestRef"]["tag"],
+        "2.0.0",
+        "cosign v2's legacy layout, keyless"
+    );
+    assert!(status("logged")["latestRef"].is_null(), "{stdout}");
+    assert!(
+        reason("logged", "1.1.0").contains("not in the transparency log"),
+        "{stdout}"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "`logged` elects nothing:\n{stderr}"
+    );
+}
