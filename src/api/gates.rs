@@ -54,6 +54,8 @@ pub enum TransparencyLog {
 pub enum VerificationProvider {
     #[default]
     Cosign,
+    /// Notary Project signatures: the Secret holds `trustpolicy.json` and CA certificates.
+    Notation,
 }
 
 /// A keyless signer's identity: regular expressions for the OIDC issuer and subject.

@@ -349,6 +349,13 @@ impl ImagePolicySpec {
                     identities.len()
                 ));
             }
+            if verify.provider == super::VerificationProvider::Notation && !identities.is_empty() {
+                return Err(
+                    "spec.verify.matchOIDCIdentity is for cosign's keyless signatures; \
+                            notation's trusted identities are in the trust policy"
+                        .into(),
+                );
+            }
             for id in identities {
                 Identity::new(&id.issuer, &id.subject)
                     .map_err(|e| format!("invalid spec.verify: {e}"))?;

@@ -14,6 +14,7 @@ use super::record::Election;
 use super::walk::{walk, Judge, LookError, WalkFailure, Walked, MAX_INSPECTIONS, MAX_WALK};
 use crate::api::{
     ImagePolicy, ImagePolicyStatus, ImageRef, ImageRepository, ReflectionPolicy, TransparencyLog,
+    VerificationProvider,
 };
 use crate::controller::shared::api_read::ReadError;
 use crate::controller::shared::conditions::Reason;
@@ -286,7 +287,11 @@ async fn trusted_keys<R: PolicyReader>(
     let secret = env.reader.secret(&namespace, name).await?;
     let secret = secret.ok_or_else(|| KeysError::NotFound(format!("{namespace}/{name}")))?;
     let data = secret_data(&secret);
-    let keys = TrustedKeys::from_secret(&data, &identities, require_tlog).map_err(|reason| {
+    let trust = match verify.provider {
+        VerificationProvider::Cosign => TrustedKeys::from_secret(&data, &identities, require_tlog),
+        VerificationProvider::Notation => TrustedKeys::notation(&data),
+    };
+    let keys = trust.map_err(|reason| {
         let secret = format!("{namespace}/{name}");
         KeysError::Invalid { secret, reason }
     })?;

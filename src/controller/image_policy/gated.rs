@@ -217,10 +217,13 @@ async fn check_signature(looks: &Looks<'_, '_>, digest: &str) -> Result<Signatur
         return Err(LookError::NoKeys.into());
     };
     let client = looks.client.get().await?;
-    let mut signatures = client.bundle_signatures(looks.image, digest).await?;
     let now = std::time::UNIX_EPOCH + Duration::from_secs(looks.now.max(0) as u64);
+    let mut signatures = match keys.is_notation() {
+        true => client.notation_signatures(looks.image, digest).await?,
+        false => client.bundle_signatures(looks.image, digest).await?,
+    };
     let mut verified = keys.verify(&signatures, looks.image, digest, now);
-    if verified.is_err() {
+    if verified.is_err() && !keys.is_notation() {
         signatures.extend(client.legacy_signatures(looks.image, digest).await?);
         verified = keys.verify(&signatures, looks.image, digest, now);
     }

@@ -9,6 +9,7 @@
 
 pub mod bundle;
 pub mod keyless;
+pub mod notation;
 pub mod referrers;
 pub mod simple;
 pub mod trust;
@@ -41,6 +42,8 @@ pub enum Signed {
     Simple(SignedPayload),
     /// A Sigstore bundle (its JSON) attached as a referrer.
     Bundle(Vec<u8>),
+    /// A notation envelope (its media type and bytes) attached as a referrer.
+    Notation { media_type: String, bytes: Vec<u8> },
 }
 
 /// The tag cosign stores `digest`'s legacy signatures under.
@@ -61,6 +64,23 @@ impl RegistryClient {
             .referrers(image, digest, artifact, bundle::MAX_BUNDLE_BYTES)
             .await?;
         Ok(found.into_iter().map(|r| Signed::Bundle(r.bytes)).collect())
+    }
+
+    /// The notation signatures attached to `digest` as referrers.
+    pub async fn notation_signatures(
+        &self,
+        image: &ImageReference,
+        digest: &str,
+    ) -> Result<Vec<Signed>, RegistryError> {
+        let artifact = referrers::NOTATION_SIGNATURE;
+        let found = self
+            .referrers(image, digest, artifact, notation::MAX_ENVELOPE_BYTES)
+            .await?;
+        let signed = found.into_iter().map(|r| Signed::Notation {
+            media_type: r.media_type,
+            bytes: r.bytes,
+        });
+        Ok(signed.collect())
     }
 }
 

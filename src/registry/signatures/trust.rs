@@ -6,6 +6,7 @@
 
 use super::bundle::{check_statement, Bundle};
 use super::keyless::{Identity, Keyless, TrustedRoot, MAX_IDENTITIES};
+use super::notation::NotationTrust;
 use super::simple::check_payload;
 use super::{signature_tag, Signed, SignedPayload, MAX_KEYS, MAX_KEY_BYTES};
 use crate::registry::ImageReference;
@@ -26,6 +27,8 @@ pub struct TrustedKeys {
     keyless: Option<Keyless>,
     /// A keyless signature must have a transparency-log entry.
     require_tlog: bool,
+    /// With `provider: notation`, the trust policy and store: the only signatures read.
+    notation: Option<NotationTrust>,
     pub fingerprint: String,
 }
 
@@ -34,6 +37,38 @@ impl TrustedKeys {
     /// `cosign generate-key-pair` writes `cosign.pub`), and, for keyless signatures, its
     /// `trusted_root.json` with the `(issuer, subject)` expressions of `identities`.
     pub fn from_secret(
+        data: &BTreeMap<String, Vec<u8>>,
+        identities: &[(String, String)],
+        require_tlog: bool,
+    ) -> Result<TrustedKeys, String> {
+        Self::cosign(data, identities, require_tlog)
+    }
+
+    /// Notation's trust: the Secret's `trustpolicy.json` and CA certificates.
+    pub fn notation(data: &BTreeMap<String, Vec<u8>>) -> Result<TrustedKeys, String> {
+        let trust = NotationTrust::from_secret(data)?;
+        let mut hash = Sha256::new();
+        for (name, bytes) in data {
+            hash.update(name.as_bytes());
+            hash.update([0]);
+            hash.update(bytes);
+            hash.update([0]);
+        }
+        Ok(TrustedKeys {
+            keys: Vec::new(),
+            keyless: None,
+            require_tlog: false,
+            notation: Some(trust),
+            fingerprint: format!("notation-{:x}", hash.finalize())[..32].to_string(),
+        })
+    }
+
+    /// Whether only notation signatures count.
+    pub fn is_notation(&self) -> bool {
+        self.notation.is_some()
+    }
+
+    fn cosign(
         data: &BTreeMap<String, Vec<u8>>,
         identities: &[(String, String)],
         require_tlog: bool,
@@ -99,6 +134,7 @@ impl TrustedKeys {
             keys,
             keyless,
             require_tlog,
+            notation: None,
             fingerprint,
         })
     }
@@ -113,16 +149,23 @@ impl TrustedKeys {
         now: SystemTime,
     ) -> Result<String, String> {
         if signatures.is_empty() {
-            return Err(format!(
-                "no signature (no cosign bundle among its referrers, no tag {})",
-                signature_tag(digest)
-            ));
+            return Err(match self.notation {
+                Some(_) => "no signature (no notation signature among its referrers)".into(),
+                None => format!(
+                    "no signature (no cosign bundle among its referrers, no tag {})",
+                    signature_tag(digest)
+                ),
+            });
         }
         let mut why = Vec::new();
         for signed in signatures {
             let verified = match signed {
                 Signed::Simple(signed) => self.verify_simple(signed, image, digest, now),
                 Signed::Bundle(bytes) => self.verify_bundle(bytes, digest, now),
+                Signed::Notation { media_type, bytes } => match &self.notation {
+                    Some(trust) => trust.verify(&image.canonical(), media_type, bytes, digest, now),
+                    None => Err("a notation signature, and the policy verifies cosign's".into()),
+                },
             };
             match verified {
                 Ok(key) => return Ok(key),

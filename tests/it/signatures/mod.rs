@@ -7,3 +7,4 @@
 
 mod cosign;
 mod keyless;
+mod notation;

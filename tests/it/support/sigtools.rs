@@ -179,3 +179,57 @@ impl Cosign {
 fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// The notation CLI with a configuration directory of its own (keys, trust store).
+pub struct Notation {
+    home: tempfile::TempDir,
+}
+
+impl Notation {
+    pub fn new() -> Notation {
+        Notation {
+            home: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// Runs notation; panics with its output when it fails.
+    pub fn run(&self, args: &[&str]) -> String {
+        let out = Command::new(bin_dir().join("notation"))
+            .args(args)
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.home.path())
+            .output()
+            .expect("notation runs");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "notation {args:?} failed:\n{text}");
+        text
+    }
+
+    /// A test key and its self-signed certificate (`notation cert generate-test`): what the
+    /// trust store must hold for its signatures to count. Returns the certificate's PEM.
+    pub fn test_key(&self, name: &str) -> String {
+        self.run(&["cert", "generate-test", name]);
+        let cert = self
+            .home
+            .path()
+            .join(format!("notation/localkeys/{name}.crt"));
+        std::fs::read_to_string(cert).unwrap()
+    }
+
+    /// `notation sign` of `image@digest` with the key `name`, in `format` (`jws`, `cose`).
+    pub fn sign(&self, name: &str, reference: &str, format: &str) {
+        self.run(&[
+            "sign",
+            "--insecure-registry",
+            "--key",
+            name,
+            "--signature-format",
+            format,
+            reference,
+        ]);
+    }
+}

@@ -1,0 +1,267 @@
+//! Notation's two envelopes, read into one shape: what was signed, the payload, the signature,
+//! its algorithm, the certificate chain (leaf first) and the expiry.
+//! - JWS (`application/jose+json`), JSON serialization: the signature covers
+//!   `base64url(protected) . base64url(payload)`; the chain is the unprotected `x5c`.
+//! - COSE (`application/cose`), a COSE_Sign1 (RFC 9052): the signature covers the CBOR
+//!   `Sig_structure` `["Signature1", protected, h'', payload]`; the chain is `x5chain` (33).
+//!
+//! Both must declare notation's payload type and the `notary.x509` signing scheme, and mark
+//! no critical header this reader does not know.
+
+use super::super::keyless::MAX_CHAIN;
+use base64::Engine;
+use ciborium::Value;
+use ring::signature::{self, UnparsedPublicKey, VerificationAlgorithm};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+use x509_cert::der::Decode;
+
+/// A notation envelope with a chain of a few certificates is a few KiB.
+pub const MAX_ENVELOPE_BYTES: usize = 256 << 10;
+
+const JWS: &str = "application/jose+json";
+const COSE: &str = "application/cose";
+const PAYLOAD_TYPE: &str = "application/vnd.cncf.notary.payload.v1+json";
+const SIGNING_SCHEME: &str = "io.cncf.notary.signingScheme";
+const EXPIRY: &str = "io.cncf.notary.expiry";
+const KNOWN_CRITICAL: [&str; 2] = [SIGNING_SCHEME, EXPIRY];
+
+/// An envelope, read.
+pub struct Envelope {
+    /// The bytes the signature covers.
+    signed: Vec<u8>,
+    pub payload: Vec<u8>,
+    signature: Vec<u8>,
+    /// JOSE's name for the algorithm (`PS256`, `ES256`, ...).
+    alg: String,
+    pub chain: Vec<Vec<u8>>,
+    pub expiry: Option<SystemTime>,
+}
+
+impl Envelope {
+    pub fn parse(media_type: &str, bytes: &[u8]) -> Result<Envelope, String> {
+        if bytes.len() > MAX_ENVELOPE_BYTES {
+            return Err(format!(
+                "a notation signature is over {MAX_ENVELOPE_BYTES} bytes"
+            ));
+        }
+        match media_type {
+            JWS => parse_jws(bytes),
+            COSE => parse_cose(bytes),
+            other => Err(format!(
+                "a notation signature in '{other}', neither JWS nor COSE"
+            )),
+        }
+    }
+
+    /// The signature verifies with the leaf certificate's key, by the header's algorithm.
+    pub fn check_signature(&self, leaf: &[u8]) -> Result<(), String> {
+        let algorithm: &dyn VerificationAlgorithm = match self.alg.as_str() {
+            "PS256" => &signature::RSA_PSS_2048_8192_SHA256,
+            "PS384" => &signature::RSA_PSS_2048_8192_SHA384,
+            "PS512" => &signature::RSA_PSS_2048_8192_SHA512,
+            "ES256" => &signature::ECDSA_P256_SHA256_FIXED,
+            "ES384" => &signature::ECDSA_P384_SHA384_FIXED,
+            other => {
+                return Err(format!(
+                    "the signature algorithm '{other}' is not one notation signs with"
+                ))
+            }
+        };
+        let cert = x509_cert::Certificate::from_der(leaf)
+            .map_err(|e| format!("a notation signature's certificate is not X.509 DER ({e})"))?;
+        let key = cert
+            .tbs_certificate
+            .subject_public_key_info
+            .subject_public_key
+            .raw_bytes();
+        UnparsedPublicKey::new(algorithm, key)
+            .verify(&self.signed, &self.signature)
+            .map_err(|_| "signature does not verify with its certificate's key".to_string())
+    }
+}
+
+/// Checks the headers both envelopes share.
+fn check_headers(content_type: &str, scheme: &str, critical: &[String]) -> Result<(), String> {
+    if content_type != PAYLOAD_TYPE {
+        return Err(format!("a notation payload of type '{content_type}'"));
+    }
+    if scheme != "notary.x509" {
+        return Err(format!(
+            "the signing scheme '{scheme}' (only notary.x509 is read)"
+        ));
+    }
+    match critical
+        .iter()
+        .find(|c| !KNOWN_CRITICAL.contains(&c.as_str()))
+    {
+        Some(unknown) => Err(format!(
+            "a critical header '{unknown}' this reader does not know"
+        )),
+        None => Ok(()),
+    }
+}
+
+fn bounded_chain(chain: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, String> {
+    if chain.len() > MAX_CHAIN {
+        return Err(format!(
+            "a notation certificate chain is over {MAX_CHAIN} certificates"
+        ));
+    }
+    Ok(chain)
+}
+
+fn parse_jws(bytes: &[u8]) -> Result<Envelope, String> {
+    #[derive(Deserialize)]
+    struct Jws {
+        payload: String,
+        protected: String,
+        signature: String,
+        #[serde(default)]
+        header: Unprotected,
+    }
+    #[derive(Deserialize, Default)]
+    struct Unprotected {
+        #[serde(default)]
+        x5c: Vec<String>,
+    }
+    let url = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let jws: Jws = serde_json::from_slice(bytes)
+        .map_err(|e| format!("a notation signature is not a JWS envelope ({e})"))?;
+    let decode = |what: &str, text: &str| {
+        url.decode(text.trim_end_matches('='))
+            .map_err(|_| format!("a JWS {what} is not base64url"))
+    };
+    let protected = decode("protected header", &jws.protected)?;
+    let header: BTreeMap<String, serde_json::Value> = serde_json::from_slice(&protected)
+        .map_err(|e| format!("a JWS protected header is not JSON ({e})"))?;
+    let text = |key: &str| header.get(key).and_then(|v| v.as_str()).unwrap_or_default();
+    let critical: Vec<String> = header
+        .get("crit")
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.as_str().map(str::to_string))
+        .collect();
+    check_headers(text("cty"), text(SIGNING_SCHEME), &critical)?;
+    let expiry = header
+        .get(EXPIRY)
+        .and_then(|v| v.as_str())
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .map(|t| SystemTime::UNIX_EPOCH + Duration::from_secs(t.as_second().max(0) as u64));
+    let chain = jws
+        .header
+        .x5c
+        .iter()
+        .take(MAX_CHAIN + 1)
+        .map(|c| base64::engine::general_purpose::STANDARD.decode(c))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| "a JWS x5c certificate is not base64")?;
+    Ok(Envelope {
+        signed: format!("{}.{}", jws.protected, jws.payload).into_bytes(),
+        payload: decode("payload", &jws.payload)?,
+        signature: decode("signature", &jws.signature)?,
+        alg: text("alg").to_string(),
+        chain: bounded_chain(chain)?,
+        expiry,
+    })
+}
+
+fn parse_cose(bytes: &[u8]) -> Result<Envelope, String> {
+    let not_cose = |why: &str| format!("a notation signature is not a COSE_Sign1 ({why})");
+    let value: Value = ciborium::from_reader(bytes).map_err(|e| not_cose(&e.to_string()))?;
+    // COSE_Sign1 is tag 18 over [protected, unprotected, payload, signature].
+    let value = match value {
+        Value::Tag(18, inner) => *inner,
+        other => other,
+    };
+    let Value::Array(items) = value else {
+        return Err(not_cose("not an array"));
+    };
+    let [Value::Bytes(protected), Value::Map(unprotected), Value::Bytes(payload), Value::Bytes(signature)] =
+        <[Value; 4]>::try_from(items).map_err(|_| not_cose("not four items"))?
+    else {
+        return Err(not_cose("items of the wrong types"));
+    };
+    let header: Value = ciborium::from_reader(protected.as_slice())
+        .map_err(|e| not_cose(&format!("protected header: {e}")))?;
+    let Value::Map(header) = header else {
+        return Err(not_cose("the protected header is not a map"));
+    };
+    let get = |map: &[(Value, Value)], key: &Value| {
+        map.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+    };
+    let text = |v: Option<Value>| match v {
+        Some(Value::Text(t)) => t,
+        _ => String::new(),
+    };
+    let label = |key: &str| Value::Text(key.to_string());
+    let critical: Vec<String> = match get(&header, &Value::Integer(2.into())) {
+        Some(Value::Array(labels)) => labels
+            .into_iter()
+            .map(|l| match l {
+                Value::Text(t) => t,
+                other => format!("{other:?}"),
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    check_headers(
+        &text(get(&header, &Value::Integer(3.into()))),
+        &text(get(&header, &label(SIGNING_SCHEME))),
+        &critical,
+    )?;
+    // Algorithms by their COSE numbers (RFC 9053, RFC 8230).
+    let alg = match get(&header, &Value::Integer(1.into())) {
+        Some(Value::Integer(n)) => match i128::from(n) {
+            -37 => "PS256",
+            -38 => "PS384",
+            -39 => "PS512",
+            -7 => "ES256",
+            -35 => "ES384",
+            other => {
+                return Err(format!(
+                    "the COSE algorithm {other} is not one notation signs with"
+                ))
+            }
+        },
+        _ => return Err(not_cose("no algorithm")),
+    };
+    let expiry = match get(&header, &label(EXPIRY)) {
+        Some(Value::Tag(1, when)) => match *when {
+            Value::Integer(n) => u64::try_from(i128::from(n)).ok(),
+            _ => None,
+        },
+        _ => None,
+    }
+    .map(|secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs));
+    let chain = match get(&unprotected, &Value::Integer(33.into())) {
+        Some(Value::Bytes(one)) => vec![one],
+        Some(Value::Array(many)) => many
+            .into_iter()
+            .take(MAX_CHAIN + 1)
+            .filter_map(|c| match c {
+                Value::Bytes(b) => Some(b),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut signed = Vec::new();
+    let structure = Value::Array(vec![
+        Value::Text("Signature1".into()),
+        Value::Bytes(protected),
+        Value::Bytes(Vec::new()),
+        Value::Bytes(payload.clone()),
+    ]);
+    ciborium::into_writer(&structure, &mut signed).map_err(|e| e.to_string())?;
+    Ok(Envelope {
+        signed,
+        payload,
+        signature,
+        alg: alg.to_string(),
+        chain: bounded_chain(chain)?,
+        expiry,
+    })
+}
