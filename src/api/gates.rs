@@ -30,8 +30,9 @@ pub struct ImageVerification {
         skip_serializing_if = "Option::is_none"
     )]
     pub match_oidc_identity: Option<Vec<OidcIdentityMatch>>,
-    /// Whether a keyless signature must be in the transparency log: `Required` (the default)
-    /// or `Optional` (signed offline, or by a private instance without a log).
+    /// Whether a keyless signature must carry a transparency-log entry: `Required` (the
+    /// default) or `Optional` (signed offline, or by a private instance without a log). An
+    /// entry a signature carries is always checked.
     #[serde(
         default,
         rename = "transparencyLog",

@@ -139,10 +139,12 @@ impl Identity {
     }
 }
 
-/// What keyless verification trusts: the root and the identities.
+/// What keyless verification trusts: the root (its certificate authorities and log keys) and
+/// the identities.
 #[derive(Debug, Clone)]
 pub struct Keyless {
     pub root: TrustedRoot,
+    pub logs: super::tlog::LogKeys,
     pub identities: Vec<Identity>,
 }
 
@@ -322,6 +324,7 @@ mod tests {
                 anchors: Vec::new(),
                 intermediates: Vec::new(),
             },
+            logs: Default::default(),
             identities: Vec::new(),
         };
         let err = keyless

@@ -12,6 +12,7 @@ pub mod keyless;
 pub mod notation;
 pub mod referrers;
 pub mod simple;
+pub mod tlog;
 pub mod trust;
 
 use super::{ImageReference, RegistryClient, RegistryError};
@@ -26,13 +27,14 @@ pub const MAX_KEYS: usize = 16;
 pub const MAX_KEY_BYTES: usize = 16 << 10;
 
 /// One legacy signature as stored: the payload's bytes, the signature over them, and for a
-/// keyless signature its certificates (DER, leaf first) and whether it carries a log entry.
+/// keyless signature its certificates (DER, leaf first) and its log entry (the
+/// `dev.sigstore.cosign/bundle` annotation), if any.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SignedPayload {
     pub payload: Vec<u8>,
     pub signature: Vec<u8>,
     pub certificates: Vec<Vec<u8>>,
-    pub logged: bool,
+    pub log_entry: Option<String>,
 }
 
 /// A signature as read from the registry, in either layout.

@@ -151,7 +151,7 @@ impl RegistryClient {
                 payload,
                 signature,
                 certificates: certificates(&layer.annotations),
-                logged: layer.annotations.contains_key(TLOG_ANNOTATION),
+                log_entry: layer.annotations.get(TLOG_ANNOTATION).cloned(),
             }));
         }
         Ok(signatures)

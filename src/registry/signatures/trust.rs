@@ -8,6 +8,7 @@ use super::bundle::{check_statement, Bundle};
 use super::keyless::{Identity, Keyless, TrustedRoot, MAX_IDENTITIES};
 use super::notation::NotationTrust;
 use super::simple::check_payload;
+use super::tlog::{Entry, LogKeys, Signing};
 use super::{signature_tag, Signed, SignedPayload, MAX_KEYS, MAX_KEY_BYTES};
 use crate::registry::ImageReference;
 use p256::ecdsa::signature::Verifier;
@@ -15,7 +16,7 @@ use p256::ecdsa::{Signature, VerifyingKey};
 use p256::pkcs8::DecodePublicKey;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// The Secret entry that holds a Sigstore trusted root.
 pub const TRUSTED_ROOT: &str = "trusted_root.json";
@@ -121,9 +122,14 @@ impl TrustedKeys {
                     Identity::new(issuer, subject)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            let root =
-                TrustedRoot::parse(root).map_err(|e| format!("entry '{TRUSTED_ROOT}': {e}"))?;
-            Some(Keyless { root, identities })
+            let in_root = |e: String| format!("entry '{TRUSTED_ROOT}': {e}");
+            let logs = LogKeys::from_root(root).map_err(in_root)?;
+            let root = TrustedRoot::parse(root).map_err(in_root)?;
+            Some(Keyless {
+                root,
+                logs,
+                identities,
+            })
         };
         if keys.is_empty() && keyless.is_none() {
             return Err("it has no *.pub entry (a cosign public key, e.g. cosign.pub)".into());
@@ -193,14 +199,15 @@ impl TrustedKeys {
         };
         let decoded = envelope.decode()?;
         let certificates = bundle.certificates()?;
-        let logged = !bundle.verification_material.tlog_entries.is_empty();
-        let who = self.signer(
-            &decoded.signed,
-            &decoded.signatures,
-            &certificates,
-            logged,
-            now,
-        )?;
+        let log = Entry::from_bundle(&bundle.verification_material.tlog_entries);
+        let signing = Evidence {
+            message: &decoded.signed,
+            recorded: &decoded.payload,
+            signatures: &decoded.signatures,
+            certificates: &certificates,
+            log,
+        };
+        let who = self.signer(&signing, now)?;
         // Only now is the statement trusted enough to be read.
         check_statement(&envelope.payload_type, &decoded.payload, digest)?;
         Ok(who)
@@ -215,30 +222,28 @@ impl TrustedKeys {
         digest: &str,
         now: SystemTime,
     ) -> Result<String, String> {
-        let signatures = std::slice::from_ref(&signed.signature);
-        let who = self.signer(
-            &signed.payload,
-            signatures,
-            &signed.certificates,
-            signed.logged,
-            now,
-        )?;
+        let log = match &signed.log_entry {
+            Some(text) => Entry::from_annotation(text).map(|e| vec![e]),
+            None => Ok(Vec::new()),
+        };
+        let signing = Evidence {
+            message: &signed.payload,
+            recorded: &signed.payload,
+            signatures: std::slice::from_ref(&signed.signature),
+            certificates: &signed.certificates,
+            log,
+        };
+        let who = self.signer(&signing, now)?;
         // Only now is the payload trusted enough to be read.
         check_payload(&signed.payload, image, digest)?;
         Ok(who)
     }
 
-    /// Who signed `message` with one of `signatures`: a trusted key, or, with `certificates`,
-    /// a trusted identity whose certificate's key verifies it.
-    fn signer(
-        &self,
-        message: &[u8],
-        signatures: &[Vec<u8>],
-        certificates: &[Vec<u8>],
-        logged: bool,
-        now: SystemTime,
-    ) -> Result<String, String> {
-        let parsed: Vec<Signature> = signatures
+    /// Who made `signing`: a trusted key, or, with certificates, a trusted identity whose
+    /// certificate's key verifies it, checked when the log says it was made (else now).
+    fn signer(&self, signing: &Evidence<'_>, now: SystemTime) -> Result<String, String> {
+        let parsed: Vec<Signature> = signing
+            .signatures
             .iter()
             .filter_map(|s| {
                 Signature::from_der(s)
@@ -249,15 +254,19 @@ impl TrustedKeys {
         if parsed.is_empty() {
             return Err("a signature is not an ECDSA signature".into());
         }
-        let verifies = |key: &VerifyingKey| parsed.iter().any(|s| key.verify(message, s).is_ok());
-        if certificates.is_empty() {
+        let verifies = |key: &VerifyingKey| {
+            parsed
+                .iter()
+                .any(|s| key.verify(signing.message, s).is_ok())
+        };
+        let Some(leaf) = signing.certificates.first() else {
             return self
                 .keys
                 .iter()
                 .find(|(_, key)| verifies(key))
                 .map(|(name, _)| name.clone())
                 .ok_or_else(|| "signature does not verify with any trusted key".to_string());
-        }
+        };
         let Some(keyless) = &self.keyless else {
             return Err(
                 "a keyless signature (a certificate), and the policy trusts keys only \
@@ -265,24 +274,60 @@ impl TrustedKeys {
                     .into(),
             );
         };
-        let (key, who) = keyless.signer(certificates, now)?;
+        let made_at = self.logged_at(keyless, signing, leaf)?;
+        let at = made_at.map_or(now, |t| {
+            SystemTime::UNIX_EPOCH + Duration::from_secs(t.max(0) as u64)
+        });
+        let (key, who) = keyless.signer(signing.certificates, at)?;
         if !verifies(&key) {
             return Err("signature does not verify with its certificate's key".into());
         }
-        match (logged, self.require_tlog) {
-            (false, true) => Err(
-                "not in the transparency log: the signature has no log entry \
-                 (spec.verify.transparencyLog: Optional accepts that)"
-                    .into(),
-            ),
-            // What would vouch for the entry (the log's key and inclusion proof) is not checked
-            // yet: an unchecked entry does not count as logged.
-            (true, true) => Err(
-                "not in the transparency log: its log entry is not verified by this version \
-                 (spec.verify.transparencyLog: Optional accepts a signature without one)"
-                    .into(),
-            ),
-            (_, false) => Ok(who),
-        }
+        Ok(who)
     }
+
+    /// When the log says the signature was made: an entry that carries a trusted log's promise
+    /// and records this signature. An entry that does not verify fails the signature; none
+    /// fails it only when the log is required.
+    fn logged_at(
+        &self,
+        keyless: &Keyless,
+        signing: &Evidence<'_>,
+        leaf: &[u8],
+    ) -> Result<Option<i64>, String> {
+        let not_logged = |why: &str| format!("not in the transparency log: {why}");
+        let entries = signing.log.as_ref().map_err(|e| not_logged(e))?;
+        if entries.is_empty() {
+            return match self.require_tlog {
+                true => Err(not_logged(
+                    "the signature has no log entry (spec.verify.transparencyLog: Optional accepts that)",
+                )),
+                false => Ok(None),
+            };
+        }
+        let recorded = Signing {
+            payload: signing.recorded,
+            signatures: signing.signatures,
+            leaf,
+        };
+        let mut why = String::new();
+        for entry in entries {
+            match keyless.logs.verify(entry, &recorded) {
+                Ok(time) => return Ok(Some(time)),
+                Err(e) => why = format!("its log entry does not verify: {e}"),
+            }
+        }
+        Err(not_logged(&why))
+    }
+}
+
+/// A signature and what vouches for it.
+struct Evidence<'a> {
+    /// The bytes the signature covers.
+    message: &'a [u8],
+    /// What a log entry records the hash of (the DSSE payload, or the simple-signing payload).
+    recorded: &'a [u8],
+    signatures: &'a [Vec<u8>],
+    /// Keyless: DER, leaf first.
+    certificates: &'a [Vec<u8>],
+    log: Result<Vec<Entry>, String>,
 }

@@ -164,4 +164,27 @@ async fn scan_checks_keyless_identity_chain_validity_and_log() {
         Some(3),
         "`logged` elects nothing:\n{stderr}"
     );
+
+    // Another identity is another trust: the verdicts kept in the store are judged again.
+    let changed = manifests.replace("dev@example", "other@example");
+    let file = write(dir.path(), "keyless.yaml", &changed);
+    let out = run_bin(&args, None);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let docs = serde_saphyr::from_multiple::<Value>(&stdout).unwrap();
+    let policy = |name: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == "ImagePolicy" && d["metadata"]["name"] == name)
+            .map(|d| d["status"].clone())
+            .unwrap()
+    };
+    assert_eq!(file, args[2]);
+    assert_eq!(policy("keyless")["latestRef"]["tag"], "1.2.0", "{stdout}");
+    let held = &policy("keyless-legacy")["heldBack"][0];
+    assert!(
+        held["reason"]
+            .as_str()
+            .unwrap()
+            .contains("certificate identity mismatch"),
+        "a valid verdict kept for the old identity is not taken: {held}"
+    );
 }

@@ -1,0 +1,238 @@
+//! Transparency-log entries (Rekor v1) of keyless signatures (docs/imagepolicy.md,
+//! "Keyless"): the entry's signed entry timestamp (its inclusion promise) must verify with a
+//! log key of the trusted root, and its body must record this very signature (the signed
+//! payload's hash, the signature, the signing certificate). Its integrated time is when the
+//! signature was made: the certificate is checked at that time. A bundle keeps the entry in
+//! `verificationMaterial.tlogEntries` (kind `dsse`); the legacy layout in the
+//! `dev.sigstore.cosign/bundle` annotation (kind `hashedrekord`). Inclusion proofs and
+//! checkpoints are not checked: the promise is the log's signed word, as cosign checks offline.
+
+use base64::Engine;
+use p256::ecdsa::signature::Verifier;
+use p256::ecdsa::{Signature, VerifyingKey};
+use p256::pkcs8::DecodePublicKey;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+/// Logs a trusted root names, entries read per signature.
+pub const MAX_LOGS: usize = 16;
+pub const MAX_ENTRIES: usize = 4;
+
+/// The log keys of a trusted root, by key id (the SHA-256 of the key's DER).
+#[derive(Debug, Clone, Default)]
+pub struct LogKeys(Vec<(Vec<u8>, VerifyingKey)>);
+
+/// An entry, as far as its promise and body are checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The canonicalized body as the log signed it (base64), and decoded.
+    body_text: String,
+    body: Vec<u8>,
+    integrated_time: i64,
+    log_index: i64,
+    log_id: Vec<u8>,
+    promise: Vec<u8>,
+}
+
+/// What the entry must record: the signed bytes' SHA-256, the signatures, the certificate.
+pub struct Signing<'a> {
+    pub payload: &'a [u8],
+    pub signatures: &'a [Vec<u8>],
+    pub leaf: &'a [u8],
+}
+
+fn b64(text: &str) -> Result<Vec<u8>, String> {
+    base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|_| "a log entry field is not base64".to_string())
+}
+
+/// Rekor writes 64-bit numbers as strings in bundles and as numbers in the legacy annotation.
+fn number(value: &serde_json::Value) -> Option<i64> {
+    value.as_i64().or_else(|| value.as_str()?.parse().ok())
+}
+
+impl LogKeys {
+    /// The `tlogs` of a trusted root (ECDSA P-256 keys, as Rekor's).
+    pub fn from_root(root: &[u8]) -> Result<LogKeys, String> {
+        #[derive(Deserialize)]
+        struct Root {
+            #[serde(default)]
+            tlogs: Vec<Log>,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Log {
+            public_key: Key,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Key {
+            raw_bytes: String,
+        }
+        let root: Root = serde_json::from_slice(root)
+            .map_err(|e| format!("trusted_root.json's tlogs do not read ({e})"))?;
+        if root.tlogs.len() > MAX_LOGS {
+            return Err(format!(
+                "trusted_root.json has over {MAX_LOGS} transparency logs"
+            ));
+        }
+        let mut keys = Vec::new();
+        for log in root.tlogs {
+            let der = b64(&log.public_key.raw_bytes)?;
+            // Other key types are not Rekor's: such a log's entries do not verify.
+            if let Ok(key) = VerifyingKey::from_public_key_der(&der) {
+                keys.push((Sha256::digest(&der).to_vec(), key));
+            }
+        }
+        Ok(LogKeys(keys))
+    }
+
+    /// Checks `entry` records `signing` and carries a promise of a trusted log; returns its
+    /// integrated time (Unix seconds).
+    pub fn verify(&self, entry: &Entry, signing: &Signing<'_>) -> Result<i64, String> {
+        let key = self
+            .0
+            .iter()
+            .find(|(id, _)| *id == entry.log_id)
+            .map(|(_, key)| key)
+            .ok_or("its log is not one of the trusted root's")?;
+        // The promise signs the canonical JSON of body, time, log id (hex) and index.
+        let signed = serde_json::json!({
+            "body": entry.body_text,
+            "integratedTime": entry.integrated_time,
+            "logID": hex(&entry.log_id),
+            "logIndex": entry.log_index,
+        });
+        let signed = serde_json::to_vec(&signed).map_err(|e| e.to_string())?;
+        let promise = Signature::from_der(&entry.promise)
+            .map_err(|_| "its signed entry timestamp is not an ECDSA signature")?;
+        key.verify(&signed, &promise)
+            .map_err(|_| "its signed entry timestamp does not verify with the log's key")?;
+        check_body(&entry.body, signing)?;
+        Ok(entry.integrated_time)
+    }
+}
+
+impl Entry {
+    /// The entries of a bundle's `verificationMaterial.tlogEntries`.
+    pub fn from_bundle(entries: &[serde_json::Value]) -> Result<Vec<Entry>, String> {
+        entries
+            .iter()
+            .take(MAX_ENTRIES)
+            .map(|e| {
+                let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+                let body_text = text(&e["canonicalizedBody"]);
+                Ok(Entry {
+                    body: b64(&body_text)?,
+                    body_text,
+                    integrated_time: number(&e["integratedTime"]).ok_or("no integrated time")?,
+                    log_index: number(&e["logIndex"]).ok_or("no log index")?,
+                    log_id: b64(&text(&e["logId"]["keyId"]))?,
+                    promise: b64(&text(&e["inclusionPromise"]["signedEntryTimestamp"]))?,
+                })
+            })
+            .collect()
+    }
+
+    /// The entry of the legacy layout's `dev.sigstore.cosign/bundle` annotation.
+    pub fn from_annotation(text: &str) -> Result<Entry, String> {
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| format!("a signature's log bundle is not JSON ({e})"))?;
+        let payload = &value["Payload"];
+        let body_text = payload["body"].as_str().unwrap_or_default().to_string();
+        let log_id = payload["logID"].as_str().unwrap_or_default();
+        Ok(Entry {
+            body: b64(&body_text)?,
+            body_text,
+            integrated_time: number(&payload["integratedTime"]).ok_or("no integrated time")?,
+            log_index: number(&payload["logIndex"]).ok_or("no log index")?,
+            log_id: unhex(log_id).ok_or("a log id is not hex")?,
+            promise: b64(value["SignedEntryTimestamp"].as_str().unwrap_or_default())?,
+        })
+    }
+}
+
+/// The body records this signing: a `dsse` entry (a bundle's envelope) or a `hashedrekord`
+/// (the legacy layout's payload), with the same signature and certificate.
+fn check_body(body: &[u8], signing: &Signing<'_>) -> Result<(), String> {
+    let body: serde_json::Value =
+        serde_json::from_slice(body).map_err(|_| "its body is not JSON".to_string())?;
+    let spec = &body["spec"];
+    let sha = format!("{:x}", Sha256::digest(signing.payload));
+    let encoded: Vec<String> = signing
+        .signatures
+        .iter()
+        .map(|s| base64::engine::general_purpose::STANDARD.encode(s))
+        .collect();
+    let (hash, records) = match body["kind"].as_str() {
+        Some("dsse") => (
+            &spec["payloadHash"]["value"],
+            spec["signatures"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|s| (&s["signature"], &s["verifier"]))
+                .collect::<Vec<_>>(),
+        ),
+        Some("hashedrekord") => (
+            &spec["data"]["hash"]["value"],
+            vec![(
+                &spec["signature"]["content"],
+                &spec["signature"]["publicKey"]["content"],
+            )],
+        ),
+        other => {
+            return Err(format!(
+                "its body is of kind {other:?}, not dsse or hashedrekord"
+            ))
+        }
+    };
+    if hash.as_str() != Some(sha.as_str()) {
+        return Err("its body records another payload".into());
+    }
+    let recorded = records.iter().any(|(signature, verifier)| {
+        let signature = signature.as_str().unwrap_or_default();
+        let certificate = verifier
+            .as_str()
+            .and_then(|v| b64(v).ok())
+            .and_then(|pem| pem_der(&pem));
+        encoded.iter().any(|e| e == signature) && certificate.as_deref() == Some(signing.leaf)
+    });
+    if !recorded {
+        return Err("its body records another signature or certificate".into());
+    }
+    Ok(())
+}
+
+/// The DER of a PEM certificate.
+fn pem_der(pem: &[u8]) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(pem).ok()?;
+    let body: String = text
+        .split("-----BEGIN CERTIFICATE-----")
+        .nth(1)?
+        .split("-----END CERTIFICATE-----")
+        .next()?
+        .split_whitespace()
+        .collect();
+    b64(&body).ok()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    text.len()
+        .is_multiple_of(2)
+        .then(|| {
+            (0..text.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+                .collect()
+        })
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,214 @@
+//! Log entries made here with a log key of a trusted root made here: a promise and a body that
+//! record the signature verify, and each way of not recording it is refused; through the
+//! policy's trust, a logged keyless signature is judged at its signing time.
+
+use super::*;
+use crate::registry::signatures::{Signed, TrustedKeys, TRUSTED_ROOT};
+use crate::registry::ImageReference;
+use p256::ecdsa::signature::Signer;
+use p256::ecdsa::SigningKey;
+use p256::pkcs8::{DecodePrivateKey, EncodePublicKey};
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+const DIGEST: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+
+fn enc(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// A log: its key, and its entry in a trusted root's `tlogs`.
+struct Log(SigningKey);
+
+impl Log {
+    fn new(seed: u8) -> Log {
+        Log(SigningKey::from_bytes(&[seed; 32].into()).unwrap())
+    }
+
+    fn der(&self) -> Vec<u8> {
+        self.0.verifying_key().to_public_key_der().unwrap().to_vec()
+    }
+
+    fn root_entry(&self) -> serde_json::Value {
+        serde_json::json!({"baseUrl": "https://rekor.invalid", "hashAlgorithm": "SHA2_256",
+            "publicKey": {"rawBytes": enc(&self.der()), "keyDetails": "PKIX_ECDSA_P256_SHA_256"},
+            "logId": {"keyId": enc(&Sha256::digest(self.der()))}})
+    }
+
+    /// A bundle's entry for `body` at `time`, promised by this log.
+    fn entry(&self, body: &serde_json::Value, time: i64) -> serde_json::Value {
+        let body_text = enc(body.to_string().as_bytes());
+        let id = Sha256::digest(self.der()).to_vec();
+        let signed = serde_json::json!({"body": body_text, "integratedTime": time,
+            "logID": hex(&id), "logIndex": 7});
+        let promise: Signature = self.0.sign(&serde_json::to_vec(&signed).unwrap());
+        serde_json::json!({"logIndex": "7", "logId": {"keyId": enc(&id)},
+            "kindVersion": {"kind": "dsse", "version": "0.0.1"},
+            "integratedTime": time.to_string(),
+            "inclusionPromise": {"signedEntryTimestamp": enc(promise.to_der().as_bytes())},
+            "canonicalizedBody": body_text})
+    }
+}
+
+/// A `dsse` body recording `signature` over `payload` by `cert_pem`.
+fn dsse_body(payload: &[u8], signature: &[u8], cert_pem: &str) -> serde_json::Value {
+    serde_json::json!({"apiVersion": "0.0.1", "kind": "dsse", "spec": {
+        "payloadHash": {"algorithm": "sha256", "value": format!("{:x}", Sha256::digest(payload))},
+        "signatures": [{"signature": enc(signature), "verifier": enc(cert_pem.as_bytes())}]}})
+}
+
+#[test]
+fn a_promise_and_a_body_that_record_the_signature_verify() {
+    let log = Log::new(9);
+    let keys = LogKeys::from_root(
+        serde_json::json!({"tlogs": [log.root_entry()]})
+            .to_string()
+            .as_bytes(),
+    )
+    .unwrap();
+    let cert = "-----BEGIN CERTIFICATE-----\nAAEC\n-----END CERTIFICATE-----\n";
+    let (payload, signature, leaf) = (b"payload".to_vec(), vec![1, 2, 3], vec![0, 1, 2]);
+    let signing = Signing {
+        payload: &payload,
+        signatures: std::slice::from_ref(&signature),
+        leaf: &leaf,
+    };
+    let body = dsse_body(&payload, &signature, cert);
+    let entries = Entry::from_bundle(&[log.entry(&body, 1_700_000_000)]).unwrap();
+    assert_eq!(keys.verify(&entries[0], &signing), Ok(1_700_000_000));
+
+    // Another log's promise, a body changed after the promise, another payload or signature.
+    let other = Entry::from_bundle(&[Log::new(8).entry(&body, 1)]).unwrap();
+    assert!(keys
+        .verify(&other[0], &signing)
+        .unwrap_err()
+        .contains("not one of the trusted root's"));
+    let mut changed = entries[0].clone();
+    changed.body_text = enc(dsse_body(b"other", &signature, cert).to_string().as_bytes());
+    changed.body = b64(&changed.body_text).unwrap();
+    assert!(keys
+        .verify(&changed, &signing)
+        .unwrap_err()
+        .contains("does not verify with the log's key"));
+    let for_other =
+        Entry::from_bundle(&[log.entry(&dsse_body(b"other", &signature, cert), 1)]).unwrap();
+    assert!(keys
+        .verify(&for_other[0], &signing)
+        .unwrap_err()
+        .contains("records another payload"));
+    let resigned = Entry::from_bundle(&[log.entry(&dsse_body(&payload, &[9], cert), 1)]).unwrap();
+    assert!(keys
+        .verify(&resigned[0], &signing)
+        .unwrap_err()
+        .contains("another signature or certificate"));
+}
+
+#[test]
+fn the_legacy_annotation_reads_as_an_entry() {
+    let text = serde_json::json!({"SignedEntryTimestamp": "AAAA", "Payload": {
+        "body": "e30=", "integratedTime": 5, "logIndex": 6, "logID": "0a0b"}});
+    let entry = Entry::from_annotation(&text.to_string()).unwrap();
+    assert_eq!(
+        (entry.integrated_time, entry.log_index, entry.log_id.clone()),
+        (5, 6, vec![10, 11])
+    );
+    assert!(Entry::from_annotation("{}").is_err());
+}
+
+/// A keyless bundle whose certificate expired since, logged while it was valid: with the
+/// log's promise it counts (judged at its signing time), without it it does not.
+#[test]
+fn a_logged_keyless_signature_is_judged_at_its_signing_time() {
+    use rcgen::{
+        BasicConstraints, CertificateParams, CertifiedIssuer, CustomExtension,
+        ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SanType,
+    };
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign];
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+    let mut leaf = CertificateParams::new(Vec::<String>::new()).unwrap();
+    leaf.subject_alt_names = vec![SanType::Rfc822Name("dev@example.com".try_into().unwrap())];
+    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::CodeSigning];
+    let issuer = "https://issuer.example";
+    let mut value = vec![12, issuer.len() as u8];
+    value.extend_from_slice(issuer.as_bytes());
+    leaf.custom_extensions = vec![CustomExtension::from_oid_content(
+        &[1, 3, 6, 1, 4, 1, 57264, 1, 8],
+        value,
+    )];
+    leaf.not_before = rcgen::date_time_ymd(2023, 11, 14);
+    leaf.not_after = rcgen::date_time_ymd(2023, 11, 15);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = leaf.signed_by(&leaf_key, &ca).unwrap();
+    let signer = SigningKey::from_pkcs8_der(&leaf_key.serialize_der()).unwrap();
+
+    let statement = serde_json::json!({"_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"digest": {"sha256": &DIGEST[7..]}}],
+        "predicateType": "https://sigstore.dev/cosign/sign/v1", "predicate": {}});
+    let payload = statement.to_string().into_bytes();
+    let pae = crate::registry::signatures::bundle::pae("application/vnd.in-toto+json", &payload);
+    let signature: Signature = signer.sign(&pae);
+    let signature = signature.to_der().as_bytes().to_vec();
+    let log = Log::new(9);
+    // 2023-11-14T22:13:20Z: within the certificate's one day.
+    let entry = log.entry(&dsse_body(&payload, &signature, &leaf.pem()), 1_700_000_000);
+    let bundle = |entries: Vec<serde_json::Value>| {
+        Signed::Bundle(serde_json::to_vec(&serde_json::json!({
+            "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+            "verificationMaterial": {"certificate": {"rawBytes": enc(leaf.der())}, "tlogEntries": entries},
+            "dsseEnvelope": {"payload": enc(&payload), "payloadType": "application/vnd.in-toto+json",
+                             "signatures": [{"sig": enc(&signature)}]}})).unwrap())
+    };
+    let root = serde_json::json!({"tlogs": [log.root_entry()], "certificateAuthorities": [
+        {"certChain": {"certificates": [{"rawBytes": enc(ca.der())}]}}]});
+    let secret = BTreeMap::from([(TRUSTED_ROOT.to_string(), root.to_string().into_bytes())]);
+    let identity = [(
+        "^https://issuer\\.example$".to_string(),
+        "^dev@example\\.com$".to_string(),
+    )];
+    let trust = TrustedKeys::from_secret(&secret, &identity, true).unwrap();
+    let image = ImageReference::parse("registry.example/team/app", false).unwrap();
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    assert_eq!(
+        trust.verify(&[bundle(vec![entry.clone()])], &image, DIGEST, now),
+        Ok("dev@example.com (https://issuer.example)".into())
+    );
+    let err = trust
+        .verify(&[bundle(vec![])], &image, DIGEST, now)
+        .unwrap_err();
+    assert!(
+        err.contains("not in the transparency log: the signature has no log entry"),
+        "{err}"
+    );
+    // Without the log, the certificate is judged now, and it has expired.
+    let optional = TrustedKeys::from_secret(&secret, &identity, false).unwrap();
+    let err = optional
+        .verify(&[bundle(vec![])], &image, DIGEST, now)
+        .unwrap_err();
+    assert!(err.contains("the signing certificate expired at"), "{err}");
+    // A promise by a log the root does not name is no evidence.
+    let foreign = Log::new(3).entry(&dsse_body(&payload, &signature, &leaf.pem()), 1_700_000_000);
+    let err = optional
+        .verify(&[bundle(vec![foreign])], &image, DIGEST, now)
+        .unwrap_err();
+    assert!(
+        err.contains("its log entry does not verify: its log is not one of the trusted root's"),
+        "{err}"
+    );
+}
+
+#[test]
+fn logs_and_entries_are_bounded() {
+    let log = Log::new(9);
+    let many = serde_json::json!({"tlogs": vec![log.root_entry(); MAX_LOGS + 1]});
+    let err = LogKeys::from_root(many.to_string().as_bytes()).unwrap_err();
+    assert!(err.contains("over 16 transparency logs"), "{err}");
+    let entry = log.entry(&serde_json::json!({}), 1);
+    let read = Entry::from_bundle(&vec![entry; MAX_ENTRIES + 1]).unwrap();
+    assert_eq!(
+        read.len(),
+        MAX_ENTRIES,
+        "entries past the bound are not read"
+    );
+}
