@@ -188,3 +188,65 @@ async fn scan_checks_keyless_identity_chain_validity_and_log() {
         "a valid verdict kept for the old identity is not taken: {held}"
     );
 }
+
+/// The controller on a real API server: a keyless bundle by the trusted identity elects; one by
+/// another identity is held back, and status names both identities.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the signing tools and a cluster: make e2e-signatures"]
+async fn the_controller_elects_a_keyless_signature_by_the_trusted_identity() {
+    use crate::support::cluster::*;
+    install_crds();
+    let registry = referrers_registry();
+    let fulcio = Fulcio::new("trusted test fulcio");
+    let cosign = Cosign::v3();
+    let chain = cosign.file("chain.pem", &fulcio.ca_pem());
+    let image = format!("{}/signed/app", registry.host);
+    let good = registry
+        .push_dated("signed/app", "1.0.0", "amd64", None, "a")
+        .await;
+    let other = registry
+        .push_dated("signed/app", "1.1.0", "amd64", None, "b")
+        .await;
+    for (digest, email) in [(&good, "dev@example.com"), (&other, "other@example.com")] {
+        let signer = fulcio.signer(ISSUER, email, false);
+        let key = cosign.import_key(&format!("k{}", &digest[7..15]), &signer.key_pem);
+        let cert = cosign.file(&format!("{}.crt", &digest[7..15]), &signer.cert_pem);
+        let flags = [
+            "--certificate",
+            cert.to_str().unwrap(),
+            "--certificate-chain",
+            chain.to_str().unwrap(),
+        ];
+        cosign.sign_bundle_with(&key, &format!("{image}@{digest}"), &flags);
+    }
+    let ns = Namespace(format!("image-reflector-keyless-{}", std::process::id()));
+    ok(kubectl(&["create", "namespace", &ns.0], None));
+    let objects = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: sigstore, namespace: team}}\nstringData:\n  trusted_root.json: '{}'\n\
+         ---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
+         spec: {{image: {image}, interval: 5m}}\n{}",
+        fulcio.trusted_root(),
+        policy("keyless", ">=1.0.0", "Optional"),
+    )
+    .replace("namespace: team", &format!("namespace: {}", ns.0));
+    ok(kubectl(&["apply", "-f", "-"], Some(&objects)));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = install_and_controller_kubeconfig(dir.path());
+    let controller = Controller::start(&ns.0, &kubeconfig);
+    wait_for(
+        &ns.0,
+        "imagepolicy/keyless",
+        "{.status.latestRef.tag}",
+        "1.0.0",
+    );
+    let policy = get_json(&ns.0, "imagepolicy/keyless");
+    let held = &policy["status"]["heldBack"][0];
+    assert_eq!(held["tag"], "1.1.0");
+    assert_eq!(held["digest"], other.as_str());
+    let reason = held["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("certificate identity mismatch: got issuer {ISSUER}, subject other@example.com; want issuer ~ ")),
+        "{reason}"
+    );
+    assert!(controller.stop().success());
+}
