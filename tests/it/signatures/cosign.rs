@@ -2,9 +2,10 @@
 //! schema, v3's and v2's legacy `.sig` layout), elected through `spec.verify` by `scan`, and
 //! by the controller on a real API server.
 
+use super::scanned::Scanned;
 use crate::support::distribution::{Distribution, Variant};
 use crate::support::sigtools::{referrers_registry, Cosign};
-use crate::support::{run_bin, write};
+use crate::support::write;
 use serde_json::{json, Value};
 
 /// The policies' manifests: one ImageRepository per registry, the trusted key's Secret, and a
@@ -81,32 +82,6 @@ async fn copy_referrer(registry: &Distribution, repository: &str, from: &str, to
     );
 }
 
-/// What `scan -o yaml` wrote for the policy `name`: its elected tag and its held-back tags
-/// with their reasons.
-fn outcome(docs: &[Value], name: &str) -> (String, Vec<(String, String)>) {
-    let policy = docs
-        .iter()
-        .find(|d| d["kind"] == "ImagePolicy" && d["metadata"]["name"] == name)
-        .unwrap_or_else(|| panic!("no ImagePolicy {name} in {docs:?}"));
-    let status = &policy["status"];
-    let tag = status["latestRef"]["tag"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let held = status["heldBack"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|h| {
-            (
-                h["tag"].as_str().unwrap().to_string(),
-                h["reason"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    (tag, held)
-}
-
 #[tokio::test]
 #[ignore = "needs the signing tools: make e2e-signatures"]
 async fn scan_elects_what_the_real_cosign_signed_in_every_layout() {
@@ -119,22 +94,19 @@ async fn scan_elects_what_the_real_cosign_signed_in_every_layout() {
     let on = |registry: &Distribution, digest: &str| format!("{}/team/app@{digest}", registry.host);
 
     // The referrers API: cosign v3's default bundle.
-    let mut digests = std::collections::BTreeMap::new();
-    for (tag, salt) in [
-        ("1.2.0", "a"),
-        ("1.3.0", "b"),
-        ("1.4.0", "c"),
-        ("1.5.0", "d"),
-        ("2.0.1", "e"),
-        ("3.0.1", "f"),
-    ] {
-        digests.insert(
-            tag,
-            referrers
-                .push_dated("team/app", tag, "amd64", None, salt)
-                .await,
-        );
-    }
+    let digests = super::push_tags(
+        &referrers,
+        "team/app",
+        &[
+            ("1.2.0", "a"),
+            ("1.3.0", "b"),
+            ("1.4.0", "c"),
+            ("1.5.0", "d"),
+            ("2.0.1", "e"),
+            ("3.0.1", "f"),
+        ],
+    )
+    .await;
     v3.sign_bundle(&trusted, &on(&referrers, &digests["1.2.0"]));
     v3.sign_bundle(&other, &on(&referrers, &digests["1.4.0"]));
     copy_referrer(&referrers, "team/app", &digests["1.2.0"], &digests["1.5.0"]).await;
@@ -170,63 +142,36 @@ async fn scan_elects_what_the_real_cosign_signed_in_every_layout() {
             &trusted.public,
         ),
     );
-    let storage = dir.path().join("store");
-    let args = [
-        "scan",
-        "-f",
-        &file,
-        "--storage-path",
-        storage.to_str().unwrap(),
-        "-o",
-        "yaml",
-    ];
-    let out = run_bin(&args, None);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "every policy elects:\n{stdout}\n{stderr}"
-    );
-    let docs = serde_saphyr::from_multiple::<Value>(&stdout).unwrap();
-
-    let (tag, held) = outcome(&docs, "bundle");
-    assert_eq!(
-        tag, "1.2.0",
-        "cosign v3's default bundle, through the referrers API"
-    );
-    let reason = |tag: &str| {
-        held.iter()
-            .find(|(t, _)| t == tag)
-            .map(|(_, r)| r.clone())
-            .unwrap_or_default()
+    let scan = Scanned::run(&file, &dir.path().join("store"));
+    assert_eq!(scan.code, Some(0), "every policy elects:\n{}", scan.text);
+    let text = &scan.text;
+    let elected = |name: &str, tag: &str, what: &str| {
+        assert_eq!(scan.elected(name), tag, "{what}:\n{text}");
     };
+    elected(
+        "bundle",
+        "1.2.0",
+        "cosign v3's default bundle, through the referrers API",
+    );
+    let held = |tag: &str| scan.held("bundle", tag);
+    let copied = format!("is for {}, not this digest", digests["1.2.0"]);
+    assert!(held("1.5.0").contains(&copied), "{text}");
     assert!(
-        reason("1.5.0").contains(&format!("is for {}, not this digest", digests["1.2.0"])),
-        "{held:?}"
+        held("1.4.0").contains("signature does not verify with any trusted key"),
+        "{text}"
+    );
+    assert!(held("1.3.0").starts_with("no signature ("), "{text}");
+    elected("legacy-v3", "2.0.1", "cosign v3's legacy layout");
+    elected("legacy-v2", "3.0.1", "cosign v2's legacy layout");
+    elected(
+        "fallback",
+        "1.0.1",
+        "cosign v3's bundle through the referrers tag schema",
     );
     assert!(
-        reason("1.4.0").contains("signature does not verify with any trusted key"),
-        "{held:?}"
+        scan.held("fallback", "1.0.2").contains("does not verify"),
+        "{text}"
     );
-    assert!(reason("1.3.0").starts_with("no signature ("), "{held:?}");
-    assert_eq!(
-        outcome(&docs, "legacy-v3").0,
-        "2.0.1",
-        "cosign v3's legacy layout"
-    );
-    assert_eq!(
-        outcome(&docs, "legacy-v2").0,
-        "3.0.1",
-        "cosign v2's legacy layout"
-    );
-    let (tag, held) = outcome(&docs, "fallback");
-    assert_eq!(
-        tag, "1.0.1",
-        "cosign v3's bundle through the referrers tag schema"
-    );
-    assert_eq!(held.len(), 1, "{held:?}");
-    assert!(held[0].1.contains("does not verify"), "{held:?}");
 }
 
 /// The controller on a real API server: cosign v3's default bundle elects, a bundle by another
@@ -234,8 +179,6 @@ async fn scan_elects_what_the_real_cosign_signed_in_every_layout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the signing tools and a cluster: make e2e-signatures"]
 async fn the_controller_elects_a_cosign_v3_bundle_and_holds_back_another_key() {
-    use crate::support::cluster::*;
-    install_crds();
     let registry = referrers_registry();
     let v3 = Cosign::v3();
     let (trusted, other) = (v3.key("trusted"), v3.key("other"));
@@ -248,25 +191,13 @@ async fn the_controller_elects_a_cosign_v3_bundle_and_holds_back_another_key() {
     let image = format!("{}/signed/app", registry.host);
     v3.sign_bundle(&trusted, &format!("{image}@{good}"));
     v3.sign_bundle(&other, &format!("{image}@{bad}"));
-    let ns = Namespace(format!("image-reflector-signed-{}", std::process::id()));
-    ok(kubectl(&["create", "namespace", &ns.0], None));
     let objects = manifests(
-        &ns.0,
+        "team",
         &[("app", image)],
         &[("signed", "app", ">=1.0.0")],
         &trusted.public,
     );
-    ok(kubectl(&["apply", "-f", "-"], Some(&objects)));
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = install_and_controller_kubeconfig(dir.path());
-    let controller = Controller::start(&ns.0, &kubeconfig);
-    wait_for(
-        &ns.0,
-        "imagepolicy/signed",
-        "{.status.latestRef.tag}",
-        "1.0.0",
-    );
-    let policy = get_json(&ns.0, "imagepolicy/signed");
+    let policy = super::elected_in_cluster(&objects, "signed", "1.0.0");
     assert_eq!(policy["status"]["latestRef"]["digest"], good.as_str());
     let held = &policy["status"]["heldBack"][0];
     assert_eq!(
@@ -281,5 +212,4 @@ async fn the_controller_elects_a_cosign_v3_bundle_and_holds_back_another_key() {
             .contains("signature does not verify with any trusted key"),
         "{held}"
     );
-    assert!(controller.stop().success());
 }

@@ -4,10 +4,10 @@
 //! the root, the certificate be valid, and the signature be in the transparency log unless the
 //! policy accepts that it is not.
 
+use super::scanned::Scanned;
 use crate::support::fulcio::Fulcio;
 use crate::support::sigtools::{referrers_registry, Cosign};
-use crate::support::{run_bin, write};
-use serde_json::Value;
+use crate::support::write;
 
 const ISSUER: &str = "https://token.actions.githubusercontent.com";
 
@@ -32,21 +32,18 @@ async fn scan_checks_keyless_identity_chain_validity_and_log() {
     let image = format!("{}/team/app", registry.host);
     let chain = cosign.file("chain.pem", &trusted.ca_pem());
     let other_chain = cosign.file("other-chain.pem", &untrusted.ca_pem());
-    let mut digests = std::collections::BTreeMap::new();
-    for (tag, salt) in [
-        ("1.1.0", "a"),
-        ("1.2.0", "b"),
-        ("1.3.0", "c"),
-        ("1.4.0", "d"),
-        ("2.0.0", "e"),
-    ] {
-        digests.insert(
-            tag,
-            registry
-                .push_dated("team/app", tag, "amd64", None, salt)
-                .await,
-        );
-    }
+    let digests = super::push_tags(
+        &registry,
+        "team/app",
+        &[
+            ("1.1.0", "a"),
+            ("1.2.0", "b"),
+            ("1.3.0", "c"),
+            ("1.4.0", "d"),
+            ("2.0.0", "e"),
+        ],
+    )
+    .await;
     // Signs `tag` with a fresh key and a certificate for it: the bundle (v3) or legacy (v2).
     let sign = |tag: &str,
                 ca: &Fulcio,
@@ -103,37 +100,14 @@ async fn scan_checks_keyless_identity_chain_validity_and_log() {
     );
     let file = write(dir.path(), "keyless.yaml", &manifests);
     let storage = dir.path().join("store");
-    let args = [
-        "scan",
-        "-f",
-        &file,
-        "--storage-path",
-        storage.to_str().unwrap(),
-        "-o",
-        "yaml",
-    ];
-    let out = run_bin(&args, None);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let docs = serde_saphyr::from_multiple::<Value>(&stdout)
-        .unwrap_or_else(|e| panic!("{e}:\n{stdout}\n{stderr}"));
-    let status = |name: &str| {
-        docs.iter()
-            .find(|d| d["kind"] == "ImagePolicy" && d["metadata"]["name"] == name)
-            .map(|d| d["status"].clone())
-            .unwrap_or_else(|| panic!("no {name}:\n{stdout}\n{stderr}"))
-    };
-    let reason = |name: &str, tag: &str| {
-        status(name)["heldBack"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|h| h["tag"] == tag)
-            .map(|h| h["reason"].as_str().unwrap().to_string())
-            .unwrap_or_else(|| panic!("{tag} not held back by {name}:\n{stdout}"))
-    };
+    let scan = Scanned::run(&file, &storage);
+    let (status, reason, stdout) = (
+        |n: &str| scan.status(n),
+        |n: &str, t: &str| scan.held(n, t),
+        &scan.text,
+    );
     let keyless = status("keyless");
-    assert_eq!(keyless["latestRef"]["tag"], "1.1.0", "{stdout}\n{stderr}");
+    assert_eq!(keyless["latestRef"]["tag"], "1.1.0", "{stdout}");
     assert!(
         reason("keyless", "1.4.0").contains("does not chain to the trusted root"),
         "{stdout}"
@@ -159,32 +133,16 @@ async fn scan_checks_keyless_identity_chain_validity_and_log() {
         reason("logged", "1.1.0").contains("not in the transparency log"),
         "{stdout}"
     );
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "`logged` elects nothing:\n{stderr}"
-    );
+    assert_eq!(scan.code, Some(3), "`logged` elects nothing:\n{stdout}");
 
     // Another identity is another trust: the verdicts kept in the store are judged again.
     let changed = manifests.replace("dev@example", "other@example");
-    let file = write(dir.path(), "keyless.yaml", &changed);
-    let out = run_bin(&args, None);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let docs = serde_saphyr::from_multiple::<Value>(&stdout).unwrap();
-    let policy = |name: &str| {
-        docs.iter()
-            .find(|d| d["kind"] == "ImagePolicy" && d["metadata"]["name"] == name)
-            .map(|d| d["status"].clone())
-            .unwrap()
-    };
-    assert_eq!(file, args[2]);
-    assert_eq!(policy("keyless")["latestRef"]["tag"], "1.2.0", "{stdout}");
-    let held = &policy("keyless-legacy")["heldBack"][0];
+    write(dir.path(), "keyless.yaml", &changed);
+    let again = Scanned::run(&file, &storage);
+    assert_eq!(again.elected("keyless"), "1.2.0", "{}", again.text);
+    let held = again.held("keyless-legacy", "2.0.0");
     assert!(
-        held["reason"]
-            .as_str()
-            .unwrap()
-            .contains("certificate identity mismatch"),
+        held.contains("certificate identity mismatch"),
         "a valid verdict kept for the old identity is not taken: {held}"
     );
 }
@@ -194,8 +152,6 @@ async fn scan_checks_keyless_identity_chain_validity_and_log() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the signing tools and a cluster: make e2e-signatures"]
 async fn the_controller_elects_a_keyless_signature_by_the_trusted_identity() {
-    use crate::support::cluster::*;
-    install_crds();
     let registry = referrers_registry();
     let fulcio = Fulcio::new("trusted test fulcio");
     let cosign = Cosign::v3();
@@ -219,34 +175,22 @@ async fn the_controller_elects_a_keyless_signature_by_the_trusted_identity() {
         ];
         cosign.sign_bundle_with(&key, &format!("{image}@{digest}"), &flags);
     }
-    let ns = Namespace(format!("image-reflector-keyless-{}", std::process::id()));
-    ok(kubectl(&["create", "namespace", &ns.0], None));
     let objects = format!(
         "apiVersion: v1\nkind: Secret\nmetadata: {{name: sigstore, namespace: team}}\nstringData:\n  trusted_root.json: '{}'\n\
          ---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
          spec: {{image: {image}, interval: 5m}}\n{}",
         fulcio.trusted_root(),
         policy("keyless", ">=1.0.0", "Optional"),
-    )
-    .replace("namespace: team", &format!("namespace: {}", ns.0));
-    ok(kubectl(&["apply", "-f", "-"], Some(&objects)));
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = install_and_controller_kubeconfig(dir.path());
-    let controller = Controller::start(&ns.0, &kubeconfig);
-    wait_for(
-        &ns.0,
-        "imagepolicy/keyless",
-        "{.status.latestRef.tag}",
-        "1.0.0",
     );
-    let policy = get_json(&ns.0, "imagepolicy/keyless");
+    let policy = super::elected_in_cluster(&objects, "keyless", "1.0.0");
     let held = &policy["status"]["heldBack"][0];
-    assert_eq!(held["tag"], "1.1.0");
-    assert_eq!(held["digest"], other.as_str());
-    let reason = held["reason"].as_str().unwrap();
-    assert!(
-        reason.contains(&format!("certificate identity mismatch: got issuer {ISSUER}, subject other@example.com; want issuer ~ ")),
-        "{reason}"
+    assert_eq!(
+        (held["tag"].as_str(), held["digest"].as_str()),
+        (Some("1.1.0"), Some(other.as_str()))
     );
-    assert!(controller.stop().success());
+    let reason = held["reason"].as_str().unwrap();
+    let want = format!(
+        "certificate identity mismatch: got issuer {ISSUER}, subject other@example.com; want issuer ~ "
+    );
+    assert!(reason.contains(&want), "{reason}");
 }

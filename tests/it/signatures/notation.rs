@@ -3,9 +3,9 @@
 //! the Secret (Flux's OCIRepository shape); an untrusted CA, an identity the policy does not
 //! trust and an unsigned image are held back with their reasons.
 
+use super::scanned::Scanned;
 use crate::support::sigtools::{referrers_registry, Notation};
-use crate::support::{run_bin, write};
-use serde_json::Value;
+use crate::support::write;
 
 /// A policy over `range` whose trust policy trusts `identities`, with `ca` in the trust store.
 fn policy(name: &str, range: &str, identities: &str, ca: &str) -> String {
@@ -33,20 +33,17 @@ async fn scan_elects_what_the_real_notation_signed() {
     let trusted = notation.test_key("test.example");
     notation.test_key("untrusted.example");
     let image = format!("{}/team/app", registry.host);
-    let mut digests = std::collections::BTreeMap::new();
-    for (tag, salt) in [
-        ("1.1.0", "a"),
-        ("1.2.0", "b"),
-        ("1.3.0", "c"),
-        ("2.0.0", "d"),
-    ] {
-        digests.insert(
-            tag,
-            registry
-                .push_dated("team/app", tag, "amd64", None, salt)
-                .await,
-        );
-    }
+    let digests = super::push_tags(
+        &registry,
+        "team/app",
+        &[
+            ("1.1.0", "a"),
+            ("1.2.0", "b"),
+            ("1.3.0", "c"),
+            ("2.0.0", "d"),
+        ],
+    )
+    .await;
     notation.sign(
         "test.example",
         &format!("{image}@{}", digests["1.1.0"]),
@@ -72,38 +69,14 @@ async fn scan_elects_what_the_real_notation_signed() {
         policy("someone-else", "~1.1", r#""x509.subject: C=US, O=Notary, CN=someone.else""#, &trusted),
     );
     let file = write(dir.path(), "notation.yaml", &manifests);
-    let storage = dir.path().join("store");
-    let args = [
-        "scan",
-        "-f",
-        &file,
-        "--storage-path",
-        storage.to_str().unwrap(),
-        "-o",
-        "yaml",
-    ];
-    let out = run_bin(&args, None);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let docs = serde_saphyr::from_multiple::<Value>(&stdout)
-        .unwrap_or_else(|e| panic!("{e}:\n{stdout}\n{stderr}"));
-    let status = |name: &str| {
-        docs.iter()
-            .find(|d| d["kind"] == "ImagePolicy" && d["metadata"]["name"] == name)
-            .map(|d| d["status"].clone())
-            .unwrap_or_else(|| panic!("no {name}:\n{stdout}\n{stderr}"))
-    };
-    let reason = |name: &str, tag: &str| {
-        status(name)["heldBack"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|h| h["tag"] == tag)
-            .map(|h| h["reason"].as_str().unwrap().to_string())
-            .unwrap_or_else(|| panic!("{tag} not held back by {name}:\n{stdout}\n{stderr}"))
-    };
+    let scan = Scanned::run(&file, &dir.path().join("store"));
+    let (status, reason, stdout) = (
+        |n: &str| scan.status(n),
+        |n: &str, t: &str| scan.held(n, t),
+        &scan.text,
+    );
     let elected = status("notation");
-    assert_eq!(elected["latestRef"]["tag"], "1.1.0", "{stdout}\n{stderr}");
+    assert_eq!(elected["latestRef"]["tag"], "1.1.0", "{stdout}");
     assert_eq!(elected["latestRef"]["digest"], digests["1.1.0"].as_str());
     assert!(
         reason("notation", "1.3.0").contains("does not chain to the trust store"),
@@ -133,8 +106,6 @@ async fn scan_elects_what_the_real_notation_signed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the signing tools and a cluster: make e2e-signatures"]
 async fn the_controller_elects_a_notation_signature_and_holds_back_an_untrusted_one() {
-    use crate::support::cluster::*;
-    install_crds();
     let registry = referrers_registry();
     let notation = Notation::new();
     let trusted = notation.test_key("test.example");
@@ -148,28 +119,18 @@ async fn the_controller_elects_a_notation_signature_and_holds_back_an_untrusted_
     let image = format!("{}/signed/app", registry.host);
     notation.sign("test.example", &format!("{image}@{good}"), "jws");
     notation.sign("untrusted.example", &format!("{image}@{bad}"), "jws");
-    let ns = Namespace(format!("image-reflector-notation-{}", std::process::id()));
-    ok(kubectl(&["create", "namespace", &ns.0], None));
     let objects = format!(
         "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
          spec: {{image: {image}, interval: 5m}}\n{}",
         policy("signed", ">=1.0.0", r#""*""#, &trusted)
-    )
-    .replace("namespace: team", &format!("namespace: {}", ns.0));
-    ok(kubectl(&["apply", "-f", "-"], Some(&objects)));
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = install_and_controller_kubeconfig(dir.path());
-    let controller = Controller::start(&ns.0, &kubeconfig);
-    wait_for(
-        &ns.0,
-        "imagepolicy/signed",
-        "{.status.latestRef.tag}",
-        "1.0.0",
     );
-    let policy = get_json(&ns.0, "imagepolicy/signed");
+    let policy = super::elected_in_cluster(&objects, "signed", "1.0.0");
     assert_eq!(policy["status"]["latestRef"]["digest"], good.as_str());
     let held = &policy["status"]["heldBack"][0];
-    assert_eq!(held["tag"], "1.1.0");
+    assert_eq!(
+        (held["tag"].as_str(), held["digest"].as_str()),
+        (Some("1.1.0"), Some(bad.as_str()))
+    );
     assert!(
         held["reason"]
             .as_str()
@@ -177,5 +138,4 @@ async fn the_controller_elects_a_notation_signature_and_holds_back_an_untrusted_
             .contains("the signing certificate does not chain to the trust store"),
         "{held}"
     );
-    assert!(controller.stop().success());
 }

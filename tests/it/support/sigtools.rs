@@ -78,22 +78,15 @@ impl Cosign {
 
     /// Runs cosign in its home; panics with its output when it fails.
     pub fn run(&self, args: &[&str]) -> String {
-        let out = Command::new(&self.bin)
+        let mut command = Command::new(&self.bin);
+        command
             .args(args)
             .current_dir(self.home.path())
             .env("HOME", self.home.path())
             .env("COSIGN_PASSWORD", "")
             .env("TUF_ROOT", self.home.path().join("tuf"))
-            .env_remove("SIGSTORE_ROOT_FILE")
-            .output()
-            .expect("cosign runs");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.status.success(), "cosign {args:?} failed:\n{text}");
-        text
+            .env_remove("SIGSTORE_ROOT_FILE");
+        succeed("cosign", args, command)
     }
 
     /// A new key pair, named `name` (`<name>.key`, `<name>.pub`).
@@ -176,6 +169,20 @@ impl Cosign {
     }
 }
 
+/// Runs `command` (the tool `tool` with `args`); its output, or a panic that shows it.
+fn succeed(tool: &str, args: &[&str], mut command: Command) -> String {
+    let out = command
+        .output()
+        .unwrap_or_else(|e| panic!("{tool} runs: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{tool} {args:?} failed:\n{text}");
+    text
+}
+
 fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -194,19 +201,12 @@ impl Notation {
 
     /// Runs notation; panics with its output when it fails.
     pub fn run(&self, args: &[&str]) -> String {
-        let out = Command::new(bin_dir().join("notation"))
+        let mut command = Command::new(bin_dir().join("notation"));
+        command
             .args(args)
             .env("HOME", self.home.path())
-            .env("XDG_CONFIG_HOME", self.home.path())
-            .output()
-            .expect("notation runs");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.status.success(), "notation {args:?} failed:\n{text}");
-        text
+            .env("XDG_CONFIG_HOME", self.home.path());
+        succeed("notation", args, command)
     }
 
     /// A test key and its self-signed certificate (`notation cert generate-test`): what the
