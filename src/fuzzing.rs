@@ -9,7 +9,8 @@ use crate::policy::{
 };
 pub use crate::registry::fuzz::{
     cloud_answer, cosign_key, cosign_payload, docker_config, image_inspection, image_reference,
-    link_header, manifest, proxy_address, retry_after, tag_list_json, token_json, www_authenticate,
+    link_header, manifest, notation_envelope, proxy_address, retry_after, signature_bundle,
+    tag_list_json, token_json, trust_documents, www_authenticate,
 };
 
 /// A fuzz target: raw bytes in, a panic on a finding.
@@ -29,11 +30,14 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("image_reference", image_reference),
     ("link_header", link_header),
     ("manifest", manifest),
+    ("notation_envelope", notation_envelope),
     ("platform", platform),
     ("proxy_address", proxy_address),
     ("retry_after", retry_after),
+    ("signature_bundle", signature_bundle),
     ("tag_list_json", tag_list_json),
     ("token_json", token_json),
+    ("trust_documents", trust_documents),
     ("www_authenticate", www_authenticate),
 ];
 

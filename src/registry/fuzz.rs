@@ -222,3 +222,93 @@ pub fn image_inspection(data: &[u8]) {
 pub fn cloud_answer(data: &[u8]) {
     super::cloud::fuzz::answers(data)
 }
+
+/// A Sigstore bundle as a registry serves it, judged by a trusted key and a keyless root:
+/// held back with a short reason (never a panic), or, when it verifies, signed by the key.
+pub fn signature_bundle(data: &[u8]) {
+    use super::signatures::TRUSTED_ROOT;
+    static TRUST: std::sync::OnceLock<TrustedKeys> = std::sync::OnceLock::new();
+    let trust = TRUST.get_or_init(|| {
+        use p256::pkcs8::{EncodePublicKey, LineEnding};
+        let key = p256::ecdsa::SigningKey::from_slice(&[7u8; 32]).expect("a valid scalar");
+        let pem = key
+            .verifying_key()
+            .to_public_key_pem(LineEnding::LF)
+            .expect("a PEM");
+        let root = br#"{"certificateAuthorities": [], "tlogs": []}"#.to_vec();
+        let secret = BTreeMap::from([
+            ("cosign.pub".to_string(), pem.into_bytes()),
+            (TRUSTED_ROOT.to_string(), root),
+        ]);
+        TrustedKeys::from_secret(&secret, &[], true).expect("the key reads")
+    });
+    let image = ImageReference::parse("registry.example/team/app", false).unwrap();
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    let now = std::time::SystemTime::now();
+    if let Err(reason) = trust.verify(&[Signed::Bundle(data.to_vec())], &image, &digest, now) {
+        assert!(reason.len() <= data.len() + 512, "{} bytes", reason.len());
+    }
+}
+
+/// A trusted root and a notation trust policy (the two documents a Secret may hold): read or
+/// refused with a short reason, never a panic. The first line is the root, the rest the policy.
+pub fn trust_documents(data: &[u8]) {
+    let (root, policy) = first_line(data);
+    if let Err(reason) = super::signatures::keyless::TrustedRoot::parse(root) {
+        assert!(reason.len() <= root.len() + 512, "{} bytes", reason.len());
+    }
+    let _ = super::signatures::tlog::LogKeys::from_root(root);
+    let secret = BTreeMap::from([
+        ("trustpolicy.json".to_string(), policy.to_vec()),
+        ("ca.crt".to_string(), root.to_vec()),
+    ]);
+    if let Err(reason) = super::signatures::notation::NotationTrust::from_secret(&secret) {
+        assert!(reason.len() <= data.len() + 512, "{} bytes", reason.len());
+    }
+}
+
+/// A notation envelope, JWS when it starts with `{`, else COSE, checked against a trust
+/// store: held back with a short reason, never a panic (none of these verifies).
+pub fn notation_envelope(data: &[u8]) {
+    use super::signatures::notation::NotationTrust;
+    static TRUST: std::sync::OnceLock<NotationTrust> = std::sync::OnceLock::new();
+    let trust = TRUST.get_or_init(|| {
+        let ca = fuzz_ca_pem();
+        let policy = br#"{"version": "1.0", "trustPolicies": [{"name": "p", "registryScopes": ["*"],
+            "signatureVerification": {"level": "strict"}, "trustStores": ["ca:p"], "trustedIdentities": ["*"]}]}"#;
+        let secret = BTreeMap::from([
+            ("trustpolicy.json".to_string(), policy.to_vec()),
+            ("ca.crt".to_string(), ca),
+        ]);
+        NotationTrust::from_secret(&secret).expect("the trust reads")
+    });
+    let media = match data.first() {
+        Some(b'{') => "application/jose+json",
+        _ => "application/cose",
+    };
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    let now = std::time::SystemTime::now();
+    match trust.verify("registry.example/team/app", media, data, &digest, now) {
+        Ok(who) => panic!("an envelope from nowhere verified, as {who}"),
+        Err(reason) => assert!(reason.len() <= data.len() + 512, "{} bytes", reason.len()),
+    }
+}
+
+/// A self-signed CA certificate (PEM, EC P-256, `CN=fuzz CA`, made once with openssl): the
+/// trust store of the notation target, which builds no PKI.
+fn fuzz_ca_pem() -> Vec<u8> {
+    concat!(
+        "-----BEGIN CERTIFICATE-----\n",
+        "MIIBfDCCASGgAwIBAgIUC3EWIJvYXLbrJaYD39974OIe+fswCgYIKoZIzj0EAwIw\n",
+        "EjEQMA4GA1UEAwwHZnV6eiBDQTAgFw0yNjExMjUxMzM0MDJaGA8yMTI2MTEwMTEz\n",
+        "MzQwMlowEjEQMA4GA1UEAwwHZnV6eiBDQTBZMBMGByqGSM49AgEGCCqGSM49AwEH\n",
+        "A0IABGkkGsb/3hBEK+u/ROBk6+IhpokCXVmIMchVJRpEUlwjlWB2DSFIIUnnFWts\n",
+        "dLeqpg+QgrneJCdwKLpHneNdSjGjUzBRMB0GA1UdDgQWBBS8V34KUOQ14T6SuWeC\n",
+        "2gIkIvgitDAfBgNVHSMEGDAWgBS8V34KUOQ14T6SuWeC2gIkIvgitDAPBgNVHRMB\n",
+        "Af8EBTADAQH/MAoGCCqGSM49BAMCA0kAMEYCIQCIKdZD4M5p+VVbkqAm4exmW++Y\n",
+        "7G2c3ARqXkgFEDCtmQIhAJut3M3kAgPgAMvdeFzuTBIwy2f6otcPEFqygnzxwpuv\n",
+        "-----END CERTIFICATE-----\n",
+    )
+    .as_bytes()
+    .to_vec()
+}
