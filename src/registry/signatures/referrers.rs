@@ -3,7 +3,8 @@
 //! where a registry has no such API (404), the referrers tag schema (`sha256-<hex>`, an index
 //! the signing tool keeps up to date). Each signature artifact is a manifest whose first layer
 //! holds the signature (a Sigstore bundle, a notation envelope). Bounded: the first page, at
-//! most [`super::MAX_SIGNATURES`] artifacts, each layer at most `limit` bytes.
+//! most [`super::MAX_SIGNATURES`] signatures, at most `MAX_FETCHED` artifact manifests fetched
+//! to find them, each layer at most `limit` bytes.
 
 use super::super::access::Route;
 use super::super::body::status_error;
@@ -23,6 +24,8 @@ pub const NOTATION_SIGNATURE: &str = "application/vnd.cncf.notary.signature";
 /// artifact type (not the manifest's `artifactType`, as the spec asks) reports this.
 const EMPTY_CONFIG: &str = "application/vnd.oci.empty.v1+json";
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+/// Artifact manifests fetched per image, signatures or not.
+const MAX_FETCHED: usize = 2 * MAX_SIGNATURES;
 
 /// One signature artifact: its first layer's media type and bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,8 +87,11 @@ impl RegistryClient {
         }
         let (entries, filtered) = self.listing(image, digest, artifact_type).await?;
         let mut found = Vec::new();
+        // Artifacts fetched to be sure of their type count too: a listing of many other
+        // artifacts costs a bounded number of requests.
+        let mut fetched = 0;
         for entry in entries {
-            if found.len() == MAX_SIGNATURES {
+            if found.len() == MAX_SIGNATURES || fetched == MAX_FETCHED {
                 break;
             }
             let declared = entry.artifact_type.as_deref().unwrap_or_default();
@@ -97,6 +103,7 @@ impl RegistryClient {
             if !is_sha256(&entry.digest) || !entry.media_type.contains("manifest") {
                 continue;
             }
+            fetched += 1;
             let Some(manifest) = self.manifest(image, &entry.digest).await? else {
                 continue;
             };

@@ -312,6 +312,32 @@ async fn referrer_signatures_are_bounded() {
         "no blob beyond the bound, none but bundles"
     );
 
+    // A listing of many artifacts whose listed type may be wrong: 32 fetched, then no more.
+    let mut paths = HashMap::new();
+    let entries: Vec<Value> = (0..40)
+        .map(|i| {
+            let mut e = bundle_artifact(
+                &mut paths,
+                "application/vnd.example.sbom",
+                format!("s{i}").as_bytes(),
+            );
+            e["artifactType"] = json!("application/vnd.oci.empty.v1+json");
+            e
+        })
+        .collect();
+    paths.insert(api.clone(), listing(entries));
+    let server = serve(paths).await;
+    assert!(client()
+        .bundle_signatures(&image(&server), &signed)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        count(&server, "/v2/app/manifests/"),
+        32,
+        "fetches are bounded too"
+    );
+
     let mut paths = HashMap::new();
     let mut big = bundle_artifact(&mut paths, BUNDLE, b"small");
     let manifest_path = format!("/v2/app/manifests/{}", big["digest"].as_str().unwrap());
