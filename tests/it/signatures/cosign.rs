@@ -1,12 +1,14 @@
 //! Images signed by the real cosign (v3's default bundle through the referrers API or its tag
-//! schema, v3's and v2's legacy `.sig` layout), elected through `spec.verify` by `scan`, and
-//! by the controller on a real API server.
+//! schema, v3's and v2's legacy `.sig` layout), elected through `spec.verify` by `scan` and by
+//! the controller on a real API server; another key, a bundle copied from another digest and an
+//! unsigned image held back.
 
-use super::scanned::Scanned;
+use super::judged::{InCluster, Judged, Scanned};
 use crate::support::distribution::{Distribution, Variant};
 use crate::support::sigtools::{referrers_registry, Cosign};
 use crate::support::write;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 
 /// The policies' manifests: one ImageRepository per registry, the trusted key's Secret, and a
 /// policy per range, each verifying with that key.
@@ -82,9 +84,11 @@ async fn copy_referrer(registry: &Distribution, repository: &str, from: &str, to
     );
 }
 
-#[tokio::test]
-#[ignore = "needs the signing tools: make e2e-signatures"]
-async fn scan_elects_what_the_real_cosign_signed_in_every_layout() {
+/// `scan` and the controller on a real API server, given the same objects, elect what the
+/// real cosign signed in each layout and hold back the rest with the same reasons.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the signing tools and a cluster: make e2e-signatures"]
+async fn scan_and_the_controller_elect_what_the_real_cosign_signed_in_every_layout() {
     let referrers = referrers_registry();
     let distribution = Distribution::start(Variant::default());
     let v3 = Cosign::v3();
@@ -124,92 +128,59 @@ async fn scan_elects_what_the_real_cosign_signed_in_every_layout() {
     v3.sign_bundle(&other, &on(&distribution, &fallback_bad));
 
     let dir = tempfile::tempdir().unwrap();
-    let file = write(
-        dir.path(),
-        "signed.yaml",
-        &manifests(
-            "team",
-            &[
-                ("referrers", format!("{}/team/app", referrers.host)),
-                ("tag-schema", format!("{}/team/app", distribution.host)),
-            ],
-            &[
-                ("bundle", "referrers", ">=1.0.0 <2.0.0"),
-                ("legacy-v3", "referrers", "~2.0"),
-                ("legacy-v2", "referrers", "~3.0"),
-                ("fallback", "tag-schema", ">=1.0.0"),
-            ],
-            &trusted.public,
-        ),
-    );
-    let scan = Scanned::run(&file, &dir.path().join("store"));
-    assert_eq!(scan.code, Some(0), "every policy elects:\n{}", scan.text);
-    let text = &scan.text;
-    let elected = |name: &str, tag: &str, what: &str| {
-        assert_eq!(scan.elected(name), tag, "{what}:\n{text}");
-    };
-    elected(
-        "bundle",
-        "1.2.0",
-        "cosign v3's default bundle, through the referrers API",
-    );
-    let held = |tag: &str| scan.held("bundle", tag);
-    let copied = format!("is for {}, not this digest", digests["1.2.0"]);
-    assert!(held("1.5.0").contains(&copied), "{text}");
-    assert!(
-        held("1.4.0").contains("signature does not verify with any trusted key"),
-        "{text}"
-    );
-    assert!(held("1.3.0").starts_with("no signature ("), "{text}");
-    elected("legacy-v3", "2.0.1", "cosign v3's legacy layout");
-    elected("legacy-v2", "3.0.1", "cosign v2's legacy layout");
-    elected(
-        "fallback",
-        "1.0.1",
-        "cosign v3's bundle through the referrers tag schema",
-    );
-    assert!(
-        scan.held("fallback", "1.0.2").contains("does not verify"),
-        "{text}"
-    );
-}
-
-/// The controller on a real API server: cosign v3's default bundle elects, a bundle by another
-/// key is held back, and status says why.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the signing tools and a cluster: make e2e-signatures"]
-async fn the_controller_elects_a_cosign_v3_bundle_and_holds_back_another_key() {
-    let registry = referrers_registry();
-    let v3 = Cosign::v3();
-    let (trusted, other) = (v3.key("trusted"), v3.key("other"));
-    let good = registry
-        .push_dated("signed/app", "1.0.0", "amd64", None, "a")
-        .await;
-    let bad = registry
-        .push_dated("signed/app", "1.1.0", "amd64", None, "b")
-        .await;
-    let image = format!("{}/signed/app", registry.host);
-    v3.sign_bundle(&trusted, &format!("{image}@{good}"));
-    v3.sign_bundle(&other, &format!("{image}@{bad}"));
     let objects = manifests(
         "team",
-        &[("app", image)],
-        &[("signed", "app", ">=1.0.0")],
+        &[
+            ("referrers", format!("{}/team/app", referrers.host)),
+            ("tag-schema", format!("{}/team/app", distribution.host)),
+        ],
+        &[
+            ("bundle", "referrers", ">=1.0.0 <2.0.0"),
+            ("legacy-v3", "referrers", "~2.0"),
+            ("legacy-v2", "referrers", "~3.0"),
+            ("fallback", "tag-schema", ">=1.0.0"),
+        ],
         &trusted.public,
     );
-    let policy = super::elected_in_cluster(&objects, "signed", "1.0.0");
-    assert_eq!(policy["status"]["latestRef"]["digest"], good.as_str());
-    let held = &policy["status"]["heldBack"][0];
+    let file = write(dir.path(), "signed.yaml", &objects);
+    let scan = Scanned::run(&file, &dir.path().join("store"));
+    assert_eq!(scan.code, Some(0), "every policy elects:\n{}", scan.text());
+    judge(&scan, &digests, &fallback_good);
+    let want = [
+        ("bundle", "1.2.0"),
+        ("legacy-v3", "2.0.1"),
+        ("legacy-v2", "3.0.1"),
+        ("fallback", "1.0.1"),
+    ];
+    judge(&InCluster::run(&objects, &want), &digests, &fallback_good);
+}
+
+/// What `scan` and the controller must both have decided.
+fn judge(run: &impl Judged, digests: &BTreeMap<&str, String>, fallback: &str) {
+    // cosign v3's default bundle, through the referrers API.
+    run.assert_elected("bundle", "1.2.0", Some(&digests["1.2.0"]));
+    let copied = format!("is for {}, not this digest", digests["1.2.0"]);
+    run.assert_held("bundle", "1.5.0", &copied);
+    let other = "signature does not verify with any trusted key";
+    run.assert_held("bundle", "1.4.0", other);
+    run.assert_held("bundle", "1.3.0", "no signature (");
+    let entry = run.status("bundle")["heldBack"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["tag"] == "1.4.0")
+        .cloned()
+        .unwrap();
     assert_eq!(
-        (held["tag"].as_str(), held["gate"].as_str()),
-        (Some("1.1.0"), Some("verify"))
+        (entry["gate"].as_str(), entry["digest"].as_str()),
+        (Some("verify"), Some(digests["1.4.0"].as_str())),
+        "{}",
+        run.text()
     );
-    assert_eq!(held["digest"], bad.as_str());
-    assert!(
-        held["reason"]
-            .as_str()
-            .unwrap()
-            .contains("signature does not verify with any trusted key"),
-        "{held}"
-    );
+    // The legacy layout, by v3 and by v2 (the policies reflect digests: IfNotPresent).
+    run.assert_elected("legacy-v3", "2.0.1", Some(&digests["2.0.1"]));
+    run.assert_elected("legacy-v2", "3.0.1", Some(&digests["3.0.1"]));
+    // cosign v3's bundle through the referrers tag schema.
+    run.assert_elected("fallback", "1.0.1", Some(fallback));
+    run.assert_held("fallback", "1.0.2", "does not verify");
 }

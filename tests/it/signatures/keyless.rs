@@ -4,7 +4,7 @@
 //! the root, the certificate be valid, and the signature be in the transparency log unless the
 //! policy accepts that it is not.
 
-use super::scanned::Scanned;
+use super::judged::{InCluster, Judged, Scanned};
 use crate::support::fulcio::Fulcio;
 use crate::support::sigtools::{referrers_registry, Cosign};
 use crate::support::write;
@@ -21,9 +21,11 @@ fn policy(name: &str, range: &str, tlog: &str) -> String {
     )
 }
 
-#[tokio::test]
-#[ignore = "needs the signing tools: make e2e-signatures"]
-async fn scan_checks_keyless_identity_chain_validity_and_log() {
+/// `scan` and the controller on a real API server, given the same objects, judge the same way;
+/// the scan then shows that a changed identity re-judges the verdicts it keeps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the signing tools and a cluster: make e2e-signatures"]
+async fn scan_and_the_controller_check_keyless_identity_chain_validity_and_log() {
     let registry = referrers_registry();
     let trusted = Fulcio::new("trusted test fulcio");
     let untrusted = Fulcio::new("another ca");
@@ -101,45 +103,25 @@ async fn scan_checks_keyless_identity_chain_validity_and_log() {
     let file = write(dir.path(), "keyless.yaml", &manifests);
     let storage = dir.path().join("store");
     let scan = Scanned::run(&file, &storage);
-    let (status, reason, stdout) = (
-        |n: &str| scan.status(n),
-        |n: &str, t: &str| scan.held(n, t),
-        &scan.text,
-    );
-    let keyless = status("keyless");
-    assert_eq!(keyless["latestRef"]["tag"], "1.1.0", "{stdout}");
-    assert!(
-        reason("keyless", "1.4.0").contains("does not chain to the trusted root"),
-        "{stdout}"
-    );
-    assert!(
-        reason("keyless", "1.3.0").contains("the signing certificate expired at"),
-        "{stdout}"
-    );
-    let mismatch = reason("keyless", "1.2.0");
-    assert!(
-        mismatch.contains(&format!(
-            "certificate identity mismatch: got issuer {ISSUER}, subject other@example.com"
-        )),
-        "{mismatch}"
-    );
     assert_eq!(
-        status("keyless-legacy")["latestRef"]["tag"],
-        "2.0.0",
-        "cosign v2's legacy layout, keyless"
+        scan.code,
+        Some(3),
+        "`logged` elects nothing:\n{}",
+        scan.text()
     );
-    assert!(status("logged")["latestRef"].is_null(), "{stdout}");
-    assert!(
-        reason("logged", "1.1.0").contains("not in the transparency log"),
-        "{stdout}"
-    );
-    assert_eq!(scan.code, Some(3), "`logged` elects nothing:\n{stdout}");
+    judge(&scan);
+    let want = [
+        ("keyless", "1.1.0"),
+        ("keyless-legacy", "2.0.0"),
+        ("logged", ""),
+    ];
+    judge(&InCluster::run(&manifests, &want));
 
     // Another identity is another trust: the verdicts kept in the store are judged again.
     let changed = manifests.replace("dev@example", "other@example");
     write(dir.path(), "keyless.yaml", &changed);
     let again = Scanned::run(&file, &storage);
-    assert_eq!(again.elected("keyless"), "1.2.0", "{}", again.text);
+    assert_eq!(again.elected("keyless"), "1.2.0", "{}", again.text());
     let held = again.held("keyless-legacy", "2.0.0");
     assert!(
         held.contains("certificate identity mismatch"),
@@ -147,50 +129,20 @@ async fn scan_checks_keyless_identity_chain_validity_and_log() {
     );
 }
 
-/// The controller on a real API server: a keyless bundle by the trusted identity elects; one by
-/// another identity is held back, and status names both identities.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the signing tools and a cluster: make e2e-signatures"]
-async fn the_controller_elects_a_keyless_signature_by_the_trusted_identity() {
-    let registry = referrers_registry();
-    let fulcio = Fulcio::new("trusted test fulcio");
-    let cosign = Cosign::v3();
-    let chain = cosign.file("chain.pem", &fulcio.ca_pem());
-    let image = format!("{}/signed/app", registry.host);
-    let good = registry
-        .push_dated("signed/app", "1.0.0", "amd64", None, "a")
-        .await;
-    let other = registry
-        .push_dated("signed/app", "1.1.0", "amd64", None, "b")
-        .await;
-    for (digest, email) in [(&good, "dev@example.com"), (&other, "other@example.com")] {
-        let signer = fulcio.signer(ISSUER, email, false);
-        let key = cosign.import_key(&format!("k{}", &digest[7..15]), &signer.key_pem);
-        let cert = cosign.file(&format!("{}.crt", &digest[7..15]), &signer.cert_pem);
-        let flags = [
-            "--certificate",
-            cert.to_str().unwrap(),
-            "--certificate-chain",
-            chain.to_str().unwrap(),
-        ];
-        cosign.sign_bundle_with(&key, &format!("{image}@{digest}"), &flags);
-    }
-    let objects = format!(
-        "apiVersion: v1\nkind: Secret\nmetadata: {{name: sigstore, namespace: team}}\nstringData:\n  trusted_root.json: '{}'\n\
-         ---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
-         spec: {{image: {image}, interval: 5m}}\n{}",
-        fulcio.trusted_root(),
-        policy("keyless", ">=1.0.0", "Optional"),
-    );
-    let policy = super::elected_in_cluster(&objects, "keyless", "1.0.0");
-    let held = &policy["status"]["heldBack"][0];
-    assert_eq!(
-        (held["tag"].as_str(), held["digest"].as_str()),
-        (Some("1.1.0"), Some(other.as_str()))
-    );
-    let reason = held["reason"].as_str().unwrap();
-    let want = format!(
+/// What `scan` and the controller must both have decided.
+fn judge(run: &impl Judged) {
+    run.assert_elected("keyless", "1.1.0", None);
+    run.assert_held("keyless", "1.4.0", "does not chain to the trusted root");
+    run.assert_held("keyless", "1.3.0", "the signing certificate expired at");
+    let mismatch = format!(
         "certificate identity mismatch: got issuer {ISSUER}, subject other@example.com; want issuer ~ "
     );
-    assert!(reason.contains(&want), "{reason}");
+    run.assert_held("keyless", "1.2.0", &mismatch);
+    run.assert_elected("keyless-legacy", "2.0.0", None);
+    assert!(
+        run.status("logged")["latestRef"].is_null(),
+        "{}",
+        run.text()
+    );
+    run.assert_held("logged", "1.1.0", "not in the transparency log");
 }

@@ -3,9 +3,10 @@
 //! the Secret (Flux's OCIRepository shape); an untrusted CA, an identity the policy does not
 //! trust and an unsigned image are held back with their reasons.
 
-use super::scanned::Scanned;
+use super::judged::{InCluster, Judged, Scanned};
 use crate::support::sigtools::{referrers_registry, Notation};
 use crate::support::write;
+use std::collections::BTreeMap;
 
 /// A policy over `range` whose trust policy trusts `identities`, with `ca` in the trust store.
 fn policy(name: &str, range: &str, identities: &str, ca: &str) -> String {
@@ -25,9 +26,11 @@ fn policy(name: &str, range: &str, identities: &str, ca: &str) -> String {
     )
 }
 
-#[tokio::test]
-#[ignore = "needs the signing tools: make e2e-signatures"]
-async fn scan_elects_what_the_real_notation_signed() {
+/// `scan` and the controller on a real API server, given the same objects, elect notation's JWS
+/// and COSE signatures and hold back the same tags with the same reasons.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the signing tools and a cluster: make e2e-signatures"]
+async fn scan_and_the_controller_elect_what_the_real_notation_signed() {
     let registry = referrers_registry();
     let notation = Notation::new();
     let trusted = notation.test_key("test.example");
@@ -70,72 +73,28 @@ async fn scan_elects_what_the_real_notation_signed() {
     );
     let file = write(dir.path(), "notation.yaml", &manifests);
     let scan = Scanned::run(&file, &dir.path().join("store"));
-    let (status, reason, stdout) = (
-        |n: &str| scan.status(n),
-        |n: &str, t: &str| scan.held(n, t),
-        &scan.text,
-    );
-    let elected = status("notation");
-    assert_eq!(elected["latestRef"]["tag"], "1.1.0", "{stdout}");
-    assert_eq!(elected["latestRef"]["digest"], digests["1.1.0"].as_str());
-    assert!(
-        reason("notation", "1.3.0").contains("does not chain to the trust store"),
-        "{stdout}"
-    );
-    assert!(
-        reason("notation", "1.2.0").contains("no signature (no notation signature"),
-        "{stdout}"
-    );
-    assert!(status("someone-else")["latestRef"].is_null(), "{stdout}");
-    assert_eq!(
-        status("cose")["latestRef"]["tag"],
-        "2.0.0",
-        "a COSE envelope: {}",
-        status("cose")
-    );
-    let mismatch = reason("someone-else", "1.1.0");
-    assert!(
-        mismatch.contains("certificate identity mismatch: got x509.subject "),
-        "{mismatch}"
-    );
-    assert!(mismatch.contains("CN=test.example"), "{mismatch}");
+    judge(&scan, &digests);
+    let want = [
+        ("notation", "1.1.0"),
+        ("cose", "2.0.0"),
+        ("someone-else", ""),
+    ];
+    judge(&InCluster::run(&manifests, &want), &digests);
 }
 
-/// The controller on a real API server: notation's signature elects through the Secret's trust
-/// policy and store, and one by a CA the store does not hold is held back, saying why.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the signing tools and a cluster: make e2e-signatures"]
-async fn the_controller_elects_a_notation_signature_and_holds_back_an_untrusted_one() {
-    let registry = referrers_registry();
-    let notation = Notation::new();
-    let trusted = notation.test_key("test.example");
-    notation.test_key("untrusted.example");
-    let good = registry
-        .push_dated("signed/app", "1.0.0", "amd64", None, "a")
-        .await;
-    let bad = registry
-        .push_dated("signed/app", "1.1.0", "amd64", None, "b")
-        .await;
-    let image = format!("{}/signed/app", registry.host);
-    notation.sign("test.example", &format!("{image}@{good}"), "jws");
-    notation.sign("untrusted.example", &format!("{image}@{bad}"), "jws");
-    let objects = format!(
-        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
-         spec: {{image: {image}, interval: 5m}}\n{}",
-        policy("signed", ">=1.0.0", r#""*""#, &trusted)
-    );
-    let policy = super::elected_in_cluster(&objects, "signed", "1.0.0");
-    assert_eq!(policy["status"]["latestRef"]["digest"], good.as_str());
-    let held = &policy["status"]["heldBack"][0];
-    assert_eq!(
-        (held["tag"].as_str(), held["digest"].as_str()),
-        (Some("1.1.0"), Some(bad.as_str()))
-    );
+/// What `scan` and the controller must both have decided.
+fn judge(run: &impl Judged, digests: &BTreeMap<&str, String>) {
+    run.assert_elected("notation", "1.1.0", Some(&digests["1.1.0"]));
+    let untrusted = "the signing certificate does not chain to the trust store";
+    run.assert_held("notation", "1.3.0", untrusted);
+    run.assert_held("notation", "1.2.0", "no signature (no notation signature");
+    run.assert_elected("cose", "2.0.0", Some(&digests["2.0.0"]));
     assert!(
-        held["reason"]
-            .as_str()
-            .unwrap()
-            .contains("the signing certificate does not chain to the trust store"),
-        "{held}"
+        run.status("someone-else")["latestRef"].is_null(),
+        "{}",
+        run.text()
     );
+    let mismatch = "certificate identity mismatch: got x509.subject ";
+    run.assert_held("someone-else", "1.1.0", mismatch);
+    run.assert_held("someone-else", "1.1.0", "CN=test.example");
 }
