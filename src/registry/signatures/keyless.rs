@@ -62,11 +62,12 @@ impl TrustedRoot {
         struct Raw {
             raw_bytes: String,
         }
-        if bytes.len() > MAX_ROOT_BYTES {
-            return Err(format!("trusted_root.json is over {MAX_ROOT_BYTES} bytes"));
-        }
-        let root: Root = serde_json::from_slice(bytes)
-            .map_err(|e| format!("trusted_root.json is not a Sigstore trusted root ({e})"))?;
+        let root: Root = super::trust_document(
+            bytes,
+            "trusted_root.json",
+            MAX_ROOT_BYTES,
+            "a Sigstore trusted root",
+        )?;
         if root.certificate_authorities.len() > MAX_AUTHORITIES {
             return Err(format!(
                 "trusted_root.json has over {MAX_AUTHORITIES} certificate authorities"

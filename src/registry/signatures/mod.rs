@@ -48,6 +48,20 @@ pub enum Signed {
     Notation { media_type: String, bytes: Vec<u8> },
 }
 
+/// A trust document from the Secret's entry `file` (a trusted root, a trust policy): at most
+/// `max` bytes, checked before it is parsed, and JSON of the `kind` named when it is not.
+fn trust_document<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    file: &str,
+    max: usize,
+    kind: &str,
+) -> Result<T, String> {
+    if bytes.len() > max {
+        return Err(format!("{file} is over {max} bytes"));
+    }
+    serde_json::from_slice(bytes).map_err(|e| format!("{file} is not {kind} ({e})"))
+}
+
 /// The tag cosign stores `digest`'s legacy signatures under.
 pub fn signature_tag(digest: &str) -> String {
     digest.replacen(':', "-", 1) + ".sig"

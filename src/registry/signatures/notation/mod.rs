@@ -246,11 +246,12 @@ fn parse_policy(bytes: &[u8]) -> Result<Vec<Statement>, String> {
     struct Verification {
         level: String,
     }
-    if bytes.len() > MAX_ENTRY_BYTES {
-        return Err(format!("{TRUST_POLICY} is over {MAX_ENTRY_BYTES} bytes"));
-    }
-    let document: Document = serde_json::from_slice(bytes)
-        .map_err(|e| format!("{TRUST_POLICY} is not a Notary Project trust policy ({e})"))?;
+    let document: Document = super::trust_document(
+        bytes,
+        TRUST_POLICY,
+        MAX_ENTRY_BYTES,
+        "a Notary Project trust policy",
+    )?;
     if document.trust_policies.len() > MAX_POLICIES {
         return Err(format!("{TRUST_POLICY} has over {MAX_POLICIES} statements"));
     }
