@@ -213,7 +213,7 @@ eventually "a gated ImagePolicy elects the signed 1.0.0 and holds back 2.0.0 and
   equals imagepolicy/vetted-app default '{.status.latestRef.tag}@{.status.latestRef.digest}/{.status.heldBack[*].tag}/{.status.heldBack[0].gate}' \
   "1.0.0@$signed/2.0.0 1.1.0/verify"
 eventually "a HeldBack event names the unsigned tag" 30 \
-  sh -c "kubectl get events -n default --field-selector involvedObject.name=vetted-app,reason=HeldBack -o jsonpath='{.items[*].message}' | grep -q '2.0.0 held back by verify: no cosign signature'"
+  sh -c "kubectl get events -n default --field-selector involvedObject.name=vetted-app,reason=HeldBack -o jsonpath='{.items[*].message}' | grep -q '2.0.0 held back by verify: no signature (no cosign bundle among its referrers, no tag sha256-'"
 
 # --- a new Pod takes the Lease and goes on reconciling
 kubectl rollout restart -n "$namespace" "deploy/$deployment" >/dev/null
