@@ -37,11 +37,14 @@ diagnose() {
   kubectl describe pods -n "$namespace" 2>&1 | tail -n 40 || true
   kubectl get imagerepositories,imagepolicies -A -o yaml 2>&1 | tail -n 80 || true
   kubectl get events -A --sort-by=.lastTimestamp 2>&1 | tail -n 30 || true
-  for f in "$work"/pod-*.log "$work"/image-automation-controller.log "$work"/git.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 30 "$f"; }; done
+  for f in "$work"/pod-*.log "$work"/image-automation-controller.log "$work"/git.log; do
+    if [ -f "$f" ]; then echo "--- $f"; tail -n 30 "$f"; fi
+  done
 }
 cleanup() {
   status=$?
-  [ "$status" = 0 ] && [ "$failed" = 0 ] || diagnose
+  # Diagnostics never stand in the way of stopping the node (set -e holds in a trap too).
+  [ "$status" = 0 ] && [ "$failed" = 0 ] || diagnose || true
   for pid in $log_streams $registries; do kill "$pid" 2>/dev/null || true; done
   "$cluster" stop >/dev/null 2>&1 || echo "e2e-cluster: cluster stop failed" >&2
   rm -rf "$work"
