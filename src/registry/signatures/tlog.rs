@@ -4,8 +4,11 @@
 //! payload's hash, the signature, the signing certificate). Its integrated time is when the
 //! signature was made: the certificate is checked at that time. A bundle keeps the entry in
 //! `verificationMaterial.tlogEntries` (kind `dsse`); the legacy layout in the
-//! `dev.sigstore.cosign/bundle` annotation (kind `hashedrekord`). Inclusion proofs and
-//! checkpoints are not checked: the promise is the log's signed word, as cosign checks offline.
+//! `dev.sigstore.cosign/bundle` annotation (kind `hashedrekord`). A bundle's entry may also
+//! carry an inclusion proof with a checkpoint ([`proof`]); when it does, that must verify too.
+//! The promise is still required: it alone vouches for the integrated time.
+
+mod proof;
 
 use base64::Engine;
 use p256::ecdsa::signature::Verifier;
@@ -32,6 +35,7 @@ pub struct Entry {
     log_index: i64,
     log_id: Vec<u8>,
     promise: Vec<u8>,
+    proof: Option<proof::InclusionProof>,
 }
 
 /// What the entry must record: the signed bytes' SHA-256, the signatures, the certificate.
@@ -110,6 +114,9 @@ impl LogKeys {
         key.verify(&signed, &promise)
             .map_err(|_| "its signed entry timestamp does not verify with the log's key")?;
         check_body(&entry.body, signing)?;
+        if let Some(proof) = &entry.proof {
+            proof.verify(&entry.body, key, &entry.log_id)?;
+        }
         Ok(entry.integrated_time)
     }
 }
@@ -130,6 +137,7 @@ impl Entry {
                     log_index: number(&e["logIndex"]).ok_or("no log index")?,
                     log_id: b64(&text(&e["logId"]["keyId"]))?,
                     promise: b64(&text(&e["inclusionPromise"]["signedEntryTimestamp"]))?,
+                    proof: proof::InclusionProof::from_entry(e)?,
                 })
             })
             .collect()
@@ -149,6 +157,7 @@ impl Entry {
             log_index: number(&payload["logIndex"]).ok_or("no log index")?,
             log_id: unhex(log_id).ok_or("a log id is not hex")?,
             promise: b64(value["SignedEntryTimestamp"].as_str().unwrap_or_default())?,
+            proof: None,
         })
     }
 }

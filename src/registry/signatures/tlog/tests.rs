@@ -18,10 +18,10 @@ fn enc(bytes: &[u8]) -> String {
 }
 
 /// A log: its key, and its entry in a trusted root's `tlogs`.
-struct Log(SigningKey);
+pub(super) struct Log(pub(super) SigningKey);
 
 impl Log {
-    fn new(seed: u8) -> Log {
+    pub(super) fn new(seed: u8) -> Log {
         Log(SigningKey::from_bytes(&[seed; 32].into()).unwrap())
     }
 
@@ -33,6 +33,11 @@ impl Log {
         serde_json::json!({"baseUrl": "https://rekor.invalid", "hashAlgorithm": "SHA2_256",
             "publicKey": {"rawBytes": enc(&self.der()), "keyDetails": "PKIX_ECDSA_P256_SHA_256"},
             "logId": {"keyId": enc(&Sha256::digest(self.der()))}})
+    }
+
+    /// A trusted root naming this log only.
+    pub(super) fn trusted_root(&self) -> String {
+        serde_json::json!({"tlogs": [self.root_entry()]}).to_string()
     }
 
     /// A bundle's entry for `body` at `time`, promised by this log.
@@ -55,6 +60,39 @@ fn dsse_body(payload: &[u8], signature: &[u8], cert_pem: &str) -> serde_json::Va
     serde_json::json!({"apiVersion": "0.0.1", "kind": "dsse", "spec": {
         "payloadHash": {"algorithm": "sha256", "value": format!("{:x}", Sha256::digest(payload))},
         "signatures": [{"signature": enc(signature), "verifier": enc(cert_pem.as_bytes())}]}})
+}
+
+/// A signing's bytes.
+pub(super) struct Made {
+    payload: Vec<u8>,
+    signatures: Vec<Vec<u8>>,
+    leaf: Vec<u8>,
+}
+
+impl Made {
+    pub(super) fn signing(&self) -> Signing<'_> {
+        Signing {
+            payload: &self.payload,
+            signatures: &self.signatures,
+            leaf: &self.leaf,
+        }
+    }
+}
+
+/// An entry `log` promised at 1,700,000,000 for a signing, and the signing.
+pub(super) fn dsse_entry(log: &Log) -> (serde_json::Value, Made) {
+    let cert = "-----BEGIN CERTIFICATE-----\nAAEC\n-----END CERTIFICATE-----\n";
+    let (payload, signature, leaf) = (b"payload".to_vec(), vec![1, 2, 3], vec![0, 1, 2]);
+    let entry = log.entry(&dsse_body(&payload, &signature, cert), 1_700_000_000);
+    let signatures = vec![signature];
+    (
+        entry,
+        Made {
+            payload,
+            signatures,
+            leaf,
+        },
+    )
 }
 
 #[test]
