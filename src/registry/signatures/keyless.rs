@@ -4,6 +4,7 @@
 //! the policy's identities: the OIDC issuer (Fulcio's extension) and a subject alternative name,
 //! each matched by a regular expression, as cosign and Flux match them.
 
+use super::valid_for::ValidFor;
 use base64::Engine;
 use p256::ecdsa::VerifyingKey;
 use p256::pkcs8::DecodePublicKey;
@@ -31,12 +32,19 @@ const CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
 const ISSUER_V2: &str = "1.3.6.1.4.1.57264.1.8";
 const ISSUER_V1: &str = "1.3.6.1.4.1.57264.1.1";
 
-/// The certificate authorities of a `trusted_root.json`: each chain's last certificate is a
-/// trust anchor, the others intermediates.
+/// The certificate authorities of a `trusted_root.json`.
 #[derive(Debug, Clone)]
 pub struct TrustedRoot {
-    anchors: Vec<CertificateDer<'static>>,
+    authorities: Vec<Authority>,
+}
+
+/// One authority: its chain's last certificate is the trust anchor, the others intermediates,
+/// trusted for signatures made within `valid`.
+#[derive(Debug, Clone)]
+struct Authority {
+    anchor: CertificateDer<'static>,
     intermediates: Vec<CertificateDer<'static>>,
+    valid: ValidFor,
 }
 
 impl TrustedRoot {
@@ -45,12 +53,14 @@ impl TrustedRoot {
         #[serde(rename_all = "camelCase")]
         struct Root {
             #[serde(default)]
-            certificate_authorities: Vec<Authority>,
+            certificate_authorities: Vec<Written>,
         }
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
-        struct Authority {
+        struct Written {
             cert_chain: Chain,
+            #[serde(default)]
+            valid_for: ValidFor,
         }
         #[derive(Deserialize)]
         struct Chain {
@@ -74,8 +84,7 @@ impl TrustedRoot {
             ));
         }
         let mut trusted = TrustedRoot {
-            anchors: Vec::new(),
-            intermediates: Vec::new(),
+            authorities: Vec::new(),
         };
         for authority in root.certificate_authorities {
             let chain = authority.cert_chain.certificates;
@@ -97,11 +106,14 @@ impl TrustedRoot {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             if let Some(anchor) = ders.pop() {
-                trusted.anchors.push(anchor);
-                trusted.intermediates.extend(ders);
+                trusted.authorities.push(Authority {
+                    anchor,
+                    intermediates: ders,
+                    valid: authority.valid_for,
+                });
             }
         }
-        if trusted.anchors.is_empty() {
+        if trusted.authorities.is_empty() {
             return Err("trusted_root.json names no certificate authority".into());
         }
         Ok(trusted)
@@ -165,36 +177,24 @@ impl Keyless {
                 "a signature's certificate chain is over {MAX_CHAIN} certificates"
             ));
         }
-        let leaf_der = CertificateDer::from(leaf.as_slice());
-        let end_entity = webpki::EndEntityCert::try_from(&leaf_der).map_err(|e| {
+        webpki::EndEntityCert::try_from(&CertificateDer::from(leaf.as_slice())).map_err(|e| {
             format!("a signature's certificate is not a usable X.509 certificate ({e})")
         })?;
-        let anchors = self
-            .root
-            .anchors
-            .iter()
-            .filter_map(|a| webpki::anchor_from_trusted_cert(a).ok())
-            .collect::<Vec<_>>();
-        let mut intermediates: Vec<CertificateDer<'_>> = chain[1..]
-            .iter()
-            .map(|c| CertificateDer::from(c.as_slice()))
-            .collect();
-        intermediates.extend(self.root.intermediates.iter().cloned());
-        let time = UnixTime::since_unix_epoch(
-            now.duration_since(SystemTime::UNIX_EPOCH)
-                .unwrap_or_default(),
-        );
-        end_entity
-            .verify_for_usage(
-                webpki::ALL_VERIFICATION_ALGS,
-                &anchors,
-                &intermediates,
-                time,
-                webpki::KeyUsage::required(CODE_SIGNING),
-                None,
-                None,
-            )
-            .map_err(chain_error)?;
+        let seconds = now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        let valid_then = |a: &&Authority| a.valid.contains(seconds.as_secs() as i64);
+        let chained = self.root.chain(chain, valid_then, seconds);
+        if let Err(webpki::Error::UnknownIssuer) = chained {
+            // Say so when only an authority the root no longer trusted then would vouch.
+            if self.root.chain(chain, |_| true, seconds).is_ok() {
+                return Err(format!(
+                    "the signing certificate chains to a certificate authority the trusted root did not trust at {} (its validFor)",
+                    httpdate::fmt_http_date(now)
+                ));
+            }
+        }
+        chained.map_err(chain_error)?;
         let (issuer, subjects, key) = read_leaf(leaf)?;
         let matched = self.identities.iter().any(|id| {
             issuer.as_deref().is_some_and(|i| id.issuer.is_match(i))
@@ -219,6 +219,45 @@ impl Keyless {
             issuer.as_deref().unwrap_or_default()
         );
         Ok((key, who))
+    }
+}
+
+impl TrustedRoot {
+    /// Checks that `chain`'s leaf (DER, leaf first) chains for code signing at `time` to one of
+    /// the authorities `trusted` keeps.
+    fn chain(
+        &self,
+        chain: &[Vec<u8>],
+        trusted: impl Fn(&&Authority) -> bool,
+        time: std::time::Duration,
+    ) -> Result<(), webpki::Error> {
+        let leaf = CertificateDer::from(chain[0].as_slice());
+        let end_entity = webpki::EndEntityCert::try_from(&leaf)?;
+        let authorities: Vec<&Authority> = self.authorities.iter().filter(trusted).collect();
+        let anchors: Vec<_> = authorities
+            .iter()
+            .filter_map(|a| webpki::anchor_from_trusted_cert(&a.anchor).ok())
+            .collect();
+        let mut intermediates: Vec<CertificateDer<'_>> = chain[1..]
+            .iter()
+            .map(|c| CertificateDer::from(c.as_slice()))
+            .collect();
+        intermediates.extend(
+            authorities
+                .iter()
+                .flat_map(|a| a.intermediates.iter().cloned()),
+        );
+        end_entity
+            .verify_for_usage(
+                webpki::ALL_VERIFICATION_ALGS,
+                &anchors,
+                &intermediates,
+                UnixTime::since_unix_epoch(time),
+                webpki::KeyUsage::required(CODE_SIGNING),
+                None,
+                None,
+            )
+            .map(|_| ())
     }
 }
 
@@ -322,8 +361,7 @@ mod tests {
     fn a_signature_chain_is_bounded() {
         let keyless = Keyless {
             root: TrustedRoot {
-                anchors: Vec::new(),
-                intermediates: Vec::new(),
+                authorities: Vec::new(),
             },
             logs: Default::default(),
             identities: Vec::new(),

@@ -14,6 +14,7 @@ pub mod referrers;
 pub mod simple;
 pub mod tlog;
 pub mod trust;
+pub mod valid_for;
 
 use super::{ImageReference, RegistryClient, RegistryError};
 pub use trust::{TrustedKeys, TRUSTED_ROOT};

@@ -10,6 +10,7 @@
 
 mod proof;
 
+use super::valid_for::ValidFor;
 use base64::Engine;
 use p256::ecdsa::signature::Verifier;
 use p256::ecdsa::{Signature, VerifyingKey};
@@ -21,9 +22,10 @@ use sha2::{Digest, Sha256};
 pub const MAX_LOGS: usize = 16;
 pub const MAX_ENTRIES: usize = 4;
 
-/// The log keys of a trusted root, by key id (the SHA-256 of the key's DER).
+/// The log keys of a trusted root, by key id (the SHA-256 of the key's DER), with the period
+/// the root trusts each for.
 #[derive(Debug, Clone, Default)]
-pub struct LogKeys(Vec<(Vec<u8>, VerifyingKey)>);
+pub struct LogKeys(Vec<(Vec<u8>, VerifyingKey, ValidFor)>);
 
 /// An entry, as far as its promise and body are checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +75,8 @@ impl LogKeys {
         #[serde(rename_all = "camelCase")]
         struct Key {
             raw_bytes: String,
+            #[serde(default)]
+            valid_for: ValidFor,
         }
         let root: Root = serde_json::from_slice(root)
             .map_err(|e| format!("trusted_root.json's tlogs do not read ({e})"))?;
@@ -86,7 +90,8 @@ impl LogKeys {
             let der = b64(&log.public_key.raw_bytes)?;
             // Other key types are not Rekor's: such a log's entries do not verify.
             if let Ok(key) = VerifyingKey::from_public_key_der(&der) {
-                keys.push((Sha256::digest(&der).to_vec(), key));
+                let id = Sha256::digest(&der).to_vec();
+                keys.push((id, key, log.public_key.valid_for));
             }
         }
         Ok(LogKeys(keys))
@@ -95,12 +100,17 @@ impl LogKeys {
     /// Checks `entry` records `signing` and carries a promise of a trusted log; returns its
     /// integrated time (Unix seconds).
     pub fn verify(&self, entry: &Entry, signing: &Signing<'_>) -> Result<i64, String> {
-        let key = self
+        let (_, key, valid) = self
             .0
             .iter()
-            .find(|(id, _)| *id == entry.log_id)
-            .map(|(_, key)| key)
+            .find(|(id, ..)| *id == entry.log_id)
             .ok_or("its log is not one of the trusted root's")?;
+        if !valid.contains(entry.integrated_time) {
+            return Err(format!(
+                "its log's key was not trusted at its integrated time {} (trusted_root.json validFor)",
+                entry.integrated_time
+            ));
+        }
         // The promise signs the canonical JSON of body, time, log id (hex) and index.
         let signed = serde_json::json!({
             "body": entry.body_text,

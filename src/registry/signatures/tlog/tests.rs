@@ -225,6 +225,24 @@ fn a_logged_keyless_signature_is_judged_at_its_signing_time() {
         .verify(&[bundle(vec![])], &image, DIGEST, now)
         .unwrap_err();
     assert!(err.contains("the signing certificate expired at"), "{err}");
+    // A CA or a log the root retired before the signature was made vouches for nothing.
+    let retired = |ca_end: &str, log_end: &str| {
+        let mut root = root.clone();
+        root["certificateAuthorities"][0]["validFor"] =
+            serde_json::json!({"start": "2020-01-01T00:00:00Z", "end": ca_end});
+        root["tlogs"][0]["publicKey"]["validFor"] = serde_json::json!({"end": log_end});
+        let secret = BTreeMap::from([(TRUSTED_ROOT.to_string(), root.to_string().into_bytes())]);
+        let trust = TrustedKeys::from_secret(&secret, &identity, true).unwrap();
+        trust.verify(&[bundle(vec![entry.clone()])], &image, DIGEST, now)
+    };
+    let (later, earlier) = ("2030-01-01T00:00:00Z", "2023-01-01T00:00:00Z");
+    assert!(retired(later, later).is_ok());
+    let err = retired(earlier, later).unwrap_err();
+    let want = "chains to a certificate authority the trusted root did not trust at Tue, 14 Nov 2023 22:13:20 GMT";
+    assert!(err.contains(want), "{err}");
+    let err = retired(later, earlier).unwrap_err();
+    let want = "its log's key was not trusted at its integrated time 1700000000";
+    assert!(err.contains(want), "{err}");
     // A promise by a log the root does not name is no evidence.
     let foreign = Log::new(3).entry(&dsse_body(&payload, &signature, &leaf.pem()), 1_700_000_000);
     let err = optional
