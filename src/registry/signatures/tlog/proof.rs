@@ -107,7 +107,8 @@ fn root_from_path(
         ));
     }
     let inner = (u64::BITS - (index ^ (size - 1)).leading_zeros()) as usize;
-    let border = (index >> inner).count_ones() as usize;
+    // Sizes are read as i64, so `inner` stays under 64; checked all the same.
+    let border = index.checked_shr(inner as u32).unwrap_or(0).count_ones() as usize;
     if path.len() != inner + border || path.iter().any(|h| h.len() != 32) {
         return Err("its inclusion proof's path does not fit its index and tree size".into());
     }
