@@ -85,6 +85,7 @@ image-deps:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
+	cd tests/sigtools/registry && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go vet ./...
 
 fmt:
 	$(CARGO) fmt --all
