@@ -118,6 +118,41 @@ impl TrustedRoot {
         }
         Ok(trusted)
     }
+
+    /// Checks that `leaf`, with the intermediates the signature carries (`given`), chains for
+    /// code signing at `time` to one of the authorities `trusted` keeps.
+    fn chain(
+        &self,
+        leaf: &webpki::EndEntityCert<'_>,
+        given: &[Vec<u8>],
+        trusted: impl Fn(&&Authority) -> bool,
+        time: std::time::Duration,
+    ) -> Result<(), webpki::Error> {
+        let authorities: Vec<&Authority> = self.authorities.iter().filter(trusted).collect();
+        let anchors: Vec<_> = authorities
+            .iter()
+            .filter_map(|a| webpki::anchor_from_trusted_cert(&a.anchor).ok())
+            .collect();
+        let mut intermediates: Vec<CertificateDer<'_>> = given
+            .iter()
+            .map(|c| CertificateDer::from(c.as_slice()))
+            .collect();
+        intermediates.extend(
+            authorities
+                .iter()
+                .flat_map(|a| a.intermediates.iter().cloned()),
+        );
+        leaf.verify_for_usage(
+            webpki::ALL_VERIFICATION_ALGS,
+            &anchors,
+            &intermediates,
+            UnixTime::since_unix_epoch(time),
+            webpki::KeyUsage::required(CODE_SIGNING),
+            None,
+            None,
+        )
+        .map(|_| ())
+    }
 }
 
 /// An identity the policy trusts (`spec.verify.matchOIDCIdentity`).
@@ -177,17 +212,23 @@ impl Keyless {
                 "a signature's certificate chain is over {MAX_CHAIN} certificates"
             ));
         }
-        webpki::EndEntityCert::try_from(&CertificateDer::from(leaf.as_slice())).map_err(|e| {
+        let leaf_der = CertificateDer::from(leaf.as_slice());
+        let end_entity = webpki::EndEntityCert::try_from(&leaf_der).map_err(|e| {
             format!("a signature's certificate is not a usable X.509 certificate ({e})")
         })?;
         let seconds = now
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default();
         let valid_then = |a: &&Authority| a.valid.contains(seconds.as_secs() as i64);
-        let chained = self.root.chain(chain, valid_then, seconds);
+        let given = &chain[1..];
+        let chained = self.root.chain(&end_entity, given, valid_then, seconds);
         if let Err(webpki::Error::UnknownIssuer) = chained {
             // Say so when only an authority the root no longer trusted then would vouch.
-            if self.root.chain(chain, |_| true, seconds).is_ok() {
+            if self
+                .root
+                .chain(&end_entity, given, |_| true, seconds)
+                .is_ok()
+            {
                 return Err(format!(
                     "the signing certificate chains to a certificate authority the trusted root did not trust at {} (its validFor)",
                     httpdate::fmt_http_date(now)
@@ -219,45 +260,6 @@ impl Keyless {
             issuer.as_deref().unwrap_or_default()
         );
         Ok((key, who))
-    }
-}
-
-impl TrustedRoot {
-    /// Checks that `chain`'s leaf (DER, leaf first) chains for code signing at `time` to one of
-    /// the authorities `trusted` keeps.
-    fn chain(
-        &self,
-        chain: &[Vec<u8>],
-        trusted: impl Fn(&&Authority) -> bool,
-        time: std::time::Duration,
-    ) -> Result<(), webpki::Error> {
-        let leaf = CertificateDer::from(chain[0].as_slice());
-        let end_entity = webpki::EndEntityCert::try_from(&leaf)?;
-        let authorities: Vec<&Authority> = self.authorities.iter().filter(trusted).collect();
-        let anchors: Vec<_> = authorities
-            .iter()
-            .filter_map(|a| webpki::anchor_from_trusted_cert(&a.anchor).ok())
-            .collect();
-        let mut intermediates: Vec<CertificateDer<'_>> = chain[1..]
-            .iter()
-            .map(|c| CertificateDer::from(c.as_slice()))
-            .collect();
-        intermediates.extend(
-            authorities
-                .iter()
-                .flat_map(|a| a.intermediates.iter().cloned()),
-        );
-        end_entity
-            .verify_for_usage(
-                webpki::ALL_VERIFICATION_ALGS,
-                &anchors,
-                &intermediates,
-                UnixTime::since_unix_epoch(time),
-                webpki::KeyUsage::required(CODE_SIGNING),
-                None,
-                None,
-            )
-            .map(|_| ())
     }
 }
 

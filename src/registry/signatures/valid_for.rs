@@ -17,9 +17,7 @@ pub struct ValidFor {
 /// As a trusted root writes it: RFC 3339 times.
 #[derive(Deserialize)]
 struct Written {
-    #[serde(default)]
     start: Option<String>,
-    #[serde(default)]
     end: Option<String>,
 }
 
