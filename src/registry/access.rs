@@ -6,7 +6,8 @@
 //!
 //! - what is learned is kept for the **route** it was learned over: the registry's origin
 //!   (scheme, host, port) and the client's **network path** (its own proxy, or none, and its TLS
-//!   settings). Another proxy may answer for any host name, so its answers never count for
+//!   settings); a challenge for the **repository** too, since one origin may serve repositories
+//!   from different backends with realms of their own. Another proxy may answer for any host name, so its answers never count for
 //!   another path; the same origin over the same path shares them (a rate limit is real quota).
 //! - a token is kept for the **identity** that fetched it too: a digest of the username and the
 //!   secret, never the username alone.
@@ -63,6 +64,27 @@ impl Route {
         Route {
             origin: host.to_string(),
             path,
+        }
+    }
+}
+
+/// Where a challenge was learnt: a route and the repository asked for. One origin may serve
+/// its repositories from different backends, each with a realm of its own (large registries
+/// and proxies do): a challenge one repository's path taught, used for another's, sent that
+/// other tenant's credentials to the first one's realm. So a challenge is kept per repository;
+/// another repository of the origin learns its own with one 401, as Flux asks `/v2/` on every
+/// scan.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct RepositoryRoute {
+    route: Route,
+    repository: String,
+}
+
+impl RepositoryRoute {
+    pub(super) fn new(url: &Url, repository: &str, path: NetworkPath) -> Self {
+        RepositoryRoute {
+            route: Route::new(url, path),
+            repository: repository.to_string(),
         }
     }
 }

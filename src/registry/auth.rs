@@ -4,8 +4,9 @@
 //! until they expire, and each route's challenge is remembered so later requests authenticate
 //! up front instead of paying a 401 round trip every time. Whose state is whose: access.rs.
 
-use super::access::{identity, NetworkPath, Route};
+use super::access::{identity, NetworkPath, RepositoryRoute};
 use super::bounded::Bounded;
+pub(super) use super::cloud::MAX_TOKEN_LIFE;
 use super::keyring::Credentials;
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -97,7 +98,9 @@ impl TokenResponse {
         } else {
             self.token
         };
-        let life = Duration::from_secs(self.expires_in.unwrap_or(60).max(1));
+        // Cut at ten years, as the cloud path cuts its tokens: a token server's
+        // `expires_in: 18446744073709551615` overflowed the clock's arithmetic and panicked.
+        let life = Duration::from_secs(self.expires_in.unwrap_or(60).max(1)).min(MAX_TOKEN_LIFE);
         (!token.is_empty()).then_some((token, life))
     }
 }
@@ -115,24 +118,25 @@ pub(super) struct TokenKey {
 
 /// Tokens kept at most; past that the least recently used goes (it is fetched again if needed).
 pub(super) const MAX_TOKENS: usize = 4096;
-/// Routes whose challenge is kept at most; past that the least recently used goes (its next
-/// request pays one 401 round trip again).
-pub(super) const MAX_CHALLENGES: usize = 1024;
+/// Repositories (per route) whose challenge is kept at most; past that the least recently
+/// used goes (its next request pays one 401 round trip again). Sized for the objects of the
+/// largest scenarios (10,000 repositories a process), so a steady state pays no 401s.
+pub(super) const MAX_CHALLENGES: usize = 16384;
 
 /// Bearer tokens and each route's challenge, shared by every client.
 #[derive(Debug, Default)]
 pub(super) struct AuthCache {
     tokens: Bounded<TokenKey, (String, Instant), MAX_TOKENS>,
-    challenges: Bounded<Route, Challenge, MAX_CHALLENGES>,
+    challenges: Bounded<RepositoryRoute, Challenge, MAX_CHALLENGES>,
 }
 
 impl AuthCache {
-    pub(super) fn challenge(&self, route: &Route) -> Option<Challenge> {
+    pub(super) fn challenge(&self, route: &RepositoryRoute) -> Option<Challenge> {
         self.challenges.get(route)
     }
 
     /// Only a challenge `access::admit_challenge` let through is remembered.
-    pub(super) fn remember_challenge(&self, route: Route, challenge: Challenge) {
+    pub(super) fn remember_challenge(&self, route: RepositoryRoute, challenge: Challenge) {
         self.challenges.put(route, challenge);
     }
 
@@ -153,10 +157,16 @@ impl AuthCache {
     }
 
     /// Keeps a token until shortly before it expires (10% or 5 s early, whichever is less).
+    /// The life is cut at [`MAX_TOKEN_LIFE`] here too, whoever computed it, and the sum
+    /// saturates: no answer of a token server can make the clock's arithmetic panic.
     pub(super) fn store_token(&self, key: TokenKey, token: String, life: Duration) {
+        let life = life.min(MAX_TOKEN_LIFE);
         let margin = (life / 10).min(Duration::from_secs(5));
-        self.tokens
-            .put(key, (token, Instant::now() + life - margin));
+        let now = Instant::now();
+        let expires = now
+            .checked_add(life - margin)
+            .unwrap_or(now + Duration::from_secs(3600));
+        self.tokens.put(key, (token, expires));
     }
 
     /// How many tokens and challenges are kept.
@@ -227,10 +237,21 @@ mod tests {
             let key = TokenKey::new(&format!("https://r{i}.example/t"), None, "s", None, path);
             cache.store_token(key, "t".into(), Duration::from_secs(60));
             let url = reqwest::Url::parse(&format!("https://r{i}.example/v2/")).unwrap();
-            cache.remember_challenge(Route::new(&url, path), Challenge::Basic);
+            cache.remember_challenge(
+                RepositoryRoute::new(&url, "team/app", path),
+                Challenge::Basic,
+            );
+        }
+        for i in 0..16384 + 100 {
+            let url = reqwest::Url::parse("https://r.example/v2/").unwrap();
+            let repository = format!("team/app-{i}");
+            cache.remember_challenge(
+                RepositoryRoute::new(&url, &repository, path),
+                Challenge::Basic,
+            );
         }
         // The documented bounds (docs/security.md), not the constants.
-        assert_eq!(cache.sizes(), (4096, 1024));
+        assert_eq!(cache.sizes(), (4096, 16384));
         let newest = TokenKey::new(
             &format!("https://r{}.example/t", MAX_TOKENS + 99),
             None,
@@ -271,5 +292,25 @@ mod tests {
         assert_eq!(cache.token(&key("s", Some(&alice))), None, "forgotten");
         cache.store_token(key("s", None), "t2".into(), Duration::ZERO);
         assert_eq!(cache.token(&key("s", None)), None, "expired at once");
+    }
+
+    /// A token server's `expires_in` of `u64::MAX` panicked the cache (`Instant + Duration`
+    /// overflowed) and, re-raised in the reconcile, stopped every tenant's reconciles.
+    #[test]
+    fn an_endless_token_life_is_cut_at_ten_years_and_stored() {
+        let answer = br#"{"token": "t", "expires_in": 18446744073709551615}"#;
+        let (token, life) = serde_json::from_slice::<TokenResponse>(answer)
+            .unwrap()
+            .into_token()
+            .unwrap();
+        assert_eq!(life, Duration::from_secs(10 * 365 * 24 * 3600), "ten years");
+        let cache = AuthCache::default();
+        let path = NetworkPath::of(&super::super::ClientOptions::default());
+        let key = TokenKey::new("r", None, "s", None, path);
+        cache.store_token(key.clone(), token, life);
+        assert_eq!(cache.token(&key).as_deref(), Some("t"));
+        // Whoever computes the life, storing it saturates.
+        cache.store_token(key.clone(), "u".into(), Duration::MAX);
+        assert_eq!(cache.token(&key).as_deref(), Some("u"));
     }
 }

@@ -58,19 +58,20 @@ impl RegistryClient {
         })
     }
 
-    /// Sends one request in a slot of the host and records the answer; returns the response
-    /// and, for a throttling answer, when the host may be asked again.
+    /// Sends one request about `repository` in a slot of the host and records the answer;
+    /// returns the response and, for a throttling answer, when the repository may be asked
+    /// again (backoff is the repository's, scheduler/throttle.rs).
     pub(super) async fn send_once(
         &self,
         request: reqwest::RequestBuilder,
         method: &Method,
         url: &Url,
-        host: &str,
+        (host, repository): (&str, &str),
     ) -> Result<(Response, Option<Instant>), RegistryError> {
         let scheduler = &self.shared.scheduler;
         // Throttling learnt through this client's own proxy stays on that path (access.rs).
         let key = scheduler_key(host, &self.options);
-        let slot = scheduler.acquire(&key).await?;
+        let slot = scheduler.acquire_for(&key, Some(repository)).await?;
         let span = tracing::info_span!(
             "registry request",
             http.method = %method,
@@ -84,11 +85,12 @@ impl RegistryClient {
         }
         drop(slot);
         let response = result.map_err(|err| {
-            scheduler.record(&key, None, None);
+            scheduler.record_for(&key, Some(repository), None, None);
             self.transport_error(method, url, host, &err)
         })?;
         let status = response.status().as_u16();
-        let until = scheduler.record(&key, Some(status), retry_after(response.headers()));
+        let retry_after = retry_after(response.headers());
+        let until = scheduler.record_for(&key, Some(repository), Some(status), retry_after);
         Ok((response, until))
     }
 

@@ -5,7 +5,8 @@
 //! the targets in `fuzz/` and replayed over the checked-in corpora by `tests/it/policy/fuzz_replay.rs`.
 //! Not an API.
 
-use super::auth::{parse_challenge, Challenge, TokenResponse};
+use super::access::NetworkPath;
+use super::auth::{parse_challenge, AuthCache, Challenge, TokenKey, TokenResponse};
 use super::digest::check_manifest;
 use super::proxy::without_credentials;
 use super::signatures::{Signed, SignedPayload, TrustedKeys};
@@ -91,12 +92,21 @@ pub fn retry_after(data: &[u8]) {
     }
 }
 
-/// A token endpoint's answer: a token is never empty and lives at least a second.
+/// A token endpoint's answer: a token is never empty, lives at least a second and at most
+/// ten years, and is stored in the token cache and read back as the client does (storing it
+/// computed its expiry, where an `expires_in` of `u64::MAX` once panicked).
 pub fn token_json(data: &[u8]) {
     if let Ok(response) = serde_json::from_slice::<TokenResponse>(data) {
         if let Some((token, life)) = response.into_token() {
             assert!(!token.is_empty());
             assert!(life >= Duration::from_secs(1));
+            assert!(life <= super::auth::MAX_TOKEN_LIFE, "{life:?}");
+            let cache = AuthCache::default();
+            let path = NetworkPath::of(&super::ClientOptions::default());
+            let key = TokenKey::new("https://auth.example/token", None, "s", None, path);
+            cache.store_token(key.clone(), token.clone(), life);
+            // A life of at least a second is kept until at least 0.9 s from now.
+            assert_eq!(cache.token(&key).as_deref(), Some(token.as_str()));
         }
     }
 }

@@ -2,7 +2,7 @@
 //! host's challenge, and the bearer token fetched from its realm, cached per scope and
 //! credentials.
 
-use super::access::{admit_challenge, Route};
+use super::access::{admit_challenge, RepositoryRoute};
 use super::auth::{parse_challenge, Challenge, TokenKey, TokenResponse};
 use super::body::{read_limited, status_error};
 use super::client::{rate_limited, RegistryClient};
@@ -24,7 +24,7 @@ impl RegistryClient {
         accept: Option<&str>,
     ) -> Result<Response, RegistryError> {
         let host = url_host(&url);
-        let route = Route::new(&url, self.path);
+        let route = RepositoryRoute::new(&url, image.repository(), self.path);
         let scheduler = &self.shared.scheduler;
         let attempts = scheduler.config().attempts.max(1);
         let mut attempt = 0;
@@ -38,7 +38,8 @@ impl RegistryClient {
             if let Some(value) = &authorization {
                 request = request.header(AUTHORIZATION, value);
             }
-            let (response, throttled_until) = self.send_once(request, method, &url, &host).await?;
+            let about = (host.as_str(), image.repository());
+            let (response, throttled_until) = self.send_once(request, method, &url, about).await?;
             let status = response.status().as_u16();
             if status == 401 && !challenged {
                 challenged = true;
@@ -100,7 +101,7 @@ impl RegistryClient {
     /// The `Authorization` value for the route's known challenge, fetching a token if needed.
     pub(super) async fn authorization(
         &self,
-        route: &Route,
+        route: &RepositoryRoute,
         host: &str,
         image: &ImageReference,
     ) -> Result<Option<String>, RegistryError> {
@@ -149,8 +150,15 @@ impl RegistryClient {
         if let Some(creds) = creds {
             request = request.header(AUTHORIZATION, basic(creds));
         }
-        let (response, throttled_until) =
-            self.send_once(request, &Method::GET, &url, &host).await?;
+        // Throttling of the realm holds back the repository the token is for (throttle.rs).
+        let repository = key
+            .scope
+            .strip_prefix("repository:")
+            .and_then(|s| s.strip_suffix(":pull"))
+            .unwrap_or_default();
+        let (response, throttled_until) = self
+            .send_once(request, &Method::GET, &url, (&host, repository))
+            .await?;
         if let Some(until) = throttled_until {
             return Err(rate_limited(host, response.status().as_u16(), until));
         }

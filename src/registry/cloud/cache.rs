@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// The longest a provider's answer may say a token lives: an absurd `expires_in` or `exp`
 /// (a hostile or broken endpoint) is cut here rather than overflowing the clock's arithmetic.
-pub(super) const MAX_TOKEN_LIFE: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+pub(in crate::registry) const MAX_TOKEN_LIFE: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
 /// `now + life`, with `life` cut at [`MAX_TOKEN_LIFE`].
 pub(super) fn expiry_in(life: Duration) -> SystemTime {

@@ -24,6 +24,7 @@ mod smithy;
 
 pub use azure::ACR_USER;
 pub use cache::TokenCache;
+pub(in crate::registry) use cache::MAX_TOKEN_LIFE;
 pub use gcp::USER as GCP_USER;
 pub use hosts::{registry_target, RegistryTarget, ACR_PATTERN, ECR_PATTERN, GCP_PATTERN};
 pub use identity::{identity, AccountError, Identity, ServiceAccount, ServiceAccountSource};

@@ -250,8 +250,11 @@ async fn retry_after_is_honoured_then_the_request_succeeds() {
     assert_eq!(server.seen().len(), 2);
 }
 
+/// A throttled repository is held back for every client that asks for it; another repository
+/// of the host is asked (scheduler/throttle.rs); once two are refused, the host as a whole
+/// waits, for at most a minute.
 #[tokio::test]
-async fn a_long_retry_after_is_rate_limited_and_shared_by_every_client_of_the_host() {
+async fn a_long_retry_after_is_rate_limited_and_shared_by_every_client_of_the_repository() {
     let server = FaultServer::start(|_| Reply::status(429).header("Retry-After", "120")).await;
     let registries = shared();
     let err = client(&registries, |_| {})
@@ -274,7 +277,7 @@ async fn a_long_retry_after_is_rate_limited_and_shared_by_every_client_of_the_ho
     assert!((115..=120).contains(&left), "{left}");
     assert!(err.to_string().contains("is rate limiting"), "{err}");
 
-    // Another client (other credentials, another repository) on the same host: no request.
+    // Another client (other credentials) on the same repository: no request.
     let other = client(&registries, |o| {
         o.credentials = Some(Credentials {
             username: "u".into(),
@@ -282,13 +285,41 @@ async fn a_long_retry_after_is_rate_limited_and_shared_by_every_client_of_the_ho
         })
     });
     let err = other
+        .digest(&image(&server, "a/b"), "1.0")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RegistryError::RateLimited { .. }), "{err}");
+    assert_eq!(
+        server.seen().len(),
+        1,
+        "the backoff is shared by the repository"
+    );
+    // Another repository is asked, and refused too: now the host as a whole waits.
+    let err = other
         .digest(&image(&server, "c/d"), "1.0")
         .await
         .unwrap_err();
     assert!(matches!(err, RegistryError::RateLimited { .. }), "{err}");
-    assert_eq!(server.seen().len(), 1, "the backoff is shared by the host");
+    assert_eq!(server.seen().len(), 2, "another repository is asked");
+    let err = other
+        .digest(&image(&server, "e/f"), "1.0")
+        .await
+        .unwrap_err();
+    let RegistryError::RateLimited { retry_at, .. } = &err else {
+        panic!("expected RateLimited, got {err}");
+    };
+    assert_eq!(
+        server.seen().len(),
+        2,
+        "the host waits once two are refused"
+    );
+    let left = retry_at
+        .duration_since(SystemTime::now())
+        .unwrap()
+        .as_secs();
+    assert!(left <= 60, "the host waits at most a minute: {left}");
     let counts = registries.scheduler().request_counts();
-    assert_eq!(counts.get(&(server.host(), "429".to_string())), Some(&1));
+    assert_eq!(counts.get(&(server.host(), "429".to_string())), Some(&2));
 }
 
 #[tokio::test]

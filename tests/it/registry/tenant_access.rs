@@ -258,3 +258,100 @@ async fn a_malformed_realm_fails_its_request_and_is_not_remembered() {
         ["1.0"]
     );
 }
+
+/// One origin serving repositories from different backends, each with a realm of its own
+/// (large registries and proxies do). A challenge learnt on tenant A's repository was
+/// remembered for the origin and answered with tenant B's password: A's realm received it, and
+/// B's scan succeeded, so nothing showed. A challenge is kept per repository now.
+#[tokio::test]
+async fn a_challenge_learnt_on_one_repository_is_never_answered_for_another() {
+    let registry = FaultServer::start_with(|addr| {
+        let realm = move |backend: &str| format!("http://{addr}/token-{backend}");
+        move |seen: &Seen| match seen.path() {
+            "/token-attacker" => Reply::json(200, json!({ "token": "attacker" })),
+            "/token-victim"
+                if seen.header("Authorization") == Some(basic("bob", "pw-b").as_str()) =>
+            {
+                Reply::json(200, json!({ "token": "victim-token" }))
+            }
+            "/token-victim" => Reply::status(401),
+            p if p.starts_with("/v2/victim/")
+                && seen.header("Authorization") == Some("Bearer victim-token") =>
+            {
+                Reply::json(200, json!({ "tags": ["b-1"] }))
+            }
+            p if p.starts_with("/v2/attacker/")
+                && seen.header("Authorization") == Some("Bearer attacker") =>
+            {
+                Reply::json(200, json!({ "tags": ["a-1"] }))
+            }
+            p if p.starts_with("/v2/victim/") => Reply::status(401).header(
+                "WWW-Authenticate",
+                &format!(r#"Bearer realm="{}",service="r""#, realm("victim")),
+            ),
+            _ => Reply::status(401).header(
+                "WWW-Authenticate",
+                &format!(r#"Bearer realm="{}",service="r""#, realm("attacker")),
+            ),
+        }
+    })
+    .await;
+    let registries = shared();
+    let attacker_image =
+        ImageReference::parse(&format!("{}/attacker/app", registry.host()), true).unwrap();
+    let attacker = client(&registries, |_| {});
+    assert_eq!(attacker.list_tags(&attacker_image).await.unwrap(), ["a-1"]);
+
+    let victim_image =
+        ImageReference::parse(&format!("{}/victim/app", registry.host()), true).unwrap();
+    let victim = client(&registries, |o| o.credentials = Some(creds("bob", "pw-b")));
+    assert_eq!(victim.list_tags(&victim_image).await.unwrap(), ["b-1"]);
+    assert_eq!(victim.list_tags(&victim_image).await.unwrap(), ["b-1"]);
+    let bob = basic("bob", "pw-b");
+    let leaked: Vec<_> = registry
+        .seen()
+        .into_iter()
+        .filter(|s| s.path() != "/token-victim" && s.header("Authorization") == Some(bob.as_str()))
+        .map(|s| s.target)
+        .collect();
+    assert!(leaked.is_empty(), "B's password went to {leaked:?}");
+    // The second scan of each repository authenticates up front: its challenge is kept.
+    let victim_401s = registry
+        .seen()
+        .iter()
+        .filter(|s| s.path().starts_with("/v2/victim/") && s.header("Authorization").is_none())
+        .count();
+    assert_eq!(
+        victim_401s, 1,
+        "one 401 for the victim's repository, then none"
+    );
+}
+
+/// A `429 Retry-After: 86400` on one tenant's repository path held back every repository of
+/// the origin for a day. Backoff is kept for the repository that got it; the host as a whole
+/// is held back only when more than one of its repositories is refused, and then for at most
+/// a minute.
+#[tokio::test]
+async fn a_day_long_retry_after_on_one_repository_holds_back_that_repository_only() {
+    let registry = FaultServer::start(|seen: &Seen| match seen.path() {
+        p if p.starts_with("/v2/hostile/") => Reply::status(429).header("Retry-After", "86400"),
+        _ => Reply::json(200, json!({ "tags": ["1.0"] })),
+    })
+    .await;
+    let registries = shared();
+    let image = |repo: &str| {
+        ImageReference::parse(&format!("{}/{repo}/app", registry.host()), true).unwrap()
+    };
+    let hostile = client(&registries, |_| {});
+    let err = hostile.list_tags(&image("hostile")).await.unwrap_err();
+    assert!(err.to_string().contains("rate"), "{err}");
+    let err = hostile.list_tags(&image("hostile")).await.unwrap_err();
+    assert!(err.to_string().contains("rate"), "still held back: {err}");
+    assert_eq!(
+        registry.seen().len(),
+        1,
+        "the throttled repository is not asked again before its Retry-After"
+    );
+    let victim = client(&registries, |_| {});
+    assert_eq!(victim.list_tags(&image("victim")).await.unwrap(), ["1.0"]);
+}
