@@ -120,6 +120,9 @@ pub enum Ended {
     Cancelled,
     /// Could not renew within the renew deadline, or someone else took the Lease.
     Lost,
+    /// The work itself cannot go on (a controller's loop ended or panicked): the process
+    /// exits non-zero so that kubelet restarts it.
+    Failed(String),
 }
 
 /// One candidate.

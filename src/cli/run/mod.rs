@@ -7,27 +7,27 @@
 //! at most `--graceful-shutdown-timeout`), releases the Lease, flushes events and traces.
 
 mod flags;
+mod leading;
+
+use leading::{run_as_leader, Work};
 
 pub use flags::{FeatureGates, RunArgs};
 
 use super::error::CliError;
 use crate::api::{ImagePolicy, ImageRepository};
 use crate::controller::shared::queue::unhealthy;
-use crate::controller::shared::repository_feed::repository_feed;
-use crate::controller::shared::wiring::Wiring;
-use crate::controller::{image_policy, image_repository, Context, Settings};
+use crate::controller::{Context, Settings};
 use crate::registry::cloud::TokenCache;
 use crate::registry::{install_crypto_provider, Registries, SchedulerConfig};
 use crate::runtime::http::{self, Readiness};
 use crate::runtime::leader::{self, Elector, Ended, LeaseConfig};
-use crate::runtime::{gc, throttle};
+use crate::runtime::throttle;
 use crate::store::{FsStore, TagStore};
 use crate::telemetry::logging;
 use crate::telemetry::metrics::Metrics;
 use crate::telemetry::registry_requests::RegistrySource;
 use crate::telemetry::traces::{self, Traces};
 use kube::api::ListParams;
-use kube::runtime::watcher;
 use kube::{Api, Client};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -167,73 +167,8 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
         // Exit 1, as Flux's controller-runtime exits and docs/controller.md says: a Deployment
         // restarts the Pod, which stands by for the Lease again.
         Ended::Lost => Err(CliError::stopped("leader election lost")),
+        Ended::Failed(why) => Err(CliError::stopped(why)),
     }
-}
-
-/// What the leader works on.
-struct Work<'a> {
-    ctx: &'a Arc<Context>,
-    repositories: Api<ImageRepository>,
-    policies: Api<ImagePolicy>,
-    readiness: &'a Readiness,
-}
-
-/// Runs both controllers and the storage GC until `holding` ends (shutdown, or the Lease
-/// lost), then gives in-flight reconciles up to `--graceful-shutdown-timeout` to finish.
-async fn run_as_leader(
-    args: &RunArgs,
-    Work {
-        ctx,
-        repositories,
-        policies,
-        readiness,
-    }: Work<'_>,
-    shutdown: &CancellationToken,
-    holding: impl std::future::Future<Output = Ended>,
-) -> Ended {
-    let work = shutdown.child_token();
-    let watch = watch_config(args);
-    // One ImageRepository watch and cache for both controllers.
-    let (repository_source, repository_feed) = repository_feed();
-    let wiring = |watch| Wiring {
-        watch,
-        ctx: ctx.clone(),
-        shutdown: work.clone(),
-        synced: readiness.part(),
-    };
-    let gc = gc::run(
-        (repositories.clone(), args.watch_label_selector.clone()),
-        Box::new(repository_feed.cached_keys()),
-        ctx.store.clone(),
-        Duration::from_secs(u64::from(args.gc_interval) * 60),
-        work.clone(),
-    );
-    let policy_controller =
-        image_policy::controller(policies, repository_feed, wiring(watch.clone()));
-    let repository_controller =
-        image_repository::controller(repositories, repository_source, wiring(watch));
-    let workers = tokio::spawn(async move {
-        tokio::join!(repository_controller, policy_controller, gc);
-    });
-    tracing::info!(storage = %args.storage_path, selector = %args.watch_label_selector, "image-reflector controller started");
-    let ended = holding.await;
-    if ended == Ended::Lost {
-        tracing::error!("leader election lost: stopping reconciles");
-    } else {
-        tracing::info!("shutting down: finishing in-flight reconciles");
-    }
-    work.cancel();
-    let started = Instant::now();
-    if tokio::time::timeout(args.graceful_shutdown_timeout, workers)
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            waited_seconds = started.elapsed().as_secs(),
-            "in-flight reconciles did not finish within --graceful-shutdown-timeout; exiting"
-        );
-    }
-    ended
 }
 
 /// The API client, throttled by `--kube-api-qps`/`--kube-api-burst` unless the server has
@@ -286,14 +221,6 @@ where
         Api::all(client.clone())
     } else {
         Api::namespaced(client.clone(), &args.runtime_namespace)
-    }
-}
-
-/// Both kinds' watches: filtered by `--watch-label-selector` (sharding).
-fn watch_config(args: &RunArgs) -> watcher::Config {
-    match args.watch_label_selector.as_str() {
-        "" => watcher::Config::default(),
-        selector => watcher::Config::default().labels(selector),
     }
 }
 

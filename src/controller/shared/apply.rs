@@ -126,12 +126,30 @@ pub(super) async fn apply<K: Reconciled>(
     let deciding = || {
         let (obj, ctx) = (obj.clone(), ctx.clone());
         async move {
-            let decided = tokio::time::timeout(RECONCILE_DEADLINE, obj.decide(&ctx, now)).await;
-            decided.map_err(|_| Error::Deadline(RECONCILE_DEADLINE))
+            // A panic in the decision fails this object alone (panic.rs), in the background too.
+            let deciding = super::panic::contained(obj.decide(&ctx, now));
+            match tokio::time::timeout(RECONCILE_DEADLINE, deciding).await {
+                Ok(Ok(decision)) => Ok(decision),
+                Ok(Err(panic)) => Err(Error::Panicked(panic)),
+                Err(_) => Err(Error::Deadline(RECONCILE_DEADLINE)),
+            }
         }
     };
     let handed = K::handoffs(ctx).decide(obj.as_ref(), deciding).await;
     let decision = match handed {
+        Handed::Decided {
+            outcome: Err(Error::Panicked(panic)),
+            ..
+        } => {
+            tracing::error!(panic = %panic, "the decision panicked: this object fails, no other");
+            let (status, next, summary) = super::panic::failed(obj.as_ref(), &old, &panic, now);
+            Decision {
+                status,
+                next,
+                summary,
+                held: false,
+            }
+        }
         Handed::Decided { outcome, rerun } => with_rerun(outcome?, rerun),
         Handed::Working => {
             tracing::info!(

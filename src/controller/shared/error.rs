@@ -26,6 +26,13 @@ pub enum Error {
     /// The reconcile held its worker past the deadline and was cut.
     #[error("the reconcile did not finish within {}s; it is retried", .0.as_secs())]
     Deadline(Duration),
+    /// The reconcile panicked (panic.rs): this object fails and retries with backoff, no
+    /// other object is affected.
+    #[error(
+        "internal error: the reconcile panicked ({0}); this object is retried with backoff and \
+         no other object is affected; please report this as a bug of image-reflector"
+    )]
+    Panicked(String),
     /// Removing the object's stored tags failed.
     #[error("deleting the stored tags: {0}")]
     Store(#[from] StoreError),
@@ -74,6 +81,7 @@ impl Error {
         match self.inner() {
             _ if self.is_conflict() => "conflict",
             Error::RateLimited { .. } => "rate_limited",
+            Error::Panicked(_) => "panic",
             _ => "transient",
         }
     }

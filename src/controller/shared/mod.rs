@@ -15,6 +15,7 @@ pub mod intervals;
 pub mod keys;
 pub mod next;
 pub mod notify;
+pub mod panic;
 pub mod queue;
 pub mod reconcile;
 pub mod recorder;

@@ -80,7 +80,9 @@ impl WorkQueue {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().expect("work queue lock")
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// `key` is due at `at` (a trigger: now; a requeue: later).
@@ -142,7 +144,16 @@ impl WorkQueue {
         E: std::fmt::Display,
     {
         use futures::StreamExt;
+        /// Marks the loop ended however it ends: returned, or unwound by a panic (which
+        /// left it "alive" for `/healthz` before).
+        struct Ended<'a>(&'a WorkQueue);
+        impl Drop for Ended<'_> {
+            fn drop(&mut self) {
+                self.0.set_alive(false);
+            }
+        }
         self.set_alive(true);
+        let _ended = Ended(&self);
         results
             .for_each(|result| async move {
                 if let Err(err) = result {
@@ -150,7 +161,6 @@ impl WorkQueue {
                 }
             })
             .await;
-        self.set_alive(false);
     }
 
     /// The time the reconciles in flight have run so far, together.

@@ -93,8 +93,15 @@ async fn in_frame<K: Reconciled>(obj: Arc<K>, ctx: &Arc<K::Ctx>) -> Result<Actio
     });
     // No reconcile keeps a worker longer than this, whatever the registry or the API server
     // do (a scan is cut at MAX_SCAN_TIMEOUT, each API read at 30 s).
+    // A panic anywhere in the frame fails this reconcile alone (panic.rs): kube's controller
+    // polls every reconcile in one stream, which a panic would end for every object.
+    let run = super::panic::contained(run);
     let result = match tokio::time::timeout(RECONCILE_DEADLINE, run).await {
-        Ok(result) => result.map_err(|e| Error::Finalizer(Box::new(e))),
+        Ok(Ok(result)) => result.map_err(|e| Error::Finalizer(Box::new(e))),
+        Ok(Err(panic)) => {
+            tracing::error!(panic = %panic, "the reconcile panicked: this object fails, no other");
+            Err(Error::Panicked(panic))
+        }
         Err(_) => Err(Error::Deadline(RECONCILE_DEADLINE)),
     };
     match &result {

@@ -6,6 +6,7 @@ pub mod first_seen;
 pub mod gated_election;
 pub mod gc;
 pub mod notify;
+pub mod panics;
 pub mod policy_reconcile;
 pub mod repository_reconcile;
 pub mod throttle;
