@@ -33,22 +33,18 @@ pub(super) async fn read_limited_with(
         host: host.into(),
         detail: format!("the body exceeds the {limit}-byte limit"),
     };
+    // A declared length only refuses what exceeds the limit: it is charged as bytes arrive,
+    // since a length alone, declared and never sent, held the memory budget for as long as
+    // the registry stalled.
     if response.content_length().is_some_and(|n| n > limit as u64) {
         return Err(too_big());
     }
-    // A known length is allocated once (growing a large buffer copies it: twice the memory
-    // for a moment); otherwise the buffer doubles as chunks arrive.
+    // The buffer doubles as chunks arrive, up to the declared length (so a body sent whole is
+    // not copied at the end), never past the limit.
+    let ceiling = response
+        .content_length()
+        .map_or(limit, |n| (n as usize).min(limit));
     let mut body = Vec::new();
-    if let Some(length) = response.content_length() {
-        let length = length as usize;
-        grow(length).map_err(|detail| RegistryError::InvalidResponse {
-            method: method_name(method),
-            url: url.to_string(),
-            host: host.into(),
-            detail,
-        })?;
-        body.reserve_exact(length);
-    }
     loop {
         match response.chunk().await {
             Ok(Some(chunk)) => {
@@ -58,7 +54,7 @@ pub(super) async fn read_limited_with(
                 }
                 // `grow` is charged what is allocated (capacity), not only what is used.
                 if needed > body.capacity() {
-                    let capacity = needed.max(body.capacity() * 2).min(limit);
+                    let capacity = needed.max(body.capacity() * 2).min(ceiling.max(needed));
                     grow(capacity - body.capacity()).map_err(|detail| {
                         RegistryError::InvalidResponse {
                             method: method_name(method),

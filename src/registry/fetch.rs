@@ -31,7 +31,7 @@ impl RegistryClient {
         limit: usize,
     ) -> Result<Vec<u8>, RegistryError> {
         let memory = &self.shared.memory;
-        let mut held = Held::default();
+        let mut held = Held::for_tenant(self.options.tenant.as_deref());
         read_limited_with(&Method::GET, url, host, response, limit, |bytes| {
             memory.reserve(&mut held, bytes)
         })

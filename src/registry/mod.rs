@@ -37,7 +37,7 @@ mod tags;
 mod tls;
 mod token_auth;
 
-pub use budget::{Held, MemoryBudget, MAX_KEPT_BYTES, PROCESS_BUDGET_BYTES};
+pub use budget::{Held, MemoryBudget, MAX_KEPT_BYTES, PROCESS_BUDGET_BYTES, TENANT_SHARE_BYTES};
 pub use client::{install_crypto_provider, RegistryClient};
 /// An error with its causes (`error sending request` alone says nothing of DNS or connect).
 pub(crate) use describe::chain as error_chain;
@@ -74,6 +74,9 @@ pub struct ClientOptions {
     pub limits: ListLimits,
     /// How errors name the settings to change (`spec.*` or flags).
     pub fixes: &'static Fixes,
+    /// Whose reads these are (the object's namespace): each tenant holds at most its share of
+    /// the memory budget (budget.rs). `None`: the process budget only (the command line).
+    pub tenant: Option<String>,
 }
 
 impl Default for ClientOptions {
@@ -86,6 +89,7 @@ impl Default for ClientOptions {
             timeout: Duration::from_secs(60),
             limits: ListLimits::default(),
             fixes: &Fixes::NEUTRAL,
+            tenant: None,
         }
     }
 }

@@ -96,6 +96,11 @@ impl Registries {
         &self.scheduler
     }
 
+    /// What registry answers may hold in memory, process-wide and per tenant (budget.rs).
+    pub fn memory_budget(&self) -> &MemoryBudget {
+        &self.memory
+    }
+
     /// How many entries each table keeps.
     pub fn kept(&self) -> Kept {
         let (tokens, challenges) = self.auth.sizes();

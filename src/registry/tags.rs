@@ -87,7 +87,10 @@ impl RegistryClient {
         let mut target = Target::Path(&first);
         let mut small_pages = false;
         let mut seen: HashSet<String> = HashSet::new();
-        let mut listing = Listing::default();
+        let mut listing = Listing {
+            held: Held::for_tenant(self.options.tenant.as_deref()),
+            ..Listing::default()
+        };
         loop {
             if listing.requests >= limits.max_pages {
                 return Err(stop(format!(
@@ -117,7 +120,7 @@ impl RegistryClient {
             })?;
             // The body is held from the budget while it is read and parsed, then given back.
             let memory = &self.shared.memory;
-            let mut body_held = Held::default();
+            let mut body_held = Held::for_tenant(self.options.tenant.as_deref());
             let body = read_limited_with(
                 &Method::GET,
                 &url,

@@ -170,6 +170,7 @@ pub async fn client_options(
             proxy,
             timeout,
             fixes: &SPEC_FIXES,
+            tenant: Some(namespace.to_string()),
             ..Default::default()
         });
     }
@@ -209,6 +210,7 @@ pub async fn client_options(
         proxy,
         timeout,
         fixes: &SPEC_FIXES,
+        tenant: Some(namespace.to_string()),
         ..Default::default()
     })
 }

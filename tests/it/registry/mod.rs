@@ -6,4 +6,5 @@ pub mod cloud_login;
 pub mod gate_answers;
 pub mod registry_faults;
 pub mod registry_real;
+pub mod shares;
 pub mod tenant_access;

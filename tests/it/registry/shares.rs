@@ -1,0 +1,75 @@
+//! One tenant's registries cannot take the memory the others' reads need (docs/security.md,
+//! "What a registry answers"): a body is charged as its bytes arrive, never by the length a
+//! registry declares, and one namespace holds at most its share of the budget.
+
+use super::registry_faults::{client, shared};
+use crate::support::fault_server::{FaultServer, Reply};
+use image_reflector::registry::{ImageReference, PROCESS_BUDGET_BYTES};
+use serde_json::json;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A registry that declares `length` bytes for every answer and never sends them.
+async fn stalling_declarations(length: usize) -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = asked.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let count = count.clone();
+            tokio::spawn(async move {
+                let mut request = vec![0; 4096];
+                let _ = socket.read(&mut request).await;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                     Content-Length: {length}\r\n\r\n{{\"tags\": ["
+                );
+                let _ = socket.write_all(head.as_bytes()).await;
+                count.fetch_add(1, Ordering::SeqCst);
+                // Stall: hold the connection, send nothing more.
+                tokio::time::sleep(std::time::Duration::from_secs(600)).await;
+            });
+        }
+    });
+    (host, asked)
+}
+
+/// Two stalled declarations of 64 and 32 MiB made every other tenant's scans fail ("memory
+/// budget held by other reads") for as long as they stalled.
+#[tokio::test]
+async fn declared_lengths_that_never_arrive_hold_no_budget() {
+    let registries = shared();
+    let mut stalled = Vec::new();
+    let mut counters = Vec::new();
+    for mib in [64, 32] {
+        let (host, asked) = stalling_declarations(mib << 20).await;
+        let image = ImageReference::parse(&format!("{host}/hostile/app"), true).unwrap();
+        let hostile = client(&registries, |o| o.tenant = Some("hostile".into()));
+        stalled.push(tokio::spawn(async move { hostile.list_tags(&image).await }));
+        counters.push(asked);
+    }
+    while counters.iter().any(|c| c.load(Ordering::SeqCst) == 0) {
+        tokio::task::yield_now().await;
+    }
+    let healthy = FaultServer::start(|_| Reply::json(200, json!({ "tags": ["1.0"] }))).await;
+    let image = ImageReference::parse(&format!("{}/team/app", healthy.host()), true).unwrap();
+    let team = client(&registries, |o| o.tenant = Some("team".into()));
+    assert_eq!(team.list_tags(&image).await.unwrap(), ["1.0"]);
+    // The stalled reads have charged what arrived (a few bytes), not what they declared.
+    let budget = registries.memory_budget();
+    assert!(
+        budget.available() > PROCESS_BUDGET_BYTES - (1 << 20),
+        "{} bytes held",
+        PROCESS_BUDGET_BYTES - budget.available()
+    );
+    assert!(budget.held_by("hostile") < 1 << 20);
+    for task in &stalled {
+        assert!(!task.is_finished(), "still stalling");
+        task.abort();
+    }
+}
