@@ -165,6 +165,7 @@ impl Reconciled for ImagePolicy {
         let key = object_key(self);
         ctx.shared.backoff.reset(&key);
         ctx.shared.recorder.repeats.forget(&key);
+        ctx.shared.recorder.limits.forget(&key);
         ctx.seen.lock().expect("policies lock").remove(&key);
         Ok(Next::AwaitChange)
     }

@@ -139,6 +139,7 @@ impl Reconciled for ImageRepository {
         let key = object_key(self);
         shared.backoff.reset(&key);
         shared.recorder.repeats.forget(&key);
+        shared.recorder.limits.forget(&key);
         if let Some(store_key) = store_key(self) {
             shared.scan_order.reconciled(&store_key);
             let store = shared.store.clone();

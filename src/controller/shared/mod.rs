@@ -9,6 +9,7 @@ pub mod conditions;
 pub mod context;
 pub mod credentials;
 pub mod error;
+pub mod event_limits;
 pub mod events;
 pub mod handoff;
 pub mod intervals;

@@ -5,6 +5,7 @@
 //! on core Events only, and a drop-in replacement runs with Flux's RBAC.
 
 use super::conditions::{cut, whole_seconds};
+use super::event_limits::{EventLimits, Verdict};
 use super::events::{
     transition_event, unchanged_for, EventSpec, RepeatFilter, REPORTING_CONTROLLER,
 };
@@ -13,7 +14,7 @@ use crate::api::Condition;
 use k8s_openapi::api::core::v1::{Event, EventSource};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::PostParams;
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client, Resource, ResourceExt};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -24,6 +25,8 @@ pub struct EventRecorder {
     client: Client,
     instance: String,
     pub repeats: RepeatFilter,
+    /// How many Event objects each object may cause (event_limits.rs).
+    pub limits: EventLimits,
     notifier: Option<Notifier>,
     /// Added to the name's timestamp: one reconcile may publish several events at one instant
     /// (a gated election's `HeldBack` beside its transition), and names must differ.
@@ -41,6 +44,7 @@ impl EventRecorder {
             client,
             instance,
             repeats: RepeatFilter::new(repeat_interval),
+            limits: EventLimits::default(),
             notifier,
             sequence: Default::default(),
         }
@@ -111,16 +115,55 @@ impl EventRecorder {
             .namespace
             .clone()
             .unwrap_or_else(|| "default".into());
+        let api = Api::<Event>::namespaced(self.client.clone(), &namespace);
+        let type_ = event.type_.as_str();
+        let (message, count) = match self.limits.note(
+            &key,
+            type_,
+            &event.reason,
+            &event.message,
+            std::time::Instant::now(),
+        ) {
+            Verdict::Drop => {
+                tracing::debug!(reason = %event.reason, "event over the object's rate: not written");
+                return Ok(());
+            }
+            Verdict::Create(message) => (message, None),
+            Verdict::Combine {
+                name: Some(name),
+                count,
+                message,
+            } => {
+                // The merged Event: its count, last time and latest message.
+                let patch = serde_json::json!({
+                    "count": count,
+                    "lastTimestamp": whole_seconds(now),
+                    "message": cut(&message, super::conditions::MAX_MESSAGE_LEN),
+                });
+                let params = PatchParams::default();
+                match api.patch(&name, &params, &Patch::Merge(&patch)).await {
+                    Ok(_) => return Ok(()),
+                    // Gone (expired, deleted): a new merged Event.
+                    Err(_) => (message, Some(count)),
+                }
+            }
+            Verdict::Combine {
+                name: None,
+                count,
+                message,
+            } => (message, Some(count)),
+        };
+        let name = format!(
+            "{}.{:x}",
+            regarding.name.as_deref().unwrap_or("object"),
+            now.as_nanosecond().wrapping_add(i128::from(
+                self.sequence
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ))
+        );
         let body = Event {
             metadata: ObjectMeta {
-                name: Some(format!(
-                    "{}.{:x}",
-                    regarding.name.as_deref().unwrap_or("object"),
-                    now.as_nanosecond().wrapping_add(i128::from(
-                        self.sequence
-                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-                    ))
-                )),
+                name: Some(name.clone()),
                 namespace: Some(namespace.clone()),
                 annotations: (!metadata.is_empty()).then_some(metadata),
                 ..Default::default()
@@ -128,11 +171,11 @@ impl EventRecorder {
             involved_object: regarding,
             type_: Some(event.type_.as_str().into()),
             reason: Some(event.reason.clone()),
-            // As long as a condition's message may be (the API's cap), escaped the same way.
-            message: Some(cut(&event.message, super::conditions::MAX_MESSAGE_LEN)),
+            // Cut to a few KiB (event_limits.rs), escaped as a condition's message is.
+            message: Some(cut(&message, super::conditions::MAX_MESSAGE_LEN)),
             first_timestamp: Some(whole_seconds(now)),
             last_timestamp: Some(whole_seconds(now)),
-            count: Some(1),
+            count: Some(count.unwrap_or(1)),
             source: Some(EventSource {
                 component: Some(REPORTING_CONTROLLER.into()),
                 host: None,
@@ -141,9 +184,10 @@ impl EventRecorder {
             reporting_instance: Some(self.instance.clone()),
             ..Default::default()
         };
-        Api::<Event>::namespaced(self.client.clone(), &namespace)
-            .create(&PostParams::default(), &body)
-            .await
-            .map(|_| ())
+        api.create(&PostParams::default(), &body).await?;
+        if count.is_some() {
+            self.limits.merged_as(&key, type_, &event.reason, name);
+        }
+        Ok(())
     }
 }
