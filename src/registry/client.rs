@@ -14,7 +14,8 @@ use super::retry_after::parse_retry_after;
 use super::{ClientOptions, RegistryError};
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Method, Response, Url};
-use std::sync::{Arc, Once};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, Once};
 use std::time::{Instant, SystemTime};
 use tracing::Instrument;
 
@@ -28,6 +29,10 @@ pub struct RegistryClient {
     pub(super) path: NetworkPath,
     /// Credentials from the cloud login, fetched once per client when first needed.
     pub(super) login_credentials: tokio::sync::OnceCell<Credentials>,
+    /// Origins other than the registry's this client was redirected to (redirect.rs).
+    pub(super) redirect_origins: Mutex<HashSet<String>>,
+    /// This client's own HTTP client for those origins, keeping no idle connection.
+    pub(super) redirect_http: Mutex<Option<reqwest::Client>>,
 }
 
 /// Where a request goes: a path under the registry root, or a URL the registry gave us.
@@ -55,6 +60,8 @@ impl RegistryClient {
             options,
             shared,
             login_credentials: tokio::sync::OnceCell::new(),
+            redirect_origins: Mutex::default(),
+            redirect_http: Mutex::default(),
         })
     }
 
@@ -79,7 +86,11 @@ impl RegistryClient {
             path = url.path(),
             http.status_code = tracing::field::Empty,
         );
-        let result = request.send().instrument(span.clone()).await;
+        let request = request
+            .build()
+            .map_err(|err| self.transport_error(method, url, host, &err))?;
+        let headers = request.headers().clone();
+        let result = self.http.execute(request).instrument(span.clone()).await;
         if let Ok(response) = &result {
             span.record("http.status_code", response.status().as_u16());
         }
@@ -91,10 +102,13 @@ impl RegistryClient {
         let status = response.status().as_u16();
         let retry_after = retry_after(response.headers());
         let until = scheduler.record_for(&key, Some(repository), Some(status), retry_after);
+        let response = self
+            .follow_redirects(method, url, &headers, response)
+            .await?;
         Ok((response, until))
     }
 
-    fn transport_error(
+    pub(super) fn transport_error(
         &self,
         method: &Method,
         url: &Url,

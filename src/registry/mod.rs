@@ -26,6 +26,7 @@ mod inspect;
 mod keyring;
 mod login;
 mod proxy;
+mod redirect;
 mod reference;
 mod registries;
 mod request;

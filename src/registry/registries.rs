@@ -155,19 +155,28 @@ impl Registries {
         if let Some(client) = self.http.get(&key) {
             return Ok(client);
         }
-        let client = build_http_client(options)?;
+        let client = build_http_client(options, true)?;
         self.http.put(key, client.clone());
         Ok(client)
     }
 }
 
-fn build_http_client(options: &ClientOptions) -> Result<reqwest::Client, RegistryError> {
+/// A client for `options`' TLS, proxy and timeout; `pooled`: keeping idle connections (the
+/// registry's own), else closing each with its answer (redirect targets, redirect.rs).
+pub(super) fn build_http_client(
+    options: &ClientOptions,
+    pooled: bool,
+) -> Result<reqwest::Client, RegistryError> {
     let mut builder = reqwest::Client::builder()
         .user_agent(concat!("image-reflector/", env!("CARGO_PKG_VERSION")))
         .timeout(options.timeout)
         .connect_timeout(options.timeout.min(std::time::Duration::from_secs(30)))
-        // Registries redirect blob downloads; tags and manifests may be redirected too.
-        .redirect(reqwest::redirect::Policy::limited(5));
+        // Registries redirect blob downloads; tags and manifests may be redirected too:
+        // followed by redirect.rs, which bounds them.
+        .redirect(reqwest::redirect::Policy::none());
+    if !pooled {
+        builder = builder.pool_max_idle_per_host(0);
+    }
     if let Some(tls) = &options.tls {
         builder = tls.apply(builder)?;
     }

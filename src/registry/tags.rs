@@ -101,6 +101,20 @@ impl RegistryClient {
             let (url, response) = self.send(Method::GET, image, target, None).await?;
             listing.requests += 1;
             let host = url_host(&url);
+            // A page another host answered (through a redirect) lists that host's tags, not
+            // the registry's: never merged (redirect.rs).
+            if response.url().host_str() != url.host_str() {
+                return Err(RegistryError::InvalidResponse {
+                    method: "GET",
+                    url: url.to_string(),
+                    host,
+                    detail: format!(
+                        "the tag list was redirected to {}, another host: refused, a listing \
+                         comes from the registry itself",
+                        url_host(response.url())
+                    ),
+                });
+            }
             if response.status() != StatusCode::OK {
                 let err = status_error(Method::GET, &url, &host, response, &self.options).await;
                 if !small_pages && rejects_page_size(&err) {

@@ -1,0 +1,136 @@
+//! Redirects are bounded per request and per scan, and a listing never takes another host's
+//! tags (docs/security.md, "What a registry answers"; registry/redirect.rs). A scan whose
+//! every page answered 307 to a new host opened 3,020 sockets and merged tags from 3,000
+//! other origins.
+
+use super::registry_faults::{client, shared};
+use crate::support::fault_server::{FaultServer, Reply, Seen};
+use image_reflector::registry::ImageReference;
+use serde_json::json;
+
+fn image(server: &FaultServer) -> ImageReference {
+    ImageReference::parse(&format!("{}/team/app", server.host()), true).unwrap()
+}
+
+/// A tag page answered by another host after a redirect is refused, not merged.
+#[tokio::test]
+async fn a_tag_page_from_another_host_is_never_merged() {
+    let elsewhere = FaultServer::start(|_| Reply::json(200, json!({ "tags": ["planted"] }))).await;
+    let location = format!(
+        "http://localhost:{}/v2/team/app/tags/list",
+        elsewhere.addr.port()
+    );
+    let registry =
+        FaultServer::start(move |_| Reply::status(307).header("Location", &location)).await;
+    let err = client(&shared(), |_| {})
+        .list_tags(&image(&registry))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains(&format!(
+            "the tag list was redirected to localhost:{}",
+            elsewhere.addr.port()
+        )),
+        "{err}"
+    );
+}
+
+/// Five redirects a request, as before: the sixth is refused, naming where it went.
+#[tokio::test]
+async fn a_request_follows_at_most_five_redirects() {
+    let registry = FaultServer::start(|seen: &Seen| {
+        let hop: u32 = seen.query("hop").and_then(|h| h.parse().ok()).unwrap_or(0);
+        Reply::status(307).header(
+            "Location",
+            &format!("/v2/team/app/manifests/1.0?hop={}", hop + 1),
+        )
+    })
+    .await;
+    let err = client(&shared(), |_| {})
+        .digest(&image(&registry), "1.0")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("more than 5 redirects"), "{err}");
+    assert_eq!(
+        registry.seen().len(),
+        6,
+        "the first request and five redirects"
+    );
+}
+
+/// One scan is redirected to at most four origins besides the registry's; a fifth is refused.
+/// Redirect targets get no credentials.
+#[tokio::test]
+async fn one_scan_is_redirected_to_at_most_four_other_origins() {
+    let blob = FaultServer::start(|_| {
+        Reply::status(200)
+            .header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+            .body(br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"a","digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000","size":1},"layers":[]}"#.to_vec())
+    })
+    .await;
+    // Five distinct origins for one host: one port each, reached as 127.0.0.1 and localhost.
+    let mut targets = Vec::new();
+    for name in ["127.0.0.1", "localhost"] {
+        targets.push(format!("http://{name}:{}/m", blob.addr.port()));
+    }
+    let mut extra = Vec::new();
+    for _ in 0..3 {
+        let port_server = FaultServer::start(|_| {
+            Reply::status(200)
+                .header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+                .body(br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"a","digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000","size":1},"layers":[]}"#.to_vec())
+        })
+        .await;
+        targets.push(format!("http://127.0.0.1:{}/m", port_server.addr.port()));
+        extra.push(port_server);
+    }
+    let routes = targets.clone();
+    let registry = FaultServer::start(move |seen: &Seen| {
+        if seen.header("Authorization").is_none() {
+            return Reply::status(401).header("WWW-Authenticate", r#"Basic realm="r""#);
+        }
+        let tag = seen.path().rsplit('/').next().unwrap_or_default();
+        let i: usize = tag.parse().unwrap_or(0);
+        Reply::status(302).header("Location", &routes[i % routes.len()])
+    })
+    .await;
+    let scan = client(&shared(), |o| {
+        o.credentials = Some(image_reflector::registry::Credentials {
+            username: "alice".into(),
+            password: "s3cret".into(),
+        })
+    });
+    for i in 0..4 {
+        let read = scan.manifest(&image(&registry), &i.to_string()).await;
+        assert!(read.is_ok(), "origin {i}: {:?}", read.err());
+    }
+    let err = scan.manifest(&image(&registry), "4").await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("a further origin past the 4 this scan was already redirected to"),
+        "{err}"
+    );
+    // A known origin stays reachable; a new reconcile's client starts afresh.
+    assert!(scan.manifest(&image(&registry), "0").await.is_ok());
+    let next = client(&shared(), |o| {
+        o.credentials = Some(image_reflector::registry::Credentials {
+            username: "alice".into(),
+            password: "s3cret".into(),
+        })
+    });
+    assert!(next.manifest(&image(&registry), "4").await.is_ok());
+    assert!(
+        registry
+            .seen()
+            .iter()
+            .any(|s| s.header("Authorization").is_some()),
+        "the registry itself got the credentials"
+    );
+    let carried = blob
+        .seen()
+        .into_iter()
+        .chain(extra.iter().flat_map(|s| s.seen()))
+        .filter(|s| s.header("Authorization").is_some())
+        .count();
+    assert_eq!(carried, 0, "no credentials to another origin");
+}
