@@ -11,6 +11,7 @@ use super::describe::{chain, method_name};
 use super::keyring::Credentials;
 use super::registries::Registries;
 use super::retry_after::parse_retry_after;
+use super::scheduler::Slot;
 use super::{ClientOptions, RegistryError};
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Method, Response, Url};
@@ -94,14 +95,14 @@ impl RegistryClient {
         if let Ok(response) = &result {
             span.record("http.status_code", response.status().as_u16());
         }
-        drop(slot);
-        let response = result.map_err(|err| {
+        let mut response = result.map_err(|err| {
             scheduler.record_for(&key, Some(repository), None, None);
             self.transport_error(method, url, host, &err)
         })?;
         let status = response.status().as_u16();
         let retry_after = retry_after(response.headers());
         let until = scheduler.record_for(&key, Some(repository), Some(status), retry_after);
+        hold_slot(&mut response, slot);
         let response = self
             .follow_redirects(method, url, &headers, response)
             .await?;
@@ -152,6 +153,18 @@ impl RegistryClient {
             }
         }
     }
+}
+
+/// Keeps the host's slot with `response` until it is dropped (its body read, or not wanted):
+/// a caller that sends another request to the host must drop or [`release_slot`] the answer
+/// it holds first, or it may wait on its own slot.
+pub(super) fn hold_slot(response: &mut Response, slot: Slot) {
+    response.extensions_mut().insert(Arc::new(slot));
+}
+
+/// Frees the slot `response` holds, for an answer kept while the next request is sent.
+pub(super) fn release_slot(response: &mut Response) {
+    response.extensions_mut().remove::<Arc<Slot>>();
 }
 
 /// Whether the failure came from a TLS peer (a certificate or an alert), as opposed to a

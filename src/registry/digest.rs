@@ -53,6 +53,7 @@ impl RegistryClient {
             StatusCode::METHOD_NOT_ALLOWED | StatusCode::NOT_IMPLEMENTED => {}
             _ => return Err(status_error(Method::HEAD, &url, &host, head, &self.options).await),
         }
+        drop(head); // its slot of the host, before the GET asks for one
         let (url, get) = self
             .send(Method::GET, image, Target::Url(url), Some(MANIFEST_ACCEPT))
             .await?;

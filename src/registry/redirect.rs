@@ -13,7 +13,7 @@
 //! may not (tags.rs), a blob or manifest checked by its digest may.
 
 use super::access::scheduler_key;
-use super::client::RegistryClient;
+use super::client::{hold_slot, RegistryClient};
 use super::describe::{method_name, url_host};
 use super::RegistryError;
 use reqwest::header::{HeaderMap, AUTHORIZATION, COOKIE, LOCATION, PROXY_AUTHORIZATION};
@@ -43,6 +43,9 @@ impl RegistryClient {
         };
         let mut hops = 0;
         while let Some(next) = redirect_target(&response)? {
+            let status = response.status().as_u16();
+            // Its slot goes before the next hop asks for one.
+            drop(response);
             hops += 1;
             if hops > MAX_REDIRECTS {
                 return Err(refuse(format!(
@@ -73,7 +76,7 @@ impl RegistryClient {
                     forwarded.remove(sensitive);
                 }
             }
-            let method = match response.status().as_u16() {
+            let method = match status {
                 303 if method != Method::HEAD => Method::GET,
                 _ => method.clone(),
             };
@@ -90,12 +93,12 @@ impl RegistryClient {
                 .headers(forwarded)
                 .send()
                 .await;
-            drop(slot);
             response = sent.map_err(|err| {
                 scheduler.record(&key, None, None);
                 self.transport_error(&method, &next, &host, &err)
             })?;
             scheduler.record(&key, Some(response.status().as_u16()), None);
+            hold_slot(&mut response, slot);
         }
         Ok(response)
     }

@@ -78,7 +78,10 @@ impl Host {
     }
 }
 
-/// Leave to send one request to a host; dropping it frees the slot.
+/// Leave to send one request to a host; dropping it frees the slot. It is held until the
+/// answer's body is read (client.rs keeps it in the response), so a host has at most
+/// `max_concurrent_per_host` answers in flight, bodies included: a slot that ended with the
+/// headers let 200 dripping manifests of one host hold 200 sockets.
 pub(super) struct Slot {
     _permit: OwnedSemaphorePermit,
 }

@@ -5,7 +5,7 @@
 use super::access::{admit_challenge, RepositoryRoute};
 use super::auth::{parse_challenge, Challenge, TokenKey, TokenResponse};
 use super::body::{read_limited, status_error};
-use super::client::{rate_limited, RegistryClient};
+use super::client::{rate_limited, release_slot, RegistryClient};
 use super::describe::{method_name, url_host};
 use super::keyring::Credentials;
 use super::{ImageReference, RegistryError};
@@ -39,10 +39,13 @@ impl RegistryClient {
                 request = request.header(AUTHORIZATION, value);
             }
             let about = (host.as_str(), image.repository());
-            let (response, throttled_until) = self.send_once(request, method, &url, about).await?;
+            let (mut response, throttled_until) =
+                self.send_once(request, method, &url, about).await?;
             let status = response.status().as_u16();
             if status == 401 && !challenged {
                 challenged = true;
+                // A token may be fetched from this host before the answer is dropped.
+                release_slot(&mut response);
                 let challenge = response
                     .headers()
                     .get(WWW_AUTHENTICATE)

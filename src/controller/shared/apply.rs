@@ -2,13 +2,15 @@
 //! decide, metrics, event metadata), then what it comes to: the log line, the status patch
 //! (only when changed), the metrics and the event of a transition.
 
+use super::conditions::{Conditions, Reason};
 use super::context::Context;
 use super::error::{log_result, Error};
 use super::events::EventSpec;
-use super::handoff::{Handed, Handoffs, RECONCILE_DEADLINE};
+use super::handoff::{Handed, Handoffs, BUSY_RETRY, RECONCILE_DEADLINE};
 use super::next::Next;
 use super::queue::WorkQueue;
-use super::status::{is_stalled, patch_status, FluxStatus, Patched};
+use super::status::{finish_status, is_stalled, patch_status, FluxStatus, Patched};
+use super::summary::Outcome;
 use crate::telemetry::metrics::Metrics;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, Resource};
@@ -151,6 +153,10 @@ pub(super) async fn apply<K: Reconciled>(
             }
         }
         Handed::Decided { outcome, rerun } => with_rerun(outcome?, rerun),
+        Handed::Busy(message) => {
+            tracing::warn!("{message}");
+            busy(obj.as_ref(), &old, message, now)
+        }
         Handed::Working => {
             tracing::info!(
                 "still deciding after {}s: it goes on in the background, and the object is \
@@ -199,4 +205,26 @@ fn with_rerun<S>(mut decision: Decision<S>, rerun: bool) -> Decision<S> {
         decision.next = Next::After(std::time::Duration::ZERO);
     }
     decision
+}
+
+/// What a reconcile whose decision found no room in the background writes: its last status
+/// with Reconciling=True saying why it waits; tried again after [`BUSY_RETRY`], no backoff.
+fn busy<K: Reconciled>(
+    obj: &K,
+    old: &K::Status,
+    message: String,
+    now: Timestamp,
+) -> Decision<K::Status> {
+    let generation = obj.meta().generation.unwrap_or(0);
+    let mut list = old.conditions().to_vec();
+    Conditions::new(&mut list, generation, now)
+        .mark_reconciling(Reason::ProgressingWithRetry, &message);
+    let mut status = old.clone();
+    finish_status(obj, old, &mut status, list, &Outcome::Waiting, now);
+    Decision {
+        status,
+        next: Next::After(BUSY_RETRY),
+        summary: message,
+        held: false,
+    }
 }

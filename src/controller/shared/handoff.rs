@@ -30,6 +30,15 @@ pub const RECONCILE_DEADLINE: Duration =
 /// The longest a worker waits for a decision before it goes on in the background.
 pub const HANDOFF_AFTER: Duration = Duration::from_secs(3);
 
+/// Decisions of one kind running in the background at once, in all (each holds sockets and
+/// memory as long as its registry makes it last: 200 policies whose manifests dripped held
+/// 200 sockets for up to 5 minutes) ...
+pub const MAX_BACKGROUND: usize = 64;
+/// ... and of one namespace, so one tenant's slow registries leave room for the others'.
+pub const MAX_BACKGROUND_PER_NAMESPACE: usize = 16;
+/// When a decision that found no background room is tried again.
+pub const BUSY_RETRY: Duration = Duration::from_secs(30);
+
 /// A decision running (or finished) in the background; `T` is what it comes to.
 struct Parked<T> {
     /// The object's trigger when the decision started.
@@ -49,6 +58,9 @@ pub enum Handed<T> {
     Decided { outcome: T, rerun: bool },
     /// Still running in the background; its object is woken when it ends.
     Working,
+    /// Past [`HANDOFF_AFTER`] with no room in the background ([`MAX_BACKGROUND`],
+    /// [`MAX_BACKGROUND_PER_NAMESPACE`]): stopped, tried again after [`BUSY_RETRY`]; says why.
+    Busy(String),
 }
 
 /// The parked decisions of one kind `K`, and the wakes of their objects.
@@ -114,10 +126,15 @@ impl<K: Resource<DynamicType = ()> + 'static, T: Send + 'static> Handoffs<K, T> 
             done: done.clone(),
             rerun: false,
         };
-        self.parked
-            .lock()
-            .expect("handoffs lock")
-            .insert(key, parked);
+        {
+            let mut all = self.parked.lock().expect("handoffs lock");
+            if let Some(busy) = no_room(&all, &key) {
+                drop(all);
+                task.abort();
+                return Handed::Busy(busy);
+            }
+            all.insert(key, parked);
+        }
         let wake = self.wake.clone();
         tokio::spawn(async move {
             // Aborted (the object changed or went): nothing to take, no one to wake.
@@ -154,6 +171,35 @@ impl<K: Resource<DynamicType = ()> + 'static, T: Send + 'static> Handoffs<K, T> 
     }
 }
 
+/// Why a decision of `key` (`Kind/namespace/name`) finds no room in the background, if it
+/// does not: the running decisions (finished ones waiting to be taken hold nothing) in all,
+/// and of its namespace.
+fn no_room<T>(parked: &HashMap<String, Parked<T>>, key: &str) -> Option<String> {
+    let namespace = |k: &str| k.split('/').nth(1).map(str::to_string);
+    let ours = namespace(key);
+    let running = || {
+        parked
+            .iter()
+            .filter(|(_, p)| p.done.lock().expect("handoff lock").is_none())
+    };
+    let in_namespace = running().filter(|(k, _)| namespace(k) == ours).count();
+    let retry = BUSY_RETRY.as_secs();
+    if in_namespace >= MAX_BACKGROUND_PER_NAMESPACE {
+        return Some(format!(
+            "waiting: {in_namespace} decisions of this namespace already run in the \
+             background (registries slow to answer; at most {MAX_BACKGROUND_PER_NAMESPACE} a \
+             namespace); tried again in {retry}s"
+        ));
+    }
+    let total = running().count();
+    (total >= MAX_BACKGROUND).then(|| {
+        format!(
+            "waiting: {total} decisions already run in the background (registries slow to \
+             answer; at most {MAX_BACKGROUND}); tried again in {retry}s"
+        )
+    })
+}
+
 /// A task's outcome; `None` when it was aborted. A panic goes on where it would have gone
 /// had the decision run on the worker.
 fn outcome<T>(joined: Result<T, JoinError>) -> Option<T> {
@@ -161,5 +207,62 @@ fn outcome<T>(joined: Result<T, JoinError>) -> Option<T> {
         Ok(outcome) => Some(outcome),
         Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
         Err(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::ImagePolicy;
+
+    fn policy(namespace: &str, name: &str) -> ImagePolicy {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "image.toolkit.fluxcd.io/v1",
+            "kind": "ImagePolicy",
+            "metadata": {"name": name, "namespace": namespace, "generation": 1},
+            "spec": {"imageRepositoryRef": {"name": "r"}, "policy": {"alphabetical": {}}},
+        }))
+        .unwrap()
+    }
+
+    /// Decisions that never end (a registry that drips): 16 of one namespace run in the
+    /// background, the 17th waits saying why; another namespace still gets room, up to 64 in
+    /// all. The numbers are the documented ones (docs/security.md), written out.
+    #[tokio::test(start_paused = true)]
+    async fn background_decisions_are_capped_in_all_and_per_namespace() {
+        let handoffs: Handoffs<ImagePolicy, ()> = Handoffs::default();
+        let decide = |ns: &str, i: usize| {
+            let obj = policy(ns, &format!("p{i}"));
+            let handoffs = &handoffs;
+            async move { handoffs.decide(&obj, || std::future::pending::<()>()).await }
+        };
+        let hostile = futures::future::join_all((0..17).map(|i| decide("hostile", i))).await;
+        let working = hostile
+            .iter()
+            .filter(|h| matches!(h, Handed::Working))
+            .count();
+        assert_eq!(working, 16);
+        let busy: Vec<&String> = hostile
+            .iter()
+            .filter_map(|h| match h {
+                Handed::Busy(why) => Some(why),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(busy.len(), 1);
+        assert!(
+            busy[0].contains("16 decisions of this namespace") && busy[0].contains("in 30s"),
+            "{}",
+            busy[0]
+        );
+        for ns in ["a", "b", "c"] {
+            let handed = futures::future::join_all((0..16).map(|i| decide(ns, i))).await;
+            assert!(handed.iter().all(|h| matches!(h, Handed::Working)), "{ns}");
+        }
+        assert_eq!(handoffs.parked(), 64);
+        match decide("d", 0).await {
+            Handed::Busy(why) => assert!(why.contains("64 decisions already run"), "{why}"),
+            _ => panic!("the 65th has no room"),
+        }
     }
 }

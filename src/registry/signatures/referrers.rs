@@ -186,6 +186,7 @@ impl RegistryClient {
             }
             // No referrers API: the tag schema, which the signing tool keeps.
             StatusCode::NOT_FOUND => {
+                drop(response); // its slot of the host, before the tag schema asks for one
                 self.shared.no_referrers_api.put(route, Instant::now());
                 Ok((self.tag_schema(image, digest).await?, false))
             }

@@ -73,3 +73,58 @@ async fn declared_lengths_that_never_arrive_hold_no_budget() {
         task.abort();
     }
 }
+
+/// A registry that answers headers at once and then drips its manifest body a byte at a time;
+/// counts how many bodies it is dripping at once.
+async fn dripping_manifests() -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    let (now, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let seen_peak = peak.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let (now, peak) = (now.clone(), peak.clone());
+            tokio::spawn(async move {
+                let mut request = vec![0; 4096];
+                let _ = socket.read(&mut request).await;
+                let body = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"a","digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000","size":1},"layers":[]}"#;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\n\
+                     Content-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = socket.write_all(head.as_bytes()).await;
+                let dripping = now.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(dripping, Ordering::SeqCst);
+                for byte in body.chunks(8) {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    if socket.write_all(byte).await.is_err() {
+                        break;
+                    }
+                }
+                now.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    });
+    (host, seen_peak)
+}
+
+/// A request's slot ended when its headers arrived: 200 policies whose manifests dripped held
+/// 200 sockets of one host. Bodies are read at most four at once per host, as requests are.
+#[tokio::test]
+async fn bodies_are_read_at_most_four_at_once_per_host() {
+    let (host, peak) = dripping_manifests().await;
+    let registries = shared();
+    let reads = (0..12).map(|i| {
+        let image = ImageReference::parse(&format!("{host}/team/app{i}"), true).unwrap();
+        let reader = client(&registries, |o| o.tenant = Some("team".into()));
+        async move { reader.manifest(&image, "1.0").await }
+    });
+    let read = futures::future::join_all(reads).await;
+    assert!(read.iter().all(|r| matches!(r, Ok(Some(_)))), "{read:?}");
+    let peak = peak.load(Ordering::SeqCst);
+    assert!((1..=4).contains(&peak), "{peak} bodies dripped at once");
+}
