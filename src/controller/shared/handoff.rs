@@ -234,7 +234,7 @@ mod tests {
         let decide = |ns: &str, i: usize| {
             let obj = policy(ns, &format!("p{i}"));
             let handoffs = &handoffs;
-            async move { handoffs.decide(&obj, || std::future::pending::<()>()).await }
+            async move { handoffs.decide(&obj, std::future::pending::<()>).await }
         };
         let hostile = futures::future::join_all((0..17).map(|i| decide("hostile", i))).await;
         let working = hostile
