@@ -32,5 +32,11 @@ mod tests {
         let past = httpdate::fmt_http_date(now - Duration::from_secs(30));
         assert_eq!(parse_retry_after(&past, now), Some(Duration::ZERO));
         assert_eq!(parse_retry_after("soon", now), None);
+        // The documented cap (docs/security.md), written out: one day, in both forms.
+        let day = Some(Duration::from_secs(86_400));
+        assert_eq!(parse_retry_after("86401", now), day);
+        assert_eq!(parse_retry_after("18446744073709551615", now), day);
+        let far = httpdate::fmt_http_date(now + Duration::from_secs(90 * 86_400));
+        assert_eq!(parse_retry_after(&far, now), day);
     }
 }

@@ -265,4 +265,23 @@ mod tests {
             _ => panic!("the 65th has no room"),
         }
     }
+
+    /// The documented handoff (docs/security.md), written out: a worker waits 3 s for a
+    /// decision, no longer.
+    #[tokio::test(start_paused = true)]
+    async fn a_worker_waits_three_seconds_for_a_decision() {
+        let handoffs: Handoffs<ImagePolicy, u8> = Handoffs::default();
+        let slow = |ms: u64| {
+            move || async move {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                7
+            }
+        };
+        let quick = handoffs.decide(&policy("team", "a"), slow(2_900)).await;
+        assert!(matches!(quick, Handed::Decided { outcome: 7, .. }));
+        let started = tokio::time::Instant::now();
+        let parked = handoffs.decide(&policy("team", "b"), slow(3_100)).await;
+        assert!(matches!(parked, Handed::Working));
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
+    }
 }

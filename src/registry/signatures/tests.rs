@@ -143,15 +143,30 @@ fn keys_come_from_pub_entries_only() {
     assert!(err.contains("no *.pub entry"), "{err}");
     let err = keys(&[("cosign.pub", b"not pem".to_vec())]).err().unwrap();
     assert!(err.contains("'cosign.pub' is not an ECDSA P-256"), "{err}");
-    let err = keys(&[("big.pub", vec![b'a'; MAX_KEY_BYTES + 1])])
-        .err()
-        .unwrap();
-    assert!(err.contains("over"), "{err}");
-    let many: Vec<(String, Vec<u8>)> = (0..=MAX_KEYS)
-        .map(|i| (format!("k{i:02}.pub"), pem(&key(1))))
+    // The documented bounds (docs/security.md), written out: 16 keys of 16 KiB each.
+    assert_eq!((MAX_KEYS, MAX_KEY_BYTES), (16, 16384));
+    let err = keys(&[("big.pub", vec![b'a'; 16385])]).err().unwrap();
+    assert!(err.contains("'big.pub' is over 16384 bytes"), "{err}");
+    let padded = |i: usize| {
+        let mut pem = pem(&key(1));
+        pem.resize(16384, b'\n');
+        (format!("k{i:02}.pub"), pem)
+    };
+    let sixteen: Vec<(String, Vec<u8>)> = (0..16).map(padded).collect();
+    let refs: Vec<(&str, Vec<u8>)> = sixteen
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.clone()))
         .collect();
-    let refs: Vec<(&str, Vec<u8>)> = many.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
-    assert!(keys(&refs).err().unwrap().contains("more than"));
+    assert!(keys(&refs).is_ok(), "16 keys of 16 KiB are taken");
+    let seventeen: Vec<(String, Vec<u8>)> = (0..17).map(padded).collect();
+    let refs: Vec<(&str, Vec<u8>)> = seventeen
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.clone()))
+        .collect();
+    assert!(keys(&refs)
+        .err()
+        .unwrap()
+        .contains("more than 16 *.pub entries"));
     let a = keys(&[("cosign.pub", pem(&key(1)))]).unwrap();
     let b = keys(&[("cosign.pub", pem(&key(2)))]).unwrap();
     assert_ne!(a.fingerprint, b.fingerprint, "other keys, another verdict");
