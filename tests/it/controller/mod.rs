@@ -2,6 +2,7 @@
 
 pub mod digest_transitions;
 pub mod downgrade;
+pub mod event_rate;
 pub mod first_seen;
 pub mod gated_election;
 pub mod gc;
