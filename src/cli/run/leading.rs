@@ -74,8 +74,12 @@ pub(super) async fn run_as_leader(
         tokio::select! {
             ended = &mut holding => break ended,
             Some(joined) = workers.join_next() => match joined {
-                Ok((_, false)) => {}
-                Ok((name, true)) => break Ended::Failed(format!("{name} stopped")),
+                // Shutdown cancels `work` as it ends `holding`: the loops end first then.
+                Ok((name, fatal)) => {
+                    if fatal && !work.is_cancelled() {
+                        break Ended::Failed(format!("{name} stopped"));
+                    }
+                }
                 Err(err) if err.is_panic() => {
                     let panic = crate::controller::shared::panic::describe(err.into_panic().as_ref());
                     break Ended::Failed(format!("a controller task panicked: {panic}"));

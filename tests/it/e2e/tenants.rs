@@ -200,3 +200,122 @@ async fn e2e_a_hostile_tenants_proxy_gets_nothing_of_another_tenants_registry_ac
     );
     assert!(controller.stop().success());
 }
+
+/// A hostile tenant's token server answers `expires_in: 18446744073709551615`: that overflowed
+/// the token cache's clock arithmetic, and the panic, re-raised in the reconcile, stopped
+/// every tenant's reconciles while `/healthz` answered 200 (docs/security.md, "A panic fails
+/// one object"). Now the token is kept (cut at ten years) and used, the process goes on, and
+/// another namespace's requested scan is handled as soon as it is asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster: make e2e"]
+async fn e2e_a_hostile_token_server_panics_nothing_and_another_namespace_is_served_at_once() {
+    install_crds();
+    let hostile_registry = FaultServer::start_with(|addr| {
+        let realm = format!("http://{addr}/token");
+        move |seen: &Seen| match seen.path() {
+            "/token" => Reply::json(
+                200,
+                json!({"token": "endless", "expires_in": 18446744073709551615u64}),
+            ),
+            _ if seen.header("Authorization") == Some("Bearer endless") => {
+                Reply::json(200, json!({"name": "evil/app", "tags": ["6.6.6"]}))
+            }
+            _ => Reply::status(401).header(
+                "WWW-Authenticate",
+                &format!(r#"Bearer realm="{realm}",service="evil""#),
+            ),
+        }
+    })
+    .await;
+    let tags = Arc::new(Mutex::new(vec!["1.0.0".to_string()]));
+    let listed = tags.clone();
+    let victim_registry = FaultServer::start(move |_: &Seen| {
+        Reply::json(
+            200,
+            json!({"name": "team/app", "tags": *listed.lock().unwrap()}),
+        )
+    })
+    .await;
+
+    let run = std::process::id();
+    let victim = Namespace(format!("image-reflector-served-{run}"));
+    let attacker = Namespace(format!("image-reflector-endless-{run}"));
+    for ns in [&victim, &attacker] {
+        ok(kubectl(&["create", "namespace", &ns.0], None));
+    }
+    let shard = format!("e2e-endless: run-{run}");
+    let repository = |ns: &str, host: String, repo: &str| {
+        format!(
+            "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\n\
+             metadata: {{name: app, namespace: {ns}, labels: {{{shard}}}}}\n\
+             spec: {{image: {host}/{repo}, interval: 1h, insecure: true}}\n"
+        )
+    };
+    let manifests = format!(
+        "{}---\n{}",
+        repository(&attacker.0, hostile_registry.host(), "evil/app"),
+        repository(&victim.0, victim_registry.host(), "team/app")
+    );
+    ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = install_and_controller_kubeconfig(dir.path());
+    let selector = format!("--watch-label-selector=e2e-endless=run-{run}");
+    let log_path = dir.path().join("controller.log");
+    let controller = Controller::start_full(
+        &victim.0,
+        &kubeconfig,
+        &["--watch-all-namespaces=true", &selector],
+        &[],
+        std::fs::File::create(&log_path).unwrap().into(),
+    );
+    let health = crate::support::cluster::listening_port(&log_path, "health");
+    // The endless token was stored and used: the hostile repository is scanned, no panic.
+    wait_for(
+        &attacker.0,
+        "imagerepository/app",
+        "{.status.lastScanResult.tagCount}",
+        "1",
+    );
+    wait_for(
+        &victim.0,
+        "imagerepository/app",
+        "{.status.lastScanResult.tagCount}",
+        "1",
+    );
+    // The hostile tenant asks again (its token is cached: no new token fetch), then the victim.
+    request_reconcile(&attacker.0, "imagerepository/app", "again");
+    tags.lock().unwrap().push("1.1.0".into());
+    request_reconcile(&victim.0, "imagerepository/app", "now");
+    wait_for(
+        &victim.0,
+        "imagerepository/app",
+        "{.status.lastHandledReconcileAt}",
+        "now",
+    );
+    wait_for(
+        &victim.0,
+        "imagerepository/app",
+        "{.status.lastScanResult.tagCount}",
+        "2",
+    );
+    wait_for(
+        &attacker.0,
+        "imagerepository/app",
+        "{.status.lastHandledReconcileAt}",
+        "again",
+    );
+    let tokens = hostile_registry
+        .seen()
+        .iter()
+        .filter(|s| s.path() == "/token")
+        .count();
+    assert_eq!(tokens, 1, "the endless token is kept and reused");
+    image_reflector::registry::install_crypto_provider();
+    let healthz = reqwest::get(format!("http://127.0.0.1:{health}/healthz"))
+        .await
+        .unwrap();
+    assert_eq!(healthz.status().as_u16(), 200);
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(!log.contains("panicked"), "{log}");
+    assert!(controller.stop().success(), "{log}");
+}
