@@ -134,3 +134,70 @@ async fn one_scan_is_redirected_to_at_most_four_other_origins() {
         .count();
     assert_eq!(carried, 0, "no credentials to another origin");
 }
+
+/// A keep-alive server answering every request with a small manifest; counts its open
+/// connections.
+async fn keep_alive_blobs() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::Ordering;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let open = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = open.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let open = counter.clone();
+            open.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let body = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"a","digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000","size":1},"layers":[]}"#;
+                let mut buffer = vec![0; 8192];
+                loop {
+                    match socket.read(&mut buffer).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {
+                            let head = format!(
+                                "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\n\
+                                 Content-Length: {}\r\n\r\n",
+                                body.len()
+                            );
+                            if socket.write_all(head.as_bytes()).await.is_err()
+                                || socket.write_all(body).await.is_err()
+                            {
+                                break;
+                            }
+                        }
+                    }
+                }
+                open.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    });
+    (port, open)
+}
+
+/// Connections to a redirect target close with the answer: in the shared pool, a scan whose
+/// pages each went to a new host left thousands of sockets idle for 90 s.
+#[tokio::test]
+async fn connections_to_a_redirect_target_close_with_its_answer() {
+    let (port, open) = keep_alive_blobs().await;
+    let location = format!("http://localhost:{port}/m");
+    let registry =
+        FaultServer::start(move |_| Reply::status(302).header("Location", &location)).await;
+    let scan = client(&shared(), |_| {});
+    for tag in ["1", "2", "3"] {
+        assert!(scan
+            .manifest(&image(&registry), tag)
+            .await
+            .unwrap()
+            .is_some());
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while open.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} connections to the redirect target still open",
+            open.load(std::sync::atomic::Ordering::SeqCst)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
