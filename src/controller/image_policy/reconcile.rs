@@ -94,6 +94,13 @@ impl Reconciled for ImagePolicy {
         self.spec.suspend == Some(true)
     }
 
+    /// A changed election of an object without `spec.downgrade`, which our CRDs default on
+    /// every object they serve: it was decoded under another schema (Flux's, before the swap
+    /// reached this watch) and may lack its gates (shared/confirm.rs).
+    fn confirm_before_writing(&self, old: &ImagePolicyStatus, new: &ImagePolicyStatus) -> bool {
+        self.spec.downgrade.is_none() && old.latest_ref != new.latest_ref
+    }
+
     /// The cache first, then the migration of deprecated fields, before anything else (even
     /// suspend), in its own patch.
     async fn prepare<'a>(

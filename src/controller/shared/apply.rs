@@ -3,107 +3,19 @@
 //! (only when changed), the metrics and the event of a transition.
 
 use super::conditions::{Conditions, Reason};
+use super::confirm::confirmed;
 use super::context::Context;
 use super::error::{log_result, Error};
-use super::events::EventSpec;
-use super::handoff::{Handed, Handoffs, BUSY_RETRY, RECONCILE_DEADLINE};
+use super::handoff::{Handed, BUSY_RETRY, RECONCILE_DEADLINE};
 use super::next::Next;
-use super::queue::WorkQueue;
 use super::status::{finish_status, is_stalled, patch_status, FluxStatus, Patched};
 use super::summary::Outcome;
-use crate::telemetry::metrics::Metrics;
 use k8s_openapi::jiff::Timestamp;
-use kube::{Api, Resource};
-use serde::de::DeserializeOwned;
-use serde::Serialize;
+use kube::Api;
 use std::borrow::Cow;
-use std::collections::BTreeMap;
-use std::fmt::Debug;
-use std::future::Future;
 use std::sync::Arc;
 
-/// What a kind's decision comes to: the status to write, when to run next, and what happened.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Decision<S> {
-    pub status: S,
-    pub next: Next,
-    /// What happened, for the log (Flux's trace message when nothing failed).
-    pub summary: String,
-    /// Nothing was done this time (no scan slot, or deleted while scanning): not a reconcile
-    /// of the object, for the start-up order and the warm start.
-    pub held: bool,
-}
-
-/// A kind's decisions that went on in the background, each with its deadline's outcome.
-pub type KindHandoffs<K> = Handoffs<K, Result<Decision<<K as Reconciled>::Status>, Error>>;
-
-/// What [`Reconciled::prepare`] found: go on with the object (perhaps rewritten), or stop
-/// here and run again then.
-pub enum Prepared<'a, K: Clone> {
-    Go(Cow<'a, K>),
-    Stop(Next),
-}
-
-/// What differs between ImageRepository and ImagePolicy.
-pub trait Reconciled:
-    Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-    + Clone
-    + DeserializeOwned
-    + Serialize
-    + Debug
-    + Send
-    + Sync
-    + 'static
-{
-    /// The status subresource.
-    type Status: FluxStatus + Serialize + Debug + Send + Sync;
-    /// What the kind's reconciles share: the common [`Context`] and the kind's own state.
-    type Ctx: AsRef<Context> + Send + Sync + 'static;
-    /// The controller's name in logs and metrics (`imagerepository`, `imagepolicy`).
-    const CONTROLLER: &'static str;
-
-    fn queue(ctx: &Context) -> &WorkQueue;
-    /// The kind's decisions that went on in the background ([`Handoffs`]).
-    fn handoffs(ctx: &Self::Ctx) -> &KindHandoffs<Self>;
-    fn status(&self) -> Option<&Self::Status>;
-    fn suspended(&self) -> bool;
-
-    /// Before anything else, suspend included: the kind may rewrite the object (an
-    /// ImagePolicy migrates deprecated status fields) or stop until later (its cache is still
-    /// loading, the start-up order holds it back).
-    fn prepare<'a>(
-        &'a self,
-        api: &Api<Self>,
-        ctx: &Self::Ctx,
-    ) -> impl Future<Output = Result<Prepared<'a, Self>, Error>> + Send;
-
-    /// The reconcile proper: what the status should be and when to run again.
-    fn decide(
-        &self,
-        ctx: &Self::Ctx,
-        now: Timestamp,
-    ) -> impl Future<Output = Decision<Self::Status>> + Send;
-
-    /// Bookkeeping once decided, before the status is written.
-    fn decided(&self, _ctx: &Self::Ctx, _decision: &Decision<Self::Status>) {}
-
-    /// The object's metric series after this reconcile.
-    fn record_metrics(&self, status: &Self::Status, metrics: &Metrics);
-
-    /// Metadata an event of this reconcile carries besides the object's annotations.
-    fn event_metadata(_status: &Self::Status) -> BTreeMap<String, String> {
-        BTreeMap::new()
-    }
-
-    /// Events of this reconcile besides the condition transition's (Normal; an ImagePolicy
-    /// says when a gate holds a tag back, and when a held tag is elected).
-    fn notes(_old: &Self::Status, _new: &Self::Status) -> Vec<EventSpec> {
-        Vec::new()
-    }
-
-    /// The object is being deleted: what goes with it.
-    fn cleanup(&self, ctx: &Self::Ctx) -> impl Future<Output = Result<Next, Error>> + Send;
-}
+pub use super::reconciled::{Decision, KindHandoffs, Prepared, Reconciled};
 
 /// Prepare, suspend, decide, log, write the status, record metrics, publish the event of a
 /// transition. Returns when to run next, and the summary of what happened; `None` while the
@@ -166,6 +78,7 @@ pub(super) async fn apply<K: Reconciled>(
             return Ok(None);
         }
     };
+    let (obj, old, decision) = Box::pin(confirmed(obj, old, decision, api, ctx, now)).await?;
     log_result(
         &decision.next,
         is_stalled(decision.status.conditions()),

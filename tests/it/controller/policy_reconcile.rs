@@ -31,8 +31,17 @@ fn repository(namespace: &str, image: &str, extra: Value) -> ImageRepository {
     .unwrap()
 }
 
-/// A finalized ImagePolicy `p` in `team` with `spec` and `status`.
-fn policy(spec: Value, status: Value) -> Value {
+/// A finalized ImagePolicy `p` in `team` with `spec` and `status`, as the API server serves it
+/// under our CRDs (with `spec.downgrade` defaulted).
+fn policy(mut spec: Value, status: Value) -> Value {
+    if spec.get("downgrade").is_none() {
+        spec["downgrade"] = json!("Allow");
+    }
+    pruned(spec, status)
+}
+
+/// The same, as a watch decoding it under Flux's CRDs serves it: nothing defaulted.
+fn pruned(spec: Value, status: Value) -> Value {
     json!({
         "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImagePolicy",
         "metadata": {"name": "p", "namespace": NS, "uid": "p-1", "generation": 1,
@@ -152,6 +161,54 @@ async fn a_new_election_writes_latest_ref_and_one_normal_event() {
     assert_eq!(
         run.calls[1].body["metadata"]["annotations"]["image.toolkit.fluxcd.io/latestTag"],
         "1.1.0"
+    );
+}
+
+/// Right after our CRDs replaced Flux's, a watch opened before goes on serving objects decoded
+/// under Flux's schema, pruned of what it lacks (here, as a stand-in for a gate, the object's
+/// range as it was before); the API server holds the whole object. A changed election of an
+/// object without our defaults is written only after a GET confirms its spec, and decided
+/// again from the fresh object when it differs.
+#[tokio::test]
+async fn an_election_from_an_object_served_under_another_schema_is_decided_from_a_fresh_read() {
+    let watched = pruned(semver(">=1.0.0"), json!({"observedGeneration": -1}));
+    let fresh = policy(semver("<2.0.0"), json!({"observedGeneration": -1}));
+    let served = fresh.clone();
+    let run = run(
+        &watched,
+        &[scanned_repo()],
+        vec![
+            Expect::ok(
+                "GET",
+                format!("/apis/image.toolkit.fluxcd.io/v1/namespaces/{NS}/imagepolicies/p"),
+                move |_| served.clone(),
+            ),
+            patch(&fresh),
+            Expect::event(NS),
+        ],
+        store_with(NS, &["1.0.0", "1.1.0", "2.0.0"]),
+    )
+    .await;
+    assert!(run.result.is_ok(), "{:?}", run.result);
+    let status = &run.calls[1].body["status"];
+    assert_eq!(
+        status["latestRef"],
+        json!({"name": IMAGE, "tag": "1.1.0"}),
+        "decided from the fresh spec, not the watched one's 2.0.0"
+    );
+
+    // Served whole (defaults present), the same object costs no read.
+    let whole = policy(semver(">=1.0.0"), json!({"observedGeneration": -1}));
+    let run = super::policy_reconcile::run(
+        &whole,
+        &[scanned_repo()],
+        vec![patch(&whole), Expect::event(NS)],
+        store_with(NS, &["1.0.0", "1.1.0", "2.0.0"]),
+    )
+    .await;
+    assert_eq!(
+        run.calls[0].body["status"]["latestRef"],
+        json!({"name": IMAGE, "tag": "2.0.0"})
     );
 }
 
