@@ -73,10 +73,28 @@ pub fn install_and_controller_kubeconfig_from(
     dir: &std::path::Path,
     kustomization: &str,
 ) -> std::path::PathBuf {
+    install_and_controller_kubeconfig_with(dir, kustomization, |_| true)
+}
+
+/// config/default without its CRDs (the controller running on CRDs installed otherwise).
+pub fn install_without_crds_and_controller_kubeconfig(dir: &std::path::Path) -> std::path::PathBuf {
+    install_and_controller_kubeconfig_with(dir, "config/default", |doc| {
+        !doc.contains("kind: CustomResourceDefinition")
+    })
+}
+
+/// [`install_and_controller_kubeconfig_from`], applying only the documents `keep` takes.
+fn install_and_controller_kubeconfig_with(
+    dir: &std::path::Path,
+    kustomization: &str,
+    keep: impl Fn(&str) -> bool,
+) -> std::path::PathBuf {
     let rendered = ok(kubectl(
         &["kustomize", root().join(kustomization).to_str().unwrap()],
         None,
     ));
+    let rendered: Vec<&str> = rendered.split("\n---\n").filter(|doc| keep(doc)).collect();
+    let rendered = rendered.join("\n---\n");
     ok(kubectl(
         &["apply", "--server-side", "--force-conflicts", "-f", "-"],
         Some(&rendered),
