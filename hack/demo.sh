@@ -26,7 +26,9 @@ for tag in 5.9.0 6.0.0 6.1.0 6.1.1 6.2.0-rc.1 6.2.0 latest sha256-2f4e.sig; do
   curl -sf -X PUT -H 'Content-Type: application/vnd.oci.image.manifest.v1+json' \
     --data-binary "@$work/manifest.json" "$registry/v2/demo/app/manifests/$tag" -o /dev/null
 done
-echo "# a local registry at 127.0.0.1:$port holds demo/app with 8 tags"
+echo "# a local registry at 127.0.0.1:$port holds demo/app with 8 tags; the scan keeps 7:"
+echo "# an ImageRepository without spec.exclusionList excludes ^.*\\.sig\$ (cosign's signature"
+echo "# tags), as Flux's does; status.observedExclusionList shows the list in force"
 
 cat > "$work/repository.yaml" <<YAML
 apiVersion: image.toolkit.fluxcd.io/v1

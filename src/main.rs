@@ -24,7 +24,8 @@ enum Command {
     Digest(cli::registry::DigestArgs),
     /// Run the controller against the cluster in KUBECONFIG (or in-cluster).
     Run(Box<cli::run::RunArgs>),
-    /// Reconcile the ImageRepositories of some manifests offline and print their status.
+    /// Reconcile the ImageRepositories, then the ImagePolicies, of some manifests offline (the
+    /// controller's own reconciles) and print their status.
     Scan(cli::scan::ScanArgs),
 }
 

@@ -62,14 +62,26 @@ impl Manifests {
             // What the API server gives a new object.
             meta.entry("generation").or_insert_with(|| 1.into());
         }
-        let invalid = |e: serde_json::Error| CliError::invalid(format!("{file}: {kind}: {e}"));
+        let meta = |field: &str| {
+            doc.pointer(&format!("/metadata/{field}"))
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_string()
+        };
+        let object = format!("{kind} {}/{}", meta("namespace"), meta("name"));
+        let invalid = |e: serde_json::Error| CliError::invalid(format!("{file}: {object}: {e}"));
         match kind.as_str() {
-            "ImageRepository" => self
-                .repositories
-                .push(serde_json::from_value(doc).map_err(invalid)?),
-            "ImagePolicy" => self
-                .policies
-                .push(serde_json::from_value(doc).map_err(invalid)?),
+            "ImageRepository" => {
+                let repository: ImageRepository =
+                    serde_json::from_value(doc.clone()).map_err(invalid)?;
+                warn_unknown(file, &object, &doc, &repository);
+                self.repositories.push(repository);
+            }
+            "ImagePolicy" => {
+                let policy: ImagePolicy = serde_json::from_value(doc.clone()).map_err(invalid)?;
+                warn_unknown(file, &object, &doc, &policy);
+                self.policies.push(policy);
+            }
             "Secret" => {
                 let secret: Secret = serde_json::from_value(doc).map_err(invalid)?;
                 self.secrets.insert(key(&secret), secret);
@@ -86,6 +98,32 @@ impl Manifests {
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// Says which fields of `doc`'s spec the object does not have (a typo such as `semvar:`): the
+/// API server prunes them (kubectl warns), and so does this reading.
+fn warn_unknown(file: &str, object: &str, doc: &Value, parsed: &impl serde::Serialize) {
+    let back = serde_json::to_value(parsed).unwrap_or_default();
+    let mut unknown = Vec::new();
+    unknown_fields(&doc["spec"], &back["spec"], "spec", &mut unknown);
+    for field in unknown {
+        eprintln!("warning: {file}: {object}: unknown field {field} (ignored)");
+    }
+}
+
+/// Paths of keys `given` has (with a value) and `known` lacks.
+fn unknown_fields(given: &Value, known: &Value, path: &str, out: &mut Vec<String>) {
+    let (Value::Object(given), Value::Object(known)) = (given, known) else {
+        return;
+    };
+    for (key, value) in given {
+        let here = format!("{path}.{key}");
+        match known.get(key) {
+            None if !value.is_null() => out.push(here),
+            Some(inner) => unknown_fields(value, inner, &here, out),
+            None => {}
+        }
     }
 }
 

@@ -21,7 +21,8 @@ pub struct RefArgs {
 
 /// Runs `ref`, writing the result to `out`.
 pub fn run(args: &RefArgs, out: &mut impl Write) -> Result<(), CliError> {
-    let reference = ImageReference::parse(&args.image, args.insecure).map_err(CliError::invalid)?;
+    let reference = ImageReference::parse(&args.image, args.insecure)
+        .map_err(|err| CliError::invalid(with_hint(&err.to_string(), &args.image)))?;
     let written = match args.output {
         Output::Text => {
             writeln!(out, "{}\n{}", reference.canonical(), reference.scheme())
@@ -33,4 +34,40 @@ pub fn run(args: &RefArgs, out: &mut impl Write) -> Result<(), CliError> {
         ),
     };
     written.map_err(|e| CliError::failed(format!("writing output: {e}")))
+}
+
+/// Flux's message (which the controller's condition keeps as it is), then, on the command
+/// line, what a reference looks like and the first character that cannot be in one.
+fn with_hint(message: &str, image: &str) -> String {
+    if !message.starts_with("could not parse reference") || message.ends_with(')') {
+        return message.to_string();
+    }
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "._-/:@".contains(c);
+    let first = image.char_indices().find(|(_, c)| !allowed(*c));
+    let culprit = match first {
+        Some((at, c)) => format!("{:?} at byte {at} cannot be in a reference; ", c),
+        None if image.contains("::") => "'::' is not a host:port; ".to_string(),
+        None => String::new(),
+    };
+    format!(
+        "{message}\nhint: {culprit}an image is [host[:port]/]path, each path component lower-case \
+         letters and digits joined by '.', '_', '__' or '-', e.g. ghcr.io/org/app"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unparsable_reference_names_what_cannot_be_in_one() {
+        let err = ImageReference::parse("Not A/Valid::ref", false).unwrap_err();
+        let text = with_hint(&err.to_string(), "Not A/Valid::ref");
+        assert!(
+            text.starts_with("could not parse reference: Not A/Valid::ref\nhint: ' ' at byte 3"),
+            "{text}"
+        );
+        let err = ImageReference::parse("host:1::x/app", false).unwrap_err();
+        assert!(with_hint(&err.to_string(), "host:1::x/app").contains("'::' is not a host:port"));
+    }
 }

@@ -86,7 +86,18 @@ pub struct DigestArgs {
 /// Runs `tags`.
 pub fn run_tags(args: &TagsArgs, out: &mut impl Write) -> Result<(), CliError> {
     // Flux's scan-failure text for a bad exclusionList entry.
-    let exclusions = compile_exclusions(&args.exclude).map_err(CliError::invalid)?;
+    // The condition's text is Flux's (`failed to compile regex <p>: ...`); on the command line
+    // the pattern is quoted, so that one with spaces or brackets reads as one.
+    let exclusions = compile_exclusions(&args.exclude).map_err(|err| {
+        let quoted = args.exclude.iter().fold(err, |text, p| {
+            text.replacen(
+                &format!("failed to compile regex {p}: "),
+                &format!("--exclude '{p}' does not compile: "),
+                1,
+            )
+        });
+        CliError::invalid(quoted)
+    })?;
     let image =
         ImageReference::parse(&args.image, args.connect.insecure).map_err(CliError::invalid)?;
     let client = client(&args.connect, &image)?;

@@ -181,12 +181,28 @@ fn write_explanation(
     if filter {
         writeln!(out, "dropped by filterTags: {}", x.filtered_out)?;
     }
+    // The count, then the first few tags it counts.
+    let named = |count: usize, tags: &[String]| match tags.len() {
+        0 => count.to_string(),
+        n if n < count => format!("{count} ({}, ...)", tags.join(", ")),
+        _ => format!("{count} ({})", tags.join(", ")),
+    };
     if policy.kind() == PolicyKind::SemVer {
-        writeln!(out, "skipped as not a version: {}", x.unparsable)?;
-        writeln!(out, "outside the semver range: {}", x.out_of_range)?;
+        let (skipped, outside) = (&x.unparsable_tags, &x.out_of_range_tags);
+        writeln!(
+            out,
+            "skipped as not a version: {}",
+            named(x.unparsable, skipped)
+        )?;
+        writeln!(
+            out,
+            "outside the semver range: {}",
+            named(x.out_of_range, outside)
+        )?;
     }
     if policy.kind() == PolicyKind::Numerical {
-        writeln!(out, "skipped as not a number: {}", x.unparsable)?;
+        let skipped = named(x.unparsable, &x.unparsable_tags);
+        writeln!(out, "skipped as not a number: {skipped}")?;
     }
     if extract {
         writeln!(

@@ -83,7 +83,16 @@ pub struct Explanation {
     /// Why nothing was elected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The first few tags counted in `unparsable` and `out_of_range`, for a reader to see
+    /// which (at most [`EXAMPLES`] each).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unparsable_tags: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub out_of_range_tags: Vec<String>,
 }
+
+/// Tags of each skipped kind an explanation names.
+pub const EXAMPLES: usize = 5;
 
 impl Policy {
     /// Builds the policy; errors say why the ImagePolicy can never elect (Stalled).
@@ -193,16 +202,22 @@ impl Policy {
             elected: None,
             runners_up: Vec::new(),
             error: None,
+            unparsable_tags: Vec::new(),
+            out_of_range_tags: Vec::new(),
         };
         let mut ranked: Vec<Candidate> = Vec::new();
         let passed = self.for_each_value(tags.iter().copied(), |tag, value| {
             let usable = match &self.rule {
                 Rule::SemVer(range) => match Version::parse_tag(value) {
-                    None => Err(&mut x.unparsable),
-                    Some(v) if !range.matches(&v) => Err(&mut x.out_of_range),
+                    None => Err((&mut x.unparsable, &mut x.unparsable_tags)),
+                    Some(v) if !range.matches(&v) => {
+                        Err((&mut x.out_of_range, &mut x.out_of_range_tags))
+                    }
                     Some(_) => Ok(()),
                 },
-                Rule::Numerical(_) if Number::parse(value).is_none() => Err(&mut x.unparsable),
+                Rule::Numerical(_) if Number::parse(value).is_none() => {
+                    Err((&mut x.unparsable, &mut x.unparsable_tags))
+                }
                 _ => Ok(()),
             };
             match usable {
@@ -210,7 +225,12 @@ impl Policy {
                     tag: tag.to_string(),
                     value: value.to_string(),
                 }),
-                Err(counter) => *counter += 1,
+                Err((counter, examples)) => {
+                    *counter += 1;
+                    if examples.len() < EXAMPLES {
+                        examples.push(tag.to_string());
+                    }
+                }
             }
         });
         x.filtered_out = tags.len() - passed;

@@ -83,6 +83,12 @@ fn unparsable_images_name_the_fix() {
                 .to_string(),
         ),
         (
+            "Not A/Valid::ref".to_string(),
+            "could not parse reference: Not A/Valid::ref\nhint: ' ' at byte 3 cannot be in a \
+             reference; an image is [host[:port]/]path"
+                .to_string(),
+        ),
+        (
             format!("ghcr.io/org/app@sha256:{}", "a".repeat(64)),
             format!(
                 "image 'ghcr.io/org/app@sha256:{0}' should not include a digest; remove \

@@ -155,7 +155,7 @@ async fn invalid_input_exits_2_with_the_reason() {
         ),
         (
             vec!["tags", "127.0.0.1:1/team/app", "--exclude", "("],
-            "failed to compile regex (: error parsing regexp: missing closing ): `(`",
+            "--exclude '(' does not compile: error parsing regexp: missing closing ): `(`",
         ),
         (
             vec!["tags", "https://ghcr.io/a/b"],
@@ -183,11 +183,11 @@ async fn invalid_input_exits_2_with_the_reason() {
         ),
         (
             vec!["tags", "127.0.0.1:1/a/b", "--exclude", "^v\\d++$"],
-            "failed to compile regex ^v\\d++$: error parsing regexp: invalid nested repetition operator: `++`",
+            "--exclude '^v\\d++$' does not compile: error parsing regexp: invalid nested repetition operator: `++`",
         ),
         (
             vec!["tags", "127.0.0.1:1/a/b", "--exclude", "[[:foo:]]"],
-            "failed to compile regex [[:foo:]]: error parsing regexp: invalid character class range: `[:foo:]`",
+            "--exclude '[[:foo:]]' does not compile: error parsing regexp: invalid character class range: `[:foo:]`",
         ),
     ] {
         let out = bin(args.iter().map(|s| s.to_string()).collect()).await;

@@ -220,6 +220,42 @@ fn scan_stalls_invalid_repositories_without_a_registry_and_rejects_empty_input()
     assert!(String::from_utf8_lossy(&out.stderr).contains("no ImageRepository or ImagePolicy in"));
 }
 
+/// A manifest a reader gets wrong is named: a missing required field names the object, and a
+/// misspelt field (`semvar:`) is warned about, as kubectl warns that the API server prunes it.
+#[test]
+fn scan_names_the_object_of_a_missing_field_and_warns_of_unknown_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("store");
+    let store = storage.to_str().unwrap();
+    let missing = write(
+        dir.path(),
+        "missing.yaml",
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\n\
+         metadata: {name: app, namespace: team}\nspec: {image: ghcr.io/org/app}\n",
+    );
+    let out = run_bin(&["scan", "-f", &missing, "--storage-path", store], None);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("missing.yaml: ImageRepository team/app: missing field `interval`"),
+        "{err}"
+    );
+    let typo = write(
+        dir.path(),
+        "typo.yaml",
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\n\
+         metadata: {name: app, namespace: team}\nspec: {image: 'ghcr.io/org/app:1', interval: 5m}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p, namespace: team}\n\
+         spec: {imageRepositoryRef: {name: app}, policy: {semvar: {range: 1.x}}}\n",
+    );
+    let out = run_bin(&["scan", "-f", &typo, "--storage-path", store], None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("typo.yaml: ImagePolicy team/p: unknown field spec.policy.semvar (ignored)"),
+        "{err}"
+    );
+}
+
 /// A file of 10,000 objects is read (the YAML parser's default budget stopped at 1,024
 /// documents) and every one is reconciled: here ImageRepositories whose image names a tag,
 /// each Stalled without a registry call.

@@ -124,8 +124,8 @@ fn explain_counts_every_tag_and_lists_runners_up() {
     assert_eq!(code, 0);
     assert_eq!(
         out,
-        "elected: v1.2.0 (value 1.2.0)\ntags read: 6\ndropped by filterTags: 0\nskipped as not a version: 2\n\
-         outside the semver range: 1\ncollided (a byte-smaller tag extracted the same value): 0\n\
+        "elected: v1.2.0 (value 1.2.0)\ntags read: 6\ndropped by filterTags: 0\nskipped as not a version: 2 (latest, 1.5)\n\
+         outside the semver range: 1 (2.0.0)\ncollided (a byte-smaller tag extracted the same value): 0\n\
          candidates: 3\nrunner-up 1: 1.1.0\nrunner-up 2: 1.0.0\n"
     );
 
@@ -215,7 +215,7 @@ fn explain_shows_only_the_lines_of_the_policy_kind() {
     assert_eq!(code, 0);
     assert_eq!(
         out,
-        "elected: 10\ntags read: 3\nskipped as not a number: 1\ncandidates: 2\nrunner-up 1: 3\n"
+        "elected: 10\ntags read: 3\nskipped as not a number: 1 (latest)\ncandidates: 2\nrunner-up 1: 3\n"
     );
 }
 
