@@ -89,6 +89,27 @@ impl RepositoryRoute {
     }
 }
 
+/// What one repository's answers teach about the registry's API for that repository alone
+/// (its referrers API's 404, remembered): the host over a path, the repository, and who asked.
+/// One repository's 404 (a per-path backend without the API) made the host "without referrers
+/// API" for every tenant, whose referrer-only signatures were then never seen.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct AskedFor {
+    route: Route,
+    repository: String,
+    identity: Option<[u8; 32]>,
+}
+
+impl AskedFor {
+    pub(super) fn new(route: Route, repository: &str, creds: Option<&Credentials>) -> Self {
+        AskedFor {
+            route,
+            repository: repository.to_string(),
+            identity: identity(creds),
+        }
+    }
+}
+
 /// Who asks: nobody, or a digest of the username and the secret (two tenants with one username
 /// and different passwords are two identities).
 pub(super) fn identity(creds: Option<&Credentials>) -> Option<[u8; 32]> {

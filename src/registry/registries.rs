@@ -2,7 +2,7 @@
 //! challenges, the scheme each host speaks, the HTTP clients, the cloud token cache and the
 //! memory budget of tag listings.
 
-use super::access::{NetworkPath, Route};
+use super::access::{AskedFor, NetworkPath, Route};
 use super::auth::AuthCache;
 use super::bounded::Bounded;
 use super::budget::MemoryBudget;
@@ -22,9 +22,10 @@ pub struct Registries {
     pub(super) scheduler: Arc<Scheduler>,
     pub(super) auth: AuthCache,
     pub(super) schemes: Bounded<Route, &'static str, MAX_SCHEMES>,
-    /// Hosts that answered the referrers API with 404, and when: their signatures are read
-    /// from the referrers tag schema without asking the API again for [`IDLE_AFTER`].
-    pub(super) no_referrers_api: Bounded<Route, Instant, MAX_SCHEMES>,
+    /// Repositories (of a host, for one identity) that answered the referrers API with 404,
+    /// and when: their signatures are read from the referrers tag schema without asking the API
+    /// again for [`IDLE_AFTER`].
+    pub(super) no_referrers_api: Bounded<AskedFor, Instant, MAX_REPOSITORIES>,
     /// One HTTP client per distinct TLS, proxy and timeout setting (credentials travel per
     /// request, so they are not part of it): building one loads and parses the system roots,
     /// and a shared one keeps connections to a registry alive between reconciles.
@@ -59,6 +60,8 @@ pub struct Kept {
 const MAX_HTTP_CLIENTS: usize = 256;
 /// Hosts (per network path) whose scheme is remembered; past that the least recently used goes.
 const MAX_SCHEMES: usize = 1024;
+/// Repositories (per host, path and identity) whose lack of a referrers API is remembered.
+const MAX_REPOSITORIES: usize = 16384;
 
 impl Registries {
     pub fn new(config: SchedulerConfig) -> Arc<Self> {

@@ -107,14 +107,20 @@ pub struct Decoded {
 }
 
 impl Envelope {
+    /// Exactly one signature, as sigstore-go requires: an envelope of thousands had each tried
+    /// against each key (19 s of CPU a digest), and the one a log entry records must be the one
+    /// that verifies.
     pub fn decode(&self) -> Result<Decoded, String> {
+        if self.signatures.len() != 1 {
+            return Err(format!(
+                "a DSSE envelope carries {} signatures; a Sigstore bundle's has exactly one",
+                self.signatures.len()
+            ));
+        }
         let payload = decode(&self.payload).map_err(|_| "a DSSE payload is not base64")?;
         let signed = pae(&self.payload_type, &payload);
-        let signatures = self
-            .signatures
-            .iter()
-            .filter_map(|s| decode(&s.sig).ok())
-            .collect();
+        let signatures = vec![decode(&self.signatures[0].sig)
+            .map_err(|_| "a DSSE signature is not base64".to_string())?];
         Ok(Decoded {
             payload,
             signed,
@@ -228,5 +234,26 @@ mod tests {
         assert_eq!(decoded.payload, b"{}");
         assert_eq!(decoded.signed, b"DSSEv1 1 t 2 {}".to_vec());
         assert_eq!(decoded.signatures, vec![vec![0, 0, 0]]);
+    }
+
+    /// sigstore-go refuses an envelope without exactly one signature; one of thousands cost
+    /// 19 s of CPU a digest when each was tried against each key.
+    #[test]
+    fn an_envelope_has_exactly_one_signature() {
+        let envelope = |n: usize| Envelope {
+            payload: "e30=".into(),
+            payload_type: "t".into(),
+            signatures: (0..n)
+                .map(|_| EnvelopeSignature { sig: "AAAA".into() })
+                .collect(),
+        };
+        let err = envelope(2).decode().err().unwrap();
+        assert_eq!(
+            err,
+            "a DSSE envelope carries 2 signatures; a Sigstore bundle's has exactly one"
+        );
+        assert!(envelope(0).decode().is_err());
+        assert!(envelope(5000).decode().is_err());
+        assert!(envelope(1).decode().is_ok());
     }
 }

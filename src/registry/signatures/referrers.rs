@@ -6,7 +6,7 @@
 //! most [`super::MAX_SIGNATURES`] signatures, at most `MAX_FETCHED` artifact manifests fetched
 //! to find them, each layer at most `limit` bytes.
 
-use super::super::access::Route;
+use super::super::access::{AskedFor, Route};
 use super::super::body::status_error;
 use super::super::client::{RegistryClient, Target};
 use super::super::describe::url_host;
@@ -66,6 +66,16 @@ struct Artifact {
     layers: Vec<Descriptor>,
 }
 
+/// An answer about one artifact that says nothing of the registry: malformed, over its bound,
+/// not hashing to its digest, or absent.
+fn unreadable(err: &RegistryError) -> bool {
+    match err {
+        RegistryError::InvalidResponse { .. } => true,
+        RegistryError::Status { status_code, .. } => matches!(status_code, 400 | 403 | 404 | 410),
+        _ => false,
+    }
+}
+
 /// The referrers tag schema's tag for `digest`: `sha256-<hex>`.
 pub fn referrers_tag(digest: &str) -> String {
     digest.replacen(':', "-", 1)
@@ -104,8 +114,18 @@ impl RegistryClient {
                 continue;
             }
             fetched += 1;
-            let Some(manifest) = self.manifest(image, &entry.digest).await? else {
-                continue;
+            // An artifact that cannot be read is skipped, not fatal: one oversized attestation
+            // of the signature's type failed the whole digest, and the walk stopped before a
+            // valid lower tag. What the registry says of itself (throttling, an outage) still
+            // ends the read.
+            let manifest = match self.manifest(image, &entry.digest).await {
+                Ok(Some(manifest)) => manifest,
+                Ok(None) => continue,
+                Err(err) if unreadable(&err) => {
+                    tracing::debug!(referrer = %entry.digest, error = %err, "referrer skipped");
+                    continue;
+                }
+                Err(err) => return Err(err),
             };
             let Ok(artifact) = serde_json::from_slice::<Artifact>(&manifest.bytes) else {
                 continue;
@@ -118,24 +138,21 @@ impl RegistryClient {
                 continue;
             };
             if layer.size > limit as u64 {
-                let detail = format!(
-                    "a signature of {} is {} bytes, over the {limit}-byte limit",
-                    image.canonical(),
-                    layer.size
+                tracing::debug!(
+                    referrer = %entry.digest,
+                    size = layer.size,
+                    "referrer skipped: over the {limit}-byte limit of a signature"
                 );
-                return Err(RegistryError::InvalidResponse {
-                    method: "GET",
-                    url: format!(
-                        "{}/v2/{}/blobs/{}",
-                        image.registry(),
-                        image.repository(),
-                        layer.digest
-                    ),
-                    host: image.registry().into(),
-                    detail,
-                });
+                continue;
             }
-            let bytes = self.blob(image, &layer.digest, limit).await?;
+            let bytes = match self.blob(image, &layer.digest, limit).await {
+                Ok(bytes) => bytes,
+                Err(err) if unreadable(&err) => {
+                    tracing::debug!(referrer = %entry.digest, error = %err, "referrer skipped");
+                    continue;
+                }
+                Err(err) => return Err(err),
+            };
             found.push(Referrer {
                 digest: entry.digest,
                 media_type: layer.media_type.clone(),
@@ -152,7 +169,12 @@ impl RegistryClient {
         digest: &str,
         artifact_type: &str,
     ) -> Result<(Vec<Descriptor>, bool), RegistryError> {
-        let route = Route::host(image.registry(), self.path);
+        let creds = self.options.credentials.as_ref();
+        let route = AskedFor::new(
+            Route::host(image.registry(), self.path),
+            image.repository(),
+            creds,
+        );
         let absent = self.shared.no_referrers_api.get(&route);
         if absent.is_some_and(|at| at.elapsed() < IDLE_AFTER) {
             return Ok((self.tag_schema(image, digest).await?, false));

@@ -277,7 +277,7 @@ fn listing(entries: Vec<Value>) -> (String, Vec<u8>) {
 }
 
 /// The referrers a registry lists are bounded: 16 bundles read of 20, a bundle over 256 KiB
-/// refused before it is fetched, other artifact types not fetched, and an artifact listed by
+/// skipped before it is fetched, other artifact types not fetched, and an artifact listed by
 /// its config's media type fetched only to find it is not a bundle.
 #[tokio::test]
 async fn referrer_signatures_are_bounded() {
@@ -349,17 +349,23 @@ async fn referrer_signatures_are_bounded() {
         format!("/v2/app/manifests/{}", digest(&body)),
         (OCI_MANIFEST.into(), body),
     );
-    paths.insert(api.clone(), listing(vec![big]));
+    // An oversized one (a 256 KiB + 1 attestation of the same type) and an unreadable one
+    // are skipped, not fatal: the valid bundle beside them is read.
+    let small = bundle_artifact(&mut paths, BUNDLE, b"{\"valid\": true}");
+    let broken = json!({"mediaType": OCI_MANIFEST, "digest": digest(b"missing"), "size": 10,
+                        "artifactType": BUNDLE});
+    paths.insert(api.clone(), listing(vec![big, broken, small]));
     let server = serve(paths).await;
-    let err = client()
+    let found = client()
         .bundle_signatures(&image(&server), &signed)
         .await
-        .unwrap_err();
-    assert!(
-        err.to_string().contains("over the 262144-byte limit"),
-        "{err}"
+        .unwrap();
+    assert_eq!(found.len(), 1, "the valid one, after the two skipped");
+    assert_eq!(
+        count(&server, "/v2/app/blobs/"),
+        1,
+        "the oversized one never fetched"
     );
-    assert_eq!(count(&server, "/v2/app/blobs/"), 0);
 }
 
 /// A registry without the referrers API (404) is asked for the referrers tag schema, and not
@@ -391,4 +397,37 @@ async fn without_a_referrers_api_the_tag_schema_is_read_and_the_api_not_asked_ag
         1,
         "the API asked once"
     );
+}
+
+/// One repository's 404 on the referrers API is remembered for that repository alone: it made
+/// the host "without referrers API" for an hour, for every tenant, whose referrer-only
+/// signatures were then never seen.
+#[tokio::test]
+async fn one_repositorys_missing_referrers_api_is_not_the_hosts() {
+    let signed = digest(b"the image");
+    let mut paths = HashMap::new();
+    let entry = bundle_artifact(&mut paths, BUNDLE, b"{}");
+    paths.insert(format!("/v2/app/referrers/{signed}"), listing(vec![entry]));
+    // `other` serves the same artifacts and the referrers API; `app` has no referrers API.
+    let copies: Vec<(String, (String, Vec<u8>))> = paths
+        .iter()
+        .map(|(p, v)| (p.replacen("/v2/app/", "/v2/other/", 1), v.clone()))
+        .collect();
+    paths.extend(copies);
+    paths.remove(&format!("/v2/app/referrers/{signed}"));
+    let server = serve(paths).await;
+    let client = client();
+    assert!(client
+        .bundle_signatures(&image(&server), &signed)
+        .await
+        .unwrap()
+        .is_empty());
+    let other = ImageReference::parse(&format!("{}/other", server.host()), true).unwrap();
+    let found = client.bundle_signatures(&other, &signed).await.unwrap();
+    assert_eq!(
+        found.len(),
+        1,
+        "the other repository's referrers API is still asked"
+    );
+    assert_eq!(count(&server, "/v2/other/referrers/"), 1);
 }
