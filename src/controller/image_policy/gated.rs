@@ -150,7 +150,7 @@ impl FactSource for StoreAndRegistry<'_, '_, '_> {
         let looks = self.looks;
         let verdict = looks
             .keys
-            .and_then(|keys| facts.verdict(&keys.fingerprint))?;
+            .and_then(|keys| facts.verdict(&verdict_key(&keys.fingerprint, looks.image)))?;
         let recent =
             (looks.now.saturating_sub(verdict.checked_at) as u64) < looks.recheck.as_secs();
         (verdict.verified_by.is_some() || (!looks.fresh && recent)).then_some(verdict)
@@ -209,6 +209,17 @@ async fn digest_now(
     Ok((digest, inspected))
 }
 
+/// What a verdict is kept for: the trust configuration and the image's name, since a notation
+/// statement applies by repository and cosign's legacy payload names the repository. The same
+/// digest moved from a repository whose notation statement is `audit` to one whose statement is
+/// `strict` kept its verdict when the trust configuration alone keyed it.
+fn verdict_key(fingerprint: &str, image: &crate::registry::ImageReference) -> String {
+    use sha2::Digest;
+    let name = sha2::Sha256::digest(image.canonical().as_bytes());
+    let short: String = name[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{fingerprint}-{short}")
+}
+
 /// The signatures of `digest`, read and verified against the trusted keys now: the bundles
 /// attached as referrers first (cosign v3's default), then, when none of them verifies, the
 /// legacy `.sig` tag's.
@@ -228,7 +239,7 @@ async fn check_signature(looks: &Looks<'_, '_>, digest: &str) -> Result<Signatur
         verified = keys.verify(&signatures, looks.image, digest, now);
     }
     Ok(SignatureVerdict {
-        keys: keys.fingerprint.clone(),
+        keys: verdict_key(&keys.fingerprint, looks.image),
         verified_by: verified.as_ref().ok().cloned(),
         reason: verified.err().unwrap_or_default(),
         checked_at: looks.now,
@@ -294,5 +305,32 @@ async fn blocking<T: Send + 'static>(
             None
         }
         Err(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verdict_key;
+    use crate::registry::ImageReference;
+
+    /// A verdict kept for one image name is not another name's, for the same trust.
+    #[test]
+    fn verdicts_are_kept_per_trust_and_image_name() {
+        let image = |name: &str| ImageReference::parse(name, false).unwrap();
+        let audit = verdict_key("notation-1", &image("r.example/audit/app"));
+        let strict = verdict_key("notation-1", &image("r.example/strict/app"));
+        assert_ne!(
+            audit, strict,
+            "the same digest under another name is judged again"
+        );
+        assert_eq!(
+            audit,
+            verdict_key("notation-1", &image("r.example/audit/app"))
+        );
+        assert_ne!(
+            audit,
+            verdict_key("notation-2", &image("r.example/audit/app"))
+        );
+        assert!(audit.starts_with("notation-1-") && audit.len() == "notation-1-".len() + 16);
     }
 }
