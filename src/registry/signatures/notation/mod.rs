@@ -5,12 +5,13 @@
 //! (`trustpolicy.json`, Notary Project's format) and the trust store's CA certificates
 //! (`*.crt`, `*.pem`), as Flux's OCIRepository takes them.
 
+mod dn;
 mod envelope;
 
 use envelope::Envelope;
 use rustls_pki_types::{CertificateDer, UnixTime};
 use serde::Deserialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::SystemTime;
 use x509_cert::der::Decode;
 
@@ -56,7 +57,7 @@ struct Statement {
     scopes: Vec<String>,
     level: Level,
     /// `*`, or the attributes a leaf's subject must have.
-    identities: Option<Vec<BTreeSet<(String, String)>>>,
+    identities: Option<Vec<dn::Dn>>,
 }
 
 /// The trust policy and the trust store's certificates.
@@ -150,7 +151,7 @@ impl NotationTrust {
         self.check_chain(&jws.chain, now)?;
         let subject = subject_of(leaf)?;
         if let Some(identities) = &statement.identities {
-            if !identities.iter().any(|want| want.is_subset(&subject)) {
+            if !identities.iter().any(|want| dn::is_subset(want, &subject)) {
                 let got: Vec<String> = subject.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 return Err(format!(
                     "certificate identity mismatch: got x509.subject {}; want one of trust policy '{}''s trustedIdentities",
@@ -210,19 +211,11 @@ impl NotationTrust {
     }
 }
 
-/// The leaf's subject as `(attribute, value)` pairs (`CN`, `O`, ...).
-fn subject_of(leaf: &[u8]) -> Result<BTreeSet<(String, String)>, String> {
+/// The leaf's subject as attribute -> value (`CN`, `O`, ...), read as notation-go reads it.
+fn subject_of(leaf: &[u8]) -> Result<dn::Dn, String> {
     let cert = x509_cert::Certificate::from_der(leaf)
         .map_err(|e| format!("a notation signature's certificate is not X.509 DER ({e})"))?;
-    Ok(parse_dn(&cert.tbs_certificate.subject.to_string()))
-}
-
-/// `C=US, ST=WA, CN=x` (a trusted identity's, or RFC 4514's) as pairs.
-fn parse_dn(text: &str) -> BTreeSet<(String, String)> {
-    text.split(',')
-        .filter_map(|part| part.split_once('='))
-        .map(|(k, v)| (k.trim().to_ascii_uppercase(), v.trim().to_string()))
-        .collect()
+    dn::of_name(&cert.tbs_certificate.subject)
 }
 
 fn parse_policy(bytes: &[u8]) -> Result<Vec<Statement>, String> {
@@ -273,9 +266,11 @@ fn parse_policy(bytes: &[u8]) -> Result<Vec<Statement>, String> {
                     .trusted_identities
                     .iter()
                     .map(|i| {
-                        i.strip_prefix("x509.subject:").map(parse_dn).ok_or_else(|| {
+                        let text = i.strip_prefix("x509.subject:").ok_or_else(|| {
                             format!("trust policy '{}': trusted identity '{i}' is not x509.subject: ...", raw.name)
-                        })
+                        })?;
+                        dn::parse(text)
+                            .map_err(|e| format!("trust policy '{}': trusted identity: {e}", raw.name))
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 Some(parsed)
