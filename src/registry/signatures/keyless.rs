@@ -119,39 +119,40 @@ impl TrustedRoot {
         Ok(trusted)
     }
 
-    /// Checks that `leaf`, with the intermediates the signature carries (`given`), chains for
-    /// code signing at `time` to one of the authorities `trusted` keeps.
+    /// Checks that `leaf` chains for code signing at `time` to one of the authorities `trusted`
+    /// keeps, through that authority's own certificates only, one authority at a time, as
+    /// sigstore-go builds it: an intermediate the signature carries is never used (one the root
+    /// never lists, or one of an authority whose `validFor` had ended, let a leaf through).
     fn chain(
         &self,
         leaf: &webpki::EndEntityCert<'_>,
-        given: &[Vec<u8>],
         trusted: impl Fn(&&Authority) -> bool,
         time: std::time::Duration,
     ) -> Result<(), webpki::Error> {
-        let authorities: Vec<&Authority> = self.authorities.iter().filter(trusted).collect();
-        let anchors: Vec<_> = authorities
-            .iter()
-            .filter_map(|a| webpki::anchor_from_trusted_cert(&a.anchor).ok())
-            .collect();
-        let mut intermediates: Vec<CertificateDer<'_>> = given
-            .iter()
-            .map(|c| CertificateDer::from(c.as_slice()))
-            .collect();
-        intermediates.extend(
-            authorities
-                .iter()
-                .flat_map(|a| a.intermediates.iter().cloned()),
-        );
-        leaf.verify_for_usage(
-            webpki::ALL_VERIFICATION_ALGS,
-            &anchors,
-            &intermediates,
-            UnixTime::since_unix_epoch(time),
-            webpki::KeyUsage::required(CODE_SIGNING),
-            None,
-            None,
-        )
-        .map(|_| ())
+        let mut refusal = webpki::Error::UnknownIssuer;
+        for authority in self.authorities.iter().filter(trusted) {
+            let Ok(anchor) = webpki::anchor_from_trusted_cert(&authority.anchor) else {
+                continue;
+            };
+            let anchors = [anchor];
+            let verified = leaf.verify_for_usage(
+                webpki::ALL_VERIFICATION_ALGS,
+                &anchors,
+                &authority.intermediates,
+                UnixTime::since_unix_epoch(time),
+                webpki::KeyUsage::required(CODE_SIGNING),
+                None,
+                None,
+            );
+            match verified {
+                Ok(_) => return Ok(()),
+                // What an authority that issued the leaf says (expired, not yet valid) says
+                // more than another's "unknown issuer".
+                Err(webpki::Error::UnknownIssuer) => {}
+                Err(other) => refusal = other,
+            }
+        }
+        Err(refusal)
     }
 }
 
@@ -220,15 +221,10 @@ impl Keyless {
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default();
         let valid_then = |a: &&Authority| a.valid.contains(seconds.as_secs() as i64);
-        let given = &chain[1..];
-        let chained = self.root.chain(&end_entity, given, valid_then, seconds);
+        let chained = self.root.chain(&end_entity, valid_then, seconds);
         if let Err(webpki::Error::UnknownIssuer) = chained {
             // Say so when only an authority the root no longer trusted then would vouch.
-            if self
-                .root
-                .chain(&end_entity, given, |_| true, seconds)
-                .is_ok()
-            {
+            if self.root.chain(&end_entity, |_| true, seconds).is_ok() {
                 return Err(format!(
                     "the signing certificate chains to a certificate authority the trusted root did not trust at {} (its validFor)",
                     httpdate::fmt_http_date(now)

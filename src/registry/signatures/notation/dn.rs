@@ -40,15 +40,16 @@ pub(super) fn of_name(name: &x509_cert::name::Name) -> Result<Dn, String> {
         }
         let attribute = &attributes[0];
         let key = short_name(&attribute.oid);
-        let value =
-            match attribute.value.tag() {
-                Tag::Utf8String | Tag::PrintableString | Tag::Ia5String | Tag::TeletexString => {
-                    String::from_utf8_lossy(attribute.value.value()).into_owned()
-                }
-                _ => return Err(format!(
+        let value = match attribute.value.tag() {
+            Tag::Utf8String | Tag::PrintableString | Tag::Ia5String | Tag::TeletexString => {
+                String::from_utf8_lossy(attribute.value.value()).into_owned()
+            }
+            _ => {
+                return Err(format!(
                     "the signing certificate's subject '{name}' has a {key} that is not a string"
-                )),
-            };
+                ))
+            }
+        };
         if dn.insert(key.clone(), value).is_some() {
             return Err(format!(
                 "the signing certificate's subject '{name}' has {key} twice; a DN may have each \

@@ -268,3 +268,85 @@ fn logs_and_entries_are_bounded() {
         "entries past the bound are not read"
     );
 }
+
+/// A leaf chains only through the certificates of one authority of the trusted root, as
+/// sigstore-go builds chains: an intermediate the signature itself carries (here issued by the
+/// trusted CA, but never listed in the root) lets nothing through.
+#[test]
+fn intermediates_the_signature_carries_are_not_used() {
+    use rcgen::{
+        BasicConstraints, CertificateParams, CertifiedIssuer, CustomExtension,
+        ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SanType,
+    };
+    let ca_params = |name: &str| {
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.key_usages = vec![KeyUsagePurpose::KeyCertSign];
+        ca.distinguished_name = rcgen::DistinguishedName::new();
+        ca.distinguished_name.push(rcgen::DnType::CommonName, name);
+        ca
+    };
+    let root_ca =
+        CertifiedIssuer::self_signed(ca_params("root"), KeyPair::generate().unwrap()).unwrap();
+    // Fulcio's intermediate names code signing too.
+    let mut intermediate_params = ca_params("intermediate");
+    intermediate_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::CodeSigning];
+    let intermediate =
+        CertifiedIssuer::signed_by(intermediate_params, KeyPair::generate().unwrap(), &root_ca)
+            .unwrap();
+    let mut leaf = CertificateParams::new(Vec::<String>::new()).unwrap();
+    leaf.subject_alt_names = vec![SanType::Rfc822Name("dev@example.com".try_into().unwrap())];
+    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::CodeSigning];
+    let issuer = "https://issuer.example";
+    let mut value = vec![12, issuer.len() as u8];
+    value.extend_from_slice(issuer.as_bytes());
+    leaf.custom_extensions = vec![CustomExtension::from_oid_content(
+        &[1, 3, 6, 1, 4, 1, 57264, 1, 8],
+        value,
+    )];
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = leaf.signed_by(&leaf_key, &intermediate).unwrap();
+    let signer = SigningKey::from_pkcs8_der(&leaf_key.serialize_der()).unwrap();
+    let statement = serde_json::json!({"_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"digest": {"sha256": &DIGEST[7..]}}],
+        "predicateType": "https://sigstore.dev/cosign/sign/v1", "predicate": {}});
+    let payload = statement.to_string().into_bytes();
+    let pae = crate::registry::signatures::bundle::pae("application/vnd.in-toto+json", &payload);
+    let signature: Signature = signer.sign(&pae);
+    let signature = signature.to_der().as_bytes().to_vec();
+    let bundle = Signed::Bundle(
+        serde_json::to_vec(&serde_json::json!({
+            "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+            "verificationMaterial": {"x509CertificateChain": {"certificates": [
+                {"rawBytes": enc(leaf.der())}, {"rawBytes": enc(intermediate.der())}]}},
+            "dsseEnvelope": {"payload": enc(&payload), "payloadType": "application/vnd.in-toto+json",
+                             "signatures": [{"sig": enc(&signature)}]}}))
+        .unwrap(),
+    );
+    let identity = [(
+        "^https://issuer\\.example$".to_string(),
+        "^dev@example\\.com$".to_string(),
+    )];
+    let image = ImageReference::parse("registry.example/team/app", false).unwrap();
+    let trust = |chain: Vec<&[u8]>| {
+        let certificates: Vec<serde_json::Value> = chain
+            .into_iter()
+            .map(|der| serde_json::json!({"rawBytes": enc(der)}))
+            .collect();
+        let root = serde_json::json!({"tlogs": [], "certificateAuthorities": [
+            {"certChain": {"certificates": certificates}}]});
+        let secret = BTreeMap::from([(TRUSTED_ROOT.to_string(), root.to_string().into_bytes())]);
+        TrustedKeys::from_secret(&secret, &identity, false).unwrap()
+    };
+    let now = SystemTime::now();
+    let only_the_root = trust(vec![root_ca.der()]);
+    let err = only_the_root
+        .verify(std::slice::from_ref(&bundle), &image, DIGEST, now)
+        .unwrap_err();
+    assert!(err.contains("does not chain to the trusted root"), "{err}");
+    let whole_chain = trust(vec![intermediate.der(), root_ca.der()]);
+    assert_eq!(
+        whole_chain.verify(&[bundle], &image, DIGEST, now),
+        Ok("dev@example.com (https://issuer.example)".into())
+    );
+}
