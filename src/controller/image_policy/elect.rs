@@ -269,7 +269,7 @@ enum KeysError {
 async fn trusted_keys<R: PolicyReader>(
     policy: &ImagePolicy,
     env: &PolicyEnv<'_, R>,
-) -> Result<Option<TrustedKeys>, KeysError> {
+) -> Result<Option<std::sync::Arc<TrustedKeys>>, KeysError> {
     let Some(verify) = policy.spec.verify.as_ref() else {
         return Ok(None);
     };
@@ -295,5 +295,5 @@ async fn trusted_keys<R: PolicyReader>(
         let secret = format!("{namespace}/{name}");
         KeysError::Invalid { secret, reason }
     })?;
-    Ok(Some(keys))
+    Ok(Some(std::sync::Arc::new(keys)))
 }

@@ -23,7 +23,7 @@ pub(super) struct Looks<'a, 'c> {
     pub key: &'a RepoKey,
     pub store: &'a Arc<dyn TagStore>,
     pub gates: &'a Gates,
-    pub keys: Option<&'a TrustedKeys>,
+    pub keys: Option<&'a std::sync::Arc<TrustedKeys>>,
     /// Unix seconds.
     pub now: i64,
     /// When a tag's known digest is current.
@@ -209,6 +209,27 @@ async fn digest_now(
     Ok((digest, inspected))
 }
 
+/// Verifies on the blocking pool: each signature costs public-key operations (at most 16
+/// signatures an image, one per DSSE envelope, against at most 16 keys or a root's chains),
+/// which a tenant's registry chooses to make many, and async workers serve every tenant.
+async fn verify(
+    keys: &std::sync::Arc<TrustedKeys>,
+    signatures: &[crate::registry::Signed],
+    image: &ImageReference,
+    digest: &str,
+    now: std::time::SystemTime,
+) -> Result<String, String> {
+    let (keys, signatures, image, digest) = (
+        keys.clone(),
+        signatures.to_vec(),
+        image.clone(),
+        digest.to_string(),
+    );
+    tokio::task::spawn_blocking(move || keys.verify(&signatures, &image, &digest, now))
+        .await
+        .unwrap_or_else(|e| Err(format!("verifying the signatures did not finish: {e}")))
+}
+
 /// What a verdict is kept for: the trust configuration and the image's name, since a notation
 /// statement applies by repository and cosign's legacy payload names the repository. The same
 /// digest moved from a repository whose notation statement is `audit` to one whose statement is
@@ -233,10 +254,10 @@ async fn check_signature(looks: &Looks<'_, '_>, digest: &str) -> Result<Signatur
         true => client.notation_signatures(looks.image, digest).await?,
         false => client.bundle_signatures(looks.image, digest).await?,
     };
-    let mut verified = keys.verify(&signatures, looks.image, digest, now);
+    let mut verified = verify(keys, &signatures, looks.image, digest, now).await;
     if verified.is_err() && !keys.is_notation() {
         signatures.extend(client.legacy_signatures(looks.image, digest).await?);
-        verified = keys.verify(&signatures, looks.image, digest, now);
+        verified = verify(keys, &signatures, looks.image, digest, now).await;
     }
     Ok(SignatureVerdict {
         keys: verdict_key(&keys.fingerprint, looks.image),
