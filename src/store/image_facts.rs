@@ -63,6 +63,10 @@ pub struct SignatureVerdict {
     pub reason: String,
     /// Unix seconds: a negative verdict is looked at again once it is old.
     pub checked_at: i64,
+    /// Unix seconds until which a valid signature holds (a notation signature's expiry, its
+    /// certificate's, at `strict`); `None`: for good.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_until: Option<i64>,
 }
 
 impl ImageFacts {
@@ -191,6 +195,7 @@ mod tests {
         let mut f = facts(1, 1);
         for i in 0..MAX_VERDICTS as i64 + 2 {
             f.set_verdict(SignatureVerdict {
+                valid_until: None,
                 keys: format!("k{i}"),
                 verified_by: None,
                 reason: "x".repeat(10_000),

@@ -151,9 +151,7 @@ impl FactSource for StoreAndRegistry<'_, '_, '_> {
         let verdict = looks
             .keys
             .and_then(|keys| facts.verdict(&verdict_key(&keys.fingerprint, looks.image)))?;
-        let recent =
-            (looks.now.saturating_sub(verdict.checked_at) as u64) < looks.recheck.as_secs();
-        (verdict.verified_by.is_some() || (!looks.fresh && recent)).then_some(verdict)
+        verdict_holds(verdict, looks.now, looks.recheck, looks.fresh).then_some(verdict)
     }
 
     fn first_seen(&self, tag: &str) -> Option<i64> {
@@ -218,16 +216,26 @@ async fn verify(
     image: &ImageReference,
     digest: &str,
     now: std::time::SystemTime,
-) -> Result<String, String> {
+) -> Result<(String, Option<std::time::SystemTime>), String> {
     let (keys, signatures, image, digest) = (
         keys.clone(),
         signatures.to_vec(),
         image.clone(),
         digest.to_string(),
     );
-    tokio::task::spawn_blocking(move || keys.verify(&signatures, &image, &digest, now))
+    tokio::task::spawn_blocking(move || keys.verify_until(&signatures, &image, &digest, now))
         .await
         .unwrap_or_else(|e| Err(format!("verifying the signatures did not finish: {e}")))
+}
+
+/// Whether a kept verdict still stands at `now`: a valid signature until its verdict's end, if
+/// it has one (a notation signature's expiry or certificate's, at `strict`), then it is judged
+/// again; "not valid" within `recheck`, and not when a reconcile was requested (`fresh`).
+fn verdict_holds(verdict: &SignatureVerdict, now: i64, recheck: Duration, fresh: bool) -> bool {
+    match verdict.verified_by {
+        Some(_) => verdict.valid_until.is_none_or(|until| now < until),
+        None => !fresh && (now.saturating_sub(verdict.checked_at) as u64) < recheck.as_secs(),
+    }
 }
 
 /// What a verdict is kept for: the trust configuration and the image's name, since a notation
@@ -259,9 +267,17 @@ async fn check_signature(looks: &Looks<'_, '_>, digest: &str) -> Result<Signatur
         signatures.extend(client.legacy_signatures(looks.image, digest).await?);
         verified = verify(keys, &signatures, looks.image, digest, now).await;
     }
+    let unix = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+    };
     Ok(SignatureVerdict {
         keys: verdict_key(&keys.fingerprint, looks.image),
-        verified_by: verified.as_ref().ok().cloned(),
+        verified_by: verified.as_ref().ok().map(|(who, _)| who.clone()),
+        valid_until: verified
+            .as_ref()
+            .ok()
+            .and_then(|(_, until)| until.map(unix)),
         reason: verified.err().unwrap_or_default(),
         checked_at: looks.now,
     })
@@ -331,7 +347,52 @@ async fn blocking<T: Send + 'static>(
 
 #[cfg(test)]
 mod tests {
-    use super::verdict_key;
+    use super::{verdict_holds, verdict_key, SignatureVerdict};
+    use std::time::Duration;
+
+    /// A valid signature's verdict ends with the signature (a notation expiry): a digest
+    /// signed for a day was elected for good when verdicts were kept forever.
+    #[test]
+    fn a_kept_verdict_stands_until_its_end() {
+        let verdict = |verified: bool, until: Option<i64>| SignatureVerdict {
+            keys: "k".into(),
+            verified_by: verified.then(|| "CN=x".into()),
+            reason: String::new(),
+            checked_at: 1_000,
+            valid_until: until,
+        };
+        let hour = Duration::from_secs(3600);
+        assert!(verdict_holds(&verdict(true, None), 1_000_000, hour, true));
+        assert!(verdict_holds(
+            &verdict(true, Some(2_000)),
+            1_999,
+            hour,
+            false
+        ));
+        assert!(!verdict_holds(
+            &verdict(true, Some(2_000)),
+            2_000,
+            hour,
+            false
+        ));
+        assert!(verdict_holds(
+            &verdict(false, None),
+            1_000 + 3_599,
+            hour,
+            false
+        ));
+        assert!(!verdict_holds(
+            &verdict(false, None),
+            1_000 + 3_600,
+            hour,
+            false
+        ));
+        assert!(
+            !verdict_holds(&verdict(false, None), 1_001, hour, true),
+            "asked for"
+        );
+    }
+
     use crate::registry::ImageReference;
 
     /// A verdict kept for one image name is not another name's, for the same trust.

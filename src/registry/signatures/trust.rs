@@ -154,6 +154,19 @@ impl TrustedKeys {
         digest: &str,
         now: SystemTime,
     ) -> Result<String, String> {
+        self.verify_until(signatures, image, digest, now)
+            .map(|(who, _)| who)
+    }
+
+    /// [`TrustedKeys::verify`], with until when the verdict holds (`None`: for good): a
+    /// notation signature at `strict` holds until its expiry or its certificate's.
+    pub fn verify_until(
+        &self,
+        signatures: &[Signed],
+        image: &ImageReference,
+        digest: &str,
+        now: SystemTime,
+    ) -> Result<(String, Option<SystemTime>), String> {
         if signatures.is_empty() {
             return Err(match self.notation {
                 Some(_) => "no signature (no notation signature among its referrers)".into(),
@@ -166,8 +179,10 @@ impl TrustedKeys {
         let mut why = Vec::new();
         for signed in signatures {
             let verified = match signed {
-                Signed::Simple(signed) => self.verify_simple(signed, image, digest, now),
-                Signed::Bundle(bytes) => self.verify_bundle(bytes, digest, now),
+                Signed::Simple(signed) => self
+                    .verify_simple(signed, image, digest, now)
+                    .map(|w| (w, None)),
+                Signed::Bundle(bytes) => self.verify_bundle(bytes, digest, now).map(|w| (w, None)),
                 Signed::Notation { media_type, bytes } => match &self.notation {
                     Some(trust) => trust.verify(&image.canonical(), media_type, bytes, digest, now),
                     None => Err("a notation signature, and the policy verifies cosign's".into()),

@@ -537,6 +537,7 @@ fn check_image_facts(store: &dyn TagStore) {
     store.set(&a, &TagList::new(["1.0.0"]).unwrap()).unwrap();
     store.record_image_facts(&a, facts.clone()).unwrap();
     facts.set_verdict(SignatureVerdict {
+        valid_until: None,
         keys: "k".into(),
         verified_by: Some("cosign.pub".into()),
         reason: String::new(),

@@ -81,6 +81,7 @@ impl FactSource for Table {
                 self.asked.push(format!("signature {}", facts.digest));
                 let signed = self.signed.contains(&tag);
                 facts.set_verdict(SignatureVerdict {
+                    valid_until: None,
                     keys: "k".into(),
                     verified_by: signed.then(|| "cosign.pub".into()),
                     reason: if signed {
@@ -317,6 +318,7 @@ impl FactSource for Stored {
     fn known(&self, digest: &str) -> ImageFacts {
         let mut facts = self.0.known(digest);
         facts.set_verdict(SignatureVerdict {
+            valid_until: None,
             keys: "k".into(),
             verified_by: None,
             reason: "no cosign signature".into(),

@@ -105,7 +105,8 @@ impl NotationTrust {
     }
 
     /// Who signed `envelope` (`media_type`) for `digest` of `repository`
-    /// (`registry/name`), or why it does not count.
+    /// (`registry/name`), and until when that holds (at `strict`: the signature's expiry and
+    /// the signing certificate's; else for good), or why it does not count.
     pub fn verify(
         &self,
         repository: &str,
@@ -113,7 +114,7 @@ impl NotationTrust {
         envelope: &[u8],
         digest: &str,
         now: SystemTime,
-    ) -> Result<String, String> {
+    ) -> Result<(String, Option<SystemTime>), String> {
         let statement = self
             .statements
             .iter()
@@ -127,7 +128,7 @@ impl NotationTrust {
                 format!("no trust policy statement's registryScopes include {repository}")
             })?;
         if statement.level == Level::Skip {
-            return Ok(format!("trust policy '{}' (skip)", statement.name));
+            return Ok((format!("trust policy '{}' (skip)", statement.name), None));
         }
         let jws = Envelope::parse(media_type, envelope)?;
         let leaf = jws
@@ -145,7 +146,7 @@ impl NotationTrust {
             ));
         }
         if statement.level == Level::Audit {
-            return Ok(format!("trust policy '{}' (audit)", statement.name));
+            return Ok((format!("trust policy '{}' (audit)", statement.name), None));
         }
         // Authenticity: the chain leads to the trust store, for code signing, valid now.
         self.check_chain(&jws.chain, now)?;
@@ -160,6 +161,7 @@ impl NotationTrust {
                 ));
             }
         }
+        let mut until = None;
         if statement.level == Level::Strict {
             if let Some(expiry) = jws.expiry {
                 if now > expiry {
@@ -169,9 +171,11 @@ impl NotationTrust {
                     ));
                 }
             }
+            // A verdict kept past either would elect what strict refuses.
+            until = [jws.expiry, not_after(leaf)].into_iter().flatten().min();
         }
         let who: Vec<String> = subject.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        Ok(who.join(", "))
+        Ok((who.join(", "), until))
     }
 
     fn check_chain(&self, chain: &[Vec<u8>], now: SystemTime) -> Result<(), String> {
@@ -209,6 +213,12 @@ impl NotationTrust {
             other => format!("the signing certificate does not verify: {other:?}"),
         })
     }
+}
+
+/// When the certificate `leaf` (DER) stops being valid.
+fn not_after(leaf: &[u8]) -> Option<SystemTime> {
+    let cert = x509_cert::Certificate::from_der(leaf).ok()?;
+    Some(cert.tbs_certificate.validity.not_after.to_system_time())
 }
 
 /// The leaf's subject as attribute -> value (`CN`, `O`, ...), read as notation-go reads it.
