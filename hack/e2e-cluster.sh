@@ -266,7 +266,12 @@ cat > "$swap/kustomization.yaml" <<YAML
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources: [upstream/default]
+# Both names docs/install.md gives: gotk-components.yaml (flux install, bootstrap) names
+# ghcr.io/fluxcd/..., the controller module's own config/ names fluxcd/...; one matches.
 images:
+  - name: ghcr.io/fluxcd/image-reflector-controller
+    newName: ${image%:*}
+    newTag: ${image##*:}
   - name: fluxcd/image-reflector-controller
     newName: ${image%:*}
     newTag: ${image##*:}
