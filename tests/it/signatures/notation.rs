@@ -68,8 +68,8 @@ async fn scan_and_the_controller_elect_what_the_real_notation_signed() {
         "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
          spec: {{image: {image}, interval: 5m}}\n{}{}{}",
         policy("notation", ">=1.0.0 <2.0.0", r#""*""#, &trusted),
-        policy("cose", "~2.0", r#""x509.subject: O=Notary, CN=test.example""#, &trusted),
-        policy("someone-else", "~1.1", r#""x509.subject: C=US, O=Notary, CN=someone.else""#, &trusted),
+        policy("cose", "~2.0", r#""x509.subject: C=US, ST=WA, O=Notary, CN=test.example""#, &trusted),
+        policy("someone-else", "~1.1", r#""x509.subject: C=US, ST=WA, O=Notary, CN=someone.else""#, &trusted),
     );
     let file = write(dir.path(), "notation.yaml", &manifests);
     let scan = Scanned::run(&file, &dir.path().join("store"));

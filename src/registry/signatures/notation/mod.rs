@@ -7,6 +7,9 @@
 
 mod dn;
 mod envelope;
+mod policy;
+
+use policy::parse_policy;
 
 use envelope::Envelope;
 use rustls_pki_types::{CertificateDer, UnixTime};
@@ -226,77 +229,6 @@ fn subject_of(leaf: &[u8]) -> Result<dn::Dn, String> {
     let cert = x509_cert::Certificate::from_der(leaf)
         .map_err(|e| format!("a notation signature's certificate is not X.509 DER ({e})"))?;
     dn::of_name(&cert.tbs_certificate.subject)
-}
-
-fn parse_policy(bytes: &[u8]) -> Result<Vec<Statement>, String> {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Document {
-        #[serde(default)]
-        trust_policies: Vec<Raw>,
-    }
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Raw {
-        name: String,
-        #[serde(default)]
-        registry_scopes: Vec<String>,
-        signature_verification: Verification,
-        #[serde(default)]
-        trusted_identities: Vec<String>,
-    }
-    #[derive(Deserialize)]
-    struct Verification {
-        level: String,
-    }
-    let document: Document = super::trust_document(
-        bytes,
-        TRUST_POLICY,
-        MAX_ENTRY_BYTES,
-        "a Notary Project trust policy",
-    )?;
-    if document.trust_policies.len() > MAX_POLICIES {
-        return Err(format!("{TRUST_POLICY} has over {MAX_POLICIES} statements"));
-    }
-    let statements = document
-        .trust_policies
-        .into_iter()
-        .map(|raw| {
-            let level = match raw.signature_verification.level.as_str() {
-                "strict" => Level::Strict,
-                "permissive" => Level::Permissive,
-                "audit" => Level::Audit,
-                "skip" => Level::Skip,
-                other => return Err(format!("trust policy '{}': unknown level '{other}'", raw.name)),
-            };
-            let identities = if raw.trusted_identities.iter().any(|i| i == "*") {
-                None
-            } else {
-                let parsed = raw
-                    .trusted_identities
-                    .iter()
-                    .map(|i| {
-                        let text = i.strip_prefix("x509.subject:").ok_or_else(|| {
-                            format!("trust policy '{}': trusted identity '{i}' is not x509.subject: ...", raw.name)
-                        })?;
-                        dn::parse(text)
-                            .map_err(|e| format!("trust policy '{}': trusted identity: {e}", raw.name))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                Some(parsed)
-            };
-            Ok(Statement {
-                name: raw.name,
-                scopes: raw.registry_scopes,
-                level,
-                identities,
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    if statements.is_empty() {
-        return Err(format!("{TRUST_POLICY} has no trust policy statement"));
-    }
-    Ok(statements)
 }
 
 #[cfg(test)]
