@@ -9,7 +9,7 @@ mod dn;
 mod envelope;
 mod policy;
 
-use policy::parse_policy;
+use policy::{parse_policy, Level, Statement};
 
 use envelope::Envelope;
 use rustls_pki_types::{CertificateDer, UnixTime};
@@ -29,39 +29,13 @@ struct Target {
     digest: String,
 }
 
-/// The Secret entry of the trust policy.
-pub const TRUST_POLICY: &str = "trustpolicy.json";
 pub use envelope::MAX_ENVELOPE_BYTES;
-/// CA certificates in the trust store, policies in the trust policy, identities per policy.
+pub use policy::{MAX_ENTRY_BYTES, MAX_POLICIES, TRUST_POLICY};
+/// CA certificates in the trust store.
 pub const MAX_CERTIFICATES: usize = 32;
-pub const MAX_POLICIES: usize = 32;
-pub const MAX_ENTRY_BYTES: usize = 256 << 10;
 
 /// id-kp-codeSigning, as webpki takes it.
 const CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
-
-/// How strictly a policy verifies (Notary Project's levels).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Level {
-    /// Integrity, authenticity and expiry enforced.
-    Strict,
-    /// Integrity and authenticity enforced; an expired signature passes.
-    Permissive,
-    /// Integrity enforced; authenticity and expiry only noted.
-    Audit,
-    /// No signature needed.
-    Skip,
-}
-
-/// One trust policy statement.
-#[derive(Debug, Clone)]
-struct Statement {
-    name: String,
-    scopes: Vec<String>,
-    level: Level,
-    /// `*`, or the attributes a leaf's subject must have.
-    identities: Option<Vec<dn::Dn>>,
-}
 
 /// The trust policy and the trust store's certificates.
 #[derive(Debug, Clone)]

@@ -3,8 +3,37 @@
 //! identities (RFC 4514 DNs with the mandatory C, ST and O).
 
 use super::dn;
-use super::{Level, Statement, MAX_ENTRY_BYTES, MAX_POLICIES, TRUST_POLICY};
 use serde::Deserialize;
+
+/// The Secret entry of the trust policy.
+pub const TRUST_POLICY: &str = "trustpolicy.json";
+/// Statements in the trust policy.
+pub const MAX_POLICIES: usize = 32;
+/// The trust policy, and each certificate entry.
+pub const MAX_ENTRY_BYTES: usize = 256 << 10;
+
+/// How strictly a policy verifies (Notary Project's levels).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Level {
+    /// Integrity, authenticity and expiry enforced.
+    Strict,
+    /// Integrity and authenticity enforced; an expired signature passes.
+    Permissive,
+    /// Integrity enforced; authenticity and expiry only noted.
+    Audit,
+    /// No signature needed.
+    Skip,
+}
+
+/// One trust policy statement.
+#[derive(Debug, Clone)]
+pub(super) struct Statement {
+    pub(super) name: String,
+    pub(super) scopes: Vec<String>,
+    pub(super) level: Level,
+    /// `*`, or the attributes a leaf's subject must have.
+    pub(super) identities: Option<Vec<dn::Dn>>,
+}
 
 pub(super) fn parse_policy(bytes: &[u8]) -> Result<Vec<Statement>, String> {
     #[derive(Deserialize)]
