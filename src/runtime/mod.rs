@@ -6,5 +6,6 @@ pub mod api_error;
 pub mod gc;
 pub mod http;
 pub mod leader;
+pub mod resident;
 pub mod rest_client;
 pub mod throttle;

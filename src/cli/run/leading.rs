@@ -69,6 +69,25 @@ pub(super) async fn run_as_leader(
     workers.spawn(policy_controller.map(ends("the ImagePolicy controller", true)));
     workers.spawn(gc.map(ends("the storage GC", false)));
     tracing::info!(storage = %args.storage_path, selector = %args.watch_label_selector, "image-reflector controller started");
+    // Once settled, the start-up code's pages go back to the kernel (runtime/resident.rs).
+    let settled = readiness.clone();
+    let giving_back = tokio::spawn(async move {
+        while !settled.is_ready() {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        tokio::time::sleep(crate::runtime::resident::SETTLE_AFTER).await;
+        let before = crate::runtime::resident::resident_bytes();
+        let advised = tokio::task::spawn_blocking(crate::runtime::resident::page_out_executable)
+            .await
+            .unwrap_or(0);
+        let after = crate::runtime::resident::resident_bytes();
+        tracing::debug!(
+            advised,
+            ?before,
+            ?after,
+            "start-up pages of the executable given back"
+        );
+    });
     tokio::pin!(holding);
     let ended = loop {
         tokio::select! {
@@ -94,6 +113,7 @@ pub(super) async fn run_as_leader(
         Ended::Cancelled => tracing::info!("shutting down: finishing in-flight reconciles"),
     }
     work.cancel();
+    giving_back.abort();
     let started = Instant::now();
     let finished = async { while workers.join_next().await.is_some() {} };
     if tokio::time::timeout(args.graceful_shutdown_timeout, finished)
