@@ -202,6 +202,53 @@ async fn run() {
         per(flux, (STEADY_ROUNDS + 1) * POLICIES)
     );
     assert_eq!(steady, 0, "a steady state costs no request");
+    hostile_verification();
+}
+
+/// The CPU one digest's signatures can cost at worst: 16 legacy signatures (the per-image
+/// bound) over 64 KiB payloads (their bound), none by any of 16 trusted keys (the Secret's
+/// bound), so every key is tried against every signature. Thread CPU time, not wall time.
+fn hostile_verification() {
+    use image_reflector::registry::{ImageReference, Signed, SignedPayload, TrustedKeys};
+    let secret: std::collections::BTreeMap<String, Vec<u8>> = (0..16u8)
+        .map(|i| (format!("k{i}.pub"), public_pem(&key(100 + i)).into_bytes()))
+        .collect();
+    let trust = TrustedKeys::from_secret(&secret, &[], true).unwrap();
+    let image = ImageReference::parse("registry.example/team/app", false).unwrap();
+    let digest = format!("sha256:{}", "1".repeat(64));
+    let signatures: Vec<Signed> = (0..16u8)
+        .map(|i| {
+            let mut body = payload("registry.example/team/app", &digest);
+            body.resize(64 << 10, b' ');
+            let (payload, signature) = sign(&key(200 + i), body);
+            Signed::Simple(SignedPayload {
+                payload,
+                signature,
+                certificates: Vec::new(),
+                log_entry: None,
+            })
+        })
+        .collect();
+    let cpu = || {
+        let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: getrusage writes the struct it is given.
+        unsafe { libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()) };
+        // SAFETY: initialised by getrusage above (zeroed before).
+        let usage = unsafe { usage.assume_init() };
+        Duration::from_secs(usage.ru_utime.tv_sec as u64)
+            + Duration::from_micros(usage.ru_utime.tv_usec as u64)
+    };
+    let rounds = 10;
+    let started = cpu();
+    for _ in 0..rounds {
+        let verdict = trust.verify(&signatures, &image, &digest, std::time::SystemTime::now());
+        assert!(verdict.is_err(), "no trusted key signed them");
+    }
+    let each = (cpu() - started) / rounds;
+    println!(
+        "\nworst hostile digest: 16 signatures of 64 KiB, 16 trusted keys, none valid: {:.1} ms of CPU",
+        each.as_secs_f64() * 1e3
+    );
 }
 
 fn policy(repository: &str, gates: bool) -> ImagePolicy {

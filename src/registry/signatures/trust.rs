@@ -11,7 +11,7 @@ use super::simple::check_payload;
 use super::tlog::{Entry, LogKeys, Signing};
 use super::{signature_tag, Signed, SignedPayload, MAX_KEYS, MAX_KEY_BYTES};
 use crate::registry::ImageReference;
-use p256::ecdsa::signature::Verifier;
+use p256::ecdsa::signature::hazmat::PrehashVerifier;
 use p256::ecdsa::{Signature, VerifyingKey};
 use p256::pkcs8::DecodePublicKey;
 use sha2::{Digest, Sha256};
@@ -269,10 +269,13 @@ impl TrustedKeys {
         if parsed.is_empty() {
             return Err("a signature is not an ECDSA signature".into());
         }
+        // The signed bytes are hashed once, not once per key and signature: a signed payload
+        // may be 256 KiB, and every key (16) is tried against every signature.
+        let digest = Sha256::digest(signing.message);
         let verifies = |key: &VerifyingKey| {
             parsed
                 .iter()
-                .any(|s| key.verify(signing.message, s).is_ok())
+                .any(|s| key.verify_prehash(&digest, s).is_ok())
         };
         let Some(leaf) = signing.certificates.first() else {
             return self
