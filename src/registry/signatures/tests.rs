@@ -179,3 +179,37 @@ fn signature_tags_are_cosigns() {
         format!("sha256-{}.sig", &DIGEST[7..])
     );
 }
+
+/// At notation's `skip` level nothing is verified, so an unsigned image passes, as
+/// docs/imagepolicy.md says and notation-go does; before, an unsigned image was held back.
+#[test]
+fn notations_skip_level_needs_no_signature() {
+    let ca = rcgen::CertificateParams::new(Vec::<String>::new())
+        .unwrap()
+        .self_signed(&rcgen::KeyPair::generate().unwrap())
+        .unwrap();
+    let policy = |level: &str| {
+        serde_json::json!({"version": "1.0", "trustPolicies": [{"name": "apps",
+            "registryScopes": ["*"], "signatureVerification": {"level": level},
+            "trustStores": ["ca:apps"], "trustedIdentities": ["*"]}]})
+        .to_string()
+        .into_bytes()
+    };
+    let trust = |level: &str| {
+        let data = std::collections::BTreeMap::from([
+            ("trustpolicy.json".to_string(), policy(level)),
+            ("ca.crt".to_string(), ca.pem().into_bytes()),
+        ]);
+        TrustedKeys::notation(&data).unwrap()
+    };
+    let image = ImageReference::parse("registry.example/team/app", false).unwrap();
+    let now = SystemTime::now();
+    assert_eq!(
+        trust("skip").verify(&[], &image, DIGEST, now),
+        Ok("trust policy 'apps' (skip)".into())
+    );
+    let err = trust("strict")
+        .verify(&[], &image, DIGEST, now)
+        .unwrap_err();
+    assert!(err.starts_with("no signature"), "{err}");
+}

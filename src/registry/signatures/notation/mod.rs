@@ -92,20 +92,9 @@ impl NotationTrust {
         digest: &str,
         now: SystemTime,
     ) -> Result<(String, Option<SystemTime>), String> {
-        let statement = self
-            .statements
-            .iter()
-            .find(|s| s.scopes.iter().any(|r| r == repository))
-            .or_else(|| {
-                self.statements
-                    .iter()
-                    .find(|s| s.scopes.iter().any(|r| r == "*"))
-            })
-            .ok_or_else(|| {
-                format!("no trust policy statement's registryScopes include {repository}")
-            })?;
-        if statement.level == Level::Skip {
-            return Ok((format!("trust policy '{}' (skip)", statement.name), None));
+        let statement = self.statement(repository)?;
+        if let Some(skipped) = skip(statement) {
+            return Ok((skipped, None));
         }
         let jws = Envelope::parse(media_type, envelope)?;
         let leaf = jws
@@ -155,6 +144,27 @@ impl NotationTrust {
         Ok((who.join(", "), until))
     }
 
+    /// The statement that applies to `repository`: the one whose scopes name it, else `*`'s.
+    fn statement(&self, repository: &str) -> Result<&Statement, String> {
+        self.statements
+            .iter()
+            .find(|s| s.scopes.iter().any(|r| r == repository))
+            .or_else(|| {
+                self.statements
+                    .iter()
+                    .find(|s| s.scopes.iter().any(|r| r == "*"))
+            })
+            .ok_or_else(|| {
+                format!("no trust policy statement's registryScopes include {repository}")
+            })
+    }
+
+    /// Who "signed" an image of `repository` whose statement is `skip`: notation verifies
+    /// nothing there, so no signature is needed (docs/imagepolicy.md).
+    pub fn skipped(&self, repository: &str) -> Option<String> {
+        self.statement(repository).ok().and_then(skip)
+    }
+
     fn check_chain(&self, chain: &[Vec<u8>], now: SystemTime) -> Result<(), String> {
         let leaf = CertificateDer::from(chain[0].as_slice());
         let end_entity = webpki::EndEntityCert::try_from(&leaf)
@@ -190,6 +200,11 @@ impl NotationTrust {
             other => format!("the signing certificate does not verify: {other:?}"),
         })
     }
+}
+
+/// What a `skip` statement says in place of a signer.
+fn skip(statement: &Statement) -> Option<String> {
+    (statement.level == Level::Skip).then(|| format!("trust policy '{}' (skip)", statement.name))
 }
 
 /// When the certificate `leaf` (DER) stops being valid.
