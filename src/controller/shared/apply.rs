@@ -2,14 +2,14 @@
 //! decide, metrics, event metadata), then what it comes to: the log line, the status patch
 //! (only when changed), the metrics and the event of a transition.
 
-use super::conditions::{Conditions, Reason};
+use super::conditions::Reason;
 use super::confirm::confirmed;
 use super::context::Context;
 use super::error::{log_result, Error};
 use super::handoff::{Handed, BUSY_RETRY, RECONCILE_DEADLINE};
 use super::next::Next;
-use super::status::{finish_status, is_stalled, patch_status, FluxStatus, Patched};
-use super::summary::Outcome;
+use super::status::{is_stalled, patch_status, FluxStatus, Patched};
+use super::stop::Stop;
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use std::borrow::Cow;
@@ -56,18 +56,20 @@ pub(super) async fn apply<K: Reconciled>(
             ..
         } => {
             tracing::error!(panic = %panic, "the decision panicked: this object fails, no other");
-            let (status, next, summary) = super::panic::failed(obj.as_ref(), &old, &panic, now);
-            Decision {
-                status,
-                next,
-                summary,
-                held: false,
-            }
+            // Ready=False `Failed`, retried with backoff, the last status kept.
+            let stop = Stop::Failed(Reason::Failed, super::panic::message(&panic));
+            stopped(obj.as_ref(), &old, stop, now)
         }
         Handed::Decided { outcome, rerun } => with_rerun(outcome?, rerun),
         Handed::Busy(message) => {
             tracing::warn!("{message}");
-            busy(obj.as_ref(), &old, message, now)
+            // Reconciling=True saying why it waits; tried again later, without backoff.
+            let stop = Stop::Progressing {
+                message,
+                next: BUSY_RETRY,
+                unknown: false,
+            };
+            stopped(obj.as_ref(), &old, stop, now)
         }
         Handed::Working => {
             tracing::info!(
@@ -120,24 +122,20 @@ fn with_rerun<S>(mut decision: Decision<S>, rerun: bool) -> Decision<S> {
     decision
 }
 
-/// What a reconcile whose decision found no room in the background writes: its last status
-/// with Reconciling=True saying why it waits; tried again after [`BUSY_RETRY`], no backoff.
-fn busy<K: Reconciled>(
+/// The decision of a reconcile that stopped before its kind decided (`stop` is never held).
+fn stopped<K: Reconciled>(
     obj: &K,
     old: &K::Status,
-    message: String,
+    stop: Stop,
     now: Timestamp,
 ) -> Decision<K::Status> {
-    let generation = obj.meta().generation.unwrap_or(0);
-    let mut list = old.conditions().to_vec();
-    Conditions::new(&mut list, generation, now)
-        .mark_reconciling(Reason::ProgressingWithRetry, &message);
-    let mut status = old.clone();
-    finish_status(obj, old, &mut status, list, &Outcome::Waiting, now);
+    let (status, next, summary) = stop
+        .over(obj, old, now)
+        .unwrap_or_else(|| (old.clone(), Next::After(BUSY_RETRY), String::new()));
     Decision {
         status,
-        next: Next::After(BUSY_RETRY),
-        summary: message,
+        next,
+        summary,
         held: false,
     }
 }

@@ -6,14 +6,8 @@
 //! object, retried with the object's backoff like any failure; a panic elsewhere in the frame
 //! (an API call's handling) becomes an error of that reconcile ([`super::error::Error::Panicked`]).
 
-use super::conditions::{Conditions, Reason};
 use super::error::Error;
-use super::next::Next;
-use super::status::{finish_status, FluxStatus};
-use super::summary::fail;
 use futures::FutureExt;
-use k8s_openapi::jiff::Timestamp;
-use kube::Resource;
 use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -41,27 +35,6 @@ pub fn describe(payload: &(dyn Any + Send)) -> String {
 /// tell a bug from a registry's failure.
 pub fn message(panic: &str) -> String {
     Error::Panicked(panic.to_string()).to_string()
-}
-
-/// What a reconcile of `obj` whose decision panicked writes: its last status (last election,
-/// tags, digest kept) with Ready=False `Failed` and the panic's message, retried with backoff.
-/// Returns the status, when next and the summary.
-pub fn failed<K: Resource, S: FluxStatus>(
-    obj: &K,
-    old: &S,
-    panic: &str,
-    now: Timestamp,
-) -> (S, Next, String) {
-    let generation = obj.meta().generation.unwrap_or(0);
-    let mut list = old.conditions().to_vec();
-    let (outcome, next, summary) = fail(
-        &mut Conditions::new(&mut list, generation, now),
-        Reason::Failed,
-        message(panic),
-    );
-    let mut status = old.clone();
-    finish_status(obj, old, &mut status, list, &outcome, now);
-    (status, next, summary)
 }
 
 #[cfg(test)]

@@ -144,7 +144,8 @@ impl EventRecorder {
                 match api.patch(&name, &params, &Patch::Merge(&patch)).await {
                     Ok(_) => return Ok(()),
                     // Gone (expired, deleted): a new merged Event.
-                    Err(_) => (message, Some(count)),
+                    Err(kube::Error::Api(status)) if status.code == 404 => (message, Some(count)),
+                    Err(err) => return Err(err),
                 }
             }
             Verdict::Combine {

@@ -5,8 +5,11 @@
 
 use super::conditions::{ConditionType, Conditions, Reason};
 use super::next::Next;
+use super::status::{finish_status, FluxStatus};
 use super::summary::{fail, stall, Outcome};
 use crate::api::ConditionStatus;
+use k8s_openapi::jiff::Timestamp;
+use kube::Resource;
 use std::time::{Duration, SystemTime};
 
 /// How the steps ended: done with an outcome, or held without a status change (`Err`: when
@@ -72,6 +75,25 @@ impl Stop {
             }
             Stop::Held(next, summary) => Err((next, summary)),
         }
+    }
+
+    /// What a reconcile of `obj` that stops before its kind decided writes (a panicked
+    /// decision, one with no room in the background): its last status (`old`: the election,
+    /// tags and digest kept) with this stop's conditions, then when next and the summary.
+    /// `None` for [`Stop::Held`], which writes nothing.
+    pub fn over<K: Resource, S: FluxStatus>(
+        self,
+        obj: &K,
+        old: &S,
+        now: Timestamp,
+    ) -> Option<(S, Next, String)> {
+        let generation = obj.meta().generation.unwrap_or(0);
+        let mut list = old.conditions().to_vec();
+        let steps = self.into_steps(&mut Conditions::new(&mut list, generation, now));
+        let (outcome, next, summary) = steps.ok()?;
+        let mut status = old.clone();
+        finish_status(obj, old, &mut status, list, &outcome, now);
+        Some((status, next, summary))
     }
 
     /// A stall with `reason`, for `map_err`.
