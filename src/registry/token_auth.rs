@@ -122,18 +122,19 @@ impl RegistryClient {
                 );
                 let token = match self.shared.auth.token(&key) {
                     Some(token) => token,
-                    None => self.fetch_token(key, creds).await?,
+                    None => self.fetch_token(key, creds, image.repository()).await?,
                 };
                 Ok(Some(format!("Bearer {token}")))
             }
         }
     }
 
-    /// GETs a token from the realm (with the credentials, when there are any).
+    /// GETs a token for `repository` from the realm (with the credentials, when there are any).
     async fn fetch_token(
         &self,
         key: TokenKey,
         creds: Option<&Credentials>,
+        repository: &str,
     ) -> Result<String, RegistryError> {
         let mut url = Url::parse(&key.realm).map_err(|e| RegistryError::InvalidResponse {
             method: "GET",
@@ -154,11 +155,6 @@ impl RegistryClient {
             request = request.header(AUTHORIZATION, basic(creds));
         }
         // Throttling of the realm holds back the repository the token is for (throttle.rs).
-        let repository = key
-            .scope
-            .strip_prefix("repository:")
-            .and_then(|s| s.strip_suffix(":pull"))
-            .unwrap_or_default();
         let (response, throttled_until) = self
             .send_once(request, &Method::GET, &url, (&host, repository))
             .await?;

@@ -95,6 +95,55 @@ pub(super) fn dsse_entry(log: &Log) -> (serde_json::Value, Made) {
     )
 }
 
+/// A Fulcio-shaped leaf (code signing, an email SAN, the OIDC issuer extension) issued by
+/// `issuer`, valid between the two dates (year, month, day) when given, and its signing key.
+fn keyless_leaf(
+    issuer: &rcgen::CertifiedIssuer<'_, rcgen::KeyPair>,
+    validity: Option<[(i32, u8, u8); 2]>,
+) -> (rcgen::Certificate, SigningKey) {
+    use rcgen::{CertificateParams, CustomExtension, ExtendedKeyUsagePurpose, KeyPair, SanType};
+    let mut leaf = CertificateParams::new(Vec::<String>::new()).unwrap();
+    leaf.subject_alt_names = vec![SanType::Rfc822Name("dev@example.com".try_into().unwrap())];
+    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::CodeSigning];
+    let oidc_issuer = "https://issuer.example";
+    let mut value = vec![12, oidc_issuer.len() as u8];
+    value.extend_from_slice(oidc_issuer.as_bytes());
+    leaf.custom_extensions = vec![CustomExtension::from_oid_content(
+        &[1, 3, 6, 1, 4, 1, 57264, 1, 8],
+        value,
+    )];
+    if let Some([(y0, m0, d0), (y1, m1, d1)]) = validity {
+        leaf.not_before = rcgen::date_time_ymd(y0, m0, d0);
+        leaf.not_after = rcgen::date_time_ymd(y1, m1, d1);
+    }
+    let key = KeyPair::generate().unwrap();
+    let leaf = leaf.signed_by(&key, issuer).unwrap();
+    (
+        leaf,
+        SigningKey::from_pkcs8_der(&key.serialize_der()).unwrap(),
+    )
+}
+
+/// cosign v3's in-toto statement naming [`DIGEST`], and `signer`'s DER signature over its
+/// DSSE pre-authentication encoding.
+fn signed_statement(signer: &SigningKey) -> (Vec<u8>, Vec<u8>) {
+    let statement = serde_json::json!({"_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"digest": {"sha256": &DIGEST[7..]}}],
+        "predicateType": "https://sigstore.dev/cosign/sign/v1", "predicate": {}});
+    let payload = statement.to_string().into_bytes();
+    let pae = crate::registry::signatures::bundle::pae("application/vnd.in-toto+json", &payload);
+    let signature: Signature = signer.sign(&pae);
+    (payload, signature.to_der().as_bytes().to_vec())
+}
+
+/// The identity both keyless tests trust.
+fn trusted_identity() -> [(String, String); 1] {
+    [(
+        "^https://issuer\\.example$".to_string(),
+        "^dev@example\\.com$".to_string(),
+    )]
+}
+
 #[test]
 fn a_promise_and_a_body_that_record_the_signature_verify() {
     let log = Log::new(9);
@@ -158,36 +207,15 @@ fn the_legacy_annotation_reads_as_an_entry() {
 #[test]
 fn a_logged_keyless_signature_is_judged_at_its_signing_time() {
     use rcgen::{
-        BasicConstraints, CertificateParams, CertifiedIssuer, CustomExtension,
-        ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SanType,
+        BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair, KeyUsagePurpose,
     };
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.key_usages = vec![KeyUsagePurpose::KeyCertSign];
     let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
-    let mut leaf = CertificateParams::new(Vec::<String>::new()).unwrap();
-    leaf.subject_alt_names = vec![SanType::Rfc822Name("dev@example.com".try_into().unwrap())];
-    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::CodeSigning];
-    let issuer = "https://issuer.example";
-    let mut value = vec![12, issuer.len() as u8];
-    value.extend_from_slice(issuer.as_bytes());
-    leaf.custom_extensions = vec![CustomExtension::from_oid_content(
-        &[1, 3, 6, 1, 4, 1, 57264, 1, 8],
-        value,
-    )];
-    leaf.not_before = rcgen::date_time_ymd(2023, 11, 14);
-    leaf.not_after = rcgen::date_time_ymd(2023, 11, 15);
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = leaf.signed_by(&leaf_key, &ca).unwrap();
-    let signer = SigningKey::from_pkcs8_der(&leaf_key.serialize_der()).unwrap();
-
-    let statement = serde_json::json!({"_type": "https://in-toto.io/Statement/v1",
-        "subject": [{"digest": {"sha256": &DIGEST[7..]}}],
-        "predicateType": "https://sigstore.dev/cosign/sign/v1", "predicate": {}});
-    let payload = statement.to_string().into_bytes();
-    let pae = crate::registry::signatures::bundle::pae("application/vnd.in-toto+json", &payload);
-    let signature: Signature = signer.sign(&pae);
-    let signature = signature.to_der().as_bytes().to_vec();
+    let one_day = [(2023, 11, 14), (2023, 11, 15)];
+    let (leaf, signer) = keyless_leaf(&ca, Some(one_day));
+    let (payload, signature) = signed_statement(&signer);
     let log = Log::new(9);
     // 2023-11-14T22:13:20Z: within the certificate's one day.
     let entry = log.entry(&dsse_body(&payload, &signature, &leaf.pem()), 1_700_000_000);
@@ -201,10 +229,7 @@ fn a_logged_keyless_signature_is_judged_at_its_signing_time() {
     let root = serde_json::json!({"tlogs": [log.root_entry()], "certificateAuthorities": [
         {"certChain": {"certificates": [{"rawBytes": enc(ca.der())}]}}]});
     let secret = BTreeMap::from([(TRUSTED_ROOT.to_string(), root.to_string().into_bytes())]);
-    let identity = [(
-        "^https://issuer\\.example$".to_string(),
-        "^dev@example\\.com$".to_string(),
-    )];
+    let identity = trusted_identity();
     let trust = TrustedKeys::from_secret(&secret, &identity, true).unwrap();
     let image = ImageReference::parse("registry.example/team/app", false).unwrap();
     let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
@@ -275,8 +300,8 @@ fn logs_and_entries_are_bounded() {
 #[test]
 fn intermediates_the_signature_carries_are_not_used() {
     use rcgen::{
-        BasicConstraints, CertificateParams, CertifiedIssuer, CustomExtension,
-        ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SanType,
+        BasicConstraints, CertificateParams, CertifiedIssuer, ExtendedKeyUsagePurpose, IsCa,
+        KeyPair, KeyUsagePurpose,
     };
     let ca_params = |name: &str| {
         let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
@@ -294,26 +319,8 @@ fn intermediates_the_signature_carries_are_not_used() {
     let intermediate =
         CertifiedIssuer::signed_by(intermediate_params, KeyPair::generate().unwrap(), &root_ca)
             .unwrap();
-    let mut leaf = CertificateParams::new(Vec::<String>::new()).unwrap();
-    leaf.subject_alt_names = vec![SanType::Rfc822Name("dev@example.com".try_into().unwrap())];
-    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::CodeSigning];
-    let issuer = "https://issuer.example";
-    let mut value = vec![12, issuer.len() as u8];
-    value.extend_from_slice(issuer.as_bytes());
-    leaf.custom_extensions = vec![CustomExtension::from_oid_content(
-        &[1, 3, 6, 1, 4, 1, 57264, 1, 8],
-        value,
-    )];
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = leaf.signed_by(&leaf_key, &intermediate).unwrap();
-    let signer = SigningKey::from_pkcs8_der(&leaf_key.serialize_der()).unwrap();
-    let statement = serde_json::json!({"_type": "https://in-toto.io/Statement/v1",
-        "subject": [{"digest": {"sha256": &DIGEST[7..]}}],
-        "predicateType": "https://sigstore.dev/cosign/sign/v1", "predicate": {}});
-    let payload = statement.to_string().into_bytes();
-    let pae = crate::registry::signatures::bundle::pae("application/vnd.in-toto+json", &payload);
-    let signature: Signature = signer.sign(&pae);
-    let signature = signature.to_der().as_bytes().to_vec();
+    let (leaf, signer) = keyless_leaf(&intermediate, None);
+    let (payload, signature) = signed_statement(&signer);
     let bundle = Signed::Bundle(
         serde_json::to_vec(&serde_json::json!({
             "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
@@ -323,10 +330,7 @@ fn intermediates_the_signature_carries_are_not_used() {
                              "signatures": [{"sig": enc(&signature)}]}}))
         .unwrap(),
     );
-    let identity = [(
-        "^https://issuer\\.example$".to_string(),
-        "^dev@example\\.com$".to_string(),
-    )];
+    let identity = trusted_identity();
     let image = ImageReference::parse("registry.example/team/app", false).unwrap();
     let trust = |chain: Vec<&[u8]>| {
         let certificates: Vec<serde_json::Value> = chain
