@@ -15,6 +15,26 @@ use std::time::Duration;
 /// round of reconciles runs in that time.
 pub const SETTLE_AFTER: Duration = Duration::from_secs(60);
 
+/// Once the caches are loaded (`readiness`) and [`SETTLE_AFTER`] has passed, gives the
+/// executable's start-up pages back, once, and logs what that did.
+pub async fn give_back_when_settled(readiness: super::http::Readiness) {
+    while !readiness.is_ready() {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    tokio::time::sleep(SETTLE_AFTER).await;
+    let before = resident_bytes();
+    let advised = tokio::task::spawn_blocking(page_out_executable)
+        .await
+        .unwrap_or(0);
+    let after = resident_bytes();
+    tracing::debug!(
+        advised,
+        ?before,
+        ?after,
+        "start-up pages of the executable given back"
+    );
+}
+
 /// Asks the kernel to reclaim the resident pages of the executable's read-only mappings;
 /// returns the bytes advised (0 when nothing could be).
 pub fn page_out_executable() -> usize {

@@ -70,24 +70,9 @@ pub(super) async fn run_as_leader(
     workers.spawn(gc.map(ends("the storage GC", false)));
     tracing::info!(storage = %args.storage_path, selector = %args.watch_label_selector, "image-reflector controller started");
     // Once settled, the start-up code's pages go back to the kernel (runtime/resident.rs).
-    let settled = readiness.clone();
-    let giving_back = tokio::spawn(async move {
-        while !settled.is_ready() {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-        tokio::time::sleep(crate::runtime::resident::SETTLE_AFTER).await;
-        let before = crate::runtime::resident::resident_bytes();
-        let advised = tokio::task::spawn_blocking(crate::runtime::resident::page_out_executable)
-            .await
-            .unwrap_or(0);
-        let after = crate::runtime::resident::resident_bytes();
-        tracing::debug!(
-            advised,
-            ?before,
-            ?after,
-            "start-up pages of the executable given back"
-        );
-    });
+    let giving_back = tokio::spawn(crate::runtime::resident::give_back_when_settled(
+        readiness.clone(),
+    ));
     tokio::pin!(holding);
     let ended = loop {
         tokio::select! {
