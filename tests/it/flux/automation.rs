@@ -41,18 +41,9 @@ async fn flux_image_automation_commits_what_our_policies_elect() {
          apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: app, namespace: {ns}}}\n\
          spec: {{imageRepositoryRef: {{name: app}}, policy: {{semver: {{range: '>=1.0.0'}}}}, digestReflectionPolicy: Always, interval: 10s}}\n---\n\
          apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: arm, namespace: {ns}}}\n\
-         spec: {{imageRepositoryRef: {{name: app}}, policy: {{semver: {{range: '>=1.0.0'}}}}, platforms: [linux/arm64]}}\n---\n\
-         apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {{name: fleet, namespace: {ns}}}\n\
-         spec: {{url: '{url}', interval: 1h, ref: {{branch: main}}}}\n---\n\
-         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageUpdateAutomation\nmetadata: {{name: fleet, namespace: {ns}}}\n\
-         spec:\n  interval: 1h\n  sourceRef: {{kind: GitRepository, name: fleet}}\n\
-         \x20 git:\n    checkout: {{ref: {{branch: main}}}}\n    push: {{branch: main}}\n\
-         \x20   commit:\n      author: {{name: fluxbot, email: fluxbot@example.com}}\n\
-         \x20     messageTemplate: '{{{{range .Changed.Changes}}}}{{{{.OldValue}}}} -> {{{{.NewValue}}}} {{{{end}}}}'\n\
-         \x20 update: {{path: ./apps, strategy: Setters}}\n",
+         spec: {{imageRepositoryRef: {{name: app}}, policy: {{semver: {{range: '>=1.0.0'}}}}, platforms: [linux/arm64]}}\n---\n",
         ns = ns.0,
-        url = git.url("fleet"),
-    );
+    ) + &super::fleet_automation(&ns.0, &git.url("fleet"));
     ok(kubectl(&["apply", "-f", "-"], Some(&objects)));
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = crate::support::cluster::install_and_controller_kubeconfig(dir.path());

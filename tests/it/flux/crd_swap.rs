@@ -52,18 +52,9 @@ async fn crd_swap_a_gated_policy_created_as_our_crds_replace_fluxs_keeps_its_gat
     git.create("fleet", &[("apps/deploy.yaml", &deployment)]);
     let objects = format!(
         "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: {ns}}}\n\
-         spec: {{image: {host}/demo/app, interval: 1h}}\n---\n\
-         apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {{name: fleet, namespace: {ns}}}\n\
-         spec: {{url: '{url}', interval: 1h, ref: {{branch: main}}}}\n---\n\
-         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageUpdateAutomation\nmetadata: {{name: fleet, namespace: {ns}}}\n\
-         spec:\n  interval: 1h\n  sourceRef: {{kind: GitRepository, name: fleet}}\n\
-         \x20 git:\n    checkout: {{ref: {{branch: main}}}}\n    push: {{branch: main}}\n\
-         \x20   commit:\n      author: {{name: fluxbot, email: fluxbot@example.com}}\n\
-         \x20     messageTemplate: '{{{{range .Changed.Changes}}}}{{{{.OldValue}}}} -> {{{{.NewValue}}}} {{{{end}}}}'\n\
-         \x20 update: {{path: ./apps, strategy: Setters}}\n",
+         spec: {{image: {host}/demo/app, interval: 1h}}\n---\n",
         ns = ns.0,
-        url = git.url("fleet"),
-    );
+    ) + &super::fleet_automation(&ns.0, &git.url("fleet"));
     ok(kubectl(&["apply", "-f", "-"], Some(&objects)));
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = install_without_crds_and_controller_kubeconfig(dir.path());

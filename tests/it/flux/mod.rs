@@ -23,3 +23,18 @@ pub async fn until(secs: u64, what: &str, detail: impl Fn() -> String, done: imp
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// The GitRepository `fleet` of `url` and the ImageUpdateAutomation that pushes the setters of
+/// its `./apps` to `main` with the changes in the message, in `ns`.
+pub fn fleet_automation(ns: &str, url: &str) -> String {
+    format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {{name: fleet, namespace: {ns}}}\n\
+         spec: {{url: '{url}', interval: 1h, ref: {{branch: main}}}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageUpdateAutomation\nmetadata: {{name: fleet, namespace: {ns}}}\n\
+         spec:\n  interval: 1h\n  sourceRef: {{kind: GitRepository, name: fleet}}\n\
+         \x20 git:\n    checkout: {{ref: {{branch: main}}}}\n    push: {{branch: main}}\n\
+         \x20   commit:\n      author: {{name: fluxbot, email: fluxbot@example.com}}\n\
+         \x20     messageTemplate: '{{{{range .Changed.Changes}}}}{{{{.OldValue}}}} -> {{{{.NewValue}}}} {{{{end}}}}'\n\
+         \x20 update: {{path: ./apps, strategy: Setters}}\n"
+    )
+}
