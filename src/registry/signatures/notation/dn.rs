@@ -163,6 +163,37 @@ mod tests {
         assert!(parse(r"CN=x\").is_err());
     }
 
+    /// A certificate's subject is read from its attributes, by their short names.
+    #[test]
+    fn a_certificates_subject_is_read_attribute_by_attribute() {
+        use x509_cert::der::Decode;
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        for (kind, value) in [
+            (rcgen::DnType::CountryName, "US"),
+            (rcgen::DnType::StateOrProvinceName, "WA"),
+            (rcgen::DnType::OrganizationName, "Victim"),
+            (rcgen::DnType::CommonName, "a, O=Attacker"),
+        ] {
+            params.distinguished_name.push(kind, value);
+        }
+        let cert = params
+            .self_signed(&rcgen::KeyPair::generate().unwrap())
+            .unwrap();
+        let parsed = x509_cert::Certificate::from_der(cert.der()).unwrap();
+        let subject = of_name(&parsed.tbs_certificate.subject).unwrap();
+        assert_eq!(
+            subject,
+            dn(&[
+                ("C", "US"),
+                ("ST", "WA"),
+                ("O", "Victim"),
+                ("CN", "a, O=Attacker")
+            ])
+        );
+        assert!(!is_subset(&parse("O=Attacker").unwrap(), &subject));
+    }
+
     #[test]
     fn a_subset_matches_exact_values() {
         let got = dn(&[("C", "US"), ("ST", "WA"), ("O", "Victim"), ("CN", "x")]);
