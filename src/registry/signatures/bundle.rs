@@ -236,6 +236,12 @@ mod tests {
         assert_eq!(decoded.signatures, vec![vec![0, 0, 0]]);
     }
 
+    /// The documented bound (docs/security.md), written out: a bundle of 256 KiB.
+    #[test]
+    fn a_bundle_is_read_up_to_256_kib() {
+        assert_eq!(MAX_BUNDLE_BYTES, 262_144);
+    }
+
     /// sigstore-go refuses an envelope without exactly one signature; one of thousands cost
     /// 19 s of CPU a digest when each was tried against each key.
     #[test]
