@@ -92,6 +92,7 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
 	cd tests/sigtools/registry && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go vet ./...
+	cd tests/sigtools/judge && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go vet ./...
 
 fmt:
 	$(CARGO) fmt --all

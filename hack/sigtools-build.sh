@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make sigtools: builds the signing tools the signature tests run (the cosign CLI v3 and the last
-# v2, the notation CLI) and a registry that serves the OCI referrers API, each pinned in
+# v2, the notation CLI), a registry that serves the OCI referrers API and the reference verifiers'
+# judge (sigstore-go, notation-go; tests/sigtools/judge), each pinned in
 # tests/sigtools/<tool>/go.mod, through the Go module proxy, into SIGTOOLS_BIN_DIR (outside the
 # work tree). Static, stripped; a stamp per tool makes a second run a no-op until its pin, the
 # flags or the Go version change. None of the modules carries a replace directive, so each go.mod
@@ -12,7 +13,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SIGTOOLS_BIN_DIR=${SIGTOOLS_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/image-reflector-sigtools/bin}
 # directory under tests/sigtools -> binary name
-TOOLS="cosign:cosign cosign-v2:cosign-v2 notation:notation registry:referrers-registry"
+TOOLS="cosign:cosign cosign-v2:cosign-v2 notation:notation registry:referrers-registry judge:signature-judge"
 log() { echo "sigtools-build: $*" >&2; }
 die() { log "$*"; exit 1; }
 
@@ -24,7 +25,10 @@ pkg_of() { sed -n 's/^tool \(.*\)$/\1/p' "$1/go.mod" | head -1 | grep . || echo 
 version_of() {
   local pkg; pkg=$(pkg_of "$1")
   if [ "$pkg" = . ]; then
-    (cd "$1" && go list -m -f '{{.Version}}' github.com/google/go-containerregistry)
+    # A program of ours: its direct requirements' versions, on one line.
+    local direct; direct=$(sed -n '/^require/,/^)/p' "$1/go.mod" | grep -v indirect | grep -o 'github.com/[^ ]*' | sort -u)
+    # shellcheck disable=SC2086 # one argument per module
+    (cd "$1" && go list -m -f '{{.Path}}@{{.Version}}' $direct | paste -sd ' ')
   else
     (cd "$1" && go list -m -f '{{.Version}}' "$(go list -e -f '{{.Module.Path}}' "$pkg")")
   fi

@@ -1,6 +1,7 @@
 //! The signing tools the signature tests run, built from their Go modules by `make sigtools`
 //! (hack/sigtools-build.sh) into `SIGTOOLS_BIN_DIR`: the cosign CLI v3 and the last v2, the
-//! notation CLI, and a registry that serves the OCI referrers API. Each tool runs with a home
+//! notation CLI, a registry that serves the OCI referrers API, and the judge that runs the
+//! reference verifiers (sigstore-go, notation-go) over cases. Each tool runs with a home
 //! of its own (keys, caches), never the user's.
 
 use super::distribution::Distribution;
@@ -18,7 +19,13 @@ pub fn bin_dir() -> PathBuf {
                 .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache"));
             cache.join("image-reflector-sigtools/bin")
         });
-    for tool in ["cosign", "cosign-v2", "notation", "referrers-registry"] {
+    for tool in [
+        "cosign",
+        "cosign-v2",
+        "notation",
+        "referrers-registry",
+        "signature-judge",
+    ] {
         assert!(
             dir.join(tool).is_file(),
             "no {tool} in {}: run `make sigtools` (make e2e-signatures does)",

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/verify"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
+)
+
+// CosignCase is a Sigstore bundle and a policy's spec.verify (provider cosign).
+type CosignCase struct {
+	Bundle      string     `json:"bundle"`
+	TrustedRoot string     `json:"trustedRoot,omitempty"`
+	Keys        []string   `json:"keys,omitempty"`
+	Identities  []Identity `json:"identities,omitempty"`
+	RequireTlog bool       `json:"requireTlog"`
+	Digest      string     `json:"digest"`
+}
+
+// Identity is one matchOIDCIdentity: regular expressions, unanchored as Go's and ours are.
+type Identity struct {
+	Issuer  string `json:"issuer"`
+	Subject string `json:"subject"`
+}
+
+func judgeCosign(c *CosignCase) error {
+	b := &bundle.Bundle{}
+	if err := b.UnmarshalJSON([]byte(c.Bundle)); err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
+	hexDigest, ok := strings.CutPrefix(c.Digest, "sha256:")
+	if !ok {
+		return errors.New("digest is not sha256")
+	}
+	digest, err := hex.DecodeString(hexDigest)
+	if err != nil {
+		return err
+	}
+	artifact := verify.WithArtifactDigest("sha256", digest)
+	content, err := b.VerificationContent()
+	if err != nil {
+		return err
+	}
+	if content.Certificate() == nil {
+		return judgeKeyed(b, artifact, c.Keys)
+	}
+	if len(c.Identities) == 0 {
+		return errors.New("a certificate, and the policy trusts keys only")
+	}
+	trusted, err := root.NewTrustedRootFromJSON([]byte(c.TrustedRoot))
+	if err != nil {
+		return fmt.Errorf("trusted root: %w", err)
+	}
+	// transparencyLog: Required is a log entry with its integrated time; Optional checks the
+	// entries a bundle carries as Required does, and judges one without entries at the current
+	// time (sigstore-go would ignore the entries under WithCurrentTime alone).
+	options := []verify.VerifierOption{verify.WithTransparencyLog(1), verify.WithIntegratedTimestamps(1)}
+	if !c.RequireTlog && len(b.VerificationMaterial.GetTlogEntries()) == 0 {
+		options = []verify.VerifierOption{verify.WithCurrentTime()}
+	}
+	verifier, err := verify.NewVerifier(trusted, options...)
+	if err != nil {
+		return err
+	}
+	policy := []verify.PolicyOption{}
+	for _, id := range c.Identities {
+		certID, err := verify.NewShortCertificateIdentity("", id.Issuer, "", id.Subject)
+		if err != nil {
+			return fmt.Errorf("identity: %w", err)
+		}
+		policy = append(policy, verify.WithCertificateIdentity(certID))
+	}
+	_, err = verifier.Verify(b, verify.NewPolicy(artifact, policy...))
+	return err
+}
+
+// judgeKeyed: valid when one of the keys verifies, with the hash Sigstore pairs with its type
+// (the log is not consulted for a key's signature, as the controller documents).
+func judgeKeyed(b *bundle.Bundle, artifact verify.ArtifactPolicyOption, keys []string) error {
+	if len(keys) == 0 {
+		return errors.New("no trusted key")
+	}
+	var why []error
+	for _, pem := range keys {
+		public, err := cryptoutils.UnmarshalPEMToPublicKey([]byte(pem))
+		if err != nil {
+			return fmt.Errorf("key: %w", err)
+		}
+		loaded, err := signature.LoadDefaultVerifier(public)
+		if err != nil {
+			return fmt.Errorf("key: %w", err)
+		}
+		material := root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) {
+			return root.NewExpiringKey(loaded, time.Time{}, time.Time{}), nil
+		})
+		verifier, err := verify.NewVerifier(material, verify.WithCurrentTime())
+		if err != nil {
+			return err
+		}
+		_, err = verifier.Verify(b, verify.NewPolicy(artifact, verify.WithKey()))
+		if err == nil {
+			return nil
+		}
+		why = append(why, err)
+	}
+	return errors.Join(why...)
+}
