@@ -19,6 +19,26 @@ pub struct Manifest {
     pub bytes: Vec<u8>,
 }
 
+impl Manifest {
+    /// The media type the registry serves it as (`Content-Type`), else the one its body
+    /// declares: what a descriptor of it names.
+    pub fn declared_type(&self) -> String {
+        let header = self.media_type.split(';').next().unwrap_or_default().trim();
+        if !header.is_empty() && header != "application/json" {
+            return header.to_string();
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Declared {
+            #[serde(default)]
+            media_type: String,
+        }
+        serde_json::from_slice::<Declared>(&self.bytes)
+            .map(|d| d.media_type)
+            .unwrap_or_default()
+    }
+}
+
 impl RegistryClient {
     /// A GET's body within `limit`, charged to the process-wide memory budget while it is read,
     /// as a tag page is: a manifest, a config or a signature read for a gate holds memory as

@@ -298,7 +298,8 @@ pub fn notation_envelope(data: &[u8]) {
     };
     let digest = format!("sha256:{}", "ab".repeat(32));
     let now = std::time::SystemTime::now();
-    match trust.verify("registry.example/team/app", media, data, &digest, now) {
+    let target = (digest.as_str(), None);
+    match trust.verify("registry.example/team/app", media, data, target, now) {
         Ok((who, _)) => panic!("an envelope from nowhere verified, as {who}"),
         Err(reason) => assert!(reason.len() <= data.len() + 512, "{} bytes", reason.len()),
     }

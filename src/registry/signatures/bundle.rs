@@ -79,7 +79,50 @@ impl Bundle {
                 bundle.media_type
             ));
         }
+        bundle.check_shape()?;
         Ok(bundle)
+    }
+
+    /// What sigstore-go refuses before it verifies anything: a bundle that names neither key
+    /// nor certificate; a v0.3 bundle with a certificate chain (one certificate, the leaf);
+    /// log entries without the inclusion promise v0.1 requires or the inclusion proof v0.2
+    /// and later require.
+    fn check_shape(&self) -> Result<(), String> {
+        let material = &self.verification_material;
+        let chain = material
+            .x509_certificate_chain
+            .as_ref()
+            .is_some_and(|c| !c.certificates.is_empty());
+        if material.public_key.is_none() && material.certificate.is_none() && !chain {
+            return Err(
+                "a bundle names neither a key nor a certificate (its verificationMaterial)".into(),
+            );
+        }
+        let version = self.version();
+        if version >= 3 && material.x509_certificate_chain.is_some() {
+            return Err(
+                "a v0.3 bundle carries a certificate chain; it may carry the leaf only".into(),
+            );
+        }
+        let (field, named) = match version {
+            1 => ("inclusionPromise", "inclusion promise"),
+            _ => ("inclusionProof", "inclusion proof"),
+        };
+        if material.tlog_entries.iter().any(|e| e[field].is_null()) {
+            return Err(format!(
+                "a v0.{version} bundle's log entry has no {named}, which that version requires"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The bundle format's minor version (0.1 to 0.3), from its media type.
+    fn version(&self) -> u8 {
+        match self.media_type.as_bytes().last() {
+            Some(b'1') => 1,
+            Some(b'2') => 2,
+            _ => 3,
+        }
     }
 
     /// The signer's certificates, leaf first (DER), when the bundle is keyless.
@@ -234,6 +277,57 @@ mod tests {
         assert_eq!(decoded.payload, b"{}");
         assert_eq!(decoded.signed, b"DSSEv1 1 t 2 {}".to_vec());
         assert_eq!(decoded.signatures, vec![vec![0, 0, 0]]);
+    }
+
+    /// What sigstore-go refuses before verifying: no key or certificate named, a v0.3 chain,
+    /// an entry without the promise (v0.1) or proof (v0.2, v0.3) its version requires.
+    #[test]
+    fn a_bundle_is_shaped_as_its_version_requires() {
+        let bundle = |media: &str, material: serde_json::Value| {
+            let text = serde_json::json!({"mediaType": media, "verificationMaterial": material,
+                "dsseEnvelope": {"payload": "e30=", "payloadType": "t", "signatures": []}});
+            Bundle::parse(text.to_string().as_bytes()).map(|_| ())
+        };
+        let v1 = "application/vnd.dev.sigstore.bundle+json;version=0.1";
+        let v2 = "application/vnd.dev.sigstore.bundle+json;version=0.2";
+        let v3 = BUNDLE_MEDIA_TYPES[0];
+        let key = serde_json::json!({"publicKey": {"hint": "k"}});
+        assert_eq!(bundle(v3, key.clone()), Ok(()));
+        assert_eq!(
+            bundle(v3, serde_json::json!({})),
+            Err("a bundle names neither a key nor a certificate (its verificationMaterial)".into())
+        );
+        let chain =
+            serde_json::json!({"x509CertificateChain": {"certificates": [{"rawBytes": "AA=="}]}});
+        assert_eq!(bundle(v2, chain.clone()), Ok(()));
+        assert_eq!(
+            bundle(v3, chain),
+            Err("a v0.3 bundle carries a certificate chain; it may carry the leaf only".into())
+        );
+        let entries = |entry: serde_json::Value| {
+            let mut m = key.clone();
+            m["tlogEntries"] = serde_json::json!([entry]);
+            m
+        };
+        let promise = serde_json::json!({"inclusionPromise": {"signedEntryTimestamp": "AA=="}});
+        let proof = serde_json::json!({"inclusionProof": {"logIndex": "1"}});
+        assert_eq!(bundle(v1, entries(promise.clone())), Ok(()));
+        assert_eq!(
+            bundle(v1, entries(proof.clone())),
+            Err(
+                "a v0.1 bundle's log entry has no inclusion promise, which that version requires"
+                    .into()
+            )
+        );
+        assert_eq!(bundle(v2, entries(proof.clone())), Ok(()));
+        assert_eq!(bundle(v3, entries(proof)), Ok(()));
+        assert_eq!(
+            bundle(v3, entries(promise)),
+            Err(
+                "a v0.3 bundle's log entry has no inclusion proof, which that version requires"
+                    .into()
+            )
+        );
     }
 
     /// The documented bound (docs/security.md), written out: a bundle of 256 KiB.

@@ -4,15 +4,14 @@
 //! the policy's identities: the OIDC issuer (Fulcio's extension) and a subject alternative name,
 //! each matched by a regular expression, as cosign and Flux match them.
 
+use super::key::PublicKey;
 use super::valid_for::ValidFor;
 use base64::Engine;
-use p256::ecdsa::VerifyingKey;
-use p256::pkcs8::DecodePublicKey;
 use regex::Regex;
 use rustls_pki_types::{CertificateDer, UnixTime};
 use serde::Deserialize;
 use std::time::SystemTime;
-use x509_cert::der::{Decode, Encode};
+use x509_cert::der::Decode;
 use x509_cert::ext::pkix::name::GeneralName;
 use x509_cert::ext::pkix::SubjectAltName;
 
@@ -140,7 +139,9 @@ impl TrustedRoot {
                 &anchors,
                 &authority.intermediates,
                 UnixTime::since_unix_epoch(time),
-                webpki::KeyUsage::required(CODE_SIGNING),
+                // As Go's x509 (sigstore-go) checks it: a certificate with no extended key
+                // usage allows any; one with some must allow code signing.
+                webpki::KeyUsage::required_if_present(CODE_SIGNING),
                 None,
                 None,
             );
@@ -204,7 +205,7 @@ impl Keyless {
         &self,
         chain: &[Vec<u8>],
         now: SystemTime,
-    ) -> Result<(VerifyingKey, String), String> {
+    ) -> Result<(PublicKey, String), String> {
         let Some(leaf) = chain.first() else {
             return Err("a keyless signature carries no certificate".into());
         };
@@ -232,10 +233,10 @@ impl Keyless {
             }
         }
         chained.map_err(chain_error)?;
-        let (issuer, subjects, key) = read_leaf(leaf)?;
+        let (issuer, subject, key) = read_leaf(leaf)?;
         let matched = self.identities.iter().any(|id| {
             issuer.as_deref().is_some_and(|i| id.issuer.is_match(i))
-                && subjects.iter().any(|s| id.subject.is_match(s))
+                && subject.as_deref().is_some_and(|s| id.subject.is_match(s))
         });
         if !matched {
             let want: Vec<String> = self
@@ -246,13 +247,13 @@ impl Keyless {
             return Err(format!(
                 "certificate identity mismatch: got issuer {}, subject {}; want {}",
                 issuer.as_deref().unwrap_or("(none)"),
-                subjects.first().map(String::as_str).unwrap_or("(none)"),
+                subject.as_deref().unwrap_or("(none)"),
                 want.join(" or ")
             ));
         }
         let who = format!(
             "{} ({})",
-            subjects.first().map(String::as_str).unwrap_or_default(),
+            subject.as_deref().unwrap_or_default(),
             issuer.as_deref().unwrap_or_default()
         );
         Ok((key, who))
@@ -276,13 +277,18 @@ fn chain_error(e: webpki::Error) -> String {
     }
 }
 
-/// The leaf's OIDC issuer, its subject alternative names, and its public key (ECDSA P-256).
-fn read_leaf(leaf: &[u8]) -> Result<(Option<String>, Vec<String>, VerifyingKey), String> {
+/// Fulcio's username SAN (an otherName).
+const OTHER_NAME_SAN: &str = "1.3.6.1.4.1.57264.1.7";
+
+/// The leaf's OIDC issuer, its subject (the one subject alternative name sigstore-go reads:
+/// the first URI, else the first email address, else Fulcio's username otherName) and its
+/// public key.
+fn read_leaf(leaf: &[u8]) -> Result<(Option<String>, Option<String>, PublicKey), String> {
     let cert = x509_cert::Certificate::from_der(leaf)
         .map_err(|e| format!("a signature's certificate is not X.509 DER ({e})"))?;
     let tbs = &cert.tbs_certificate;
     let mut issuer = None;
-    let mut subjects = Vec::new();
+    let (mut uri, mut email, mut other) = (None, None, None);
     for ext in tbs.extensions.iter().flatten() {
         let id = ext.extn_id.to_string();
         let value = ext.extn_value.as_bytes();
@@ -296,79 +302,28 @@ fn read_leaf(leaf: &[u8]) -> Result<(Option<String>, Vec<String>, VerifyingKey),
                 .map_err(|e| format!("a signature's certificate has a malformed SAN ({e})"))?;
             for name in names.0 {
                 match name {
-                    GeneralName::Rfc822Name(s) => subjects.push(s.to_string()),
-                    GeneralName::UniformResourceIdentifier(s) => subjects.push(s.to_string()),
-                    GeneralName::DnsName(s) => subjects.push(s.to_string()),
+                    GeneralName::UniformResourceIdentifier(s) if uri.is_none() => {
+                        uri = Some(s.to_string())
+                    }
+                    GeneralName::Rfc822Name(s) if email.is_none() => email = Some(s.to_string()),
+                    GeneralName::OtherName(o)
+                        if other.is_none() && o.type_id.to_string() == OTHER_NAME_SAN =>
+                    {
+                        other = o
+                            .value
+                            .decode_as::<x509_cert::der::asn1::Utf8StringRef<'_>>()
+                            .ok()
+                            .map(|s| s.to_string());
+                    }
                     _ => {}
                 }
             }
         }
     }
-    let spki = tbs
-        .subject_public_key_info
-        .to_der()
-        .map_err(|e| format!("a signature's certificate key does not encode ({e})"))?;
-    let key = VerifyingKey::from_public_key_der(&spki)
-        .map_err(|_| "a signature's certificate key is not ECDSA P-256".to_string())?;
-    Ok((issuer, subjects, key))
+    let key = PublicKey::from_spki(&tbs.subject_public_key_info)
+        .map_err(|e| format!("a signature's certificate key is {e}"))?;
+    Ok((issuer, uri.or(email).or(other), key))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn root(authorities: usize, chain: usize) -> Vec<u8> {
-        let authority = serde_json::json!({"certChain": {"certificates": vec![
-            serde_json::json!({"rawBytes": "AA=="}); chain]}});
-        serde_json::to_vec(&serde_json::json!({
-            "certificateAuthorities": vec![authority; authorities]
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn a_trusted_root_is_bounded_before_it_is_decoded() {
-        let err = TrustedRoot::parse(&vec![b' '; MAX_ROOT_BYTES + 1]).unwrap_err();
-        assert!(err.contains("over 262144 bytes"), "{err}");
-        let err = TrustedRoot::parse(&root(MAX_AUTHORITIES + 1, 1)).unwrap_err();
-        assert!(err.contains("over 16 certificate authorities"), "{err}");
-        let err = TrustedRoot::parse(&root(1, MAX_CHAIN + 1)).unwrap_err();
-        assert!(err.contains("over 8 certificates"), "{err}");
-        let err = TrustedRoot::parse(&root(1, 1)).unwrap_err();
-        assert!(err.contains("not X.509 DER"), "{err}");
-        let err = TrustedRoot::parse(&root(0, 0)).unwrap_err();
-        assert!(err.contains("names no certificate authority"), "{err}");
-    }
-
-    #[test]
-    fn identities_are_bounded_regular_expressions() {
-        let long = "a".repeat(MAX_PATTERN_BYTES + 1);
-        let err = Identity::new(&long, ".*").unwrap_err();
-        assert!(err.contains("issuer is over 1024 bytes"), "{err}");
-        let err = Identity::new(".*", "(").unwrap_err();
-        assert!(
-            err.contains("subject \"(\" is not a regular expression"),
-            "{err}"
-        );
-        // Compiled within a size limit: a pattern that expands past it is refused.
-        let err = Identity::new("(((a{100}){100}){100})", ".*").unwrap_err();
-        assert!(err.contains("not a regular expression"), "{err}");
-    }
-
-    #[test]
-    fn a_signature_chain_is_bounded() {
-        let keyless = Keyless {
-            root: TrustedRoot {
-                authorities: Vec::new(),
-            },
-            logs: Default::default(),
-            identities: Vec::new(),
-        };
-        let err = keyless
-            .signer(&vec![vec![0]; MAX_CHAIN + 1], SystemTime::now())
-            .unwrap_err();
-        assert!(err.contains("over 8 certificates"), "{err}");
-        let err = keyless.signer(&[], SystemTime::now()).unwrap_err();
-        assert!(err.contains("carries no certificate"), "{err}");
-    }
-}
+mod tests;

@@ -8,6 +8,7 @@
 //! them against what the policy trusts.
 
 pub mod bundle;
+pub mod key;
 pub mod keyless;
 pub mod notation;
 pub mod referrers;
@@ -45,8 +46,21 @@ pub enum Signed {
     Simple(SignedPayload),
     /// A Sigstore bundle (its JSON) attached as a referrer.
     Bundle(Vec<u8>),
-    /// A notation envelope (its media type and bytes) attached as a referrer.
-    Notation { media_type: String, bytes: Vec<u8> },
+    /// A notation envelope (its media type and bytes) attached as a referrer, and the signed
+    /// manifest as the registry serves it (`None`: the digest alone is compared).
+    Notation {
+        media_type: String,
+        bytes: Vec<u8>,
+        subject: Option<Subject>,
+    },
+}
+
+/// The signed manifest's media type and size as the registry serves it: a notation payload's
+/// `targetArtifact` must name the same, as notation-go compares the whole descriptor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Subject {
+    pub media_type: String,
+    pub size: u64,
 }
 
 /// A trust document from the Secret's entry `file` (a trusted root, a trust policy): at most
@@ -93,9 +107,20 @@ impl RegistryClient {
         let found = self
             .referrers(image, digest, artifact, notation::MAX_ENVELOPE_BYTES)
             .await?;
+        if found.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The descriptor the payloads must name, from the manifest's own (hash-checked) bytes:
+        // one request per digest that has notation signatures.
+        let manifest = self.manifest(image, digest).await?;
+        let subject = manifest.map(|m| Subject {
+            media_type: m.declared_type(),
+            size: m.bytes.len() as u64,
+        });
         let signed = found.into_iter().map(|r| Signed::Notation {
             media_type: r.media_type,
             bytes: r.bytes,
+            subject: subject.clone(),
         });
         Ok(signed.collect())
     }

@@ -40,8 +40,10 @@ pub struct Entry {
     proof: Option<proof::InclusionProof>,
 }
 
-/// What the entry must record: the signed bytes' SHA-256, the signatures, the certificate.
+/// What the entry must record: its kind (`dsse` for a bundle's envelope, `hashedrekord` for
+/// the legacy layout), the signed bytes' SHA-256, the signatures, the certificate.
 pub struct Signing<'a> {
+    pub kind: &'static str,
     pub payload: &'a [u8],
     pub signatures: &'a [Vec<u8>],
     pub leaf: &'a [u8],
@@ -184,7 +186,16 @@ fn check_body(body: &[u8], signing: &Signing<'_>) -> Result<(), String> {
         .iter()
         .map(|s| base64::engine::general_purpose::STANDARD.encode(s))
         .collect();
-    let (hash, records) = match body["kind"].as_str() {
+    let kind = body["kind"].as_str();
+    if kind != Some(signing.kind) {
+        // sigstore-go: a DSSE envelope's entry is dsse (or intoto), a payload's hashedrekord;
+        // another kind's fields record something else.
+        return Err(format!(
+            "its body is of kind {kind:?}; this signature is logged as {}",
+            signing.kind
+        ));
+    }
+    let (hash, records) = match kind {
         Some("dsse") => (
             &spec["payloadHash"]["value"],
             spec["signatures"]

@@ -5,15 +5,13 @@
 //! that it is not.
 
 use super::bundle::{check_statement, Bundle};
+use super::key::PublicKey;
 use super::keyless::{Identity, Keyless, TrustedRoot, MAX_IDENTITIES};
 use super::notation::NotationTrust;
 use super::simple::check_payload;
 use super::tlog::{Entry, LogKeys, Signing};
 use super::{signature_tag, Signed, SignedPayload, MAX_KEYS, MAX_KEY_BYTES};
 use crate::registry::ImageReference;
-use p256::ecdsa::signature::hazmat::PrehashVerifier;
-use p256::ecdsa::{Signature, VerifyingKey};
-use p256::pkcs8::DecodePublicKey;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -24,7 +22,7 @@ pub const TRUSTED_ROOT: &str = "trusted_root.json";
 /// What a policy trusts, and its fingerprint (what a cached verdict is keyed by: other keys,
 /// roots, identities or log rule, another verdict).
 pub struct TrustedKeys {
-    keys: Vec<(String, VerifyingKey)>,
+    keys: Vec<(String, PublicKey)>,
     keyless: Option<Keyless>,
     /// A keyless signature must have a transparency-log entry.
     require_tlog: bool,
@@ -89,9 +87,9 @@ impl TrustedKeys {
             }
             let text = std::str::from_utf8(bytes)
                 .map_err(|_| format!("entry '{name}' is not PEM text"))?;
-            let key = VerifyingKey::from_public_key_pem(text.trim()).map_err(|e| {
+            let key = PublicKey::from_pem(text).map_err(|e| {
                 format!(
-                    "entry '{name}' is not an ECDSA P-256 public key in PEM ({e}); \
+                    "entry '{name}' is not an ECDSA P-256 or P-384 public key in PEM ({e}); \
                      `cosign generate-key-pair` writes one (cosign.pub)"
                 )
             })?;
@@ -191,8 +189,15 @@ impl TrustedKeys {
                     .verify_simple(signed, image, digest, now)
                     .map(|w| (w, None)),
                 Signed::Bundle(bytes) => self.verify_bundle(bytes, digest, now).map(|w| (w, None)),
-                Signed::Notation { media_type, bytes } => match &self.notation {
-                    Some(trust) => trust.verify(&image.canonical(), media_type, bytes, digest, now),
+                Signed::Notation {
+                    media_type,
+                    bytes,
+                    subject,
+                } => match &self.notation {
+                    Some(trust) => {
+                        let target = (digest, subject.as_ref());
+                        trust.verify(&image.canonical(), media_type, bytes, target, now)
+                    }
                     None => Err("a notation signature, and the policy verifies cosign's".into()),
                 },
             };
@@ -225,6 +230,7 @@ impl TrustedKeys {
         let log = Entry::from_bundle(&bundle.verification_material.tlog_entries);
         let signing = Evidence {
             message: &decoded.signed,
+            kind: "dsse",
             recorded: &decoded.payload,
             signatures: &decoded.signatures,
             certificates: &certificates,
@@ -251,6 +257,7 @@ impl TrustedKeys {
         };
         let signing = Evidence {
             message: &signed.payload,
+            kind: "hashedrekord",
             recorded: &signed.payload,
             signatures: std::slice::from_ref(&signed.signature),
             certificates: &signed.certificates,
@@ -265,33 +272,8 @@ impl TrustedKeys {
     /// Who made `signing`: a trusted key, or, with certificates, a trusted identity whose
     /// certificate's key verifies it, checked when the log says it was made (else now).
     fn signer(&self, signing: &Evidence<'_>, now: SystemTime) -> Result<String, String> {
-        let parsed: Vec<Signature> = signing
-            .signatures
-            .iter()
-            .filter_map(|s| {
-                Signature::from_der(s)
-                    .or_else(|_| Signature::from_slice(s))
-                    .ok()
-            })
-            .collect();
-        if parsed.is_empty() {
-            return Err("a signature is not an ECDSA signature".into());
-        }
-        // The signed bytes are hashed once, not once per key and signature: a signed payload
-        // may be 256 KiB, and every key (16) is tried against every signature.
-        let digest = Sha256::digest(signing.message);
-        let verifies = |key: &VerifyingKey| {
-            parsed
-                .iter()
-                .any(|s| key.verify_prehash(&digest, s).is_ok())
-        };
         let Some(leaf) = signing.certificates.first() else {
-            return self
-                .keys
-                .iter()
-                .find(|(_, key)| verifies(key))
-                .map(|(name, _)| name.clone())
-                .ok_or_else(|| "signature does not verify with any trusted key".to_string());
+            return self.key_signer(signing);
         };
         let Some(keyless) = &self.keyless else {
             return Err(
@@ -305,10 +287,32 @@ impl TrustedKeys {
             SystemTime::UNIX_EPOCH + Duration::from_secs(t.max(0) as u64)
         });
         let (key, who) = keyless.signer(signing.certificates, at)?;
-        if !verifies(&key) {
+        let digest = Sha256::digest(signing.message);
+        if !signing
+            .signatures
+            .iter()
+            .any(|s| key.verifies(signing.message, &digest, s))
+        {
             return Err("signature does not verify with its certificate's key".into());
         }
         Ok(who)
+    }
+
+    /// Which trusted key (`*.pub`) made `signing`.
+    fn key_signer(&self, signing: &Evidence<'_>) -> Result<String, String> {
+        // The signed bytes are hashed once, not once per key: a signed payload may be
+        // 256 KiB, and every key (16) is tried.
+        let digest = Sha256::digest(signing.message);
+        self.keys
+            .iter()
+            .find(|(_, key)| {
+                signing
+                    .signatures
+                    .iter()
+                    .any(|s| key.verifies(signing.message, &digest, s))
+            })
+            .map(|(name, _)| name.clone())
+            .ok_or_else(|| "signature does not verify with any trusted key".to_string())
     }
 
     /// When the log says the signature was made: an entry that carries a trusted log's promise
@@ -331,6 +335,7 @@ impl TrustedKeys {
             };
         }
         let recorded = Signing {
+            kind: signing.kind,
             payload: signing.recorded,
             signatures: signing.signatures,
             leaf,
@@ -350,7 +355,9 @@ impl TrustedKeys {
 struct Evidence<'a> {
     /// The bytes the signature covers.
     message: &'a [u8],
-    /// What a log entry records the hash of (the DSSE payload, or the simple-signing payload).
+    /// The kind of log entry that records it, and what it records the hash of (the DSSE
+    /// payload, or the simple-signing payload).
+    kind: &'static str,
     recorded: &'a [u8],
     signatures: &'a [Vec<u8>],
     /// Keyless: DER, leaf first.

@@ -57,12 +57,13 @@ async fn scan_and_the_controller_check_keyless_identity_chain_validity_and_log()
         let tool = if bundle { &cosign } else { &legacy };
         let key = tool.import_key(&format!("k{tag}"), &signer.key_pem);
         let cert = tool.file(&format!("{tag}.crt"), &signer.cert_pem);
-        let flags = [
-            "--certificate",
-            cert.to_str().unwrap(),
-            "--certificate-chain",
-            chain.to_str().unwrap(),
-        ];
+        // A v0.3 bundle carries the leaf alone: cosign v3 (and sigstore-go) refuse one with a
+        // chain unless verified with --allow-certificate-chain, so only the legacy layout, whose
+        // annotation keeps a chain, is signed with one.
+        let mut flags = vec!["--certificate", cert.to_str().unwrap()];
+        if !bundle {
+            flags.extend(["--certificate-chain", chain.to_str().unwrap()]);
+        }
         let reference = format!("{image}@{}", digests[tag]);
         match bundle {
             true => tool.sign_bundle_with(&key, &reference, &flags),

@@ -25,6 +25,7 @@ const COSE: &str = "application/cose";
 const PAYLOAD_TYPE: &str = "application/vnd.cncf.notary.payload.v1+json";
 const SIGNING_SCHEME: &str = "io.cncf.notary.signingScheme";
 const EXPIRY: &str = "io.cncf.notary.expiry";
+const SIGNING_TIME: &str = "io.cncf.notary.signingTime";
 const KNOWN_CRITICAL: [&str; 2] = [SIGNING_SCHEME, EXPIRY];
 
 /// An envelope, read.
@@ -37,6 +38,7 @@ pub struct Envelope {
     alg: String,
     pub chain: Vec<Vec<u8>>,
     pub expiry: Option<SystemTime>,
+    pub signing_time: Option<SystemTime>,
 }
 
 impl Envelope {
@@ -52,6 +54,25 @@ impl Envelope {
             other => Err(format!(
                 "a notation signature in '{other}', neither JWS nor COSE"
             )),
+        }
+    }
+
+    /// JOSE's name for the algorithm the envelope says it was signed with.
+    pub fn alg(&self) -> &str {
+        &self.alg
+    }
+
+    /// notation-core-go's rule for the signed attributes' times: a signing time, and an expiry
+    /// (if any) after it.
+    pub fn check_times(&self) -> Result<(), String> {
+        let signed = self
+            .signing_time
+            .ok_or("a notation signature has no signing time (io.cncf.notary.signingTime)")?;
+        match self.expiry {
+            Some(expiry) if expiry <= signed => {
+                Err("a notation signature expires before it was signed".into())
+            }
+            _ => Ok(()),
         }
     }
 
@@ -145,11 +166,14 @@ fn parse_jws(bytes: &[u8]) -> Result<Envelope, String> {
         .filter_map(|c| c.as_str().map(str::to_string))
         .collect();
     check_headers(text("cty"), text(SIGNING_SCHEME), &critical)?;
-    let expiry = header
-        .get(EXPIRY)
-        .and_then(|v| v.as_str())
-        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-        .map(|t| SystemTime::UNIX_EPOCH + Duration::from_secs(t.as_second().max(0) as u64));
+    let time = |key: &str| {
+        header
+            .get(key)
+            .and_then(|v| v.as_str())
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+            .map(|t| SystemTime::UNIX_EPOCH + Duration::from_secs(t.as_second().max(0) as u64))
+    };
+    let (expiry, signing_time) = (time(EXPIRY), time(SIGNING_TIME));
     let chain = jws
         .header
         .x5c
@@ -165,6 +189,7 @@ fn parse_jws(bytes: &[u8]) -> Result<Envelope, String> {
         alg: text("alg").to_string(),
         chain: bounded_chain(chain)?,
         expiry,
+        signing_time,
     })
 }
 
@@ -228,14 +253,17 @@ fn parse_cose(bytes: &[u8]) -> Result<Envelope, String> {
         },
         _ => return Err(not_cose("no algorithm")),
     };
-    let expiry = match get(&header, &label(EXPIRY)) {
-        Some(Value::Tag(1, when)) => match *when {
-            Value::Integer(n) => u64::try_from(i128::from(n)).ok(),
+    let time = |key: &str| {
+        match get(&header, &label(key)) {
+            Some(Value::Tag(1, when)) => match *when {
+                Value::Integer(n) => u64::try_from(i128::from(n)).ok(),
+                _ => None,
+            },
             _ => None,
-        },
-        _ => None,
-    }
-    .map(|secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs));
+        }
+        .map(|secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+    };
+    let (expiry, signing_time) = (time(EXPIRY), time(SIGNING_TIME));
     let chain = match get(&unprotected, &Value::Integer(33.into())) {
         Some(Value::Bytes(one)) => vec![one],
         Some(Value::Array(many)) => many
@@ -263,5 +291,6 @@ fn parse_cose(bytes: &[u8]) -> Result<Envelope, String> {
         alg: alg.to_string(),
         chain: bounded_chain(chain)?,
         expiry,
+        signing_time,
     })
 }

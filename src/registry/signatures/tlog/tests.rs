@@ -72,6 +72,7 @@ pub(super) struct Made {
 impl Made {
     pub(super) fn signing(&self) -> Signing<'_> {
         Signing {
+            kind: "dsse",
             payload: &self.payload,
             signatures: &self.signatures,
             leaf: &self.leaf,
@@ -156,6 +157,7 @@ fn a_promise_and_a_body_that_record_the_signature_verify() {
     let cert = "-----BEGIN CERTIFICATE-----\nAAEC\n-----END CERTIFICATE-----\n";
     let (payload, signature, leaf) = (b"payload".to_vec(), vec![1, 2, 3], vec![0, 1, 2]);
     let signing = Signing {
+        kind: "dsse",
         payload: &payload,
         signatures: std::slice::from_ref(&signature),
         leaf: &leaf,
@@ -188,6 +190,19 @@ fn a_promise_and_a_body_that_record_the_signature_verify() {
         .verify(&resigned[0], &signing)
         .unwrap_err()
         .contains("another signature or certificate"));
+    // A hashedrekord recording the same hash, signature and certificate does not log an
+    // envelope (sigstore-go reads an envelope's entry as dsse only).
+    let mut rekord = dsse_body(&payload, &signature, cert);
+    rekord["kind"] = serde_json::json!("hashedrekord");
+    rekord["spec"] = serde_json::json!({
+        "data": {"hash": {"algorithm": "sha256", "value": format!("{:x}", Sha256::digest(&payload))}},
+        "signature": {"content": enc(&signature), "publicKey": {"content": enc(cert.as_bytes())}}});
+    let rekord = Entry::from_bundle(&[log.entry(&rekord, 1)]).unwrap();
+    let err = keys.verify(&rekord[0], &signing).unwrap_err();
+    assert_eq!(
+        err,
+        "its body is of kind Some(\"hashedrekord\"); this signature is logged as dsse"
+    );
 }
 
 #[test]
@@ -220,8 +235,9 @@ fn a_logged_keyless_signature_is_judged_at_its_signing_time() {
     // 2023-11-14T22:13:20Z: within the certificate's one day.
     let entry = log.entry(&dsse_body(&payload, &signature, &leaf.pem()), 1_700_000_000);
     let bundle = |entries: Vec<serde_json::Value>| {
+        // v0.1: a promise is all the entry has (v0.2 and later also need a proof).
         Signed::Bundle(serde_json::to_vec(&serde_json::json!({
-            "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+            "mediaType": "application/vnd.dev.sigstore.bundle+json;version=0.1",
             "verificationMaterial": {"certificate": {"rawBytes": enc(leaf.der())}, "tlogEntries": entries},
             "dsseEnvelope": {"payload": enc(&payload), "payloadType": "application/vnd.in-toto+json",
                              "signatures": [{"sig": enc(&signature)}]}})).unwrap())
@@ -322,8 +338,9 @@ fn intermediates_the_signature_carries_are_not_used() {
     let (leaf, signer) = keyless_leaf(&intermediate, None);
     let (payload, signature) = signed_statement(&signer);
     let bundle = Signed::Bundle(
+        // v0.2: the last version whose material may be a chain.
         serde_json::to_vec(&serde_json::json!({
-            "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+            "mediaType": "application/vnd.dev.sigstore.bundle+json;version=0.2",
             "verificationMaterial": {"x509CertificateChain": {"certificates": [
                 {"rawBytes": enc(leaf.der())}, {"rawBytes": enc(intermediate.der())}]}},
             "dsseEnvelope": {"payload": enc(&payload), "payloadType": "application/vnd.in-toto+json",
