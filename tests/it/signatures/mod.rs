@@ -10,6 +10,7 @@ mod cosign;
 mod judged;
 mod keyless;
 mod notation;
+mod oracle;
 
 /// Pushes an image under each `(tag, salt)` to `repository`; their digests by tag.
 async fn push_tags(

@@ -1,0 +1,167 @@
+//! The reference verifiers as judges: a corpus of signature cases made here (cosign bundles,
+//! keyed and keyless, and notation envelopes, over every property a verifier reads) is judged
+//! by sigstore-go and notation-go (tests/sigtools/judge, built by `make sigtools`) and by our
+//! verifier through the library's `TrustedKeys`; each verdict must equal theirs, or the case is
+//! one of [`DELIBERATE`]'s differences (docs/compatibility.md lists the same, with the reasons),
+//! which must still differ.
+
+mod bundles;
+mod cosign;
+mod envelopes;
+mod log;
+mod notation;
+mod pki;
+
+use image_reflector::registry::signatures::{Signed, TrustedKeys};
+use image_reflector::registry::ImageReference;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::SystemTime;
+
+/// The digest every case signs.
+pub const DIGEST: &str = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+/// The repository every case's image is in.
+pub const REPOSITORY: &str = "registry.invalid/team/app";
+
+/// Where our verdict differs from the reference verifier's on purpose: a case whose id
+/// contains the pattern, and why (docs/compatibility.md, "Signatures judged by the reference
+/// verifiers").
+pub const DELIBERATE: &[(&str, &str)] = &[];
+
+/// One signature, what the policy trusts, and the reference verifier's input.
+pub struct Case {
+    pub id: String,
+    pub judge: Value,
+    pub ours: Ours,
+}
+
+pub enum Ours {
+    Cosign {
+        data: BTreeMap<String, Vec<u8>>,
+        identities: Vec<(String, String)>,
+        require_tlog: bool,
+        bundle: Vec<u8>,
+    },
+    Notation {
+        data: BTreeMap<String, Vec<u8>>,
+        signature: Option<(String, Vec<u8>)>,
+    },
+}
+
+impl Case {
+    /// Our verdict, through what the controller and `scan` call.
+    fn ours(&self) -> Result<String, String> {
+        let image = ImageReference::parse(REPOSITORY, false).unwrap();
+        let now = SystemTime::now();
+        match &self.ours {
+            Ours::Cosign {
+                data,
+                identities,
+                require_tlog,
+                bundle,
+            } => {
+                let trust = TrustedKeys::from_secret(data, identities, *require_tlog)
+                    .map_err(|e| format!("policy: {e}"))?;
+                trust.verify(&[Signed::Bundle(bundle.clone())], &image, DIGEST, now)
+            }
+            Ours::Notation { data, signature } => {
+                let trust = TrustedKeys::notation(data).map_err(|e| format!("policy: {e}"))?;
+                let signed: Vec<Signed> = signature
+                    .iter()
+                    .map(|(media_type, bytes)| Signed::Notation {
+                        media_type: media_type.clone(),
+                        bytes: bytes.clone(),
+                        subject: Some(notation::served()),
+                    })
+                    .collect();
+                trust.verify(&signed, &image, DIGEST, now)
+            }
+        }
+    }
+}
+
+/// The reference verifiers' verdicts on `cases`, by id.
+fn judged(cases: &[Case]) -> BTreeMap<String, (bool, String)> {
+    let judge = crate::support::sigtools::bin_dir().join("signature-judge");
+    let mut child = Command::new(&judge)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e}", judge.display()));
+    let mut stdin = child.stdin.take().unwrap();
+    let lines: Vec<String> = cases
+        .iter()
+        .map(|c| {
+            let mut line = c.judge.clone();
+            line["id"] = Value::from(c.id.clone());
+            line.to_string()
+        })
+        .collect();
+    let writer = std::thread::spawn(move || {
+        for line in lines {
+            writeln!(stdin, "{line}").unwrap();
+        }
+    });
+    let mut verdicts = BTreeMap::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let reason = v["reason"].as_str().unwrap_or_default().to_string();
+        verdicts.insert(
+            v["id"].as_str().unwrap().to_string(),
+            (v["valid"] == true, reason),
+        );
+    }
+    writer.join().unwrap();
+    assert!(child.wait().unwrap().success(), "the judge failed");
+    verdicts
+}
+
+#[test]
+#[ignore = "needs the reference verifiers' judge: make e2e-signatures"]
+fn every_case_is_judged_as_sigstore_go_and_notation_go_judge_it() {
+    let mut cases = cosign::cases();
+    cases.extend(notation::cases());
+    let theirs = judged(&cases);
+    assert_eq!(theirs.len(), cases.len(), "one verdict per case");
+    let mut agree = 0;
+    let mut deliberate = Vec::new();
+    let mut wrong = Vec::new();
+    for case in &cases {
+        let ours = case.ours();
+        let (valid, reason) = &theirs[&case.id];
+        let known = DELIBERATE.iter().find(|(p, _)| case.id.contains(p));
+        let line = format!(
+            "{}: ours {} ({}), theirs {} ({reason})",
+            case.id,
+            if ours.is_ok() { "valid" } else { "refused" },
+            ours.as_ref().unwrap_or_else(|e| e),
+            if *valid { "valid" } else { "refused" },
+        );
+        if std::env::var("ORACLE_SHOW").is_ok_and(|p| case.id.contains(&p)) {
+            println!("{line}");
+        }
+        match (ours.is_ok() == *valid, known) {
+            (true, None) => agree += 1,
+            (false, Some(_)) => deliberate.push(line),
+            (false, None) => wrong.push(line),
+            (true, Some((pattern, _))) => wrong.push(format!(
+                "{line}: listed as a deliberate difference ({pattern}), and agrees"
+            )),
+        }
+    }
+    let valid = theirs.values().filter(|(v, _)| *v).count();
+    println!(
+        "{} cases ({valid} valid to the reference verifiers): {agree} agree, {} deliberate differences",
+        cases.len(),
+        deliberate.len()
+    );
+    assert!(cases.len() >= 500, "the corpus has {} cases", cases.len());
+    assert!(
+        wrong.is_empty(),
+        "{} disagreements:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
