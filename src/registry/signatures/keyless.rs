@@ -35,6 +35,8 @@ const ISSUER_V1: &str = "1.3.6.1.4.1.57264.1.1";
 #[derive(Debug, Clone)]
 pub struct TrustedRoot {
     authorities: Vec<Authority>,
+    /// Its transparency logs' keys.
+    pub logs: super::tlog::LogKeys,
 }
 
 /// One authority: its chain's last certificate is the trust anchor, the others intermediates,
@@ -53,6 +55,8 @@ impl TrustedRoot {
         struct Root {
             #[serde(default)]
             certificate_authorities: Vec<Written>,
+            #[serde(default)]
+            tlogs: Vec<super::tlog::WrittenLog>,
         }
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
@@ -82,8 +86,10 @@ impl TrustedRoot {
                 "trusted_root.json has over {MAX_AUTHORITIES} certificate authorities"
             ));
         }
+        // One bounded read for the authorities and the logs.
         let mut trusted = TrustedRoot {
             authorities: Vec::new(),
+            logs: super::tlog::LogKeys::from_written(root.tlogs)?,
         };
         for authority in root.certificate_authorities {
             let chain = authority.cert_chain.certificates;
@@ -194,7 +200,6 @@ impl Identity {
 #[derive(Debug, Clone)]
 pub struct Keyless {
     pub root: TrustedRoot,
-    pub logs: super::tlog::LogKeys,
     pub identities: Vec<Identity>,
 }
 

@@ -27,6 +27,21 @@ pub const MAX_ENTRIES: usize = 4;
 #[derive(Debug, Clone, Default)]
 pub struct LogKeys(Vec<(Vec<u8>, VerifyingKey, ValidFor)>);
 
+/// A log of a trusted root's `tlogs`, as written.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct WrittenLog {
+    public_key: WrittenKey,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WrittenKey {
+    raw_bytes: String,
+    #[serde(default)]
+    valid_for: ValidFor,
+}
+
 /// An entry, as far as its promise and body are checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
@@ -61,34 +76,16 @@ fn number(value: &serde_json::Value) -> Option<i64> {
 }
 
 impl LogKeys {
-    /// The `tlogs` of a trusted root (ECDSA P-256 keys, as Rekor's).
-    pub fn from_root(root: &[u8]) -> Result<LogKeys, String> {
-        #[derive(Deserialize)]
-        struct Root {
-            #[serde(default)]
-            tlogs: Vec<Log>,
-        }
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Log {
-            public_key: Key,
-        }
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Key {
-            raw_bytes: String,
-            #[serde(default)]
-            valid_for: ValidFor,
-        }
-        let root: Root = serde_json::from_slice(root)
-            .map_err(|e| format!("trusted_root.json's tlogs do not read ({e})"))?;
-        if root.tlogs.len() > MAX_LOGS {
+    /// The `tlogs` of a trusted root (ECDSA P-256 keys, as Rekor's), as its one bounded read
+    /// (`keyless::TrustedRoot::parse`) found them.
+    pub(super) fn from_written(tlogs: Vec<WrittenLog>) -> Result<LogKeys, String> {
+        if tlogs.len() > MAX_LOGS {
             return Err(format!(
                 "trusted_root.json has over {MAX_LOGS} transparency logs"
             ));
         }
         let mut keys = Vec::new();
-        for log in root.tlogs {
+        for log in tlogs {
             let der = b64(&log.public_key.raw_bytes)?;
             // Other key types are not Rekor's: such a log's entries do not verify.
             if let Ok(key) = VerifyingKey::from_public_key_der(&der) {
@@ -262,6 +259,21 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
                 .collect()
         })
         .flatten()
+}
+
+/// The logs of a trusted root's JSON, for tests of roots without authorities (the controller
+/// reads logs only through `keyless::TrustedRoot::parse`).
+#[cfg(test)]
+impl LogKeys {
+    pub(super) fn from_root(root: &[u8]) -> Result<LogKeys, String> {
+        #[derive(Deserialize)]
+        struct Root {
+            #[serde(default)]
+            tlogs: Vec<WrittenLog>,
+        }
+        let root: Root = serde_json::from_slice(root).map_err(|e| e.to_string())?;
+        Self::from_written(root.tlogs)
+    }
 }
 
 #[cfg(test)]

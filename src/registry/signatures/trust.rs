@@ -9,7 +9,7 @@ use super::key::PublicKey;
 use super::keyless::{Identity, Keyless, TrustedRoot, MAX_IDENTITIES};
 use super::notation::NotationTrust;
 use super::simple::check_payload;
-use super::tlog::{Entry, LogKeys, Signing};
+use super::tlog::{Entry, Signing};
 use super::{signature_tag, Signed, SignedPayload, MAX_KEYS, MAX_KEY_BYTES};
 use crate::registry::ImageReference;
 use sha2::{Digest, Sha256};
@@ -121,13 +121,8 @@ impl TrustedKeys {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let in_root = |e: String| format!("entry '{TRUSTED_ROOT}': {e}");
-            let logs = LogKeys::from_root(root).map_err(in_root)?;
             let root = TrustedRoot::parse(root).map_err(in_root)?;
-            Some(Keyless {
-                root,
-                logs,
-                identities,
-            })
+            Some(Keyless { root, identities })
         };
         if keys.is_empty() && keyless.is_none() {
             return Err("it has no *.pub entry (a cosign public key, e.g. cosign.pub)".into());
@@ -342,7 +337,7 @@ impl TrustedKeys {
         };
         let mut why = String::new();
         for entry in entries {
-            match keyless.logs.verify(entry, &recorded) {
+            match keyless.root.logs.verify(entry, &recorded) {
                 Ok(time) => return Ok(Some(time)),
                 Err(e) => why = format!("its log entry does not verify: {e}"),
             }

@@ -24,6 +24,17 @@ fn a_trusted_root_is_bounded_before_it_is_decoded() {
     assert!(err.contains("not X.509 DER"), "{err}");
     let err = TrustedRoot::parse(&root(0, 0)).unwrap_err();
     assert!(err.contains("names no certificate authority"), "{err}");
+    // The logs are read in the same bounded read: over the size, nothing of them is parsed.
+    let mut big = serde_json::to_vec(&serde_json::json!({"tlogs": vec![
+        serde_json::json!({"publicKey": {"rawBytes": "not base64"}}); 17]}))
+    .unwrap();
+    big.resize(MAX_ROOT_BYTES + 1, b' ');
+    let err = TrustedRoot::parse(&big).unwrap_err();
+    assert!(err.contains("over 262144 bytes"), "{err}");
+    let logs =
+        serde_json::json!({"tlogs": vec![serde_json::json!({"publicKey": {"rawBytes": ""}}); 17]});
+    let err = TrustedRoot::parse(logs.to_string().as_bytes()).unwrap_err();
+    assert!(err.contains("over 16 transparency logs"), "{err}");
 }
 
 #[test]
@@ -46,8 +57,8 @@ fn a_signature_chain_is_bounded() {
     let keyless = Keyless {
         root: TrustedRoot {
             authorities: Vec::new(),
+            logs: Default::default(),
         },
-        logs: Default::default(),
         identities: Vec::new(),
     };
     let err = keyless
@@ -132,7 +143,6 @@ fn usages_and_keys_are_read_as_sigstore_go_reads_them() {
             {"certChain": {"certificates": [{"rawBytes": base64::engine::general_purpose::STANDARD.encode(ca)}]}}]});
         let keyless = Keyless {
             root: TrustedRoot::parse(root.to_string().as_bytes()).unwrap(),
-            logs: Default::default(),
             identities: vec![identity.clone()],
         };
         (keyless.signer(&[leaf], SystemTime::now()), key)
