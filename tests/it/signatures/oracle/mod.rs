@@ -99,6 +99,10 @@ fn judged(cases: &[Case]) -> BTreeMap<String, (bool, String)> {
             line.to_string()
         })
         .collect();
+    // ORACLE_DUMP=<file> keeps the judge's input, for another verifier to be measured on it.
+    if let Some(path) = std::env::var_os("ORACLE_DUMP") {
+        std::fs::write(path, lines.join("\n") + "\n").unwrap();
+    }
     let writer = std::thread::spawn(move || {
         for line in lines {
             writeln!(stdin, "{line}").unwrap();
