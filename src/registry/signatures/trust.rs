@@ -22,13 +22,23 @@ pub const TRUSTED_ROOT: &str = "trusted_root.json";
 /// What a policy trusts, and its fingerprint (what a cached verdict is keyed by: other keys,
 /// roots, identities or log rule, another verdict).
 pub struct TrustedKeys {
+    trust: Trust,
+    pub fingerprint: String,
+}
+
+/// One provider's trust: only its signatures are read.
+enum Trust {
+    Cosign(CosignTrust),
+    /// The trust policy and store of `provider: notation`.
+    Notation(NotationTrust),
+}
+
+/// `provider: cosign`: keys, and for keyless signatures a root and identities.
+struct CosignTrust {
     keys: Vec<(String, PublicKey)>,
     keyless: Option<Keyless>,
     /// A keyless signature must have a transparency-log entry.
     require_tlog: bool,
-    /// With `provider: notation`, the trust policy and store: the only signatures read.
-    notation: Option<NotationTrust>,
-    pub fingerprint: String,
 }
 
 impl TrustedKeys {
@@ -54,17 +64,14 @@ impl TrustedKeys {
             hash.update([0]);
         }
         Ok(TrustedKeys {
-            keys: Vec::new(),
-            keyless: None,
-            require_tlog: false,
-            notation: Some(trust),
+            trust: Trust::Notation(trust),
             fingerprint: format!("notation-{:x}", hash.finalize())[..32].to_string(),
         })
     }
 
     /// Whether only notation signatures count.
     pub fn is_notation(&self) -> bool {
-        self.notation.is_some()
+        matches!(self.trust, Trust::Notation(_))
     }
 
     fn cosign(
@@ -130,10 +137,11 @@ impl TrustedKeys {
         fingerprint(if require_tlog { b"tlog" } else { b"no tlog" });
         let fingerprint = format!("{:x}", hash.finalize())[..32].to_string();
         Ok(TrustedKeys {
-            keys,
-            keyless,
-            require_tlog,
-            notation: None,
+            trust: Trust::Cosign(CosignTrust {
+                keys,
+                keyless,
+                require_tlog,
+            }),
             fingerprint,
         })
     }
@@ -161,17 +169,17 @@ impl TrustedKeys {
         now: SystemTime,
     ) -> Result<(String, Option<SystemTime>), String> {
         // At notation's `skip`, nothing is verified: an unsigned image passes too.
-        let skipped = self
-            .notation
-            .as_ref()
-            .and_then(|n| n.skipped(&image.canonical()));
-        if let Some(skipped) = skipped {
-            return Ok((skipped, None));
+        if let Trust::Notation(notation) = &self.trust {
+            if let Some(skipped) = notation.skipped(&image.canonical()) {
+                return Ok((skipped, None));
+            }
         }
         if signatures.is_empty() {
-            return Err(match self.notation {
-                Some(_) => "no signature (no notation signature among its referrers)".into(),
-                None => format!(
+            return Err(match self.trust {
+                Trust::Notation(_) => {
+                    "no signature (no notation signature among its referrers)".into()
+                }
+                Trust::Cosign(_) => format!(
                     "no signature (no cosign bundle among its referrers, no tag {})",
                     signature_tag(digest)
                 ),
@@ -179,22 +187,30 @@ impl TrustedKeys {
         }
         let mut why = Vec::new();
         for signed in signatures {
-            let verified = match signed {
-                Signed::Simple(signed) => self
+            let verified = match (&self.trust, signed) {
+                (Trust::Cosign(cosign), Signed::Simple(signed)) => cosign
                     .verify_simple(signed, image, digest, now)
                     .map(|w| (w, None)),
-                Signed::Bundle(bytes) => self.verify_bundle(bytes, digest, now).map(|w| (w, None)),
-                Signed::Notation {
-                    media_type,
-                    bytes,
-                    subject,
-                } => match &self.notation {
-                    Some(trust) => {
-                        let target = (digest, subject.as_ref());
-                        trust.verify(&image.canonical(), media_type, bytes, target, now)
-                    }
-                    None => Err("a notation signature, and the policy verifies cosign's".into()),
-                },
+                (Trust::Cosign(cosign), Signed::Bundle(bytes)) => {
+                    cosign.verify_bundle(bytes, digest, now).map(|w| (w, None))
+                }
+                (
+                    Trust::Notation(notation),
+                    Signed::Notation {
+                        media_type,
+                        bytes,
+                        subject,
+                    },
+                ) => {
+                    let target = (digest, subject.as_ref());
+                    notation.verify(&image.canonical(), media_type, bytes, target, now)
+                }
+                (Trust::Cosign(_), Signed::Notation { .. }) => {
+                    Err("a notation signature, and the policy verifies cosign's".into())
+                }
+                (Trust::Notation(_), _) => {
+                    Err("a cosign signature, and the policy verifies notation's".into())
+                }
             };
             match verified {
                 Ok(key) => return Ok(key),
@@ -209,7 +225,9 @@ impl TrustedKeys {
             why.join("; ")
         ))
     }
+}
 
+impl CosignTrust {
     /// A bundle's DSSE envelope, signed by a trusted key or a trusted identity, over a
     /// statement naming `digest`.
     fn verify_bundle(&self, bytes: &[u8], digest: &str, now: SystemTime) -> Result<String, String> {
