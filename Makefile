@@ -9,7 +9,7 @@ export KUBE_BIN_DIR
 FLUX_BIN_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/image-reflector-flux/bin
 export FLUX_BIN_DIR
 
-.PHONY: all build test lint fmt crds run kube flux sigtools e2e e2e-flux e2e-signatures e2e-cluster prometheus-deps bench bench-controller conformance deps image image-deps image-smoke deploy undeploy fuzz
+.PHONY: all build test lint fmt crds run kube flux sigtools e2e e2e-flux e2e-signatures e2e-cluster prometheus-deps bench bench-controller conformance mutants deps image image-deps image-smoke deploy undeploy fuzz
 
 all: build
 
@@ -145,6 +145,17 @@ sigtools:
 # controller on the API server of `make e2e` (tests/it/signatures/).
 e2e-signatures: deps kube sigtools
 	@$(with_apiserver) $(CARGO) test --locked --test it -- --ignored signatures::
+
+# cargo-mutants (cargo install cargo-mutants) over the signature verification (the registry's
+# fetching of signatures, RegistryClient's, is the integration suite's to test), with the unit
+# tests that cover it: every mutant must be caught; docs/development.md lists the equivalent
+# ones, which .cargo/mutants.toml excludes. Not in CI: about an hour on 2 cores.
+MUTATED = -f 'src/registry/signatures/**/*.rs' -e '**/tests.rs' -e '**/tests/**' \
+	-e src/registry/signatures/referrers.rs --exclude-re 'RegistryClient::'
+mutants:
+	@command -v cargo-mutants >/dev/null || { echo "cargo-mutants not found: cargo install cargo-mutants" >&2; exit 1; }
+	cargo mutants --no-shuffle --copy-target=true -j $${MUTANTS_JOBS:-2} --cargo-arg=--lib $(MUTATED) \
+		-- -- registry::signatures
 
 # promtool (Debian's prometheus package), for the metrics e2e check; installed when missing.
 prometheus-deps:

@@ -135,6 +135,9 @@ fn the_list_judges_in_order_and_asks_for_what_it_lacks() {
     let mut signed = image(None, &amd);
     signed.signature = Some(Ok("k"));
     assert_eq!(gates.judge(&signed), Judgement::Pass);
+    assert!(gates.any() && gates.needs_image());
+    let verify_only = Gates::from_parts(None, Vec::new(), true);
+    assert!(verify_only.any() && !verify_only.needs_image());
     let none = Gates::default();
     assert!(!none.any() && !none.needs_image());
     assert_eq!(none.judge(&Facts::default()), Judgement::Pass);
@@ -227,4 +230,11 @@ fn min_age_needs_both_the_creation_time_and_the_first_sighting() {
         .reason
         .contains("fails closed"));
     assert_eq!(lenient.describe(), "minAge 168h (undated: first seen)");
+}
+
+/// The documented bound (docs/security.md), written out: a minimum age of at most ten years of
+/// 366 days.
+#[test]
+fn a_minimum_age_is_at_most_ten_years() {
+    assert_eq!(MAX_MIN_AGE, Duration::from_secs(316_224_000));
 }

@@ -157,3 +157,33 @@ impl RegistryClient {
         Ok(signatures)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The leaf then its chain, each PEM block's DER; nothing without a certificate; a block
+    /// that does not decode makes one certificate that does not parse (held back, not dropped).
+    #[test]
+    fn a_layers_certificates_are_its_leaf_then_its_chain() {
+        let pem = |der: &[u8]| {
+            let text = base64::engine::general_purpose::STANDARD.encode(der);
+            format!("-----BEGIN CERTIFICATE-----\n{text}\n-----END CERTIFICATE-----\n")
+        };
+        let annotations = BTreeMap::from([
+            (CERTIFICATE_ANNOTATION.to_string(), pem(b"leaf")),
+            (CHAIN_ANNOTATION.to_string(), pem(b"one") + &pem(b"two")),
+        ]);
+        assert_eq!(
+            certificates(&annotations),
+            [b"leaf".to_vec(), b"one".to_vec(), b"two".to_vec()]
+        );
+        let only_chain = BTreeMap::from([(CHAIN_ANNOTATION.to_string(), pem(b"one"))]);
+        assert!(certificates(&only_chain).is_empty());
+        let broken = BTreeMap::from([(
+            CERTIFICATE_ANNOTATION.to_string(),
+            "-----BEGIN CERTIFICATE-----\n%%\n-----END CERTIFICATE-----".to_string(),
+        )]);
+        assert_eq!(certificates(&broken), [b"not a certificate".to_vec()]);
+    }
+}

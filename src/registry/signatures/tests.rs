@@ -3,6 +3,7 @@ use p256::ecdsa::signature::Signer;
 use p256::ecdsa::Signature;
 use p256::ecdsa::SigningKey;
 use p256::pkcs8::{EncodePublicKey, LineEnding};
+use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 fn key(seed: u8) -> SigningKey {
@@ -217,4 +218,74 @@ fn notations_skip_level_needs_no_signature() {
         .verify(&[], &image, DIGEST, now)
         .unwrap_err();
     assert!(err.starts_with("no signature"), "{err}");
+}
+
+/// The documented bounds (docs/security.md), written out: 16 signatures an image, a payload of
+/// 64 KiB, 16 keys of 16 KiB.
+#[test]
+fn signatures_and_keys_are_bounded_by_their_documented_numbers() {
+    use super::{MAX_KEYS, MAX_KEY_BYTES, MAX_PAYLOAD_BYTES, MAX_SIGNATURES};
+    assert_eq!(
+        (MAX_SIGNATURES, MAX_PAYLOAD_BYTES, MAX_KEYS, MAX_KEY_BYTES),
+        (16, 65_536, 16, 16_384)
+    );
+}
+
+/// A trust document of exactly its bound is read; one byte more is not.
+#[test]
+fn a_trust_document_is_read_up_to_its_bound() {
+    let at = |n: usize| {
+        let mut text = b"{}".to_vec();
+        text.resize(n, b' ');
+        super::trust_document::<serde_json::Value>(&text, "f.json", 16, "JSON")
+    };
+    assert_eq!(at(16), Ok(serde_json::json!({})));
+    assert_eq!(at(17), Err("f.json is over 16 bytes".to_string()));
+}
+
+/// Which signatures a policy reads follows its provider.
+#[test]
+fn a_policy_reads_its_providers_signatures() {
+    let cosign = keys(&[("cosign.pub", pem(&key(1)))]).unwrap();
+    assert!(!cosign.is_notation());
+    let ca = rcgen::CertificateParams::new(Vec::<String>::new())
+        .unwrap()
+        .self_signed(&rcgen::KeyPair::generate().unwrap())
+        .unwrap();
+    let policy = serde_json::json!({"version": "1.0", "trustPolicies": [{"name": "p",
+        "registryScopes": ["*"], "signatureVerification": {"level": "strict"},
+        "trustStores": ["ca:p"], "trustedIdentities": ["*"]}]});
+    let data = std::collections::BTreeMap::from([
+        (
+            "trustpolicy.json".to_string(),
+            policy.to_string().into_bytes(),
+        ),
+        ("ca.crt".to_string(), ca.pem().into_bytes()),
+    ]);
+    assert!(TrustedKeys::notation(&data).unwrap().is_notation());
+}
+
+/// At most 16 identities (16 are read); the same reason from two signatures is said once.
+#[test]
+fn identities_are_bounded_and_reasons_said_once() {
+    let root = TRUSTED_ROOT.to_string();
+    let identities = |n: usize| vec![(".*".to_string(), ".*".to_string()); n];
+    let data = BTreeMap::from([(root, b"{}".to_vec())]);
+    let err = TrustedKeys::from_secret(&data, &identities(17), true)
+        .err()
+        .unwrap();
+    assert_eq!(err, "more than 16 matchOIDCIdentity entries");
+    let err = TrustedKeys::from_secret(&data, &identities(16), true)
+        .err()
+        .unwrap();
+    assert!(err.contains("names no certificate authority"), "{err}");
+    let trust = keys(&[("cosign.pub", pem(&key(1)))]).unwrap();
+    let other = sign(&key(2), payload("registry.example/team/app", DIGEST));
+    let err = trust
+        .verify(&[other.clone(), other], &image(), DIGEST, SystemTime::now())
+        .unwrap_err();
+    assert_eq!(
+        err,
+        "2 signatures, none valid: signature does not verify with any trusted key"
+    );
 }

@@ -24,6 +24,16 @@ fn a_trusted_root_is_bounded_before_it_is_decoded() {
     assert!(err.contains("not X.509 DER"), "{err}");
     let err = TrustedRoot::parse(&root(0, 0)).unwrap_err();
     assert!(err.contains("names no certificate authority"), "{err}");
+    // Exactly at each bound: read on (and refused later, for what the entries are).
+    for (authorities, chain) in [(MAX_AUTHORITIES, 1), (1, MAX_CHAIN)] {
+        let err = TrustedRoot::parse(&root(authorities, chain)).unwrap_err();
+        assert!(
+            err.contains("not X.509 DER"),
+            "{authorities} x {chain}: {err}"
+        );
+    }
+    let err = TrustedRoot::parse(&vec![b' '; MAX_ROOT_BYTES]).unwrap_err();
+    assert!(err.contains("is not a Sigstore trusted root"), "{err}");
     // The logs are read in the same bounded read: over the size, nothing of them is parsed.
     let mut big = serde_json::to_vec(&serde_json::json!({"tlogs": vec![
         serde_json::json!({"publicKey": {"rawBytes": "not base64"}}); 17]}))
@@ -65,6 +75,10 @@ fn a_signature_chain_is_bounded() {
         .signer(&vec![vec![0]; MAX_CHAIN + 1], SystemTime::now())
         .unwrap_err();
     assert!(err.contains("over 8 certificates"), "{err}");
+    let err = keyless
+        .signer(&vec![vec![0]; MAX_CHAIN], SystemTime::now())
+        .unwrap_err();
+    assert!(err.contains("not a usable X.509 certificate"), "{err}");
     let err = keyless.signer(&[], SystemTime::now()).unwrap_err();
     assert!(err.contains("carries no certificate"), "{err}");
 }

@@ -73,20 +73,11 @@ impl Cert {
     }
 
     /// Whether `issuer` issued this: its name, and its key's signature over this one's TBS.
+    /// (Go's CheckSignatureFrom also wants the issuer to be a CA that may sign certificates;
+    /// every issuer here is checked for that by `check_ca`, so no verdict depends on it.)
     fn issued_by(&self, issuer: &Cert) -> bool {
         let named = self.cert.tbs_certificate.issuer == issuer.cert.tbs_certificate.subject;
-        named && issuer.can_issue() && issuer.signed(self)
-    }
-
-    /// Go's rule for an issuer: a v3 certificate is a CA, and its key usage (if any) allows
-    /// certificate signing.
-    fn can_issue(&self) -> bool {
-        let v3 = self.cert.tbs_certificate.version == x509_cert::Version::V3;
-        let ca = self.basic_constraints().is_some_and(|b| b.ca);
-        let usage = self
-            .extension(KEY_USAGE)
-            .and_then(|(_, v)| KeyUsage::from_der(v).ok());
-        (!v3 || ca) && usage.is_none_or(|u| u.0.contains(KeyUsages::KeyCertSign))
+        named && issuer.signed(self)
     }
 
     /// Whether this certificate's key made `child`'s signature.
@@ -351,3 +342,6 @@ pub(super) fn not_after(chain: &[Cert]) -> Option<SystemTime> {
         .map(|c| c.cert.tbs_certificate.validity.not_after.to_system_time())
         .min()
 }
+
+#[cfg(test)]
+mod tests;

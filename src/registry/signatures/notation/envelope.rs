@@ -84,6 +84,8 @@ impl Envelope {
             "PS512" => &signature::RSA_PSS_2048_8192_SHA512,
             "ES256" => &signature::ECDSA_P256_SHA256_FIXED,
             "ES384" => &signature::ECDSA_P384_SHA384_FIXED,
+            // notation signs with P-521 too; ring, the process's crypto, cannot verify it.
+            "ES512" => return Err("ECDSA P-521 (ES512) signatures are not verified here".into()),
             other => {
                 return Err(format!(
                     "the signature algorithm '{other}' is not one notation signs with"

@@ -52,6 +52,10 @@ fn envelopes_are_bounded_and_must_be_notations() {
         .err()
         .unwrap();
     assert!(err.contains("over 262144 bytes"), "{err}");
+    let err = Envelope::parse("application/jose+json", &vec![b' '; MAX_ENVELOPE_BYTES])
+        .err()
+        .unwrap();
+    assert!(err.contains("not a JWS envelope"), "{err}");
     let url = base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let jws = |header: serde_json::Value, x5c: usize| {
         serde_json::to_vec(&serde_json::json!({
@@ -72,12 +76,19 @@ fn envelopes_are_bounded_and_must_be_notations() {
         .err()
         .unwrap();
     assert!(err.contains("critical header 'x-unknown'"), "{err}");
-    let mut scheme = good;
+    let mut scheme = good.clone();
     scheme["io.cncf.notary.signingScheme"] = serde_json::json!("notary.x509.signingAuthority");
     let err = Envelope::parse("application/jose+json", &jws(scheme, 1))
         .err()
         .unwrap();
     assert!(err.contains("only notary.x509"), "{err}");
+    let mut p521 = good.clone();
+    p521["alg"] = serde_json::json!("ES512");
+    let envelope = Envelope::parse("application/jose+json", &jws(p521, 1))
+        .ok()
+        .unwrap();
+    let err = envelope.check_signature(&[]).unwrap_err();
+    assert_eq!(err, "ECDSA P-521 (ES512) signatures are not verified here");
     let err = Envelope::parse("application/cose", b"\x01").err().unwrap();
     assert!(err.contains("not a COSE_Sign1"), "{err}");
     let err = Envelope::parse("text/plain", b"{}").err().unwrap();
@@ -291,4 +302,98 @@ fn each_check_fails_a_signature_only_where_its_level_enforces_it() {
     assert!(outcome("strict", tsa("afterCertExpiry"), &old)
         .unwrap_err()
         .contains("countersignature"));
+}
+
+/// The bounds at their numbers: 32 CA certificates, entries of 256 KiB; an expiry is passed
+/// only after its instant.
+#[test]
+fn bounds_and_expiry_hold_at_their_edges() {
+    let root = pki::Ca::root();
+    let policy = serde_json::json!({"version": "1.0", "trustPolicies": [{"name": "p",
+        "registryScopes": ["*"], "signatureVerification": {"level": "strict"},
+        "trustStores": ["ca:x"], "trustedIdentities": ["*"]}]})
+    .to_string();
+    let pem = root.0.pem();
+    let certs = |n: usize| {
+        let names: Vec<String> = (0..n).map(|i| format!("ca{i}.crt")).collect();
+        let entries: Vec<(&str, &[u8])> =
+            names.iter().map(|n| (n.as_str(), pem.as_bytes())).collect();
+        NotationTrust::from_secret(&data(policy.as_bytes(), &entries)).map(|_| ())
+    };
+    assert_eq!(certs(MAX_CERTIFICATES), Ok(()));
+    assert_eq!(
+        certs(MAX_CERTIFICATES + 1),
+        Err("over 32 CA certificates".into())
+    );
+    let mut padded = pem.clone().into_bytes();
+    padded.resize(MAX_ENTRY_BYTES, b'\n');
+    assert!(NotationTrust::from_secret(&data(policy.as_bytes(), &[("ca.crt", &padded)])).is_ok());
+    let trust = NotationTrust::from_secret(&data(policy.as_bytes(), &[("ca.crt", pem.as_bytes())]))
+        .unwrap();
+    let jws = pki::Jws {
+        expiry: Some("2030-01-01T00:00:00Z"),
+        ..pki::Jws::new(&root)
+    }
+    .bytes();
+    let expiry = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_893_456_000);
+    let served = super::super::Subject {
+        media_type: "application/vnd.oci.image.manifest.v1+json".into(),
+        size: 7,
+    };
+    let at = |now| {
+        trust.verify(
+            "r.example/app",
+            "application/jose+json",
+            &jws,
+            (DIGEST, Some(&served)),
+            now,
+        )
+    };
+    assert_eq!(at(expiry).map(|(_, until)| until), Ok(Some(expiry)));
+    let err = at(expiry + std::time::Duration::from_secs(1)).unwrap_err();
+    assert!(err.contains("the signature expired at"), "{err}");
+}
+
+/// The statement whose scopes name the repository applies, else `*`'s; the signer is named by
+/// its subject when an identity is trusted.
+#[test]
+fn the_statement_naming_the_repository_applies() {
+    let root = pki::Ca::root();
+    let stranger = pki::Ca::root();
+    let policy = serde_json::json!({"version": "1.0", "trustPolicies": [
+        {"name": "app", "registryScopes": ["r.example/app"], "signatureVerification": {"level": "strict"},
+         "trustStores": ["ca:x"], "trustedIdentities": ["x509.subject: C=US, ST=WA, O=Example"]},
+        {"name": "rest", "registryScopes": ["*"], "signatureVerification": {"level": "audit"},
+         "trustStores": ["ca:x"], "trustedIdentities": ["*"]}]});
+    let pem = root.0.pem();
+    let trust = NotationTrust::from_secret(&data(
+        policy.to_string().as_bytes(),
+        &[("ca.crt", pem.as_bytes())],
+    ))
+    .unwrap();
+    let served = super::super::Subject {
+        media_type: "application/vnd.oci.image.manifest.v1+json".into(),
+        size: 7,
+    };
+    let at = |repository: &str, jws: &pki::Jws<'_>| {
+        trust
+            .verify(
+                repository,
+                "application/jose+json",
+                &jws.bytes(),
+                (DIGEST, Some(&served)),
+                SystemTime::now(),
+            )
+            .map(|(who, _)| who)
+    };
+    assert_eq!(
+        at("r.example/app", &pki::Jws::new(&root)),
+        Ok("C=US, CN=rcgen self signed cert, O=Example, ST=WA".into())
+    );
+    let err = at("r.example/app", &pki::Jws::new(&stranger)).unwrap_err();
+    assert!(err.contains("does not chain to the trust store"), "{err}");
+    assert_eq!(
+        at("r.example/other", &pki::Jws::new(&stranger)),
+        Ok("trust policy 'rest' (audit)".into())
+    );
 }

@@ -45,7 +45,7 @@ impl Log {
         let body_text = enc(body.to_string().as_bytes());
         let id = Sha256::digest(self.der()).to_vec();
         let signed = serde_json::json!({"body": body_text, "integratedTime": time,
-            "logID": hex(&id), "logIndex": 7});
+            "logID": id.iter().map(|b| format!("{b:02x}")).collect::<String>(), "logIndex": 7});
         let promise: Signature = self.0.sign(&serde_json::to_vec(&signed).unwrap());
         serde_json::json!({"logIndex": "7", "logId": {"keyId": enc(&id)},
             "kindVersion": {"kind": "dsse", "version": "0.0.1"},
@@ -297,6 +297,14 @@ fn a_logged_keyless_signature_is_judged_at_its_signing_time() {
 
 #[test]
 fn logs_and_entries_are_bounded() {
+    let exactly = serde_json::json!({"tlogs": vec![Log::new(9).root_entry(); MAX_LOGS]});
+    assert_eq!(
+        LogKeys::from_root(exactly.to_string().as_bytes())
+            .unwrap()
+            .0
+            .len(),
+        MAX_LOGS
+    );
     let log = Log::new(9);
     let many = serde_json::json!({"tlogs": vec![log.root_entry(); MAX_LOGS + 1]});
     let err = LogKeys::from_root(many.to_string().as_bytes()).unwrap_err();
