@@ -182,3 +182,19 @@ fn statements_are_validated_as_notation_go_validates_them() {
         ]
     );
 }
+
+/// The edges: 32 statements are read; a skip statement with identities alone is refused; two
+/// scopes without '*' are fine.
+#[test]
+fn policies_hold_at_their_edges() {
+    let ok = "x509.subject: C=US, ST=WA, O=Example";
+    let many: Vec<serde_json::Value> = (0..MAX_POLICIES)
+        .map(|i| statement(&format!("s{i}"), &[&format!("r.example/app{i}")], ok))
+        .collect();
+    assert_eq!(policy(serde_json::json!(many)).unwrap().len(), 32);
+    let skip = serde_json::json!([{"name": "s", "registryScopes": ["*"],
+        "signatureVerification": {"level": "skip"}, "trustedIdentities": ["*"]}]);
+    assert!(policy(skip).unwrap_err().contains("level skip takes no"));
+    let two = statement("a", &["r.example/a", "r.example/b"], ok);
+    assert_eq!(policy(serde_json::json!([two])).unwrap()[0].scopes.len(), 2);
+}

@@ -130,6 +130,20 @@ fn a_proof_must_lead_to_the_root_its_log_signed() {
         by_other.contains("its checkpoint is not signed by its log"),
         "{by_other}"
     );
+    // The log's own signature under another key's hint is not read as the log's.
+    let hinted = proven(&log, &log.0, |e| {
+        let envelope = e["inclusionProof"]["checkpoint"]["envelope"]
+            .as_str()
+            .unwrap();
+        let (note, line) = envelope.split_once("\n\n").unwrap();
+        let encoded = line.trim_end().rsplit(' ').next().unwrap();
+        let mut signed = b64(encoded).unwrap();
+        signed[0] ^= 0xff;
+        e["inclusionProof"]["checkpoint"]["envelope"] =
+            format!("{note}\n\n\u{2014} rekor.example {}\n", enc(&signed)).into();
+    })
+    .unwrap_err();
+    assert!(hinted.contains("not signed by its log"), "{hinted}");
     let log_key = log.0.clone();
     let bigger = proven(&log, &log.0, move |e| {
         let root = b64(e["inclusionProof"]["rootHash"].as_str().unwrap()).unwrap();
@@ -160,6 +174,18 @@ fn proofs_and_checkpoints_are_bounded() {
     })
     .unwrap_err();
     assert!(big.contains("checkpoint is over 16384 bytes"), "{big}");
+    // Exactly at each bound: read, and refused for what it is.
+    let exactly = proven(&log, &log.0, |e| {
+        e["inclusionProof"]["hashes"] = vec![enc(&[0; 32]); MAX_PROOF_HASHES].into();
+    })
+    .unwrap_err();
+    assert!(!exactly.contains("over 64 hashes"), "{exactly}");
+    let exactly = proven(&log, &log.0, |e| {
+        let text = "x".repeat(MAX_CHECKPOINT_BYTES);
+        e["inclusionProof"]["checkpoint"]["envelope"] = text.into();
+    })
+    .unwrap_err();
+    assert!(!exactly.contains("over 16384 bytes"), "{exactly}");
     // Signature lines past the bound are not tried: the log's own, the 17th, does not count.
     let many = proven(&log, &log.0, |e| {
         let envelope = e["inclusionProof"]["checkpoint"]["envelope"]
