@@ -127,6 +127,41 @@ async fn scan_and_the_controller_elect_what_the_real_cosign_signed_in_every_layo
     v3.sign_bundle(&trusted, &on(&distribution, &fallback_good));
     v3.sign_bundle(&other, &on(&distribution, &fallback_bad));
 
+    // sigstore-go judges the bundles the real cosign made, as the library fetches them, as we do.
+    let keys = [trusted.public.clone()];
+    let mut cases = Vec::new();
+    let signed = [
+        (&referrers, "1.2.0", digests["1.2.0"].clone()),
+        (&referrers, "1.4.0", digests["1.4.0"].clone()),
+        (&referrers, "1.5.0", digests["1.5.0"].clone()),
+        (&distribution, "1.0.1", fallback_good.clone()),
+        (&distribution, "1.0.2", fallback_bad.clone()),
+    ];
+    for (registry, tag, digest) in &signed {
+        let repository = format!("{}/team/app", registry.host);
+        for (i, bundle) in fetched_bundles(&repository, digest)
+            .await
+            .iter()
+            .enumerate()
+        {
+            let id = format!("cosign {tag} #{i}");
+            let image = (repository.as_str(), digest.as_str());
+            cases.push(super::oracle::real_cosign(&id, bundle, &keys, image));
+        }
+    }
+    let verdicts = super::oracle::agreeing(&cases);
+    let valid: Vec<&String> = verdicts
+        .iter()
+        .filter(|(_, v)| **v)
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(
+        valid,
+        ["cosign 1.0.1 #0", "cosign 1.2.0 #0"],
+        "{verdicts:?}"
+    );
+    assert_eq!(verdicts.len(), 5, "one bundle each: {verdicts:?}");
+
     let dir = tempfile::tempdir().unwrap();
     let objects = manifests(
         "team",
@@ -183,4 +218,23 @@ fn judge(run: &impl Judged, digests: &BTreeMap<&str, String>, fallback: &str) {
     // cosign v3's bundle through the referrers tag schema.
     run.assert_elected("fallback", "1.0.1", Some(fallback));
     run.assert_held("fallback", "1.0.2", "does not verify");
+}
+
+/// The bundles attached to `digest` in `repository`, as the controller fetches them.
+async fn fetched_bundles(repository: &str, digest: &str) -> Vec<Vec<u8>> {
+    use image_reflector::registry::{ClientOptions, ImageReference, Registries, RegistryClient};
+    let client = RegistryClient::new(
+        ClientOptions::default(),
+        Registries::new(Default::default()),
+    )
+    .unwrap();
+    let image = ImageReference::parse(repository, true).unwrap();
+    let found = client.bundle_signatures(&image, digest).await.unwrap();
+    found
+        .into_iter()
+        .map(|s| match s {
+            image_reflector::registry::Signed::Bundle(bytes) => bytes,
+            other => panic!("not a bundle: {other:?}"),
+        })
+        .collect()
 }

@@ -63,6 +63,51 @@ async fn scan_and_the_controller_elect_what_the_real_notation_signed() {
         "cose",
     );
 
+    // notation-go judges the envelopes the real notation made, as the library fetches them (with
+    // the manifest's descriptor), as we do, under each policy's trust.
+    let trust = |identities: &str| {
+        format!(
+            r#"{{"version": "1.0", "trustPolicies": [{{"name": "p", "registryScopes": ["*"],
+            "signatureVerification": {{"level": "strict"}}, "trustStores": ["ca:p"],
+            "trustedIdentities": [{identities}]}}]}}"#
+        )
+    };
+    let store = [trusted.clone()];
+    let mut cases = Vec::new();
+    let signed = [
+        ("1.1.0", r#""*""#),
+        ("1.3.0", r#""*""#),
+        (
+            "2.0.0",
+            r#""x509.subject: C=US, ST=WA, O=Notary, CN=test.example""#,
+        ),
+        (
+            "1.1.0",
+            r#""x509.subject: C=US, ST=WA, O=Notary, CN=someone.else""#,
+        ),
+    ];
+    for (n, (tag, identities)) in signed.iter().enumerate() {
+        let found = fetched_envelopes(&image, &digests[tag]).await;
+        assert_eq!(found.len(), 1, "{tag}: one signature");
+        let id = format!("notation {tag} #{n}");
+        let policy = trust(identities);
+        let case = (image.as_str(), digests[tag].as_str());
+        cases.push(super::oracle::real_notation(
+            &id, &found[0], &policy, &store, case,
+        ));
+    }
+    let verdicts = super::oracle::agreeing(&cases);
+    let valid: Vec<&String> = verdicts
+        .iter()
+        .filter(|(_, v)| **v)
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(
+        valid,
+        ["notation 1.1.0 #0", "notation 2.0.0 #2"],
+        "{verdicts:?}"
+    );
+
     let dir = tempfile::tempdir().unwrap();
     let manifests = format!(
         "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
@@ -97,4 +142,16 @@ fn judge(run: &impl Judged, digests: &BTreeMap<&str, String>) {
     let mismatch = "certificate identity mismatch: got x509.subject ";
     run.assert_held("someone-else", "1.1.0", mismatch);
     run.assert_held("someone-else", "1.1.0", "CN=test.example");
+}
+
+/// The notation signatures attached to `digest` of `image`, as the controller fetches them.
+async fn fetched_envelopes(image: &str, digest: &str) -> Vec<image_reflector::registry::Signed> {
+    use image_reflector::registry::{ClientOptions, ImageReference, Registries, RegistryClient};
+    let client = RegistryClient::new(
+        ClientOptions::default(),
+        Registries::new(Default::default()),
+    )
+    .unwrap();
+    let image = ImageReference::parse(image, true).unwrap();
+    client.notation_signatures(&image, digest).await.unwrap()
 }

@@ -140,6 +140,23 @@ fn the_subject_is_the_first_uri_else_the_first_email() {
         read_leaf(&leaf).unwrap().0.as_deref(),
         Some("https://issuer.example")
     );
+    let second = SanType::URI("https://ci.example/other".try_into().unwrap());
+    assert_eq!(
+        subject(vec![email("a@example.com"), uri.clone(), second]),
+        Some("https://ci.example/release".into())
+    );
+    // Fulcio's username otherName, when there is neither URI nor email; another otherName is
+    // not it.
+    let other_name = |oid: &[u64], text: &str| {
+        SanType::OtherName((oid.to_vec(), rcgen::OtherNameValue::Utf8String(text.into())))
+    };
+    let username = other_name(&[1, 3, 6, 1, 4, 1, 57264, 1, 7], "dev");
+    let unknown = other_name(&[1, 2, 3, 4], "nobody");
+    assert_eq!(
+        subject(vec![username.clone(), unknown.clone()]),
+        Some("dev".into())
+    );
+    assert_eq!(subject(vec![unknown, username]), Some("dev".into()));
 }
 
 /// Extended key usages as Go's x509 reads them: none allows code signing, some must include it;
@@ -165,6 +182,24 @@ fn usages_and_keys_are_read_as_sigstore_go_reads_them() {
         signer(vec![], &P256).0.is_ok(),
         "no EKU allows code signing"
     );
+    // Both halves of an identity must match.
+    for (issuer, subject) in [
+        ("^https://issuer\\.example$", "^b@"),
+        ("^https://other$", "^a@"),
+    ] {
+        let (ca, leaf, _) = issued(vec![email("a@example.com")], vec![], &P256);
+        let root = serde_json::json!({"certificateAuthorities": [{"certChain": {"certificates": [
+            {"rawBytes": base64::engine::general_purpose::STANDARD.encode(ca)}]}}]});
+        let keyless = Keyless {
+            root: TrustedRoot::parse(root.to_string().as_bytes()).unwrap(),
+            identities: vec![Identity::new(issuer, subject).unwrap()],
+        };
+        let err = keyless.signer(&[leaf], SystemTime::now()).unwrap_err();
+        assert!(
+            err.contains("certificate identity mismatch"),
+            "{issuer} {subject}: {err}"
+        );
+    }
     assert!(signer(vec![Eku::CodeSigning], &P256).0.is_ok());
     let err = signer(vec![Eku::ServerAuth], &P256).0.unwrap_err();
     assert!(err.contains("RequiredEkuNotFound"), "{err}");

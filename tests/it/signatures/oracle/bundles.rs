@@ -5,7 +5,7 @@
 use super::cosign::{Envelope, Logged, ENVELOPES, IN_TOTO, V03};
 use super::log::{b64, dsse_body, hashedrekord_body, EntryShape, Log};
 use super::pki::{at, key_pair, rfc3339, Alg, Ca};
-use super::{Case, Ours, DIGEST};
+use super::{Case, Ours, DIGEST, REPOSITORY};
 use rcgen::SigningKey;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -152,6 +152,7 @@ pub(super) fn cosign_case(
             require_tlog: require,
             bundle: bundle_text.into_bytes(),
         },
+        image: (REPOSITORY.to_string(), DIGEST.to_string()),
     }
 }
 

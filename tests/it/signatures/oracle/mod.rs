@@ -12,7 +12,7 @@ mod log;
 mod notation;
 mod pki;
 
-use image_reflector::registry::signatures::{Signed, TrustedKeys};
+use image_reflector::registry::signatures::{Signed, Subject, TrustedKeys};
 use image_reflector::registry::ImageReference;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -35,6 +35,8 @@ pub struct Case {
     pub id: String,
     pub judge: Value,
     pub ours: Ours,
+    /// The signed image's repository (`registry/name`) and digest.
+    pub image: (String, String),
 }
 
 pub enum Ours {
@@ -47,13 +49,15 @@ pub enum Ours {
     Notation {
         data: BTreeMap<String, Vec<u8>>,
         signature: Option<(String, Vec<u8>)>,
+        subject: Subject,
     },
 }
 
 impl Case {
     /// Our verdict, through what the controller and `scan` call.
     fn ours(&self) -> Result<String, String> {
-        let image = ImageReference::parse(REPOSITORY, false).unwrap();
+        let image = ImageReference::parse(&self.image.0, true).unwrap();
+        let digest = self.image.1.as_str();
         let now = SystemTime::now();
         match &self.ours {
             Ours::Cosign {
@@ -64,19 +68,23 @@ impl Case {
             } => {
                 let trust = TrustedKeys::from_secret(data, identities, *require_tlog)
                     .map_err(|e| format!("policy: {e}"))?;
-                trust.verify(&[Signed::Bundle(bundle.clone())], &image, DIGEST, now)
+                trust.verify(&[Signed::Bundle(bundle.clone())], &image, digest, now)
             }
-            Ours::Notation { data, signature } => {
+            Ours::Notation {
+                data,
+                signature,
+                subject,
+            } => {
                 let trust = TrustedKeys::notation(data).map_err(|e| format!("policy: {e}"))?;
                 let signed: Vec<Signed> = signature
                     .iter()
                     .map(|(media_type, bytes)| Signed::Notation {
                         media_type: media_type.clone(),
                         bytes: bytes.clone(),
-                        subject: Some(notation::served()),
+                        subject: Some(subject.clone()),
                     })
                     .collect();
-                trust.verify(&signed, &image, DIGEST, now)
+                trust.verify(&signed, &image, digest, now)
             }
         }
     }
@@ -168,4 +176,84 @@ fn every_case_is_judged_as_sigstore_go_and_notation_go_judge_it() {
         wrong.len(),
         wrong.join("\n")
     );
+}
+
+/// A cosign bundle the real cosign made, as the library fetched it, under a policy of `keys`.
+pub fn real_cosign(id: &str, bundle: &[u8], keys: &[String], image: (&str, &str)) -> Case {
+    let text = String::from_utf8(bundle.to_vec()).unwrap();
+    let judge = serde_json::json!({"cosign": {"bundle": text, "keys": keys, "identities": [],
+        "requireTlog": true, "digest": image.1}});
+    let data = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (format!("key{i}.pub"), k.clone().into_bytes()))
+        .collect();
+    Case {
+        id: id.to_string(),
+        judge,
+        ours: Ours::Cosign {
+            data,
+            identities: Vec::new(),
+            require_tlog: true,
+            bundle: bundle.to_vec(),
+        },
+        image: (image.0.to_string(), image.1.to_string()),
+    }
+}
+
+/// A notation envelope the real notation made, as the library fetched it (with the manifest's
+/// descriptor), under `policy` and the CA certificates `store` (PEM).
+pub fn real_notation(
+    id: &str,
+    signed: &Signed,
+    policy: &str,
+    store: &[String],
+    image: (&str, &str),
+) -> Case {
+    use base64::Engine;
+    let Signed::Notation {
+        media_type,
+        bytes,
+        subject: Some(subject),
+    } = signed
+    else {
+        panic!("{id}: not a notation signature with its subject");
+    };
+    let judge = serde_json::json!({"notation": {"mediaType": media_type,
+        "envelope": base64::engine::general_purpose::STANDARD.encode(bytes),
+        "trustPolicy": policy, "certificates": store,
+        "reference": format!("{}@{}", image.0, image.1),
+        "descriptor": {"mediaType": subject.media_type, "digest": image.1, "size": subject.size}}});
+    let mut data = BTreeMap::from([("trustpolicy.json".to_string(), policy.as_bytes().to_vec())]);
+    for (i, pem) in store.iter().enumerate() {
+        data.insert(format!("ca{i}.crt"), pem.clone().into_bytes());
+    }
+    Case {
+        id: id.to_string(),
+        judge,
+        ours: Ours::Notation {
+            data,
+            signature: Some((media_type.clone(), bytes.clone())),
+            subject: subject.clone(),
+        },
+        image: (image.0.to_string(), image.1.to_string()),
+    }
+}
+
+/// The reference verifiers' verdicts on `cases`, which ours must equal: valid or not, by id.
+pub fn agreeing(cases: &[Case]) -> BTreeMap<String, bool> {
+    let theirs = judged(cases);
+    let mut verdicts = BTreeMap::new();
+    for case in cases {
+        let (valid, reason) = &theirs[&case.id];
+        let ours = case.ours();
+        assert_eq!(
+            ours.is_ok(),
+            *valid,
+            "{}: ours {ours:?}, theirs {reason}",
+            case.id
+        );
+        verdicts.insert(case.id.clone(), *valid);
+    }
+    verdicts
 }

@@ -64,7 +64,9 @@ fn case(name: String, policy: String, store: &[&Ca], signature: Option<Vec<u8>>)
         ours: Ours::Notation {
             data,
             signature: signature.map(|s| ("application/jose+json".to_string(), s)),
+            subject: served(),
         },
+        image: (REPOSITORY.to_string(), DIGEST.to_string()),
     }
 }
 
