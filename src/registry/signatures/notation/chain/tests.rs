@@ -53,6 +53,8 @@ fn every_signature_algorithm_verifies_with_its_issuers_key_only() {
         tampered.cert.tbs_certificate.serial_number =
             x509_cert::serial_number::SerialNumber::new(&[1, 2, 3]).unwrap();
         assert!(!certs[i].signed(&tampered), "{what} changed");
+        // Named by its issuer is not enough: the issuer's key must have signed it.
+        assert!(!tampered.issued_by(&certs[i]), "{what} changed, same names");
         assert_eq!(signing_algorithm(&certs[i]).ok(), *alg, "{what}");
     }
 }
@@ -72,6 +74,13 @@ fn an_rsa_modulus_is_measured_from_its_der() {
     );
     assert_eq!(rsa_modulus_bytes(&[0x30, 0x82, 0x01]), None);
     assert_eq!(rsa_modulus_bytes(&[]), None);
+    // One length byte in long form (0x81): a 128-byte modulus.
+    let mut der = vec![0x30, 0x81, 0x87, 0x02, 0x81, 0x81, 0x00];
+    der.extend(std::iter::repeat_n(0xff, 128));
+    der.extend([0x02, 0x01, 0x03]);
+    assert_eq!(rsa_modulus_bytes(&der), Some(128));
+    // 0x80 is the long form with no length bytes, not a length of 128.
+    assert_eq!(rsa_modulus_bytes(&[0x30, 0x03, 0x02, 0x80, 0x05]), Some(0));
 }
 
 /// The subject is named in what a refusal says.
@@ -226,4 +235,14 @@ fn a_chain_is_valid_within_every_certificates_dates() {
         not_after(&chain),
         Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(end))
     );
+}
+
+/// P-384 with SHA-384, made here: the fourth ECDSA pairing.
+#[test]
+fn a_p384_certificate_signed_with_sha384_verifies() {
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384).unwrap();
+    let root = rcgen::CertifiedIssuer::self_signed(made::ca_params("p384", None), key).unwrap();
+    let cert = &ders(&[root.der()])[0];
+    assert!(cert.signed(cert));
+    assert_eq!(signing_algorithm(cert), Ok("ES384"));
 }
