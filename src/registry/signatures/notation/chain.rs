@@ -262,14 +262,16 @@ fn check_leaf(leaf: &Cert) -> Result<(), String> {
             "the signing certificate '{subject}' lacks the digital signature key usage"
         ));
     }
-    let others = KeyUsages::KeyEncipherment
-        | KeyUsages::DataEncipherment
-        | KeyUsages::KeyAgreement
-        | KeyUsages::KeyCertSign
-        | KeyUsages::CRLSign
-        | KeyUsages::EncipherOnly
-        | KeyUsages::DecipherOnly;
-    if !(usage & others).is_empty() {
+    let others = [
+        KeyUsages::KeyEncipherment,
+        KeyUsages::DataEncipherment,
+        KeyUsages::KeyAgreement,
+        KeyUsages::KeyCertSign,
+        KeyUsages::CRLSign,
+        KeyUsages::EncipherOnly,
+        KeyUsages::DecipherOnly,
+    ];
+    if others.into_iter().any(|other| usage.contains(other)) {
         return Err(format!(
             "the signing certificate '{subject}' has key usages beyond digital signature"
         ));

@@ -158,6 +158,11 @@ fn each_rule_of_the_chain_holds_at_its_edge() {
         }
     }
     let root = made::root(made::ca_params("root", None));
+    // The root twice: a self-signed certificate before the last is refused, as notation-go
+    // refuses it, though the next one (itself) did sign it.
+    let leaf = leaf_of(&root, vec![Ku::DigitalSignature]);
+    let err = check(&ders(&[leaf.der(), root.der(), root.der()]), "ES256").unwrap_err();
+    assert!(err.contains("is self-signed before the root"), "{err}");
     // An issuer that is no CA, or may not sign certificates, is refused.
     let mut not_ca = made::ca_params("not a CA", None);
     not_ca.is_ca = rcgen::IsCa::ExplicitNoCa;
