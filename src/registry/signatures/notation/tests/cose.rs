@@ -197,6 +197,19 @@ fn a_cose_envelope_is_read_as_notation_writes_it() {
     )
     .unwrap_err();
     assert!(err.contains("expired"), "{err}");
+    // At most 8 certificates in x5chain: a ninth is refused, not dropped.
+    let long = cose(
+        &key,
+        &vec![leaf.clone(); 9],
+        &Cose {
+            crit: vec![Value::Text("io.cncf.notary.signingScheme".into())],
+            expiry: None,
+            single: false,
+            forged: false,
+        },
+    );
+    let err = verify(&trusted, &long, now).unwrap_err();
+    assert!(err.contains("over 8 certificates"), "{err}");
     // A critical label this reader does not know, named by its text or its number.
     for unknown in [Value::Text("x-unknown".into()), Value::Integer(99.into())] {
         let odd = Cose {
