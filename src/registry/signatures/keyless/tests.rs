@@ -156,7 +156,13 @@ fn the_subject_is_the_first_uri_else_the_first_email() {
         subject(vec![username.clone(), unknown.clone()]),
         Some("dev".into())
     );
-    assert_eq!(subject(vec![unknown, username]), Some("dev".into()));
+    assert_eq!(
+        subject(vec![unknown.clone(), username.clone()]),
+        Some("dev".into())
+    );
+    assert_eq!(subject(vec![unknown]), None);
+    let later = other_name(&[1, 3, 6, 1, 4, 1, 57264, 1, 7], "later");
+    assert_eq!(subject(vec![username, later]), Some("dev".into()));
 }
 
 /// Extended key usages as Go's x509 reads them: none allows code signing, some must include it;
