@@ -166,3 +166,32 @@ pub(crate) fn is_sha256(digest: &str) -> bool {
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Manifest;
+
+    /// A descriptor names the type the registry serves (its parameters dropped), else, behind a
+    /// generic or missing Content-Type, the type the body declares.
+    #[test]
+    fn a_manifest_is_described_by_its_served_type_else_its_declared_one() {
+        let manifest = |header: &str, body: &str| Manifest {
+            digest: String::new(),
+            media_type: header.into(),
+            bytes: body.as_bytes().to_vec(),
+        };
+        let body = r#"{"mediaType": "application/vnd.oci.image.index.v1+json"}"#;
+        let served = "application/vnd.oci.image.manifest.v1+json; charset=utf-8";
+        assert_eq!(
+            manifest(served, body).declared_type(),
+            "application/vnd.oci.image.manifest.v1+json"
+        );
+        for generic in ["", "application/json"] {
+            assert_eq!(
+                manifest(generic, body).declared_type(),
+                "application/vnd.oci.image.index.v1+json"
+            );
+        }
+        assert_eq!(manifest("", "{}").declared_type(), "");
+    }
+}

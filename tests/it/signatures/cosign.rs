@@ -149,18 +149,9 @@ async fn scan_and_the_controller_elect_what_the_real_cosign_signed_in_every_layo
             cases.push(super::oracle::real_cosign(&id, bundle, &keys, image));
         }
     }
-    let verdicts = super::oracle::agreeing(&cases);
-    let valid: Vec<&String> = verdicts
-        .iter()
-        .filter(|(_, v)| **v)
-        .map(|(id, _)| id)
-        .collect();
-    assert_eq!(
-        valid,
-        ["cosign 1.0.1 #0", "cosign 1.2.0 #0"],
-        "{verdicts:?}"
-    );
-    assert_eq!(verdicts.len(), 5, "one bundle each: {verdicts:?}");
+    assert_eq!(cases.len(), 5, "one bundle each");
+    let valid = super::oracle::agreeing(&cases);
+    assert_eq!(valid, ["cosign 1.2.0 #0", "cosign 1.0.1 #0"]);
 
     let dir = tempfile::tempdir().unwrap();
     let objects = manifests(

@@ -96,17 +96,8 @@ async fn scan_and_the_controller_elect_what_the_real_notation_signed() {
             &id, &found[0], &policy, &store, case,
         ));
     }
-    let verdicts = super::oracle::agreeing(&cases);
-    let valid: Vec<&String> = verdicts
-        .iter()
-        .filter(|(_, v)| **v)
-        .map(|(id, _)| id)
-        .collect();
-    assert_eq!(
-        valid,
-        ["notation 1.1.0 #0", "notation 2.0.0 #2"],
-        "{verdicts:?}"
-    );
+    let valid = super::oracle::agreeing(&cases);
+    assert_eq!(valid, ["notation 1.1.0 #0", "notation 2.0.0 #2"]);
 
     let dir = tempfile::tempdir().unwrap();
     let manifests = format!(

@@ -6,6 +6,9 @@ use super::cosign::{Envelope, Logged, ENVELOPES, IN_TOTO, V03};
 use super::log::{b64, dsse_body, hashedrekord_body, EntryShape, Log};
 use super::pki::{at, key_pair, rfc3339, Alg, Ca};
 use super::{Case, Ours, DIGEST, REPOSITORY};
+// The library's encoding: sigstore-go checks every signature over its own, so a wrong one
+// would show as a disagreement.
+use image_reflector::registry::signatures::bundle::pae;
 use rcgen::SigningKey;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -40,18 +43,6 @@ pub(super) fn statement(digest: &str) -> Vec<u8> {
         "predicateType": "https://sigstore.dev/cosign/sign/v1", "predicate": {}})
     .to_string()
     .into_bytes()
-}
-
-/// DSSE's pre-authentication encoding.
-pub(super) fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
-    let mut out = format!(
-        "DSSEv1 {} {payload_type} {} ",
-        payload_type.len(),
-        payload.len()
-    )
-    .into_bytes();
-    out.extend_from_slice(payload);
-    out
 }
 
 /// A signed envelope as `envelope` asks, and the one signature a log entry records.

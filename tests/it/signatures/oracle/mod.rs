@@ -240,20 +240,23 @@ pub fn real_notation(
     }
 }
 
-/// The reference verifiers' verdicts on `cases`, which ours must equal: valid or not, by id.
-pub fn agreeing(cases: &[Case]) -> BTreeMap<String, bool> {
+/// The ids of the cases the reference verifiers find valid, after asserting that ours find
+/// exactly the same (in the order of `cases`).
+pub fn agreeing(cases: &[Case]) -> Vec<String> {
     let theirs = judged(cases);
-    let mut verdicts = BTreeMap::new();
+    let mut valid = Vec::new();
     for case in cases {
-        let (valid, reason) = &theirs[&case.id];
+        let (theirs_valid, reason) = &theirs[&case.id];
         let ours = case.ours();
         assert_eq!(
             ours.is_ok(),
-            *valid,
+            *theirs_valid,
             "{}: ours {ours:?}, theirs {reason}",
             case.id
         );
-        verdicts.insert(case.id.clone(), *valid);
+        if *theirs_valid {
+            valid.push(case.id.clone());
+        }
     }
-    verdicts
+    valid
 }
