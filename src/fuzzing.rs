@@ -8,9 +8,11 @@ use crate::policy::{
     PolicyChoice, Version,
 };
 pub use crate::registry::fuzz::{
-    cloud_answer, cosign_key, cosign_payload, docker_config, image_inspection, image_reference,
-    link_header, manifest, notation_envelope, proxy_address, retry_after, signature_bundle,
-    tag_list_json, token_json, trust_documents, www_authenticate,
+    cloud_answer, docker_config, image_inspection, image_reference, link_header, manifest,
+    proxy_address, retry_after, tag_list_json, token_json, www_authenticate,
+};
+pub use crate::verify::fuzz::{
+    cosign_key, cosign_payload, notation_envelope, signature_bundle, trust_documents,
 };
 
 /// A fuzz target: raw bytes in, a panic on a finding.

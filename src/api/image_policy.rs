@@ -2,7 +2,7 @@
 
 use super::{parse_go_duration, Condition, NamespacedObjectReference};
 use crate::policy::{Gates, MinAge, Platform, Undated, MAX_MIN_AGE, MAX_PLATFORMS};
-use crate::registry::signatures::keyless::{Identity, MAX_IDENTITIES};
+use crate::verify::keyless::{Identity, MAX_IDENTITIES};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -27,7 +27,6 @@ mod keyring;
 mod login;
 mod proxy;
 mod redirect;
-mod reference;
 mod registries;
 mod request;
 mod retry_after;
@@ -38,6 +37,7 @@ mod tags;
 mod tls;
 mod token_auth;
 
+pub use crate::reference::{ImageReference, ReferenceError, Scheme, DEFAULT_REGISTRY};
 pub use budget::{Held, MemoryBudget, MAX_KEPT_BYTES, PROCESS_BUDGET_BYTES, TENANT_SHARE_BYTES};
 pub use client::{install_crypto_provider, RegistryClient};
 /// An error with its causes (`error sending request` alone says nothing of DNS or connect).
@@ -48,11 +48,9 @@ pub use fetch::Manifest;
 pub use inspect::{Inspected, InspectedPlatform, MAX_DATED_PLATFORMS};
 pub use keyring::{Credentials, Keyring};
 pub use proxy::{ProxySettings, MAX_PROXY_URL_LEN};
-pub use reference::{ImageReference, ReferenceError, Scheme, DEFAULT_REGISTRY};
 pub use registries::{Kept, Registries, IDLE_AFTER};
 pub use retry_after::parse_retry_after;
 pub use scheduler::{Scheduler, SchedulerConfig};
-pub use signatures::{signature_tag, Signed, SignedPayload, TrustedKeys};
 pub use tag_page::{is_valid_tag, MAX_TAG_LEN};
 pub use tags::{ListLimits, Listing};
 pub use tls::{KeyNames, TlsMaterial};

@@ -5,13 +5,15 @@
 
 use super::client::ClientError;
 use super::freshness::DigestRule;
+use super::signature::{check_signature, verdict_holds, verdict_key};
 use super::walk::{Budget, Cut, FactSource, LookError};
 use crate::policy::{Fact, Gates, Platform};
-use crate::registry::{ImageReference, Inspected, RegistryClient, RegistryError, TrustedKeys};
+use crate::registry::{ImageReference, Inspected, RegistryClient, RegistryError};
 use crate::store::{
     DigestFact, DigestFacts, FirstSeen, ImageFacts, ImageFactsFile, PlatformFact, RepoKey,
     SignatureVerdict, StoreError, TagStore,
 };
+use crate::verify::TrustedKeys;
 use futures::future::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
@@ -137,7 +139,12 @@ impl FactSource for StoreAndRegistry<'_, '_, '_> {
                 take_inspection(facts, found);
             }
             Fact::Signature => {
-                let verdict = check_signature(looks, &facts.digest).await?;
+                let Some(keys) = looks.keys else {
+                    return Err(LookError::NoKeys.into());
+                };
+                let client = looks.client.get().await?;
+                let (image, digest) = (looks.image, &facts.digest);
+                let verdict = check_signature(keys, client, image, digest, looks.now).await?;
                 facts.set_verdict(verdict);
             }
         }
@@ -207,82 +214,6 @@ async fn digest_now(
     Ok((digest, inspected))
 }
 
-/// Verifies on the blocking pool: each signature costs public-key operations (at most 16
-/// signatures an image, one per DSSE envelope, against at most 16 keys or a root's chains),
-/// which a tenant's registry chooses to make many, and async workers serve every tenant.
-async fn verify(
-    keys: &std::sync::Arc<TrustedKeys>,
-    signatures: &[crate::registry::Signed],
-    image: &ImageReference,
-    digest: &str,
-    now: std::time::SystemTime,
-) -> Result<(String, Option<std::time::SystemTime>), String> {
-    let (keys, signatures, image, digest) = (
-        keys.clone(),
-        signatures.to_vec(),
-        image.clone(),
-        digest.to_string(),
-    );
-    tokio::task::spawn_blocking(move || keys.verify_until(&signatures, &image, &digest, now))
-        .await
-        .unwrap_or_else(|e| Err(format!("verifying the signatures did not finish: {e}")))
-}
-
-/// Whether a kept verdict still stands at `now`: a valid signature until its verdict's end, if
-/// it has one (a notation signature's expiry or certificate's, at `strict`), then it is judged
-/// again; "not valid" within `recheck`, and not when a reconcile was requested (`fresh`).
-fn verdict_holds(verdict: &SignatureVerdict, now: i64, recheck: Duration, fresh: bool) -> bool {
-    match verdict.verified_by {
-        Some(_) => verdict.valid_until.is_none_or(|until| now < until),
-        None => !fresh && (now.saturating_sub(verdict.checked_at) as u64) < recheck.as_secs(),
-    }
-}
-
-/// What a verdict is kept for: the trust configuration and the image's name, since a notation
-/// statement applies by repository and cosign's legacy payload names the repository. The same
-/// digest moved from a repository whose notation statement is `audit` to one whose statement is
-/// `strict` kept its verdict when the trust configuration alone keyed it.
-fn verdict_key(fingerprint: &str, image: &crate::registry::ImageReference) -> String {
-    use sha2::Digest;
-    let name = sha2::Sha256::digest(image.canonical().as_bytes());
-    let short: String = name[..8].iter().map(|b| format!("{b:02x}")).collect();
-    format!("{fingerprint}-{short}")
-}
-
-/// The signatures of `digest`, read and verified against the trusted keys now: the bundles
-/// attached as referrers first (cosign v3's default), then, when none of them verifies, the
-/// legacy `.sig` tag's.
-async fn check_signature(looks: &Looks<'_, '_>, digest: &str) -> Result<SignatureVerdict, Cut> {
-    let Some(keys) = looks.keys else {
-        return Err(LookError::NoKeys.into());
-    };
-    let client = looks.client.get().await?;
-    let now = std::time::UNIX_EPOCH + Duration::from_secs(looks.now.max(0) as u64);
-    let mut signatures = match keys.is_notation() {
-        true => client.notation_signatures(looks.image, digest).await?,
-        false => client.bundle_signatures(looks.image, digest).await?,
-    };
-    let mut verified = verify(keys, &signatures, looks.image, digest, now).await;
-    if verified.is_err() && !keys.is_notation() {
-        signatures.extend(client.legacy_signatures(looks.image, digest).await?);
-        verified = verify(keys, &signatures, looks.image, digest, now).await;
-    }
-    let unix = |t: std::time::SystemTime| {
-        t.duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-    };
-    Ok(SignatureVerdict {
-        keys: verdict_key(&keys.fingerprint, looks.image),
-        verified_by: verified.as_ref().ok().map(|(who, _)| who.clone()),
-        valid_until: verified
-            .as_ref()
-            .ok()
-            .and_then(|(_, until)| until.map(unix)),
-        reason: verified.err().unwrap_or_default(),
-        checked_at: looks.now,
-    })
-}
-
 /// The digest `tag` names now: with the image gates, by GETting the manifest (which the
 /// inspection then reads on, unless its digest is already known); otherwise a HEAD. `None`:
 /// the tag is gone.
@@ -342,77 +273,5 @@ async fn blocking<T: Send + 'static>(
             None
         }
         Err(_) => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{verdict_holds, verdict_key, SignatureVerdict};
-    use std::time::Duration;
-
-    /// A valid signature's verdict ends with the signature (a notation expiry): a digest
-    /// signed for a day was elected for good when verdicts were kept forever.
-    #[test]
-    fn a_kept_verdict_stands_until_its_end() {
-        let verdict = |verified: bool, until: Option<i64>| SignatureVerdict {
-            keys: "k".into(),
-            verified_by: verified.then(|| "CN=x".into()),
-            reason: String::new(),
-            checked_at: 1_000,
-            valid_until: until,
-        };
-        let hour = Duration::from_secs(3600);
-        assert!(verdict_holds(&verdict(true, None), 1_000_000, hour, true));
-        assert!(verdict_holds(
-            &verdict(true, Some(2_000)),
-            1_999,
-            hour,
-            false
-        ));
-        assert!(!verdict_holds(
-            &verdict(true, Some(2_000)),
-            2_000,
-            hour,
-            false
-        ));
-        assert!(verdict_holds(
-            &verdict(false, None),
-            1_000 + 3_599,
-            hour,
-            false
-        ));
-        assert!(!verdict_holds(
-            &verdict(false, None),
-            1_000 + 3_600,
-            hour,
-            false
-        ));
-        assert!(
-            !verdict_holds(&verdict(false, None), 1_001, hour, true),
-            "asked for"
-        );
-    }
-
-    use crate::registry::ImageReference;
-
-    /// A verdict kept for one image name is not another name's, for the same trust.
-    #[test]
-    fn verdicts_are_kept_per_trust_and_image_name() {
-        let image = |name: &str| ImageReference::parse(name, false).unwrap();
-        let audit = verdict_key("notation-1", &image("r.example/audit/app"));
-        let strict = verdict_key("notation-1", &image("r.example/strict/app"));
-        assert_ne!(
-            audit, strict,
-            "the same digest under another name is judged again"
-        );
-        assert_eq!(
-            audit,
-            verdict_key("notation-1", &image("r.example/audit/app"))
-        );
-        assert_ne!(
-            audit,
-            verdict_key("notation-2", &image("r.example/audit/app"))
-        );
-        assert!(audit.starts_with("notation-1-") && audit.len() == "notation-1-".len() + 16);
     }
 }

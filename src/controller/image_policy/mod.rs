@@ -19,6 +19,7 @@ pub mod reconcile;
 mod record;
 pub mod report;
 mod repository;
+mod signature;
 mod walk;
 
 use crate::api::{ImagePolicy, ImageRepository};

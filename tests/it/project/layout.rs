@@ -209,6 +209,31 @@ fn modules_only_point_down_and_files_stay_short() {
         "reconcile".to_string(),
     ];
     assert!(edges[&policy_reconcile].contains(&shared), "{edges:#?}");
+    // The pure rooms reach only the rooms below them and no crate that does I/O.
+    let below: &[(&str, &[&str])] = &[
+        ("reference", &["reference"]),
+        ("verify", &["verify", "reference"]),
+        ("policy", &["policy"]),
+    ];
+    let io = regex::Regex::new(r"\b(?:kube|k8s_openapi|reqwest|tokio|hyper)::").unwrap();
+    for (room, allowed) in below {
+        for (module, text) in texts
+            .iter()
+            .filter(|(m, _)| m.first().map(String::as_str) == Some(*room))
+        {
+            for target in edges.get(module).into_iter().flatten() {
+                assert!(
+                    allowed.contains(&target[0].as_str()),
+                    "{} reaches {}",
+                    named(module),
+                    named(target)
+                );
+            }
+            let code = code(text);
+            let found = io.find(&code).map(|m| m.as_str());
+            assert_eq!(found, None, "{} does I/O", named(module));
+        }
+    }
 }
 
 /// Tarjan's strongly connected components with more than one file.

@@ -224,7 +224,7 @@ async fn fetched_bundles(repository: &str, digest: &str) -> Vec<Vec<u8>> {
     found
         .into_iter()
         .map(|s| match s {
-            image_reflector::registry::Signed::Bundle(bytes) => bytes,
+            image_reflector::verify::Signed::Bundle(bytes) => bytes,
             other => panic!("not a bundle: {other:?}"),
         })
         .collect()

@@ -136,7 +136,7 @@ fn judge(run: &impl Judged, digests: &BTreeMap<&str, String>) {
 }
 
 /// The notation signatures attached to `digest` of `image`, as the controller fetches them.
-async fn fetched_envelopes(image: &str, digest: &str) -> Vec<image_reflector::registry::Signed> {
+async fn fetched_envelopes(image: &str, digest: &str) -> Vec<image_reflector::verify::Signed> {
     use image_reflector::registry::{ClientOptions, ImageReference, Registries, RegistryClient};
     let client = RegistryClient::new(
         ClientOptions::default(),

@@ -8,7 +8,7 @@ use super::pki::{at, key_pair, rfc3339, Alg, Ca};
 use super::{Case, Ours, DIGEST, REPOSITORY};
 // The library's encoding: sigstore-go checks every signature over its own, so a wrong one
 // would show as a disagreement.
-use image_reflector::registry::signatures::bundle::pae;
+use image_reflector::verify::bundle::pae;
 use rcgen::SigningKey;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};

@@ -12,8 +12,8 @@ mod log;
 mod notation;
 mod pki;
 
-use image_reflector::registry::signatures::{Signed, Subject, TrustedKeys};
 use image_reflector::registry::ImageReference;
+use image_reflector::verify::{Signed, Subject, TrustedKeys};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -68,7 +68,8 @@ impl Case {
             } => {
                 let trust = TrustedKeys::from_secret(data, identities, *require_tlog)
                     .map_err(|e| format!("policy: {e}"))?;
-                trust.verify(&[Signed::Bundle(bundle.clone())], &image, digest, now)
+                let verified = trust.verify(&[Signed::Bundle(bundle.clone())], &image, digest, now);
+                verified.map_err(|refusal| refusal.to_string())
             }
             Ours::Notation {
                 data,
@@ -84,7 +85,8 @@ impl Case {
                         subject: Some(subject.clone()),
                     })
                     .collect();
-                trust.verify(&signed, &image, digest, now)
+                let verified = trust.verify(&signed, &image, digest, now);
+                verified.map_err(|refusal| refusal.to_string())
             }
         }
     }

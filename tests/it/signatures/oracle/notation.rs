@@ -18,8 +18,8 @@ const LEVELS: [&str; 4] = ["strict", "permissive", "audit", "skip"];
 const VICTIM: &str = "x509.subject: C=US, ST=WA, O=Victim";
 
 /// The signed manifest as the registry serves it.
-pub fn served() -> image_reflector::registry::signatures::Subject {
-    image_reflector::registry::signatures::Subject {
+pub fn served() -> image_reflector::verify::Subject {
+    image_reflector::verify::Subject {
         media_type: MANIFEST.into(),
         size: SIZE,
     }

@@ -132,6 +132,7 @@ fn judge(trust: &NotationTrust, jws: &pki::Jws<'_>) -> Result<String, String> {
             SystemTime::now(),
         )
         .map(|(who, _)| who)
+        .map_err(|refused| refused.to_string())
 }
 
 /// notation-core-go's chain rules are integrity: they fail a signature at every level but skip.
@@ -353,7 +354,8 @@ fn bounds_and_expiry_hold_at_their_edges() {
     };
     assert_eq!(at(expiry).map(|(_, until)| until), Ok(Some(expiry)));
     let err = at(expiry + std::time::Duration::from_secs(1)).unwrap_err();
-    assert!(err.contains("the signature expired at"), "{err}");
+    assert_eq!(err.check, Check::Time);
+    assert!(err.reason.contains("the signature expired at"), "{err}");
 }
 
 /// The statement whose scopes name the repository applies, else `*`'s; the signer is named by
@@ -393,7 +395,11 @@ fn the_statement_naming_the_repository_applies() {
         Ok("C=US, CN=rcgen self signed cert, O=Example, ST=WA".into())
     );
     let err = at("r.example/app", &pki::Jws::new(&stranger)).unwrap_err();
-    assert!(err.contains("does not chain to the trust store"), "{err}");
+    assert_eq!(err.check, Check::Authenticity);
+    assert!(
+        err.reason.contains("does not chain to the trust store"),
+        "{err}"
+    );
     assert_eq!(
         at("r.example/other", &pki::Jws::new(&stranger)),
         Ok("trust policy 'rest' (audit)".into())

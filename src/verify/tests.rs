@@ -1,4 +1,5 @@
 use super::*;
+use crate::reference::ImageReference;
 use p256::ecdsa::signature::Signer;
 use p256::ecdsa::Signature;
 use p256::ecdsa::SigningKey;
@@ -79,6 +80,8 @@ fn a_signature_counts_with_a_trusted_key_for_this_digest_and_repository() {
             SystemTime::now(),
         )
         .unwrap_err();
+    assert_eq!(err.checks(), [Check::Authenticity]);
+    let err = err.to_string();
     assert!(
         err.contains("does not verify with any trusted key"),
         "{err}"
@@ -88,12 +91,16 @@ fn a_signature_counts_with_a_trusted_key_for_this_digest_and_repository() {
     let err = trusted
         .verify(&[for_other], &image(), DIGEST, SystemTime::now())
         .unwrap_err();
+    assert_eq!(err.checks(), [Check::Subject]);
+    let err = err.to_string();
     assert!(err.contains("is for sha256:2222"), "{err}");
 
     let other_repo = sign(&key(1), payload("registry.example:5000/team/evil", DIGEST));
     let err = trusted
         .verify(&[other_repo], &image(), DIGEST, SystemTime::now())
         .unwrap_err();
+    assert_eq!(err.checks(), [Check::Subject]);
+    let err = err.to_string();
     assert!(err.contains("names the repository"), "{err}");
 
     let Signed::Simple(mut tampered) = good.clone() else {
@@ -103,7 +110,8 @@ fn a_signature_counts_with_a_trusted_key_for_this_digest_and_repository() {
     let tampered = Signed::Simple(tampered);
     let err = trusted
         .verify(&[tampered], &image(), DIGEST, SystemTime::now())
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("does not verify with any trusted key"),
         "{err}"
@@ -135,6 +143,8 @@ fn a_signature_counts_with_a_trusted_key_for_this_digest_and_repository() {
     let none = trusted
         .verify(&[], &image(), DIGEST, SystemTime::now())
         .unwrap_err();
+    assert!(none.checks().is_empty());
+    let none = none.to_string();
     assert!(none.contains("sha256-1111"), "{none}");
 }
 
@@ -217,7 +227,7 @@ fn notations_skip_level_needs_no_signature() {
     let err = trust("strict")
         .verify(&[], &image, DIGEST, now)
         .unwrap_err();
-    assert!(err.starts_with("no signature"), "{err}");
+    assert!(matches!(err, Refusal::Unsigned(_)), "{err}");
 }
 
 /// The documented bounds (docs/security.md), written out: 16 signatures an image, a payload of
@@ -262,7 +272,23 @@ fn a_policy_reads_its_providers_signatures() {
         ),
         ("ca.crt".to_string(), ca.pem().into_bytes()),
     ]);
-    assert!(TrustedKeys::notation(&data).unwrap().is_notation());
+    let notation = TrustedKeys::notation(&data).unwrap();
+    assert!(notation.is_notation());
+    // Each refused as another provider's, and an unreadable bundle as unreadable.
+    let envelope = Signed::Notation {
+        media_type: "application/jose+json".into(),
+        bytes: b"{}".to_vec(),
+        subject: None,
+    };
+    let simple = sign(&key(1), payload("registry.example:5000/team/app", DIGEST));
+    let now = SystemTime::now();
+    let refused = |trust: &TrustedKeys, signed: Signed| {
+        trust.verify(&[signed], &image(), DIGEST, now).unwrap_err()
+    };
+    assert_eq!(refused(&cosign, envelope).checks(), [Check::Provider]);
+    assert_eq!(refused(&notation, simple).checks(), [Check::Provider]);
+    let garbage = Signed::Bundle(b"not json".to_vec());
+    assert_eq!(refused(&cosign, garbage).checks(), [Check::Format]);
 }
 
 /// At most 16 identities (16 are read); the same reason from two signatures is said once.
@@ -285,7 +311,7 @@ fn identities_are_bounded_and_reasons_said_once() {
         .verify(&[other.clone(), other], &image(), DIGEST, SystemTime::now())
         .unwrap_err();
     assert_eq!(
-        err,
+        err.to_string(),
         "2 signatures, none valid: signature does not verify with any trusted key"
     );
 }

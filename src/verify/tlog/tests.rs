@@ -3,8 +3,8 @@
 //! policy's trust, a logged keyless signature is judged at its signing time.
 
 use super::*;
-use crate::registry::signatures::{Signed, TrustedKeys, TRUSTED_ROOT};
-use crate::registry::ImageReference;
+use crate::reference::ImageReference;
+use crate::verify::{Check, Signed, TrustedKeys, TRUSTED_ROOT};
 use p256::ecdsa::signature::Signer;
 use p256::ecdsa::SigningKey;
 use p256::pkcs8::{DecodePrivateKey, EncodePublicKey};
@@ -132,7 +132,7 @@ fn signed_statement(signer: &SigningKey) -> (Vec<u8>, Vec<u8>) {
         "subject": [{"digest": {"sha256": &DIGEST[7..]}}],
         "predicateType": "https://sigstore.dev/cosign/sign/v1", "predicate": {}});
     let payload = statement.to_string().into_bytes();
-    let pae = crate::registry::signatures::bundle::pae("application/vnd.in-toto+json", &payload);
+    let pae = crate::verify::bundle::pae("application/vnd.in-toto+json", &payload);
     let signature: Signature = signer.sign(&pae);
     (payload, signature.to_der().as_bytes().to_vec())
 }
@@ -256,6 +256,8 @@ fn a_logged_keyless_signature_is_judged_at_its_signing_time() {
     let err = trust
         .verify(&[bundle(vec![])], &image, DIGEST, now)
         .unwrap_err();
+    assert_eq!(err.checks(), [Check::Log]);
+    let err = err.to_string();
     assert!(
         err.contains("not in the transparency log: the signature has no log entry"),
         "{err}"
@@ -264,7 +266,8 @@ fn a_logged_keyless_signature_is_judged_at_its_signing_time() {
     let optional = TrustedKeys::from_secret(&secret, &identity, false).unwrap();
     let err = optional
         .verify(&[bundle(vec![])], &image, DIGEST, now)
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("the signing certificate expired at"), "{err}");
     // A CA or a log the root retired before the signature was made vouches for nothing.
     let retired = |ca_end: &str, log_end: &str| {
@@ -274,7 +277,8 @@ fn a_logged_keyless_signature_is_judged_at_its_signing_time() {
         root["tlogs"][0]["publicKey"]["validFor"] = serde_json::json!({"end": log_end});
         let secret = BTreeMap::from([(TRUSTED_ROOT.to_string(), root.to_string().into_bytes())]);
         let trust = TrustedKeys::from_secret(&secret, &identity, true).unwrap();
-        trust.verify(&[bundle(vec![entry.clone()])], &image, DIGEST, now)
+        let verified = trust.verify(&[bundle(vec![entry.clone()])], &image, DIGEST, now);
+        verified.map_err(|refusal| refusal.to_string())
     };
     let (later, earlier) = ("2030-01-01T00:00:00Z", "2023-01-01T00:00:00Z");
     assert!(retired(later, later).is_ok());
@@ -289,6 +293,8 @@ fn a_logged_keyless_signature_is_judged_at_its_signing_time() {
     let err = optional
         .verify(&[bundle(vec![foreign])], &image, DIGEST, now)
         .unwrap_err();
+    assert_eq!(err.checks(), [Check::Log]);
+    let err = err.to_string();
     assert!(
         err.contains("its log entry does not verify: its log is not one of the trusted root's"),
         "{err}"
@@ -372,6 +378,8 @@ fn intermediates_the_signature_carries_are_not_used() {
     let err = only_the_root
         .verify(std::slice::from_ref(&bundle), &image, DIGEST, now)
         .unwrap_err();
+    assert_eq!(err.checks(), [Check::Authenticity]);
+    let err = err.to_string();
     assert!(err.contains("does not chain to the trusted root"), "{err}");
     let whole_chain = trust(vec![intermediate.der(), root_ca.der()]);
     assert_eq!(

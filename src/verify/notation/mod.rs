@@ -10,6 +10,7 @@ mod dn;
 mod envelope;
 mod policy;
 
+use super::refusal::{Check, Refused};
 use policy::{parse_policy, Level, Statement, VerifyTimestamp};
 
 use envelope::Envelope;
@@ -94,51 +95,61 @@ impl NotationTrust {
         envelope: &[u8],
         (digest, subject): (&str, Option<&super::Subject>),
         now: SystemTime,
-    ) -> Result<(String, Option<SystemTime>), String> {
-        let statement = self.statement(repository)?;
+    ) -> Result<(String, Option<SystemTime>), Refused> {
+        let statement = self
+            .statement(repository)
+            .map_err(Check::Policy.because())?;
         if let Some(skipped) = skip(statement) {
             return Ok((skipped, None));
         }
-        let envelope = Envelope::parse(media_type, envelope)?;
+        let unreadable = Check::Format.because();
+        let envelope = Envelope::parse(media_type, envelope).map_err(&unreadable)?;
         // Integrity: the times, the chain, and the leaf's key signed the payload.
-        envelope.check_times()?;
-        let chain = chain::read(&envelope.chain)?;
-        chain::check(&chain, envelope.alg())?;
-        envelope.check_signature(&envelope.chain[0])?;
-        let payload: Payload = serde_json::from_slice(&envelope.payload)
-            .map_err(|e| format!("a notation payload is not a target descriptor ({e})"))?;
+        envelope.check_times().map_err(Check::Time.because())?;
+        let chain = chain::read(&envelope.chain).map_err(&unreadable)?;
+        let broken = Check::Integrity.because();
+        chain::check(&chain, envelope.alg()).map_err(&broken)?;
+        envelope
+            .check_signature(&envelope.chain[0])
+            .map_err(&broken)?;
+        let payload: Payload = serde_json::from_slice(&envelope.payload).map_err(|e| {
+            Check::Format.refused(format!(
+                "a notation payload is not a target descriptor ({e})"
+            ))
+        })?;
         if payload.target_artifact.digest != digest {
-            return Err(format!(
+            return Err(Check::Subject.refused(format!(
                 "a signature is for {}, not this digest",
                 payload.target_artifact.digest
-            ));
+            )));
         }
         let target = &payload.target_artifact;
         if let Some(served) = subject {
             if (target.media_type.as_str(), target.size)
                 != (served.media_type.as_str(), served.size)
             {
-                return Err(format!(
+                return Err(Check::Subject.refused(format!(
                     "a signature is for {digest} as {}, {} bytes; the registry serves {}, {} bytes",
                     target.media_type, target.size, served.media_type, served.size
-                ));
+                )));
             }
         }
         let enforced = statement.enforced;
-        let subject = subject_of(&envelope.chain[0])?;
+        let subject = subject_of(&envelope.chain[0]).map_err(&unreadable)?;
         if enforced.authenticity {
             if !chain::authentic(&chain, &self.store) {
-                return Err("the signing certificate does not chain to the trust store".into());
+                return Err(Check::Authenticity
+                    .refused("the signing certificate does not chain to the trust store"));
             }
             if let Some(identities) = &statement.identities {
                 if !identities.iter().any(|want| dn::is_subset(want, &subject)) {
                     let got: Vec<String> =
                         subject.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    return Err(format!(
+                    return Err(Check::Authenticity.refused(format!(
                         "certificate identity mismatch: got x509.subject {}; want one of trust policy '{}''s trustedIdentities",
                         got.join(", "),
                         statement.name
-                    ));
+                    )));
                 }
             }
         }
@@ -146,10 +157,10 @@ impl NotationTrust {
         if enforced.expiry {
             if let Some(expiry) = envelope.expiry {
                 if now > expiry {
-                    return Err(format!(
+                    return Err(Check::Time.refused(format!(
                         "the signature expired at {}",
                         httpdate::fmt_http_date(expiry)
-                    ));
+                    )));
                 }
                 until = Some(expiry);
             }
@@ -164,12 +175,12 @@ impl NotationTrust {
                 Some(VerifyTimestamp::Always) => true,
             };
             if countersigned {
-                return Err(format!(
+                return Err(Check::Policy.refused(format!(
                     "trust policy '{}' names a tsa trust store, so notation requires a timestamp countersignature, which this controller does not read",
                     statement.name
-                ));
+                )));
             }
-            valid?;
+            valid.map_err(Check::Time.because())?;
             // A verdict kept past this would elect what the level refuses.
             until = until.into_iter().chain(chain::not_after(&chain)).min();
         }

@@ -8,10 +8,11 @@ use super::bundle::{check_statement, Bundle};
 use super::key::PublicKey;
 use super::keyless::{Identity, Keyless, TrustedRoot, MAX_IDENTITIES};
 use super::notation::NotationTrust;
+use super::refusal::{Check, Refusal, Refused};
 use super::simple::check_payload;
 use super::tlog::{Entry, Signing};
 use super::{signature_tag, Signed, SignedPayload, MAX_KEYS, MAX_KEY_BYTES};
-use crate::registry::ImageReference;
+use crate::reference::ImageReference;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -154,7 +155,7 @@ impl TrustedKeys {
         image: &ImageReference,
         digest: &str,
         now: SystemTime,
-    ) -> Result<String, String> {
+    ) -> Result<String, Refusal> {
         self.verify_until(signatures, image, digest, now)
             .map(|(who, _)| who)
     }
@@ -167,7 +168,7 @@ impl TrustedKeys {
         image: &ImageReference,
         digest: &str,
         now: SystemTime,
-    ) -> Result<(String, Option<SystemTime>), String> {
+    ) -> Result<(String, Option<SystemTime>), Refusal> {
         // At notation's `skip`, nothing is verified: an unsigned image passes too.
         if let Trust::Notation(notation) = &self.trust {
             if let Some(skipped) = notation.skipped(&image.canonical()) {
@@ -175,15 +176,13 @@ impl TrustedKeys {
             }
         }
         if signatures.is_empty() {
-            return Err(match self.trust {
-                Trust::Notation(_) => {
-                    "no signature (no notation signature among its referrers)".into()
-                }
+            return Err(Refusal::Unsigned(match self.trust {
+                Trust::Notation(_) => "no notation signature among its referrers".into(),
                 Trust::Cosign(_) => format!(
-                    "no signature (no cosign bundle among its referrers, no tag {})",
+                    "no cosign bundle among its referrers, no tag {}",
                     signature_tag(digest)
                 ),
-            });
+            }));
         }
         let mut why = Vec::new();
         for signed in signatures {
@@ -205,41 +204,43 @@ impl TrustedKeys {
                     let target = (digest, subject.as_ref());
                     notation.verify(&image.canonical(), media_type, bytes, target, now)
                 }
-                (Trust::Cosign(_), Signed::Notation { .. }) => {
-                    Err("a notation signature, and the policy verifies cosign's".into())
-                }
-                (Trust::Notation(_), _) => {
-                    Err("a cosign signature, and the policy verifies notation's".into())
-                }
+                (Trust::Cosign(_), Signed::Notation { .. }) => Err(Check::Provider
+                    .refused("a notation signature, and the policy verifies cosign's")),
+                (Trust::Notation(_), _) => Err(Check::Provider
+                    .refused("a cosign signature, and the policy verifies notation's")),
             };
             match verified {
                 Ok(key) => return Ok(key),
-                Err(reason) if !why.contains(&reason) => why.push(reason),
+                Err(refused) if !why.contains(&refused) => why.push(refused),
                 Err(_) => {}
             }
         }
-        Err(format!(
-            "{} signature{}, none valid: {}",
-            signatures.len(),
-            if signatures.len() == 1 { "" } else { "s" },
-            why.join("; ")
-        ))
+        Err(Refusal::NoneValid {
+            count: signatures.len(),
+            refused: why,
+        })
     }
 }
 
 impl CosignTrust {
     /// A bundle's DSSE envelope, signed by a trusted key or a trusted identity, over a
     /// statement naming `digest`.
-    fn verify_bundle(&self, bytes: &[u8], digest: &str, now: SystemTime) -> Result<String, String> {
-        let bundle = Bundle::parse(bytes)?;
+    fn verify_bundle(
+        &self,
+        bytes: &[u8],
+        digest: &str,
+        now: SystemTime,
+    ) -> Result<String, Refused> {
+        let unreadable = Check::Format.because();
+        let bundle = Bundle::parse(bytes).map_err(&unreadable)?;
         let Some(envelope) = &bundle.dsse_envelope else {
-            return Err(match bundle.message_signature {
-                Some(_) => "a bundle holds a message signature, which names no image".into(),
-                None => "a bundle holds no signature".into(),
-            });
+            return Err(Check::Format.refused(match bundle.message_signature {
+                Some(_) => "a bundle holds a message signature, which names no image",
+                None => "a bundle holds no signature",
+            }));
         };
-        let decoded = envelope.decode()?;
-        let certificates = bundle.certificates()?;
+        let decoded = envelope.decode().map_err(&unreadable)?;
+        let certificates = bundle.certificates().map_err(&unreadable)?;
         let log = Entry::from_bundle(&bundle.verification_material.tlog_entries);
         let signing = Evidence {
             message: &decoded.signed,
@@ -251,7 +252,8 @@ impl CosignTrust {
         };
         let who = self.signer(&signing, now)?;
         // Only now is the statement trusted enough to be read.
-        check_statement(&envelope.payload_type, &decoded.payload, digest)?;
+        check_statement(&envelope.payload_type, &decoded.payload, digest)
+            .map_err(Check::Subject.because())?;
         Ok(who)
     }
 
@@ -263,7 +265,7 @@ impl CosignTrust {
         image: &ImageReference,
         digest: &str,
         now: SystemTime,
-    ) -> Result<String, String> {
+    ) -> Result<String, Refused> {
         let log = match &signed.log_entry {
             Some(text) => Entry::from_annotation(text).map(|e| vec![e]),
             None => Ok(Vec::new()),
@@ -278,41 +280,44 @@ impl CosignTrust {
         };
         let who = self.signer(&signing, now)?;
         // Only now is the payload trusted enough to be read.
-        check_payload(&signed.payload, image, digest)?;
+        check_payload(&signed.payload, image, digest).map_err(Check::Subject.because())?;
         Ok(who)
     }
 
     /// Who made `signing`: a trusted key, or, with certificates, a trusted identity whose
     /// certificate's key verifies it, checked when the log says it was made (else now).
-    fn signer(&self, signing: &Evidence<'_>, now: SystemTime) -> Result<String, String> {
+    fn signer(&self, signing: &Evidence<'_>, now: SystemTime) -> Result<String, Refused> {
         let Some(leaf) = signing.certificates.first() else {
             return self.key_signer(signing);
         };
         let Some(keyless) = &self.keyless else {
-            return Err(
+            return Err(Check::Authenticity.refused(
                 "a keyless signature (a certificate), and the policy trusts keys only \
-                 (spec.verify.matchOIDCIdentity names none)"
-                    .into(),
-            );
+                 (spec.verify.matchOIDCIdentity names none)",
+            ));
         };
         let made_at = self.logged_at(keyless, signing, leaf)?;
         let at = made_at.map_or(now, |t| {
             SystemTime::UNIX_EPOCH + Duration::from_secs(t.max(0) as u64)
         });
-        let (key, who) = keyless.signer(signing.certificates, at)?;
+        let (key, who) = keyless
+            .signer(signing.certificates, at)
+            .map_err(Check::Authenticity.because())?;
         let digest = Sha256::digest(signing.message);
         if !signing
             .signatures
             .iter()
             .any(|s| key.verifies(signing.message, &digest, s))
         {
-            return Err("signature does not verify with its certificate's key".into());
+            return Err(
+                Check::Integrity.refused("signature does not verify with its certificate's key")
+            );
         }
         Ok(who)
     }
 
     /// Which trusted key (`*.pub`) made `signing`.
-    fn key_signer(&self, signing: &Evidence<'_>) -> Result<String, String> {
+    fn key_signer(&self, signing: &Evidence<'_>) -> Result<String, Refused> {
         // The signed bytes are hashed once, not once per key: a signed payload may be
         // 256 KiB, and every key (16) is tried.
         let digest = Sha256::digest(signing.message);
@@ -325,7 +330,9 @@ impl CosignTrust {
                     .any(|s| key.verifies(signing.message, &digest, s))
             })
             .map(|(name, _)| name.clone())
-            .ok_or_else(|| "signature does not verify with any trusted key".to_string())
+            .ok_or_else(|| {
+                Check::Authenticity.refused("signature does not verify with any trusted key")
+            })
     }
 
     /// When the log says the signature was made: an entry that carries a trusted log's promise
@@ -336,8 +343,9 @@ impl CosignTrust {
         keyless: &Keyless,
         signing: &Evidence<'_>,
         leaf: &[u8],
-    ) -> Result<Option<i64>, String> {
-        let not_logged = |why: &str| format!("not in the transparency log: {why}");
+    ) -> Result<Option<i64>, Refused> {
+        let not_logged =
+            |why: &str| Check::Log.refused(format!("not in the transparency log: {why}"));
         let entries = signing.log.as_ref().map_err(|e| not_logged(e))?;
         if entries.is_empty() {
             return match self.require_tlog {

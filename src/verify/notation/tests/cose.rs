@@ -124,13 +124,15 @@ fn verify(
         media_type: "application/vnd.oci.image.manifest.v1+json".into(),
         size: 7,
     };
-    trust.verify(
-        "r.example/app",
-        "application/cose",
-        envelope,
-        (DIGEST, Some(&served)),
-        now,
-    )
+    trust
+        .verify(
+            "r.example/app",
+            "application/cose",
+            envelope,
+            (DIGEST, Some(&served)),
+            now,
+        )
+        .map_err(|refused| refused.to_string())
 }
 
 /// A chain as an array or as the lone certificate, the expiry tag, the critical labels and the

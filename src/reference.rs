@@ -205,7 +205,7 @@ fn unparsable(image: &str) -> ReferenceError {
         _ => ("", image),
     };
     let fix = if !host.is_ascii() {
-        let ascii = reqwest::Url::parse(&format!("https://{host}/"))
+        let ascii = url::Url::parse(&format!("https://{host}/"))
             .ok()
             .and_then(|u| u.host_str().map(str::to_string))
             .filter(|h| h.is_ascii());

@@ -3,9 +3,9 @@
 //! signature of the payload's bytes and, for a keyless signature, the certificate, its chain
 //! and the transparency-log bundle.
 
-use super::{signature_tag, Signed, SignedPayload, MAX_PAYLOAD_BYTES, MAX_SIGNATURES};
 use crate::registry::fetch::is_sha256;
 use crate::registry::{ImageReference, RegistryClient, RegistryError};
+use crate::verify::{signature_tag, Signed, SignedPayload, MAX_PAYLOAD_BYTES, MAX_SIGNATURES};
 use base64::Engine;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -15,32 +15,6 @@ const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
 const CERTIFICATE_ANNOTATION: &str = "dev.sigstore.cosign/certificate";
 const CHAIN_ANNOTATION: &str = "dev.sigstore.cosign/chain";
 const TLOG_ANNOTATION: &str = "dev.sigstore.cosign/bundle";
-const PAYLOAD_TYPE: &str = "cosign container image signature";
-
-#[derive(Deserialize)]
-struct Payload {
-    critical: Critical,
-}
-
-#[derive(Deserialize)]
-struct Critical {
-    identity: Identity,
-    image: SignedImage,
-    #[serde(rename = "type")]
-    kind: String,
-}
-
-#[derive(Deserialize)]
-struct Identity {
-    #[serde(rename = "docker-reference")]
-    docker_reference: String,
-}
-
-#[derive(Deserialize)]
-struct SignedImage {
-    #[serde(rename = "docker-manifest-digest")]
-    docker_manifest_digest: String,
-}
 
 #[derive(Deserialize)]
 struct SignatureManifest {
@@ -57,33 +31,6 @@ struct Layer {
     digest: String,
     #[serde(default)]
     annotations: BTreeMap<String, String>,
-}
-
-/// Checks a verified simple-signing payload: it names `digest` and `image`'s repository.
-pub fn check_payload(payload: &[u8], image: &ImageReference, digest: &str) -> Result<(), String> {
-    let payload: Payload = serde_json::from_slice(payload)
-        .map_err(|e| format!("a signed payload is not a simple-signing payload ({e})"))?;
-    let critical = payload.critical;
-    if critical.kind != PAYLOAD_TYPE {
-        return Err(format!("a signed payload's type is '{}'", critical.kind));
-    }
-    if critical.image.docker_manifest_digest != digest {
-        return Err(format!(
-            "a signature is for {}, not this digest",
-            critical.image.docker_manifest_digest
-        ));
-    }
-    let named = ImageReference::parse(&critical.identity.docker_reference, false)
-        .map(|r| r.canonical())
-        .unwrap_or_default();
-    if named != image.canonical() {
-        return Err(format!(
-            "a signature names the repository '{}', not {}",
-            critical.identity.docker_reference,
-            image.canonical()
-        ));
-    }
-    Ok(())
 }
 
 /// The certificates (DER, leaf first) of a layer's certificate and chain annotations (PEM);
