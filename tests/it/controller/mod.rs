@@ -11,3 +11,4 @@ pub mod panics;
 pub mod policy_reconcile;
 pub mod repository_reconcile;
 pub mod throttle;
+pub mod verification_cost;
