@@ -5,7 +5,7 @@
 //! `controller_runtime_reconcile_total{controller,result}`,
 //! `controller_runtime_reconcile_errors_total{controller}`,
 //! `controller_runtime_reconcile_time_seconds{controller}`, `leader_election_master_status`,
-//! and the work queue series of [`crate::controller::shared::queue`]. Ours, prefixed
+//! and the work queue series of [`crate::controller::frame::queue`]. Ours, prefixed
 //! `image_reflector_`: tags and last scan time per repository, Ready per object, one info
 //! series per policy with its current tag and digest, and registry requests, throttling and
 //! backoff per host ([`super::collect`]). Every series of a deleted object is removed. The

@@ -4,8 +4,8 @@
 
 use super::flags::RunArgs;
 use crate::api::{ImagePolicy, ImageRepository};
-use crate::controller::shared::repository_feed::repository_feed;
-use crate::controller::shared::wiring::Wiring;
+use crate::controller::feed::repository_feed::repository_feed;
+use crate::controller::frame::wiring::Wiring;
 use crate::controller::{image_policy, image_repository, Context};
 use crate::runtime::gc;
 use crate::runtime::http::Readiness;
@@ -85,7 +85,7 @@ pub(super) async fn run_as_leader(
                     }
                 }
                 Err(err) if err.is_panic() => {
-                    let panic = crate::controller::shared::panic::describe(err.into_panic().as_ref());
+                    let panic = crate::controller::frame::panic::describe(err.into_panic().as_ref());
                     break Ended::Failed(format!("a controller task panicked: {panic}"));
                 }
                 Err(err) => break Ended::Failed(format!("a controller task ended: {err}")),

@@ -15,7 +15,7 @@ pub use flags::{FeatureGates, RunArgs};
 
 use super::error::CliError;
 use crate::api::{ImagePolicy, ImageRepository};
-use crate::controller::shared::queue::unhealthy;
+use crate::controller::frame::queue::unhealthy;
 use crate::controller::{Context, Settings};
 use crate::registry::cloud::TokenCache;
 use crate::registry::{install_crypto_provider, Registries, SchedulerConfig};
@@ -277,7 +277,7 @@ where
         }
         Err(e) => Err(CliError::failed(format!(
             "listing {kind}s: {}; check the controller's RBAC (config/rbac)",
-            crate::controller::shared::error::describe_api_error(&e)
+            crate::controller::outcome::error::describe_api_error(&e)
         ))),
     }
 }

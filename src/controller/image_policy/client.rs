@@ -3,8 +3,8 @@
 
 use super::env::{PolicyEnv, PolicyReader};
 use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository};
-use crate::controller::shared::credentials::{client_options, AuthError};
-use crate::controller::shared::intervals::{intervals, IntervalError};
+use crate::controller::access::credentials::{client_options, AuthError};
+use crate::controller::object::intervals::{intervals, IntervalError};
 use crate::registry::{ImageReference, RegistryClient, RegistryError};
 use kube::ResourceExt;
 use std::time::Duration;
@@ -47,6 +47,6 @@ pub(super) async fn registry_client<R: PolicyReader>(
 pub(super) fn requested(policy: &ImagePolicy, status: &ImagePolicyStatus) -> bool {
     let requested = policy
         .annotations()
-        .get(crate::controller::shared::keys::REQUESTED_AT_ANNOTATION);
+        .get(crate::controller::object::keys::REQUESTED_AT_ANNOTATION);
     requested.is_some_and(|r| status.last_handled_reconcile_at.as_ref() != Some(r))
 }

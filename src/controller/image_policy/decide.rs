@@ -14,13 +14,13 @@ use crate::api::{
     format_go_duration, parse_go_duration, ImagePolicy, ImagePolicySpec, ImagePolicyStatus,
     ImageRepository, ReflectionPolicy,
 };
-use crate::controller::shared::apply::Decision;
-use crate::controller::shared::conditions::{Conditions, Reason};
-use crate::controller::shared::intervals::MIN_INTERVAL;
-use crate::controller::shared::next::Next;
-use crate::controller::shared::status::finish_status;
-use crate::controller::shared::stop::Stop;
-use crate::controller::shared::summary::Outcome;
+use crate::controller::frame::apply::Decision;
+use crate::controller::object::intervals::MIN_INTERVAL;
+use crate::controller::outcome::conditions::{Conditions, Reason};
+use crate::controller::outcome::next::Next;
+use crate::controller::outcome::status::finish_status;
+use crate::controller::outcome::stop::Stop;
+use crate::controller::outcome::summary::Outcome;
 use crate::policy::{Gates, NotElected};
 use crate::registry::ImageReference;
 use crate::store::{RepoKey, StoreError, TagList, TagStore};
@@ -234,7 +234,7 @@ fn repository_failure(repo: &ImageRepository) -> Option<String> {
     let conditions = repo.status.as_ref()?.conditions.as_deref()?;
     let ready = conditions.iter().find(|c| c.type_ == "Ready")?;
     (ready.status == crate::api::ConditionStatus::False).then(|| {
-        let message = crate::controller::shared::conditions::cut(&ready.message, 512);
+        let message = crate::controller::outcome::conditions::cut(&ready.message, 512);
         format!("{}: {message}", ready.reason)
     })
 }

@@ -16,11 +16,11 @@ use crate::api::{
     ImagePolicy, ImagePolicyStatus, ImageRef, ImageRepository, ReflectionPolicy, TransparencyLog,
     VerificationProvider,
 };
-use crate::controller::shared::api_read::ReadError;
-use crate::controller::shared::conditions::Reason;
-use crate::controller::shared::credentials::secret_data;
-use crate::controller::shared::intervals::intervals;
-use crate::controller::shared::stop::Stop;
+use crate::controller::access::api_read::ReadError;
+use crate::controller::access::credentials::secret_data;
+use crate::controller::object::intervals::intervals;
+use crate::controller::outcome::conditions::Reason;
+use crate::controller::outcome::stop::Stop;
 use crate::policy::{Gates, Policy};
 use crate::registry::{ImageReference, RegistryError};
 use crate::store::{RepoKey, TagList};

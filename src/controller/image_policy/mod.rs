@@ -1,5 +1,5 @@
 //! The ImagePolicy controller: its watches and the reconcile it runs, the shared one
-//! ([`crate::controller::shared::reconcile`]) with what [`reconcile`] adds, deciding in
+//! ([`crate::controller::frame::reconcile`]) with what [`reconcile`] adds, deciding in
 //! [`decide`]. Policies are re-triggered when their repository's `lastScanResult.revision` or
 //! canonical name changes (docs/compatibility.md), through [`index`], from the repository
 //! watch's [`Feed`]; and when a namespace's labels change, for the policies they admit.
@@ -23,12 +23,12 @@ mod signature;
 mod walk;
 
 use crate::api::{ImagePolicy, ImageRepository};
-use crate::controller::shared::error::Error;
-use crate::controller::shared::keys::{key_of, object_key, trigger_hash};
-use crate::controller::shared::reconcile as shared_reconcile;
-use crate::controller::shared::repository_feed::{is_baseline, Feed};
-use crate::controller::shared::slim::slim;
-use crate::controller::shared::wiring::Wiring;
+use crate::controller::feed::repository_feed::{is_baseline, Feed};
+use crate::controller::frame::reconcile as shared_reconcile;
+use crate::controller::frame::wiring::Wiring;
+use crate::controller::object::keys::{key_of, object_key, trigger_hash};
+use crate::controller::object::slim::slim;
+use crate::controller::outcome::error::Error;
 use futures::TryStreamExt;
 use index::PolicyIndex;
 use k8s_openapi::api::core::v1::Namespace;

@@ -3,9 +3,9 @@
 
 use super::decide::PolicyReader;
 use crate::api::ImageRepository;
-use crate::controller::shared::api_read::{read_named, ReadError};
-use crate::controller::shared::context::ApiReader;
-use crate::controller::shared::credentials::ObjectReader;
+use crate::controller::access::api_read::{read_named, ReadError};
+use crate::controller::access::credentials::ObjectReader;
+use crate::controller::frame::context::ApiReader;
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};

@@ -7,14 +7,14 @@ use super::migrate::migrate_status;
 use super::reader::ClusterReader;
 use super::report::{held_events, ref_metadata};
 use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository};
-use crate::controller::shared::apply::{Decision, KindHandoffs, Prepared, Reconciled};
-use crate::controller::shared::context::{ApiReader, Context};
-use crate::controller::shared::error::Error;
-use crate::controller::shared::events::EventSpec;
-use crate::controller::shared::keys::{object_key, object_labels};
-use crate::controller::shared::next::Next;
-use crate::controller::shared::queue::WorkQueue;
-use crate::controller::shared::status::{is_ready, patch_status, Patched};
+use crate::controller::events::transition::EventSpec;
+use crate::controller::frame::apply::{Decision, KindHandoffs, Prepared, Reconciled};
+use crate::controller::frame::context::{ApiReader, Context};
+use crate::controller::frame::queue::WorkQueue;
+use crate::controller::object::keys::{object_key, object_labels};
+use crate::controller::outcome::error::Error;
+use crate::controller::outcome::next::Next;
+use crate::controller::outcome::status::{is_ready, patch_status, Patched};
 use crate::store::RepoKey;
 use crate::telemetry::metrics::{Elected, Metrics};
 use k8s_openapi::jiff::Timestamp;
@@ -96,7 +96,7 @@ impl Reconciled for ImagePolicy {
 
     /// A changed election of an object without `spec.downgrade`, which our CRDs default on
     /// every object they serve: it was decoded under another schema (Flux's, before the swap
-    /// reached this watch) and may lack its gates (shared/confirm.rs).
+    /// reached this watch) and may lack its gates (frame/confirm.rs).
     fn confirm_before_writing(&self, old: &ImagePolicyStatus, new: &ImagePolicyStatus) -> bool {
         self.spec.downgrade.is_none() && old.latest_ref != new.latest_ref
     }

@@ -3,10 +3,10 @@
 
 use super::report::{held_note, no_eligible_message, ready_message};
 use crate::api::{HeldBackTag, ImagePolicyStatus, ImageRef, MAX_HELD_BACK};
-use crate::controller::shared::conditions::{ConditionType, Conditions, Reason};
-use crate::controller::shared::next::Next;
-use crate::controller::shared::stop::Stop;
-use crate::controller::shared::summary::Outcome;
+use crate::controller::outcome::conditions::{ConditionType, Conditions, Reason};
+use crate::controller::outcome::next::Next;
+use crate::controller::outcome::stop::Stop;
+use crate::controller::outcome::summary::Outcome;
 use std::time::Duration;
 
 /// How soon an unfinished walk goes on.

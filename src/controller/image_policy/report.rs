@@ -3,7 +3,7 @@
 
 use super::downgrade;
 use crate::api::{HeldBackTag, ImagePolicyStatus, API_GROUP};
-use crate::controller::shared::events::{EventSpec, EventType};
+use crate::controller::events::transition::{EventSpec, EventType};
 use std::collections::BTreeMap;
 
 /// `Latest image tag for <name> resolved to <tag>[ with digest <d>][ (previously

@@ -5,9 +5,9 @@
 use super::access::{check_acl, check_cross_namespace, AccessError, NamespaceError};
 use super::env::{PolicyEnv, PolicyReader};
 use crate::api::{ImagePolicy, ImageRepository};
-use crate::controller::shared::api_read::ReadError;
-use crate::controller::shared::conditions::Reason;
-use crate::controller::shared::stop::Stop;
+use crate::controller::access::api_read::ReadError;
+use crate::controller::outcome::conditions::Reason;
+use crate::controller::outcome::stop::Stop;
 use kube::ResourceExt;
 use std::collections::BTreeMap;
 

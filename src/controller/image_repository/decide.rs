@@ -9,15 +9,15 @@ use super::should_scan::{should_scan, ScanInputs, ScanReason};
 use crate::api::{
     format_go_duration, ImageRepository, ImageRepositoryStatus, ScanResult, DEFAULT_EXCLUSION_LIST,
 };
-use crate::controller::shared::apply::Decision;
-use crate::controller::shared::conditions::{ConditionType, Conditions, Reason};
-use crate::controller::shared::credentials::{client_options, ObjectReader, WorkloadIdentity};
-use crate::controller::shared::intervals::intervals;
-use crate::controller::shared::keys::REQUESTED_AT_ANNOTATION;
-pub use crate::controller::shared::next::Next;
-use crate::controller::shared::status::finish_status;
-use crate::controller::shared::stop::{Steps, Stop};
-use crate::controller::shared::summary::Outcome;
+use crate::controller::access::credentials::{client_options, ObjectReader, WorkloadIdentity};
+use crate::controller::frame::apply::Decision;
+use crate::controller::object::intervals::intervals;
+use crate::controller::object::keys::REQUESTED_AT_ANNOTATION;
+use crate::controller::outcome::conditions::{ConditionType, Conditions, Reason};
+pub use crate::controller::outcome::next::Next;
+use crate::controller::outcome::status::finish_status;
+use crate::controller::outcome::stop::{Steps, Stop};
+use crate::controller::outcome::summary::Outcome;
 use crate::policy::{compile_exclusions, Exclusions};
 use crate::registry::{ImageReference, Registries, RegistryClient, RegistryError};
 use crate::store::{RepoKey, StoreError, TagStore};

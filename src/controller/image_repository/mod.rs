@@ -1,6 +1,6 @@
 //! The ImageRepository controller: its watch (the one ImageRepository watch of the process,
 //! shared with the policies through [`feed`]) and the reconcile it runs: the shared one
-//! ([`crate::controller::shared::reconcile`]) with what [`reconcile`] adds, deciding in
+//! ([`crate::controller::frame::reconcile`]) with what [`reconcile`] adds, deciding in
 //! [`decide`] (Flux's flow, docs/imagerepository.md).
 
 pub mod decide;
@@ -10,12 +10,12 @@ pub mod scan;
 pub mod should_scan;
 
 use crate::api::ImageRepository;
-use crate::controller::shared::error::Error;
-use crate::controller::shared::keys::{object_key, trigger_hash};
-use crate::controller::shared::reconcile as shared_reconcile;
-use crate::controller::shared::repository_feed::FeedSource;
-use crate::controller::shared::slim::slim;
-use crate::controller::shared::wiring::Wiring;
+use crate::controller::feed::repository_feed::FeedSource;
+use crate::controller::frame::reconcile as shared_reconcile;
+use crate::controller::frame::wiring::Wiring;
+use crate::controller::object::keys::{object_key, trigger_hash};
+use crate::controller::object::slim::slim;
+use crate::controller::outcome::error::Error;
 use crate::store::RepoKey;
 use futures::TryStreamExt;
 use kube::runtime::controller::{Action, Config, Controller};

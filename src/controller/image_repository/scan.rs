@@ -2,7 +2,7 @@
 //! with the result the status records.
 
 use crate::api::{format_go_duration, ScanResult};
-use crate::controller::shared::conditions::whole_seconds;
+use crate::controller::outcome::conditions::whole_seconds;
 use crate::policy::Exclusions;
 use crate::registry::{ImageReference, RegistryClient, RegistryError};
 use crate::store::{RepoKey, TagList, TagStore};

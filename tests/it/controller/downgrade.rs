@@ -8,7 +8,7 @@ use crate::support::distribution::{Distribution, Variant};
 use crate::support::policy_bench::{ago, elected, held, policy, ready, status, Bench};
 use image_reflector::api::{ConditionStatus, ImagePolicy, ImagePolicyStatus};
 use image_reflector::controller::image_policy::report::held_events;
-use image_reflector::controller::shared::next::Next;
+use image_reflector::controller::outcome::next::Next;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::json;
 

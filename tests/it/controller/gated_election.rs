@@ -9,7 +9,7 @@ use crate::support::images::{key, payload, public_pem, sign, Arch};
 use crate::support::policy_bench::{ago, elected, held, policy, ready, status, Bench};
 use image_reflector::api::ConditionStatus;
 use image_reflector::controller::image_policy::decide::{CONTINUE_WALK, MAX_INSPECTIONS, MAX_WALK};
-use image_reflector::controller::shared::next::Next;
+use image_reflector::controller::outcome::next::Next;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! 429 (a duplicate it already has), gives up on other 4xx.
 
 use crate::support::fault_server::{FaultServer, Reply};
-use image_reflector::controller::shared::notify::Notifier;
+use image_reflector::controller::events::notify::Notifier;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

@@ -1032,8 +1032,8 @@ async fn a_policy_naming_a_missing_repository_does_not_hold_the_others_at_start(
 #[tokio::test(start_paused = true)]
 async fn a_slow_scan_leaves_the_worker_and_wakes_its_object_when_it_ends() {
     use futures::StreamExt;
-    use image_reflector::controller::shared::handoff::HANDOFF_AFTER;
-    use image_reflector::controller::shared::reconcile::RECONCILE_DEADLINE;
+    use image_reflector::controller::frame::handoff::HANDOFF_AFTER;
+    use image_reflector::controller::frame::reconcile::RECONCILE_DEADLINE;
     let reg = FaultServer::start(|_| Reply::status(200).delayed(Duration::from_secs(3600))).await;
     let obj = object(
         json!({"image": format!("{}/demo/app", reg.host()), "interval": "6h", "timeout": "20m"}),

@@ -1,5 +1,5 @@
 //! Upgrades never skip a gate (docs/install.md, "Moving from Flux's controller";
-//! shared/confirm.rs). Our controller runs on Flux's own CRDs; ours are applied over them as
+//! frame/confirm.rs). Our controller runs on Flux's own CRDs; ours are applied over them as
 //! docs/install.md says, and a policy gated by `filterTags.minAge` is created within the same
 //! second. The controller's watch, opened under Flux's schema, serves that policy pruned of its
 //! gate; a GET serves it whole. The gate holds, and image-automation-controller commits only

@@ -2,7 +2,7 @@
 //! metric table of docs/operations.md names them all).
 
 use crate::support::root;
-use image_reflector::controller::shared::queue::{QueueSource, WorkQueue};
+use image_reflector::controller::frame::queue::{QueueSource, WorkQueue};
 use image_reflector::registry::{Registries, SchedulerConfig};
 use image_reflector::telemetry::metrics::{Elected, Metrics, ObjectLabels};
 use image_reflector::telemetry::registry_requests::RegistrySource;

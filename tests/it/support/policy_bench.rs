@@ -6,7 +6,7 @@ use super::distribution::Distribution;
 use super::policy_cluster::Cluster;
 use image_reflector::api::{ConditionStatus, ImagePolicy, ImagePolicyStatus};
 use image_reflector::controller::image_policy::decide::{reconcile_policy, PolicyEnv};
-use image_reflector::controller::shared::next::Next;
+use image_reflector::controller::outcome::next::Next;
 use image_reflector::registry::Registries;
 use image_reflector::store::{MemoryStore, RepoKey, TagList, TagStore};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};

@@ -2,8 +2,8 @@
 //! [`retry_delay`] picks a conflict's short delay, a rate limit's wait, or the object's
 //! backoff (style.md §2), and [`log_result`] logs what a reconcile decided, once.
 
-use super::backoff::Backoff;
-use super::next::{Failure, Next};
+use crate::controller::outcome::backoff::Backoff;
+use crate::controller::outcome::next::{Failure, Next};
 use crate::store::StoreError;
 use std::time::{Duration, SystemTime};
 use thiserror::Error;
@@ -150,7 +150,10 @@ fn finalizer_text(err: &kube::runtime::finalizer::Error<Error>) -> String {
     use kube::runtime::finalizer::Error as F;
     match err {
         F::ApplyFailed(e) | F::CleanupFailed(e) => e.to_string(),
-        other => format!("finalizer {}: {other}", super::keys::FINALIZER),
+        other => format!(
+            "finalizer {}: {other}",
+            crate::controller::object::keys::FINALIZER
+        ),
     }
 }
 

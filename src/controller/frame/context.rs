@@ -2,13 +2,13 @@
 //! recorder, the per-object backoff, metrics, settings and the clock. Built once by
 //! [`Context::new`].
 
-use super::api_read::{read_named, ReadError};
-use super::backoff::Backoff;
-use super::credentials::ObjectReader;
-use super::notify::Notifier;
-use super::queue::{QueueSource, WorkQueue};
-use super::recorder::EventRecorder;
-use super::scan_order::ScanOrder;
+use crate::controller::access::api_read::{read_named, ReadError};
+use crate::controller::access::credentials::ObjectReader;
+use crate::controller::events::notify::Notifier;
+use crate::controller::events::recorder::EventRecorder;
+use crate::controller::feed::scan_order::ScanOrder;
+use crate::controller::frame::queue::{QueueSource, WorkQueue};
+use crate::controller::outcome::backoff::Backoff;
 use crate::registry::Registries;
 use crate::store::{RepoKey, TagStore};
 use crate::telemetry::metrics::Metrics;
@@ -45,8 +45,10 @@ pub struct Settings {
 /// Shared by every reconcile of both kinds.
 impl Settings {
     /// The gate and default ServiceAccount, as the reconcilers take them.
-    pub fn workload_identity(&self) -> super::credentials::WorkloadIdentity<'_> {
-        super::credentials::WorkloadIdentity {
+    pub fn workload_identity(
+        &self,
+    ) -> crate::controller::access::credentials::WorkloadIdentity<'_> {
+        crate::controller::access::credentials::WorkloadIdentity {
             enabled: self.object_level_workload_identity,
             default_service_account: self.default_service_account.as_deref(),
         }
@@ -81,7 +83,7 @@ impl Context {
         registries: Arc<Registries>,
         metrics: Arc<Metrics>,
         settings: Settings,
-    ) -> Result<Arc<Self>, super::notify::NotifyError> {
+    ) -> Result<Arc<Self>, crate::controller::events::notify::NotifyError> {
         let notifier = match &settings.events_addr {
             Some(address) => Some(Notifier::new(address, settings.instance.clone())?),
             None => None,
@@ -158,10 +160,12 @@ impl ObjectReader for ApiReader {
         namespace: &str,
         name: &str,
     ) -> std::sync::Arc<dyn crate::registry::cloud::ServiceAccountSource> {
-        std::sync::Arc::new(super::token_request::KubeServiceAccount {
-            client: self.0.clone(),
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-        })
+        std::sync::Arc::new(
+            crate::controller::access::token_request::KubeServiceAccount {
+                client: self.0.clone(),
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+            },
+        )
     }
 }

@@ -1,16 +1,16 @@
-//! The event recorder: writes the events [`super::events`] decides as core/v1 Events from
+//! The event recorder: writes the events [`crate::controller::events::transition`] decides as core/v1 Events from
 //! `image-reflector-controller`, as Flux's controllers write theirs (client-go's recorder), thins
-//! repeated Warnings, and forwards them to the notification-controller ([`super::notify`]).
+//! repeated Warnings, and forwards them to the notification-controller ([`crate::controller::events::notify`]).
 //! Core/v1, not `events.k8s.io/v1`: the RBAC Flux installs for its controllers grants `create`
 //! on core Events only, and a drop-in replacement runs with Flux's RBAC.
 
-use super::conditions::{cut, whole_seconds};
-use super::event_limits::{EventLimits, Verdict};
-use super::events::{
+use crate::api::Condition;
+use crate::controller::events::limits::{EventLimits, Verdict};
+use crate::controller::events::notify::{event_metadata, Involved, Notifier};
+use crate::controller::events::transition::{
     transition_event, unchanged_for, EventSpec, RepeatFilter, REPORTING_CONTROLLER,
 };
-use super::notify::{event_metadata, Involved, Notifier};
-use crate::api::Condition;
+use crate::controller::outcome::conditions::{cut, whole_seconds};
 use k8s_openapi::api::core::v1::{Event, EventSource};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
@@ -65,7 +65,7 @@ impl EventRecorder {
         };
         let age = unchanged_for(old, &event, now);
         if let Err(err) = self.publish(obj, &event, age, now, extra).await {
-            let error = super::error::describe_api_error(&err);
+            let error = crate::controller::outcome::error::describe_api_error(&err);
             tracing::warn!(%error, "could not record the event");
         }
     }
@@ -138,7 +138,7 @@ impl EventRecorder {
                 let patch = serde_json::json!({
                     "count": count,
                     "lastTimestamp": whole_seconds(now),
-                    "message": cut(&message, super::conditions::MAX_MESSAGE_LEN),
+                    "message": cut(&message, crate::controller::outcome::conditions::MAX_MESSAGE_LEN),
                 });
                 let params = PatchParams::default();
                 match api.patch(&name, &params, &Patch::Merge(&patch)).await {
@@ -173,7 +173,10 @@ impl EventRecorder {
             type_: Some(event.type_.as_str().into()),
             reason: Some(event.reason.clone()),
             // Cut to a few KiB (event_limits.rs), escaped as a condition's message is.
-            message: Some(cut(&message, super::conditions::MAX_MESSAGE_LEN)),
+            message: Some(cut(
+                &message,
+                crate::controller::outcome::conditions::MAX_MESSAGE_LEN,
+            )),
             first_timestamp: Some(whole_seconds(now)),
             last_timestamp: Some(whole_seconds(now)),
             count: Some(count.unwrap_or(1)),

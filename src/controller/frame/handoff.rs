@@ -11,7 +11,7 @@
 //! reconcile depends on (its trigger: generation, a requested reconcile, deletion) aborts it
 //! and decides again. Deleting the object aborts it too, so its registry requests stop.
 
-use super::keys::{object_key, trigger_hash};
+use crate::controller::object::keys::{object_key, trigger_hash};
 use futures::channel::mpsc;
 use kube::runtime::reflector::ObjectRef;
 use kube::Resource;
@@ -25,7 +25,7 @@ use tracing::Instrument;
 /// The longest one decision may run, on a worker or in the background (a scan's cap, plus
 /// room for the API calls around it); the frame of a reconcile has the same deadline.
 pub const RECONCILE_DEADLINE: Duration =
-    Duration::from_secs(super::intervals::MAX_SCAN_TIMEOUT.as_secs() + 60);
+    Duration::from_secs(crate::controller::object::intervals::MAX_SCAN_TIMEOUT.as_secs() + 60);
 
 /// The longest a worker waits for a decision before it goes on in the background.
 pub const HANDOFF_AFTER: Duration = Duration::from_secs(3);

@@ -1,0 +1,13 @@
+//! One reconcile of either kind: the frame and its body, the contract with the kinds, the
+//! hand-off of long decisions, panics kept to their object, the confirmation before a
+//! downstream-visible write, the shared context and the work queue.
+
+pub mod apply;
+pub mod confirm;
+pub mod context;
+pub mod handoff;
+pub mod panic;
+pub mod queue;
+pub mod reconcile;
+pub mod reconciled;
+pub mod wiring;
