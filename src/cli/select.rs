@@ -6,8 +6,9 @@
 use super::error::{read_input, CliError};
 use super::Output;
 use crate::api::{
-    DowngradePolicy, HeldBackTag, ImagePolicySpec, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION,
+    HeldBackTag, ImagePolicySpec, ImagePolicyStatus, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION,
 };
+use crate::controller::image_policy::downgrade::Floor;
 use crate::policy::{Policy, PolicyKind};
 use std::io::Write;
 
@@ -52,8 +53,19 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
             "only one of -f and --tags-file can be read from standard input",
         ));
     }
-    let (spec, Recorded { held, floor }) = parse_policy(&read_input(&args.file)?, &args.file)?;
+    let (spec, recorded) = parse_policy(&read_input(&args.file)?, &args.file)?;
     let policy = spec.selection_policy().map_err(CliError::invalid)?;
+    let Recorded {
+        held,
+        generation,
+        status,
+    } = recorded;
+    // The controller's guard, offline: the repository's image is not known here.
+    let floor = Floor::recorded(&spec, generation, &status, None, &policy);
+    let refused_at = |elected: &str| {
+        let floor = floor.as_ref().filter(|f| f.refuses(elected))?;
+        Some(floor.tag.clone())
+    };
     let gates = gate_names(&spec)?;
     let text = read_tags(&args.tags_file)?;
     let mut tags: Vec<&str> = text
@@ -68,11 +80,11 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
     if args.explain || args.output == Output::Json {
         let x = policy.explain(tags.iter().copied(), args.runners_up);
         let elected = x.elected.as_ref().map(|c| c.tag.as_str());
-        let held_at = elected.and_then(|tag| refused_at(&spec, &policy, floor.as_deref(), tag));
+        let held_at = elected.and_then(refused_at);
         match args.output {
             Output::Json => {
                 let mut json = serde_json::to_value(&x).map_err(CliError::failed)?;
-                if let Some(at) = held_at {
+                if let Some(at) = &held_at {
                     json["downgradeRefused"] = serde_json::json!({"heldAt": at});
                 }
                 if !gates.is_empty() {
@@ -86,7 +98,7 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
             }
             Output::Text => {
                 write_explanation(out, &x, &policy).map_err(write_err)?;
-                if let Some(at) = held_at {
+                if let Some(at) = &held_at {
                     writeln!(out, "{}", held_note(at, elected.unwrap_or_default()))
                         .map_err(write_err)?;
                 }
@@ -100,9 +112,10 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
     }
     let mut tag = policy
         .select_sorted(tags.iter().copied())
-        .map_err(CliError::not_found)?;
-    if let Some(at) = refused_at(&spec, &policy, floor.as_deref(), tag) {
-        eprintln!("note: {}", held_note(at, tag));
+        .map_err(CliError::not_found)?
+        .to_string();
+    if let Some(at) = refused_at(&tag) {
+        eprintln!("note: {}", held_note(&at, &tag));
         tag = at;
     }
     if !gates.is_empty() {
@@ -112,18 +125,6 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
         );
     }
     writeln!(out, "{tag}").map_err(write_err)
-}
-
-/// The tag the controller holds at instead of `elected`, when `spec.downgrade: Refuse` refuses
-/// it: `floor` is the manifest's `status.latestRef` tag under an unchanged spec.
-fn refused_at<'a>(
-    spec: &ImagePolicySpec,
-    policy: &Policy,
-    floor: Option<&'a str>,
-    elected: &str,
-) -> Option<&'a str> {
-    let floor = floor.filter(|_| spec.downgrade == Some(DowngradePolicy::Refuse))?;
-    (policy.ranks_below(elected, floor) == Some(true)).then_some(floor)
 }
 
 fn held_note(at: &str, elected: &str) -> String {
@@ -300,15 +301,24 @@ pub fn parse_policy(text: &str, source: &str) -> Result<(ImagePolicySpec, Record
         .cloned()
         .and_then(|h| serde_json::from_value(h).ok())
         .unwrap_or_default();
-    // The downgrade guard holds at the elected tag while the spec is the one it observed.
-    let unchanged = doc.pointer("/metadata/generation").is_some()
-        && doc.pointer("/metadata/generation") == doc.pointer("/status/observedGeneration");
-    let floor = doc
-        .pointer("/status/latestRef/tag")
-        .and_then(|t| t.as_str())
-        .filter(|_| unchanged)
-        .map(String::from);
-    Ok((spec, Recorded { held, floor }))
+    // What the downgrade guard reads: the generation observed and the elected tag.
+    let generation = doc.pointer("/metadata/generation").and_then(|g| g.as_i64());
+    let status = ImagePolicyStatus {
+        observed_generation: doc
+            .pointer("/status/observedGeneration")
+            .and_then(|g| g.as_i64()),
+        latest_ref: doc
+            .pointer("/status/latestRef")
+            .cloned()
+            .and_then(|r| serde_json::from_value(r).ok()),
+        ..Default::default()
+    };
+    let recorded = Recorded {
+        held,
+        generation,
+        status,
+    };
+    Ok((spec, recorded))
 }
 
 /// What the manifest's status says of the controller's last election.
@@ -316,8 +326,10 @@ pub fn parse_policy(text: &str, source: &str) -> Result<(ImagePolicySpec, Record
 pub struct Recorded {
     /// `status.heldBack`.
     pub held: Vec<HeldBackTag>,
-    /// `status.latestRef`'s tag, when the spec is the one the controller last observed.
-    pub floor: Option<String>,
+    /// `metadata.generation`.
+    pub generation: Option<i64>,
+    /// `status.latestRef` and `status.observedGeneration`, for the downgrade guard.
+    pub status: ImagePolicyStatus,
 }
 
 /// Files an object under the ImagePolicies found or, by kind, under the others.

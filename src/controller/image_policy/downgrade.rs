@@ -5,14 +5,17 @@
 //! A new generation of the spec lifts the guard for that generation: a deliberate rollback is
 //! a spec change.
 
-use crate::api::{DowngradePolicy, HeldBackTag, ImagePolicy, ImagePolicyStatus, ImageRepository};
+use crate::api::{
+    DowngradePolicy, HeldBackTag, ImagePolicy, ImagePolicySpec, ImagePolicyStatus, ImageRepository,
+};
 use crate::policy::Policy;
 
 /// The `gate` of the `status.heldBack` entry the guard writes.
 pub const GATE: &str = "downgrade";
 
-/// The elected tag no candidate may rank below, and the ordering that says so.
-pub(super) struct Floor {
+/// The elected tag no candidate may rank below, and the ordering that says so. The controller
+/// and `image-reflector select` hold at the same floor.
+pub struct Floor {
     pub tag: String,
     ranking: Policy,
 }
@@ -27,16 +30,33 @@ impl Floor {
         status: &ImagePolicyStatus,
         ranking: &Policy,
     ) -> Option<Floor> {
-        if policy.spec.downgrade != Some(DowngradePolicy::Refuse)
-            || status.observed_generation != policy.metadata.generation
+        let (spec, generation) = (&policy.spec, policy.metadata.generation);
+        Floor::recorded(spec, generation, status, Some(&repo.spec.image), ranking)
+    }
+
+    /// The guard as an object's spec, `metadata.generation` and status record it: `image`, the
+    /// repository's image, when known (offline, `select` knows only the policy), must be the
+    /// one the elected tag was elected from.
+    pub fn recorded(
+        spec: &ImagePolicySpec,
+        generation: Option<i64>,
+        status: &ImagePolicyStatus,
+        image: Option<&str>,
+        ranking: &Policy,
+    ) -> Option<Floor> {
+        if spec.downgrade != Some(DowngradePolicy::Refuse)
+            || generation.is_none()
+            || status.observed_generation != generation
         {
             return None;
         }
         let latest = status.latest_ref.as_ref()?;
-        (latest.name == repo.spec.image).then(|| Floor {
-            tag: latest.tag.clone(),
-            ranking: ranking.clone(),
-        })
+        image
+            .is_none_or(|image| latest.name == image)
+            .then(|| Floor {
+                tag: latest.tag.clone(),
+                ranking: ranking.clone(),
+            })
     }
 
     /// Whether electing `tag` would be a downgrade.

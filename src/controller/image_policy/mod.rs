@@ -7,7 +7,7 @@
 pub mod access;
 pub mod client;
 pub mod decide;
-mod downgrade;
+pub mod downgrade;
 mod elect;
 pub mod env;
 mod freshness;
