@@ -172,71 +172,60 @@ pub fn cases() -> Vec<Case> {
     };
     let mut cases = Vec::new();
     for require in [true, false] {
+        let base = Variant {
+            chain: Chain::Root,
+            trusted: Trusted::Match,
+            odd: None,
+            logged: Logged::None,
+            shape: Envelope::One,
+            require,
+        };
         for chain in CHAINS {
             for trusted in TRUSTED {
                 for logged in [Logged::None, Logged::Valid] {
-                    let spec = keyless_spec(trusted, None);
                     let name =
                         format!("keyless/{chain:?}/{trusted:?}/{logged:?}/require={require}");
-                    cases.push(keyless(
-                        &world,
-                        name,
+                    let variant = Variant {
                         chain,
-                        &spec,
                         trusted,
                         logged,
-                        Envelope::One,
-                        require,
-                    ));
+                        ..base
+                    };
+                    cases.push(keyless(&world, name, variant));
                 }
             }
         }
         for chain in [Chain::Root, Chain::IntermediateListed] {
             for logged in LOGGED {
-                let spec = keyless_spec(Trusted::Match, None);
                 let name = format!("log/{chain:?}/{logged:?}/require={require}");
-                cases.push(keyless(
-                    &world,
-                    name,
+                let variant = Variant {
                     chain,
-                    &spec,
-                    Trusted::Match,
                     logged,
-                    Envelope::One,
-                    require,
-                ));
+                    ..base
+                };
+                cases.push(keyless(&world, name, variant));
             }
         }
         for odd in ODD {
             for logged in [Logged::None, Logged::Valid, Logged::Old] {
-                let spec = keyless_spec(Trusted::Match, Some(odd));
                 let name = format!("leaf/{odd:?}/{logged:?}/require={require}");
-                cases.push(keyless(
-                    &world,
-                    name,
-                    Chain::Root,
-                    &spec,
-                    Trusted::Match,
+                let variant = Variant {
+                    odd: Some(odd),
                     logged,
-                    Envelope::One,
-                    require,
-                ));
+                    ..base
+                };
+                cases.push(keyless(&world, name, variant));
             }
         }
-        for envelope in ENVELOPES {
+        for shape in ENVELOPES {
             for logged in [Logged::None, Logged::Valid] {
-                let spec = keyless_spec(Trusted::Match, None);
-                let name = format!("envelope/{envelope:?}/{logged:?}/require={require}");
-                cases.push(keyless(
-                    &world,
-                    name,
-                    Chain::Root,
-                    &spec,
-                    Trusted::Match,
+                let name = format!("envelope/{shape:?}/{logged:?}/require={require}");
+                let variant = Variant {
+                    shape,
                     logged,
-                    envelope,
-                    require,
-                ));
+                    ..base
+                };
+                cases.push(keyless(&world, name, variant));
             }
         }
     }
@@ -285,17 +274,28 @@ fn identities(trusted: Trusted) -> Vec<(String, String)> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn keyless(
-    world: &World,
-    name: String,
+/// One keyless case: how its leaf chains, whom the policy trusts, what is odd about the leaf,
+/// its log entry, its envelope, and whether the policy requires the log.
+#[derive(Clone, Copy)]
+struct Variant {
     chain: Chain,
-    spec: &LeafSpec,
     trusted: Trusted,
+    odd: Option<Odd>,
     logged: Logged,
     shape: Envelope,
     require: bool,
-) -> Case {
-    let mut spec = spec.clone();
+}
+
+fn keyless(world: &World, name: String, variant: Variant) -> Case {
+    let Variant {
+        chain,
+        trusted,
+        odd,
+        logged,
+        shape,
+        require,
+    } = variant;
+    let mut spec = keyless_spec(trusted, odd);
     if logged == Logged::Old && spec.validity == (-3600, 86_400) {
         spec.validity = (-3 * 86_400, 86_400);
     }
