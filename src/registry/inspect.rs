@@ -283,6 +283,18 @@ fn time(text: &str) -> Option<i64> {
 mod tests {
     use super::*;
 
+    /// The gate reads' documented bounds (docs/security.md, "Gated election"), as numbers: a
+    /// manifest or index and an image config 4 MiB, 64 platforms and 16 dated platform images
+    /// an index, 32 artifact manifests fetched to find an image's 16 signatures.
+    #[test]
+    fn gate_reads_are_bounded_by_their_documented_numbers() {
+        use crate::registry::digest::MAX_MANIFEST_BYTES;
+        use crate::registry::signatures::referrers::MAX_FETCHED;
+        assert_eq!((MAX_MANIFEST_BYTES, MAX_CONFIG_BYTES), (4 << 20, 4 << 20));
+        assert_eq!((MAX_INDEX_PLATFORMS, MAX_DATED_PLATFORMS), (64, 16));
+        assert_eq!(MAX_FETCHED, 32);
+    }
+
     #[test]
     fn times_are_rfc3339_only() {
         assert_eq!(time("2024-01-02T03:04:05Z"), Some(1_704_164_645));

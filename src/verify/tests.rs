@@ -230,14 +230,42 @@ fn notations_skip_level_needs_no_signature() {
     assert!(matches!(err, Refusal::Unsigned(_)), "{err}");
 }
 
-/// The documented bounds (docs/security.md), written out: 16 signatures an image, a payload of
-/// 64 KiB, 16 keys of 16 KiB.
+/// The documented bounds (docs/security.md, docs/imagepolicy.md), written out as the numbers
+/// the docs say, so that a constant changed without its docs fails here: the tests beside each
+/// bound test it by its constant.
 #[test]
 fn signatures_and_keys_are_bounded_by_their_documented_numbers() {
+    use super::bundle::MAX_BUNDLE_BYTES;
+    use super::keyless::{
+        MAX_AUTHORITIES, MAX_CHAIN, MAX_IDENTITIES, MAX_PATTERN_BYTES, MAX_ROOT_BYTES,
+    };
+    use super::notation::{MAX_CERTIFICATES, MAX_ENTRY_BYTES, MAX_ENVELOPE_BYTES, MAX_POLICIES};
+    use super::tlog::{MAX_ENTRIES, MAX_LOGS};
     use super::{MAX_KEYS, MAX_KEY_BYTES, MAX_PAYLOAD_BYTES, MAX_SIGNATURES};
+    // 16 signatures an image, a payload of 64 KiB, 16 keys of 16 KiB, a bundle of 256 KiB.
     assert_eq!(
         (MAX_SIGNATURES, MAX_PAYLOAD_BYTES, MAX_KEYS, MAX_KEY_BYTES),
         (16, 65_536, 16, 16_384)
+    );
+    assert_eq!(MAX_BUNDLE_BYTES, 262_144);
+    // Keyless: a root of 256 KiB with 16 authorities of at most 8 certificates (a signature's
+    // chain too), 16 identities of 1 KiB expressions, 16 logs, 4 entries a signature.
+    assert_eq!(
+        (MAX_ROOT_BYTES, MAX_AUTHORITIES, MAX_CHAIN),
+        (262_144, 16, 8)
+    );
+    assert_eq!((MAX_IDENTITIES, MAX_PATTERN_BYTES), (16, 1024));
+    assert_eq!((MAX_LOGS, MAX_ENTRIES), (16, 4));
+    // Notation: a trust policy and each entry 256 KiB, 32 statements, 32 certificates, an
+    // envelope 256 KiB.
+    assert_eq!(
+        (
+            MAX_ENTRY_BYTES,
+            MAX_POLICIES,
+            MAX_CERTIFICATES,
+            MAX_ENVELOPE_BYTES
+        ),
+        (262_144, 32, 32, 262_144)
     );
 }
 

@@ -25,7 +25,7 @@ pub const NOTATION_SIGNATURE: &str = "application/vnd.cncf.notary.signature";
 const EMPTY_CONFIG: &str = "application/vnd.oci.empty.v1+json";
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 /// Artifact manifests fetched per image, signatures or not.
-const MAX_FETCHED: usize = 2 * MAX_SIGNATURES;
+pub(crate) const MAX_FETCHED: usize = 2 * MAX_SIGNATURES;
 
 /// One signature artifact: its first layer's media type and bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -162,6 +162,15 @@ fn a_proof_must_lead_to_the_root_its_log_signed() {
 
 #[test]
 fn proofs_and_checkpoints_are_bounded() {
+    // The documented numbers (docs/security.md): 64 hashes, 16 KiB, 16 signature lines.
+    assert_eq!(
+        (
+            MAX_PROOF_HASHES,
+            MAX_CHECKPOINT_BYTES,
+            MAX_CHECKPOINT_SIGNATURES
+        ),
+        (64, 16_384, 16)
+    );
     let log = Log::new(9);
     let long = proven(&log, &log.0, |e| {
         e["inclusionProof"]["hashes"] = vec![enc(&[0; 32]); MAX_PROOF_HASHES + 1].into();
