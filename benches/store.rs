@@ -97,7 +97,51 @@ fn scenario(name: &str) {
                 peak_rss_kib() - before
             );
         }
+        "per-repository" => per_repository(&store, dir.path()),
         other => panic!("unknown scenario {other}"),
+    }
+}
+
+/// The bytes a repository's list takes, ours against Flux's FluxStorage (which writes the
+/// plain lines, gzipped at the best level from its 64 KiB threshold on), at the scenarios'
+/// list sizes: regular tags (`1.x.y`, as the controller benchmark's registry serves) and the
+/// realistic mixed list (the first N of bench-tags-10k.txt). Flux's bytes are computed from
+/// its rule, not measured from a Flux store.
+fn per_repository(store: &FsStore, root: &std::path::Path) {
+    use std::io::Write;
+    let realistic = common::bench_tags("10k").ok();
+    for n in [100usize, 400, 1_000, 10_000] {
+        let regular: Vec<String> = (0..n)
+            .map(|j| format!("1.{}.{}", j / 100, j % 100))
+            .collect();
+        let mixed: Option<Vec<String>> = realistic.as_ref().map(|text| {
+            text.lines()
+                .filter(|l| !l.is_empty())
+                .take(n)
+                .map(String::from)
+                .collect()
+        });
+        for (kind, tags) in [("regular", Some(regular)), ("mixed", mixed)] {
+            let Some(tags) = tags else { continue };
+            let list = TagList::new(&tags).unwrap();
+            let k = RepoKey::new("bytes", format!("{kind}-{n}")).unwrap();
+            store.set(&k, &list).unwrap();
+            let ours = disk_bytes(&root.join("imagerepository/bytes").join(k.name()));
+            let text = list.as_text().as_bytes();
+            let flux = match text.len() >= DEFAULT_COMPRESSION_THRESHOLD {
+                false => text.len(),
+                true => {
+                    let best = flate2::Compression::best();
+                    let mut gz = flate2::write::GzEncoder::new(Vec::new(), best);
+                    gz.write_all(text).unwrap();
+                    gz.finish().unwrap().len()
+                }
+            };
+            println!(
+                "| {n} {kind} tags, one repository | | | {ours} (Flux's FluxStorage: {flux}, {:.2}) | |",
+                ours as f64 / flux as f64
+            );
+        }
     }
 }
 
@@ -105,7 +149,7 @@ fn main() {
     run_scenarios(
         "store",
         "| scenario | write | read | bytes on disk | peak RSS (KiB) |\n|---|---|---|---|---|",
-        &["100k", "1000x1000", "one-of-1000"],
+        &["100k", "1000x1000", "one-of-1000", "per-repository"],
         scenario,
     );
 }

@@ -61,4 +61,6 @@ echo "# image-reflector scan -o yaml: the status the controller would write"
 "$bin" scan -f "$work/repository.yaml" -f "$work/policy.yaml" --storage-path "$work/store" -o yaml
 echo
 echo "# image-reflector select --explain: why the policy elected that tag"
-"$bin" select -f "$work/policy.yaml" --tags-file "$work/store/imagerepository/demo/app/tags.txt" --explain
+# The store keeps a list compact (tags.fc.gz), or plain when it is a few tags (tags.txt).
+tags=$(ls "$work"/store/imagerepository/demo/app/tags.* | head -n 1)
+"$bin" select -f "$work/policy.yaml" --tags-file "$tags" --explain

@@ -1,7 +1,7 @@
 //! The filesystem store, in Flux's "FluxStorage" layout (docs/store.md):
-//! `<root>/imagerepository/<namespace>/<name>/tags.txt`, or from the compression threshold on
-//! `tags.fc.gz` (front_coded.rs; Flux's `tags.txt.gz` is read too), plus the
-//! `<root>/.storage-version` marker (`2\n`).
+//! `<root>/imagerepository/<namespace>/<name>/tags.fc.gz` (front_coded.rs) from the compression
+//! threshold on, and below it whenever that is smaller, else `tags.txt` (Flux's
+//! `tags.txt.gz` is read too), plus the `<root>/.storage-version` marker (`2\n`).
 //!
 //! Crash safety: a write goes to a temporary file that is fsynced, renamed over the old file,
 //! and the directory fsynced, so a reader only ever sees a complete old or new list. Corruption
@@ -57,7 +57,8 @@ impl FsStore {
     /// Opens the store at `root`, creating it (mode 0700) when it does not exist. An existing
     /// directory is used as it is: its mode and owner are the volume's (an emptyDir is
     /// root-owned 0777, or 2777 with fsGroup), and the store's privacy comes from the modes of
-    /// what it creates inside. Lists of at least `compression_threshold` bytes are compressed. A
+    /// what it creates inside. Lists of at least `compression_threshold` bytes are compressed, and smaller ones when
+    /// that is smaller ([`FsStore::compacted`]). A
     /// directory written in another format (such as Flux's Badger database) is wiped, as Flux
     /// does on a format switch; an interrupted wipe is completed.
     pub fn open(
@@ -178,6 +179,19 @@ impl FsStore {
         Ok(())
     }
 
+    /// The compact file of `tags` (plain text `content`), when it is the one written: from the
+    /// compression threshold on, as Flux compresses; below it, when it is the smaller, which a
+    /// list of more than a few tags is (100 tags `1.0.x` take 109 bytes for 690). A list of one
+    /// or two short tags stays plain: gzip's header and the format's first line outweigh it.
+    fn compacted(&self, tags: &TagList, content: &[u8]) -> std::io::Result<Option<Vec<u8>>> {
+        if content.is_empty() {
+            return Ok(None);
+        }
+        let bytes = front_coded::compress(tags)?;
+        let kept = content.len() >= self.compression_threshold || bytes.len() < content.len();
+        Ok(kept.then_some(bytes))
+    }
+
     /// Reads one variant; `Ok(None)` when it vanished meanwhile.
     fn read_variant(&self, path: &Path) -> Result<Option<Result<TagList, StoreError>>, StoreError> {
         let bytes = match fs::read(path) {
@@ -196,23 +210,27 @@ impl FsStore {
 impl TagStore for FsStore {
     fn set(&self, key: &RepoKey, tags: &TagList) -> Result<Revision, StoreError> {
         let dir = self.object_dir(key);
-        let content = tags.as_text().as_bytes();
-        let compressed = content.len() >= self.compression_threshold;
         let revision = tags.revision();
         let unchanged = self.known.lock().expect("store lock").get(key) == Some(&revision);
-        let name = if compressed { COMPACT } else { PLAIN };
-        if unchanged && dir.join(name).is_file() {
+        if unchanged && [PLAIN, COMPACT].iter().any(|v| dir.join(v).is_file()) {
             tracing::debug!(%key, "tags unchanged; not rewritten");
             return Ok(revision);
         }
         self.create_object_dir(&dir)?;
-        if compressed {
-            let bytes =
-                front_coded::compress(tags).map_err(StoreError::io("compressing into", &dir))?;
-            write_atomic(&dir, name, &bytes)?;
-        } else {
-            write_atomic(&dir, name, content)?;
-        }
+        let content = tags.as_text().as_bytes();
+        let compact = self
+            .compacted(tags, content)
+            .map_err(StoreError::io("compressing into", &dir))?;
+        let name = match compact {
+            Some(bytes) => {
+                write_atomic(&dir, COMPACT, &bytes)?;
+                COMPACT
+            }
+            None => {
+                write_atomic(&dir, PLAIN, content)?;
+                PLAIN
+            }
+        };
         let mut removed = false;
         for stale in VARIANTS.iter().filter(|v| **v != name) {
             match fs::remove_file(dir.join(stale)) {

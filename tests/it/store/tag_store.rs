@@ -132,6 +132,27 @@ fn switching_variant_removes_the_stale_one_and_files_are_private() {
     );
 }
 
+/// Below the threshold a list is written compact when that is smaller: 100 tags `1.0.x` take a
+/// sixth of their plain bytes. One short tag stays plain (gzip's header outweighs it).
+#[test]
+fn a_small_list_is_compact_when_that_is_smaller() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FsStore::open(dir.path(), 64 * 1024).unwrap();
+    let k = key("team", "app");
+    let list = TagList::new((0..100).map(|j| format!("1.0.{j}"))).unwrap();
+    let plain = list.as_text().len() as u64;
+    store.set(&k, &list).unwrap();
+    let obj = object_dir(dir.path(), &k);
+    assert!(!obj.join("tags.txt").exists());
+    let compact = std::fs::metadata(obj.join("tags.fc.gz")).unwrap().len();
+    assert!(2 * compact <= plain, "{compact} bytes for {plain}");
+    assert_eq!(store.get(&k).unwrap().0, list);
+    store.set(&k, &TagList::new(["v1"]).unwrap()).unwrap();
+    assert!(obj.join("tags.txt").exists() && !obj.join("tags.fc.gz").exists());
+    store.set(&k, &TagList::default()).unwrap();
+    assert_eq!(std::fs::read(obj.join("tags.txt")).unwrap(), b"");
+}
+
 #[test]
 fn newest_variant_wins_when_several_exist() {
     let dir = tempfile::tempdir().unwrap();
