@@ -144,12 +144,17 @@ async fn check_spec(repo: &ImageRepository) -> Result<Checked, Stop> {
     let image = ImageReference::parse(&spec.image, spec.insecure.unwrap_or(false))
         .map_err(|e| Stop::Stalled(Reason::ImageUrlInvalid, e.to_string()))?;
     let exclusions = effective_exclusions(repo);
-    // Compiled on the blocking pool, within one size bound.
-    let list = exclusions.clone();
-    let compiled = tokio::task::spawn_blocking(move || compile_exclusions(&list)).await;
-    let filters = compiled
-        .unwrap_or_else(|e| Err(e.to_string()))
-        .map_err(stalled(Reason::InvalidExclusionList))?;
+    let filters = match default_exclusions(&exclusions) {
+        Some(compiled) => compiled,
+        None => {
+            // Compiled on the blocking pool, within one size bound.
+            let list = exclusions.clone();
+            let compiled = tokio::task::spawn_blocking(move || compile_exclusions(&list)).await;
+            compiled
+                .unwrap_or_else(|e| Err(e.to_string()))
+                .map_err(stalled(Reason::InvalidExclusionList))?
+        }
+    };
     let (interval, timeout) =
         intervals(repo).map_err(|e| stalled(Reason::Failed)(e.to_string()))?;
     let key = RepoKey::new(repo.namespace().unwrap_or_default(), repo.name_any())
@@ -324,6 +329,41 @@ pub fn effective_exclusions(repo: &ImageRepository) -> Vec<String> {
     }
 }
 
+/// Flux's default list, compiled once for the process: nearly every repository has it, and
+/// compiling it at every reconcile was part of the 2.7% of a cold start's CPU spent compiling
+/// regular expressions (docs/benchmarks.md). A list of the tenant's own is compiled each time:
+/// kept, such lists (each up to the 10 MiB bound) could hold any amount of memory.
+fn default_exclusions(list: &[String]) -> Option<Exclusions> {
+    static DEFAULT: std::sync::OnceLock<Exclusions> = std::sync::OnceLock::new();
+    let is_default = list
+        .iter()
+        .map(String::as_str)
+        .eq(DEFAULT_EXCLUSION_LIST.iter().copied());
+    let compile = || {
+        let list: Vec<String> = DEFAULT_EXCLUSION_LIST
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        compile_exclusions(&list).expect("Flux's default exclusion list compiles")
+    };
+    is_default.then(|| DEFAULT.get_or_init(compile).clone())
+}
+
 fn stored_tag_count(store: &Arc<dyn TagStore>, key: &RepoKey) -> Result<usize, StoreError> {
     store.get(key).map(|(tags, _)| tags.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_exclusions;
+
+    /// Flux's default list is served compiled; a list of the tenant's own is not kept.
+    #[test]
+    fn only_fluxs_default_exclusion_list_is_kept_compiled() {
+        let default = default_exclusions(&[r"^.*\.sig$".to_string()]).expect("kept");
+        assert!(default.excludes("sha256-abc.sig") && !default.excludes("1.0.0"));
+        assert_eq!(default.len(), 1);
+        assert!(default_exclusions(&[r"^.*\.sig$".into(), "^v".into()]).is_none());
+        assert!(default_exclusions(&["^v".to_string()]).is_none());
+    }
 }
