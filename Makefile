@@ -147,14 +147,16 @@ e2e-signatures: deps kube sigtools
 	@$(with_apiserver) $(CARGO) test --locked --test it -- --ignored signatures::
 
 # cargo-mutants (cargo install cargo-mutants) over the signature verification (src/verify/; the
-# registry's fetching of signatures is the integration suite's to test), with the unit tests
-# that cover it: every mutant must be caught; docs/development.md lists the equivalent ones,
-# which .cargo/mutants.toml excludes. Not in CI: about an hour on 2 cores.
-MUTATED = -f 'src/verify/**/*.rs' -e '**/tests.rs' -e '**/tests/**' -e src/verify/fuzz.rs
+# registry's fetching of signatures is the integration suite's to test) and the gates that judge
+# an image's facts (src/policy/gates/), with the unit tests that cover them: every mutant must be
+# caught; docs/development.md lists the equivalent ones, which .cargo/mutants.toml excludes. Not
+# in CI: about an hour on 2 cores.
+MUTATED = -f 'src/verify/**/*.rs' -f 'src/policy/gates/**/*.rs' -e '**/tests.rs' -e '**/tests/**' \
+	-e src/verify/fuzz.rs
 mutants:
 	@command -v cargo-mutants >/dev/null || { echo "cargo-mutants not found: cargo install cargo-mutants" >&2; exit 1; }
 	cargo mutants --no-shuffle --copy-target=true -j $${MUTANTS_JOBS:-2} --cargo-arg=--lib $(MUTATED) \
-		-- -- verify::
+		-- -- verify:: policy::gates
 
 # promtool (Debian's prometheus package), for the metrics e2e check; installed when missing.
 prometheus-deps:

@@ -301,6 +301,23 @@ fn a_logged_keyless_signature_is_judged_at_its_signing_time() {
     );
 }
 
+/// A Rekor v2 entry has no integrated time (its time is a timestamp authority's): the reason
+/// says so, rather than only that the time is missing. A v1 entry without one says that.
+#[test]
+fn a_rekor_v2_entry_is_named_as_one() {
+    let (mut entry, _) = dsse_entry(&Log::new(9));
+    entry["integratedTime"] = serde_json::json!("0");
+    entry["kindVersion"] = serde_json::json!({"kind": "dsse", "version": "0.0.2"});
+    let err = Entry::from_bundle(std::slice::from_ref(&entry)).unwrap_err();
+    assert!(
+        err.starts_with("a Rekor v2 entry (dsse 0.0.2), which has no integrated time"),
+        "{err}"
+    );
+    entry["kindVersion"] = serde_json::json!({"kind": "intoto", "version": "0.0.2"});
+    let err = Entry::from_bundle(std::slice::from_ref(&entry)).unwrap_err();
+    assert_eq!(err, "no integrated time");
+}
+
 #[test]
 fn logs_and_entries_are_bounded() {
     let exactly = serde_json::json!({"tlogs": vec![Log::new(9).root_entry(); MAX_LOGS]});
