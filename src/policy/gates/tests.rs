@@ -238,3 +238,57 @@ fn min_age_needs_both_the_creation_time_and_the_first_sighting() {
 fn a_minimum_age_is_at_most_ten_years() {
     assert_eq!(MAX_MIN_AGE, Duration::from_secs(316_224_000));
 }
+
+/// Each part of `os/arch[/variant]` is checked, with `_`, `-` and `.` allowed besides ASCII
+/// letters and digits, and the whole is at most 64 bytes (exactly 64 is read).
+#[test]
+fn every_part_of_a_platform_is_checked_up_to_64_bytes() {
+    for good in [
+        "linux/amd_64",
+        "linux/arm-x",
+        "linux/arm.x",
+        "linux/arm64/v-8",
+    ] {
+        assert!(Platform::parse(good).is_ok(), "{good:?}");
+    }
+    for bad in [
+        "li nux/arm64/v8",
+        "linux/ar m/v8",
+        "linux/arm64/v 8",
+        "linux//v8",
+        "linux/arm64/",
+        "lin!ux/amd64",
+    ] {
+        assert!(Platform::parse(bad).is_err(), "{bad:?}");
+    }
+    let longest = format!("linux/{}", "a".repeat(58));
+    assert_eq!(longest.len(), 64);
+    assert!(Platform::parse(&longest).is_ok());
+    let over = format!("linux/{}", "a".repeat(59));
+    assert!(Platform::parse(&over)
+        .unwrap_err()
+        .contains("longer than 64 bytes"));
+}
+
+/// `minAge` and `platforms` need the image; an image exactly as old as the minimum passes, and one created
+/// this very second is 0s old, not created in the future.
+#[test]
+fn min_age_passes_at_exactly_its_age() {
+    let image_only = Need {
+        image: true,
+        signature: false,
+    };
+    assert_eq!(week().needs(), image_only);
+    assert_eq!(Platforms::new(vec![p("linux/amd64")]).needs(), image_only);
+    let now = 100 * DAY;
+    assert_eq!(
+        week().judge(&image(Some(now - 7 * DAY), &[])),
+        Judgement::Pass
+    );
+    let hold = held(week().judge(&image(Some(now - 7 * DAY + 1), &[])));
+    assert_eq!(hold.eligible_at, Some(now + 1));
+    let hold = held(week().judge(&image(Some(now), &[])));
+    assert_eq!(hold.reason, "0s old, minAge 168h");
+    let hold = held(week().judge(&image(Some(now + 60), &[])));
+    assert_eq!(hold.reason, "created 1m in the future, minAge 168h");
+}
