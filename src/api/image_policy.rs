@@ -1,7 +1,9 @@
 //! `ImagePolicy`: which tag of an ImageRepository is the latest, and its digest.
 
 use super::{parse_go_duration, Condition, NamespacedObjectReference};
-use crate::policy::{Gates, MinAge, Platform, Undated, MAX_MIN_AGE, MAX_PLATFORMS};
+use crate::policy::{
+    gate, Gates, MinAge, Platform, Platforms, Undated, Verify, MAX_MIN_AGE, MAX_PLATFORMS,
+};
 use crate::verify::keyless::{Identity, MAX_IDENTITIES};
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -310,26 +312,21 @@ impl ImagePolicySpec {
 }
 
 impl ImagePolicySpec {
-    /// The gates this spec sets (none: Flux's election); errors mean the object is Stalled
+    /// The gates this spec sets (none: Flux's election), each built from its own fields; the
+    /// list puts them in their judging order. Errors mean the object is Stalled
     /// (`InvalidPolicy`), naming the field.
     pub fn gates(&self) -> Result<Gates, String> {
-        let min_age = match self.filter_tags.as_ref().and_then(|f| f.min_age.as_deref()) {
-            None => None,
-            Some(text) => {
-                let age = parse_go_duration(text)
-                    .map_err(|e| format!("invalid spec.filterTags.minAge: {e}"))?;
-                if age > MAX_MIN_AGE {
-                    return Err(format!(
-                        "invalid spec.filterTags.minAge: {text} is longer than ten years"
-                    ));
-                }
-                let undated = match self.filter_tags.as_ref().and_then(|f| f.min_age_undated) {
-                    Some(UndatedPolicy::FirstSeen) => Undated::FirstSeen,
-                    Some(UndatedPolicy::Hold) | None => Undated::Hold,
-                };
-                Some(MinAge::new(age, text.to_string(), undated))
-            }
-        };
+        let platforms = self.required_platforms()?;
+        let gates = [
+            self.min_age_gate(&platforms)?.map(gate),
+            (!platforms.is_empty()).then(|| gate(Platforms::new(platforms))),
+            self.verify_gate()?.map(gate),
+        ];
+        Ok(Gates::of(gates.into_iter().flatten()))
+    }
+
+    /// `spec.platforms`, parsed: at most 16.
+    fn required_platforms(&self) -> Result<Vec<Platform>, String> {
         let written = self.platforms.as_deref().unwrap_or_default();
         if written.len() > MAX_PLATFORMS {
             return Err(format!(
@@ -337,38 +334,64 @@ impl ImagePolicySpec {
                 written.len()
             ));
         }
-        let platforms = written
+        written
             .iter()
             .map(|p| Platform::parse(p).map_err(|e| format!("invalid spec.platforms: {e}")))
-            .collect::<Result<Vec<_>, _>>()?;
-        if let Some(verify) = &self.verify {
-            let identities = verify.match_oidc_identity.as_deref().unwrap_or_default();
-            if identities.len() > MAX_IDENTITIES {
-                return Err(format!(
-                    "spec.verify.matchOIDCIdentity lists {} identities; at most {MAX_IDENTITIES} are accepted",
-                    identities.len()
-                ));
-            }
-            if verify.provider == super::VerificationProvider::Notation && !identities.is_empty() {
-                return Err(
-                    "spec.verify.matchOIDCIdentity is for cosign's keyless signatures; \
-                            notation's trusted identities are in the trust policy"
-                        .into(),
-                );
-            }
-            for id in identities {
-                Identity::new(&id.issuer, &id.subject)
-                    .map_err(|e| format!("invalid spec.verify: {e}"))?;
-            }
-            if verify.secret_ref.is_none() {
-                return Err(
-                    "spec.verify.secretRef is required: name a Secret whose *.pub entries are \
-                     cosign public keys, or whose trusted_root.json is the Sigstore trusted root \
-                     of matchOIDCIdentity's signers"
-                        .into(),
-                );
-            }
+            .collect()
+    }
+
+    /// `spec.filterTags.minAge` (with `minAgeUndated`): an index is as young as the images of
+    /// the `platforms` required.
+    fn min_age_gate(&self, platforms: &[Platform]) -> Result<Option<MinAge>, String> {
+        let Some(text) = self.filter_tags.as_ref().and_then(|f| f.min_age.as_deref()) else {
+            return Ok(None);
+        };
+        let age =
+            parse_go_duration(text).map_err(|e| format!("invalid spec.filterTags.minAge: {e}"))?;
+        if age > MAX_MIN_AGE {
+            return Err(format!(
+                "invalid spec.filterTags.minAge: {text} is longer than ten years"
+            ));
         }
-        Ok(Gates::from_parts(min_age, platforms, self.verify.is_some()))
+        let undated = match self.filter_tags.as_ref().and_then(|f| f.min_age_undated) {
+            Some(UndatedPolicy::FirstSeen) => Undated::FirstSeen,
+            Some(UndatedPolicy::Hold) | None => Undated::Hold,
+        };
+        let min_age = MinAge::new(age, text.to_string(), undated);
+        Ok(Some(min_age.for_platforms(platforms.to_vec())))
+    }
+
+    /// `spec.verify`: its identities checked, its Secret required.
+    fn verify_gate(&self) -> Result<Option<Verify>, String> {
+        let Some(verify) = &self.verify else {
+            return Ok(None);
+        };
+        let identities = verify.match_oidc_identity.as_deref().unwrap_or_default();
+        if identities.len() > MAX_IDENTITIES {
+            return Err(format!(
+                "spec.verify.matchOIDCIdentity lists {} identities; at most {MAX_IDENTITIES} are accepted",
+                identities.len()
+            ));
+        }
+        if verify.provider == super::VerificationProvider::Notation && !identities.is_empty() {
+            return Err(
+                "spec.verify.matchOIDCIdentity is for cosign's keyless signatures; \
+                        notation's trusted identities are in the trust policy"
+                    .into(),
+            );
+        }
+        for id in identities {
+            Identity::new(&id.issuer, &id.subject)
+                .map_err(|e| format!("invalid spec.verify: {e}"))?;
+        }
+        if verify.secret_ref.is_none() {
+            return Err(
+                "spec.verify.secretRef is required: name a Secret whose *.pub entries are \
+                 cosign public keys, or whose trusted_root.json is the Sigstore trusted root \
+                 of matchOIDCIdentity's signers"
+                    .into(),
+            );
+        }
+        Ok(Some(Verify))
     }
 }

@@ -89,6 +89,10 @@ impl Gate for MinAge {
         }
     }
 
+    fn order(&self) -> u8 {
+        1
+    }
+
     fn judge(&self, facts: &Facts<'_>) -> Judgement {
         let Some(image) = facts.image else {
             return Judgement::Lacks(Fact::Image);

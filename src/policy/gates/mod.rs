@@ -4,8 +4,9 @@
 //! which platforms it provides, what its signature check found) come in as plain values; the
 //! walk that gathers them lives with the reconciler, and asks for what a gate lacks.
 //!
-//! Adding a gate is one file here (its type and its [`Gate`] impl), its field in the API and
-//! [`Gates::from_parts`]'s place in the order, and its docs (docs/development.md).
+//! Adding a gate is one file here (its type, its [`Gate`] impl and its place in the order),
+//! its field in the API with the line that builds it from the spec (`ImagePolicySpec::gates`),
+//! and its docs (docs/development.md).
 
 mod min_age;
 mod platform;
@@ -39,6 +40,14 @@ pub trait Gate: fmt::Debug + Send + Sync {
     fn needs(&self) -> Need;
     /// Passes the candidate, holds it back, or says which fact it lacks.
     fn judge(&self, facts: &Facts<'_>) -> Judgement;
+    /// Its place in the judging order, lowest first: the cheaper facts first (platforms, then
+    /// age, from one image read), the signature last.
+    fn order(&self) -> u8;
+}
+
+/// A gate as the list holds it.
+pub fn gate(gate: impl Gate + 'static) -> Box<dyn Gate> {
+    Box::new(gate)
 }
 
 /// Facts a gate may need beyond the digest.
@@ -104,18 +113,10 @@ pub struct Hold {
 pub struct Gates(Vec<Box<dyn Gate>>);
 
 impl Gates {
-    /// The list in its order, from the gates the spec sets.
-    pub fn from_parts(min_age: Option<MinAge>, platforms: Vec<Platform>, verify: bool) -> Gates {
-        let mut list: Vec<Box<dyn Gate>> = Vec::new();
-        if !platforms.is_empty() {
-            list.push(Box::new(Platforms::new(platforms.clone())));
-        }
-        if let Some(min_age) = min_age {
-            list.push(Box::new(min_age.for_platforms(platforms)));
-        }
-        if verify {
-            list.push(Box::new(Verify));
-        }
+    /// The list of `gates`, each built by itself, in their judging order ([`Gate::order`]).
+    pub fn of(gates: impl IntoIterator<Item = Box<dyn Gate>>) -> Gates {
+        let mut list: Vec<Box<dyn Gate>> = gates.into_iter().collect();
+        list.sort_by_key(|g| g.order());
         Gates(list)
     }
 

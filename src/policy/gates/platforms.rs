@@ -29,6 +29,10 @@ impl Gate for Platforms {
         }
     }
 
+    fn order(&self) -> u8 {
+        0
+    }
+
     fn judge(&self, facts: &Facts<'_>) -> Judgement {
         let Some(image) = facts.image else {
             return Judgement::Lacks(Fact::Image);

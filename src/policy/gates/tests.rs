@@ -105,7 +105,10 @@ fn verify_judges_the_signature_check() {
 
 #[test]
 fn the_list_judges_in_order_and_asks_for_what_it_lacks() {
-    let gates = Gates::from_parts(Some(week()), vec![p("linux/amd64")], true);
+    // Given in any order, judged in theirs.
+    let amd = vec![p("linux/amd64")];
+    let week = week().for_platforms(amd.clone());
+    let gates = Gates::of([gate(Verify), gate(week), gate(Platforms::new(amd))]);
     assert_eq!(gates.names(), ["platforms", "minAge", "verify"]);
     assert_eq!(
         gates.describe(),
@@ -136,7 +139,7 @@ fn the_list_judges_in_order_and_asks_for_what_it_lacks() {
     signed.signature = Some(Ok("k"));
     assert_eq!(gates.judge(&signed), Judgement::Pass);
     assert!(gates.any() && gates.needs_image());
-    let verify_only = Gates::from_parts(None, Vec::new(), true);
+    let verify_only = Gates::of([gate(Verify)]);
     assert!(verify_only.any() && !verify_only.needs_image());
     let none = Gates::default();
     assert!(!none.any() && !none.needs_image());

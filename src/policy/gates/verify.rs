@@ -23,6 +23,10 @@ impl Gate for Verify {
         }
     }
 
+    fn order(&self) -> u8 {
+        2
+    }
+
     fn judge(&self, facts: &Facts<'_>) -> Judgement {
         match facts.signature {
             None => Judgement::Lacks(Fact::Signature),

@@ -2,7 +2,7 @@
 //! together, the order, and the bounds.
 
 use super::*;
-use crate::policy::{MinAge, Undated};
+use crate::policy::{gate, MinAge, Platforms, Undated, Verify};
 use crate::store::PlatformFact;
 use std::collections::{HashMap, HashSet};
 
@@ -160,19 +160,13 @@ async fn without_gates_the_best_is_elected_with_its_digest_only() {
 
 #[tokio::test]
 async fn each_gate_alone_holds_back_what_fails_it() {
-    let old = Some(week());
     let amd = vec![platform("linux/amd64")];
     // minAge: the young best is held, the week-old one elected; time alone opens the hold.
     let mut table =
         Table::default()
             .image("1.2.0", 2, &["linux/amd64"])
             .image("1.1.0", 9, &["linux/amd64"]);
-    let walked = run(
-        &["1.2.0", "1.1.0"],
-        &Gates::from_parts(old, vec![], false),
-        &mut table,
-    )
-    .await;
+    let walked = run(&["1.2.0", "1.1.0"], &Gates::of([gate(week())]), &mut table).await;
     assert_eq!(walked.elected.as_ref().unwrap().0, "1.1.0");
     assert_eq!(held(&walked), [("1.2.0", "minAge")]);
     assert_eq!(walked.look_again, Some(Duration::from_secs(5 * DAY as u64)));
@@ -184,7 +178,7 @@ async fn each_gate_alone_holds_back_what_fails_it() {
     );
     let walked = run(
         &["1.2.0", "1.1.0"],
-        &Gates::from_parts(None, amd, false),
+        &Gates::of([gate(Platforms::new(amd))]),
         &mut table,
     )
     .await;
@@ -198,12 +192,7 @@ async fn each_gate_alone_holds_back_what_fails_it() {
     // verify: no image read at all.
     let mut table = Table::default();
     table.signed.insert("1.1.0".into());
-    let walked = run(
-        &["1.2.0", "1.1.0"],
-        &Gates::from_parts(None, vec![], true),
-        &mut table,
-    )
-    .await;
+    let walked = run(&["1.2.0", "1.1.0"], &Gates::of([gate(Verify)]), &mut table).await;
     assert_eq!(walked.elected.as_ref().unwrap().0, "1.1.0");
     assert_eq!(held(&walked), [("1.2.0", "verify")]);
     assert_eq!(
@@ -220,12 +209,7 @@ async fn each_gate_alone_holds_back_what_fails_it() {
         .image("1.2.0", 30, &[])
         .image("1.1.0", 30, &[]);
     table.first_seen.insert("1.2.0".into(), NOW - DAY);
-    let walked = run(
-        &["1.2.0", "1.1.0"],
-        &Gates::from_parts(Some(week()), vec![], false),
-        &mut table,
-    )
-    .await;
+    let walked = run(&["1.2.0", "1.1.0"], &Gates::of([gate(week())]), &mut table).await;
     assert_eq!(walked.elected.as_ref().unwrap().0, "1.1.0");
     assert!(
         walked.held[0].reason.starts_with("first seen 1d ago"),
@@ -236,7 +220,9 @@ async fn each_gate_alone_holds_back_what_fails_it() {
 
 #[tokio::test]
 async fn together_the_gates_judge_in_order_and_read_each_fact_once() {
-    let gates = Gates::from_parts(Some(week()), vec![platform("linux/amd64")], true);
+    let amd = vec![platform("linux/amd64")];
+    let week = week().for_platforms(amd.clone());
+    let gates = Gates::of([gate(Verify), gate(week), gate(Platforms::new(amd))]);
     let mut table = Table::default()
         .image("1.4.0", 9, &["linux/arm64"]) // platforms
         .image("1.3.0", 2, &["linux/amd64"]) // minAge
@@ -282,7 +268,7 @@ async fn together_the_gates_judge_in_order_and_read_each_fact_once() {
 
 #[tokio::test]
 async fn the_bounds_stop_the_walk_and_let_it_go_on() {
-    let gates = Gates::from_parts(None, vec![], true);
+    let gates = Gates::of([gate(Verify)]);
     let tags: Vec<String> = (0..80).map(|i| format!("1.{}.0", 100 - i)).collect();
     let ranked: Vec<&str> = tags.iter().map(String::as_str).collect();
     // Nothing is signed: ten candidates per reconcile need the registry, then it goes on.
@@ -370,7 +356,7 @@ async fn a_registry_failure_ends_the_walk_naming_the_tag() {
         async fn keep(&mut self, _: ImageFacts) {}
     }
     let mut walked = Walked::default();
-    let gates = Gates::from_parts(None, vec![], true);
+    let gates = Gates::of([gate(Verify)]);
     let err = walk(
         &Table::tags(&["1.0.0"]),
         judge(&gates),
