@@ -6,9 +6,9 @@
 //! The objects come through [`ObjectReader`]: the API server in the controller, manifest files
 //! in `image-reflector scan`.
 
+use super::api_read::ReadError;
+use super::token_request::AccountReadError;
 use crate::api::{ImageRepository, Provider};
-use crate::controller::access::api_read::ReadError;
-use crate::controller::access::token_request::AccountReadError;
 use crate::registry::cloud::AccountError;
 use crate::registry::cloud::{CloudLogin, CloudProvider, ServiceAccountSource};
 use crate::registry::{

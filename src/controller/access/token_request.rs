@@ -3,7 +3,7 @@
 //! (`serviceaccounts/token`, create; granted in config/rbac). Tokens are short-lived and
 //! bound to the audience the provider names; they are never logged.
 
-use crate::controller::access::api_read::{read_named, ReadError};
+use super::api_read::{read_named, ReadError};
 use crate::registry::cloud::{
     AccountError, ServiceAccount as CloudServiceAccount, ServiceAccountSource,
 };

@@ -3,7 +3,7 @@
 //! errors and 5xx are retried (1s, 2s, 4s, 8s, as go-retryablehttp); a 429 means the
 //! notification-controller already has the event and is not retried. Failures are logged.
 
-use crate::controller::events::transition::{EventSpec, EventType, REPORTING_CONTROLLER};
+use super::transition::{EventSpec, EventType, REPORTING_CONTROLLER};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

@@ -1,16 +1,17 @@
-//! The event recorder: writes the events [`crate::controller::events::transition`] decides as core/v1 Events from
+//! The event recorder: writes the events [`super::transition`] decides as core/v1 Events from
 //! `image-reflector-controller`, as Flux's controllers write theirs (client-go's recorder), thins
-//! repeated Warnings, and forwards them to the notification-controller ([`crate::controller::events::notify`]).
+//! repeated Warnings, and forwards them to the notification-controller ([`super::notify`]).
 //! Core/v1, not `events.k8s.io/v1`: the RBAC Flux installs for its controllers grants `create`
 //! on core Events only, and a drop-in replacement runs with Flux's RBAC.
 
-use crate::api::Condition;
-use crate::controller::events::limits::{EventLimits, Verdict};
-use crate::controller::events::notify::{event_metadata, Involved, Notifier};
-use crate::controller::events::transition::{
+use super::limits::{EventLimits, Verdict};
+use super::notify::{event_metadata, Involved, Notifier};
+use super::transition::{
     transition_event, unchanged_for, EventSpec, RepeatFilter, REPORTING_CONTROLLER,
 };
-use crate::controller::outcome::conditions::{cut, whole_seconds};
+use crate::api::Condition;
+use crate::controller::outcome::conditions::{cut, whole_seconds, MAX_MESSAGE_LEN};
+use crate::controller::outcome::error::describe_api_error;
 use k8s_openapi::api::core::v1::{Event, EventSource};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
@@ -65,7 +66,7 @@ impl EventRecorder {
         };
         let age = unchanged_for(old, &event, now);
         if let Err(err) = self.publish(obj, &event, age, now, extra).await {
-            let error = crate::controller::outcome::error::describe_api_error(&err);
+            let error = describe_api_error(&err);
             tracing::warn!(%error, "could not record the event");
         }
     }
@@ -138,7 +139,7 @@ impl EventRecorder {
                 let patch = serde_json::json!({
                     "count": count,
                     "lastTimestamp": whole_seconds(now),
-                    "message": cut(&message, crate::controller::outcome::conditions::MAX_MESSAGE_LEN),
+                    "message": cut(&message, MAX_MESSAGE_LEN),
                 });
                 let params = PatchParams::default();
                 match api.patch(&name, &params, &Patch::Merge(&patch)).await {
@@ -173,10 +174,7 @@ impl EventRecorder {
             type_: Some(event.type_.as_str().into()),
             reason: Some(event.reason.clone()),
             // Cut to a few KiB (event_limits.rs), escaped as a condition's message is.
-            message: Some(cut(
-                &message,
-                crate::controller::outcome::conditions::MAX_MESSAGE_LEN,
-            )),
+            message: Some(cut(&message, MAX_MESSAGE_LEN)),
             first_timestamp: Some(whole_seconds(now)),
             last_timestamp: Some(whole_seconds(now)),
             count: Some(count.unwrap_or(1)),

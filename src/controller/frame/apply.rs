@@ -2,9 +2,9 @@
 //! decide, metrics, event metadata), then what it comes to: the log line, the status patch
 //! (only when changed), the metrics and the event of a transition.
 
-use crate::controller::frame::confirm::confirmed;
-use crate::controller::frame::context::Context;
-use crate::controller::frame::handoff::{Handed, BUSY_RETRY, RECONCILE_DEADLINE};
+use super::confirm::confirmed;
+use super::context::Context;
+use super::handoff::{Handed, BUSY_RETRY, RECONCILE_DEADLINE};
 use crate::controller::outcome::conditions::Reason;
 use crate::controller::outcome::error::{log_result, Error};
 use crate::controller::outcome::next::Next;
@@ -15,11 +15,11 @@ use kube::Api;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-pub use crate::controller::frame::reconciled::{Decision, KindHandoffs, Prepared, Reconciled};
+pub use super::reconciled::{Decision, KindHandoffs, Prepared, Reconciled};
 
 /// Prepare, suspend, decide, log, write the status, record metrics, publish the event of a
 /// transition. Returns when to run next, and the summary of what happened; `None` while the
-/// decision goes on in the background ([`crate::controller::frame::handoff`]).
+/// decision goes on in the background ([`super::handoff`]).
 pub(super) async fn apply<K: Reconciled>(
     obj: Arc<K>,
     api: &Api<K>,
@@ -41,7 +41,7 @@ pub(super) async fn apply<K: Reconciled>(
         let (obj, ctx) = (obj.clone(), ctx.clone());
         async move {
             // A panic in the decision fails this object alone (panic.rs), in the background too.
-            let deciding = crate::controller::frame::panic::contained(obj.decide(&ctx, now));
+            let deciding = super::panic::contained(obj.decide(&ctx, now));
             match tokio::time::timeout(RECONCILE_DEADLINE, deciding).await {
                 Ok(Ok(decision)) => Ok(decision),
                 Ok(Err(panic)) => Err(Error::Panicked(panic)),
@@ -57,10 +57,7 @@ pub(super) async fn apply<K: Reconciled>(
         } => {
             tracing::error!(panic = %panic, "the decision panicked: this object fails, no other");
             // Ready=False `Failed`, retried with backoff, the last status kept.
-            let stop = Stop::Failed(
-                Reason::Failed,
-                crate::controller::frame::panic::message(&panic),
-            );
+            let stop = Stop::Failed(Reason::Failed, super::panic::message(&panic));
             stopped(obj.as_ref(), &old, stop, now)
         }
         Handed::Decided { outcome, rerun } => with_rerun(outcome?, rerun),
@@ -78,7 +75,7 @@ pub(super) async fn apply<K: Reconciled>(
             tracing::info!(
                 "still deciding after {}s: it goes on in the background, and the object is \
                  reconciled again when it ends",
-                crate::controller::frame::handoff::HANDOFF_AFTER.as_secs()
+                super::handoff::HANDOFF_AFTER.as_secs()
             );
             return Ok(None);
         }

@@ -6,15 +6,15 @@
 //! serving objects decoded by it, pruned of every field Flux's CRDs lack (`filterTags.minAge`,
 //! `platforms`, `verify`, `downgrade`), while a GET (or a new watch) serves them whole. A
 //! policy created in that window was elected without its gates. The kind says which writes need
-//! the check ([`crate::controller::frame::reconciled::Reconciled::confirm_before_writing`]); an ImagePolicy asks for it
+//! the check ([`super::reconciled::Reconciled::confirm_before_writing`]); an ImagePolicy asks for it
 //! only when the object lacks the defaults our CRDs give every object (`spec.downgrade`), so
 //! objects served under our schema cost no request at all, and one that was not costs one GET
 //! when its election would change. When the fresh object differs, the decision is made again
 //! from it, on this worker, and that is what is written.
 
+use super::handoff::RECONCILE_DEADLINE;
+use super::reconciled::{Decision, Reconciled};
 use crate::controller::access::api_read::{read_named, ReadError, API_READ_DEADLINE};
-use crate::controller::frame::handoff::RECONCILE_DEADLINE;
-use crate::controller::frame::reconciled::{Decision, Reconciled};
 use crate::controller::outcome::error::Error;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, ResourceExt};
@@ -50,7 +50,7 @@ pub async fn confirmed<K: Reconciled>(
     let fresh = Arc::new(fresh);
     let old = fresh.status().cloned().unwrap_or_default();
     // Boxed: the reconcile future would otherwise hold two decisions inline.
-    let deciding = crate::controller::frame::panic::contained(Box::pin(fresh.decide(ctx, now)));
+    let deciding = super::panic::contained(Box::pin(fresh.decide(ctx, now)));
     let decision = match tokio::time::timeout(RECONCILE_DEADLINE, deciding).await {
         Ok(Ok(decision)) => decision,
         Ok(Err(panic)) => return Err(Error::Panicked(panic)),

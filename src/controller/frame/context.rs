@@ -2,12 +2,12 @@
 //! recorder, the per-object backoff, metrics, settings and the clock. Built once by
 //! [`Context::new`].
 
+use super::queue::{QueueSource, WorkQueue};
 use crate::controller::access::api_read::{read_named, ReadError};
 use crate::controller::access::credentials::ObjectReader;
 use crate::controller::events::notify::Notifier;
 use crate::controller::events::recorder::EventRecorder;
 use crate::controller::feed::scan_order::ScanOrder;
-use crate::controller::frame::queue::{QueueSource, WorkQueue};
 use crate::controller::outcome::backoff::Backoff;
 use crate::registry::Registries;
 use crate::store::{RepoKey, TagStore};

@@ -4,7 +4,8 @@
 //! every tenant's reconciles while `/healthz` still answered. So the decision of a reconcile,
 //! on a worker or in the background, is caught here and becomes Ready=False `Failed` on its
 //! object, retried with the object's backoff like any failure; a panic elsewhere in the frame
-//! (an API call's handling) becomes an error of that reconcile ([`crate::controller::outcome::error::Error::Panicked`]).
+//! (an API call's handling) becomes an error of that reconcile
+//! ([`crate::controller::outcome::error::Error::Panicked`]).
 
 use crate::controller::outcome::error::Error;
 use futures::FutureExt;

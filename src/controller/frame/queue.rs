@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// One controller's queue, keyed by [`crate::controller::outcome::status::object_key`].
+/// One controller's queue, keyed by [`crate::controller::object::keys::object_key`].
 #[derive(Debug)]
 pub struct WorkQueue {
     /// The controller's name in metrics: `imagerepository` or `imagepolicy`.

@@ -4,12 +4,12 @@
 //! 1. [`reconcile`]: a span with the object key and a reconcile id, the work queue's
 //!    bookkeeping, kube's finalizer helper (add it, or clean up on deletion), a deadline, and
 //!    the metrics of how it ended;
-//! 2. [`apply`](crate::controller::frame::apply::apply): what the kind does ([`Reconciled`]) and what it comes to:
+//! 2. [`apply`](super::apply::apply): what the kind does ([`Reconciled`]) and what it comes to:
 //!    the status patch, the metrics, the event;
 //! 3. [`Next`](crate::controller::outcome::next::Next) becomes kube's `Action`, or an error for [`error_policy`].
 
-use crate::controller::frame::apply::{apply, Reconciled};
-use crate::controller::frame::context::Context;
+use super::apply::{apply, Reconciled};
+use super::context::Context;
 use crate::controller::object::keys::{object_key, object_labels, FINALIZER};
 use crate::controller::outcome::error::{requeue_after, retry_delay, Error};
 use kube::runtime::controller::Action;
@@ -48,7 +48,7 @@ fn process_tag() -> u32 {
     })
 }
 
-pub use crate::controller::frame::handoff::RECONCILE_DEADLINE;
+pub use super::handoff::RECONCILE_DEADLINE;
 
 /// One reconcile of `obj`, as kube's controller calls it.
 pub async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<K::Ctx>) -> Result<Action, Error> {
@@ -95,7 +95,7 @@ async fn in_frame<K: Reconciled>(obj: Arc<K>, ctx: &Arc<K::Ctx>) -> Result<Actio
     // do (a scan is cut at MAX_SCAN_TIMEOUT, each API read at 30 s).
     // A panic anywhere in the frame fails this reconcile alone (panic.rs): kube's controller
     // polls every reconcile in one stream, which a panic would end for every object.
-    let run = crate::controller::frame::panic::contained(run);
+    let run = super::panic::contained(run);
     let result = match tokio::time::timeout(RECONCILE_DEADLINE, run).await {
         Ok(Ok(result)) => result.map_err(|e| Error::Finalizer(Box::new(e))),
         Ok(Err(panic)) => {

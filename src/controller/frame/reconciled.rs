@@ -2,10 +2,10 @@
 //! ([`Decision`]): the contract between the shared frame (reconcile.rs, apply.rs) and the
 //! ImageRepository and ImagePolicy reconcilers.
 
+use super::context::Context;
+use super::handoff::Handoffs;
+use super::queue::WorkQueue;
 use crate::controller::events::transition::EventSpec;
-use crate::controller::frame::context::Context;
-use crate::controller::frame::handoff::Handoffs;
-use crate::controller::frame::queue::WorkQueue;
 use crate::controller::outcome::error::Error;
 use crate::controller::outcome::next::Next;
 use crate::controller::outcome::status::FluxStatus;

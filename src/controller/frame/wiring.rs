@@ -1,6 +1,6 @@
 //! What each kind's running controller is given besides its API and watch feed.
 
-use crate::controller::frame::context::Context;
+use super::context::Context;
 use crate::runtime::http::ReadyPart;
 use kube::runtime::watcher;
 use std::sync::Arc;

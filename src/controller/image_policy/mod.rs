@@ -1,5 +1,5 @@
 //! The ImagePolicy controller: its watches and the reconcile it runs, the shared one
-//! ([`crate::controller::frame::reconcile`]) with what [`reconcile`] adds, deciding in
+//! ([`crate::controller::frame::reconcile`]) with what [`reconcile`](mod@reconcile) adds, deciding in
 //! [`decide`]. Policies are re-triggered when their repository's `lastScanResult.revision` or
 //! canonical name changes (docs/compatibility.md), through [`index`], from the repository
 //! watch's [`Feed`]; and when a namespace's labels change, for the policies they admit.
@@ -43,7 +43,8 @@ use std::time::Instant;
 
 pub use reconcile::PolicyContext;
 
-/// One reconcile (kube's signature): the shared reconcile of [`Reconciled`](shared_reconcile::Reconciled).
+/// One reconcile (kube's signature): the shared reconcile of
+/// [`Reconciled`](crate::controller::frame::reconciled::Reconciled).
 pub async fn reconcile(policy: Arc<ImagePolicy>, ctx: Arc<PolicyContext>) -> Result<Action, Error> {
     shared_reconcile::reconcile(policy, ctx).await
 }

@@ -1,6 +1,6 @@
 //! The ImageRepository controller: its watch (the one ImageRepository watch of the process,
-//! shared with the policies through [`feed`]) and the reconcile it runs: the shared one
-//! ([`crate::controller::frame::reconcile`]) with what [`reconcile`] adds, deciding in
+//! shared with the policies through [`crate::controller::feed`]) and the reconcile it runs: the shared one
+//! ([`crate::controller::frame::reconcile`]) with what [`reconcile`](mod@reconcile) adds, deciding in
 //! [`decide`] (Flux's flow, docs/imagerepository.md).
 
 pub mod decide;
@@ -25,7 +25,8 @@ pub use reconcile::RepositoryContext;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// One reconcile (kube's signature): the shared reconcile of [`Reconciled`].
+/// One reconcile (kube's signature): the shared reconcile of
+/// [`Reconciled`](crate::controller::frame::reconciled::Reconciled).
 pub async fn reconcile(
     repo: Arc<ImageRepository>,
     ctx: Arc<RepositoryContext>,

@@ -2,8 +2,8 @@
 //! [`retry_delay`] picks a conflict's short delay, a rate limit's wait, or the object's
 //! backoff (style.md §2), and [`log_result`] logs what a reconcile decided, once.
 
-use crate::controller::outcome::backoff::Backoff;
-use crate::controller::outcome::next::{Failure, Next};
+use super::backoff::Backoff;
+use super::next::{Failure, Next};
 use crate::store::StoreError;
 use std::time::{Duration, SystemTime};
 use thiserror::Error;

@@ -1,8 +1,8 @@
 //! When an object is reconciled again: the one answer a reconcile comes to. The shared
-//! reconcile ([`crate::controller::frame::reconcile`]) turns it into kube's `Action`, or into an error for the
-//! error policy, which answers with a delay ([`crate::controller::outcome::error::retry_delay`]).
+//! reconcile ([`crate::controller::frame::reconcile`]) turns it into kube's `Action`, or into
+//! an error for the error policy, which answers with a delay ([`super::error::retry_delay`]).
 
-use crate::controller::outcome::conditions::Reason;
+use super::conditions::Reason;
 use std::time::{Duration, SystemTime};
 
 /// When to reconcile again.

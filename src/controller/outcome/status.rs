@@ -3,11 +3,11 @@
 //! the status subresource with field manager `image-reflector-controller`, sent only when the
 //! status changed, so a reconcile that changed nothing writes nothing.
 
+use super::conditions::{carry_transition_times, Conditions};
+use super::error::Error;
+use super::summary::{summarize, Outcome};
 use crate::api::Condition;
 use crate::controller::object::keys::{requested_at, FIELD_MANAGER};
-use crate::controller::outcome::conditions::{carry_transition_times, Conditions};
-use crate::controller::outcome::error::Error;
-use crate::controller::outcome::summary::{summarize, Outcome};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};

@@ -3,11 +3,11 @@
 //! `Result<_, Stop>`, so whether a failure stalls, retries or waits is said where it is found
 //! and mapped to conditions here, never at the call site.
 
+use super::conditions::{ConditionType, Conditions, Reason};
+use super::next::Next;
+use super::status::{finish_status, FluxStatus};
+use super::summary::{fail, stall, Outcome};
 use crate::api::ConditionStatus;
-use crate::controller::outcome::conditions::{ConditionType, Conditions, Reason};
-use crate::controller::outcome::next::Next;
-use crate::controller::outcome::status::{finish_status, FluxStatus};
-use crate::controller::outcome::summary::{fail, stall, Outcome};
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 use std::time::{Duration, SystemTime};

@@ -2,9 +2,9 @@
 //! finalizer): how the conditions a reconcile left become the final Ready / Reconciling /
 //! Stalled, and when `observedGeneration` moves. Pure; both kinds end with [`summarize`].
 
+use super::conditions::{ConditionType, Conditions, Reason};
+use super::next::{Failure, Next};
 use crate::api::ConditionStatus;
-use crate::controller::outcome::conditions::{ConditionType, Conditions, Reason};
-use crate::controller::outcome::next::{Failure, Next};
 
 /// How a reconcile ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
