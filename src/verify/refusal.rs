@@ -61,14 +61,46 @@ pub enum Refusal {
     /// `count` signatures were read and none counts: each distinct refusal once, in order.
     #[error("{}", NoneValid { count: *count, refused })]
     NoneValid { count: usize, refused: Vec<Refused> },
+    /// The verification itself did not finish (it panicked): nothing is known.
+    #[error("verifying the signatures did not finish: {0}")]
+    Unfinished(String),
 }
 
 impl Refusal {
     /// The checks the signatures failed (none when there was no signature).
     pub fn checks(&self) -> Vec<Check> {
         match self {
-            Refusal::Unsigned(_) => Vec::new(),
+            Refusal::Unsigned(_) | Refusal::Unfinished(_) => Vec::new(),
             Refusal::NoneValid { refused, .. } => refused.iter().map(|r| r.check).collect(),
+        }
+    }
+
+    /// This refusal and `more`'s, of other signatures of the same image, as one: as if all the
+    /// signatures had been judged together, without judging any twice.
+    pub fn and(self, more: Refusal) -> Refusal {
+        match (self, more) {
+            (unfinished @ Refusal::Unfinished(_), _) | (_, unfinished @ Refusal::Unfinished(_)) => {
+                unfinished
+            }
+            (Refusal::Unsigned(_), more) => more,
+            (refusal, Refusal::Unsigned(_)) => refusal,
+            (
+                Refusal::NoneValid { count, mut refused },
+                Refusal::NoneValid {
+                    count: more,
+                    refused: others,
+                },
+            ) => {
+                for other in others {
+                    if !refused.contains(&other) {
+                        refused.push(other);
+                    }
+                }
+                Refusal::NoneValid {
+                    count: count + more,
+                    refused,
+                }
+            }
         }
     }
 }
@@ -128,5 +160,34 @@ mod tests {
             "no signature (no notation signature among its referrers)"
         );
         assert!(unsigned.checks().is_empty());
+    }
+
+    /// Two sets of signatures refused read as one set: counts added, reasons said once; no
+    /// signature is no reason; a verification that did not finish is said.
+    #[test]
+    fn refusals_of_two_sets_read_as_one() {
+        let none_valid = |count, reasons: &[&str]| Refusal::NoneValid {
+            count,
+            refused: reasons
+                .iter()
+                .map(|r| Check::Authenticity.refused(*r))
+                .collect(),
+        };
+        let unsigned = || Refusal::Unsigned("no cosign bundle".into());
+        assert_eq!(
+            none_valid(1, &["a"]).and(none_valid(2, &["a", "b"])),
+            none_valid(3, &["a", "b"])
+        );
+        assert_eq!(unsigned().and(none_valid(2, &["b"])), none_valid(2, &["b"]));
+        assert_eq!(none_valid(1, &["a"]).and(unsigned()), none_valid(1, &["a"]));
+        assert_eq!(unsigned().and(unsigned()), unsigned());
+        let unfinished = Refusal::Unfinished("panicked".into());
+        assert_eq!(none_valid(1, &["a"]).and(unfinished.clone()), unfinished);
+        assert_eq!(unfinished.clone().and(unsigned()), unfinished);
+        assert_eq!(
+            unfinished.to_string(),
+            "verifying the signatures did not finish: panicked"
+        );
+        assert!(unfinished.checks().is_empty());
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::registry::{ImageReference, RegistryClient, RegistryError};
 use crate::store::SignatureVerdict;
-use crate::verify::{Signed, TrustedKeys};
+use crate::verify::{Refusal, Signed, TrustedKeys};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -12,24 +12,15 @@ use std::time::{Duration, SystemTime};
 /// which a tenant's registry chooses to make many, and async workers serve every tenant.
 async fn verify(
     keys: &Arc<TrustedKeys>,
-    signatures: &[Signed],
+    signatures: Vec<Signed>,
     image: &ImageReference,
     digest: &str,
     now: SystemTime,
-) -> Result<(String, Option<SystemTime>), String> {
-    let (keys, signatures, image, digest) = (
-        keys.clone(),
-        signatures.to_vec(),
-        image.clone(),
-        digest.to_string(),
-    );
-    let verify = move || {
-        let verified = keys.verify_until(&signatures, &image, &digest, now);
-        verified.map_err(|refusal| refusal.to_string())
-    };
-    tokio::task::spawn_blocking(verify)
+) -> Result<(String, Option<SystemTime>), Refusal> {
+    let (keys, image, digest) = (keys.clone(), image.clone(), digest.to_string());
+    tokio::task::spawn_blocking(move || keys.verify_until(&signatures, &image, &digest, now))
         .await
-        .unwrap_or_else(|e| Err(format!("verifying the signatures did not finish: {e}")))
+        .unwrap_or_else(|e| Err(Refusal::Unfinished(e.to_string())))
 }
 
 /// Whether a kept verdict still stands at `now`: a valid signature until its verdict's end, if
@@ -69,14 +60,19 @@ pub(super) async fn check_signature(
     checked_at: i64,
 ) -> Result<SignatureVerdict, RegistryError> {
     let now = SystemTime::UNIX_EPOCH + Duration::from_secs(checked_at.max(0) as u64);
-    let mut signatures = match keys.is_notation() {
+    let signatures = match keys.is_notation() {
         true => client.notation_signatures(image, digest).await?,
         false => client.bundle_signatures(image, digest).await?,
     };
-    let mut verified = verify(keys, &signatures, image, digest, now).await;
-    if verified.is_err() && !keys.is_notation() {
-        signatures.extend(client.legacy_signatures(image, digest).await?);
-        verified = verify(keys, &signatures, image, digest, now).await;
+    let mut verified = verify(keys, signatures, image, digest, now).await;
+    if let (Err(refusal), false) = (&verified, keys.is_notation()) {
+        // Only the legacy signatures are judged now: the bundles were, once.
+        let legacy = client.legacy_signatures(image, digest).await?;
+        if !legacy.is_empty() {
+            let first = refusal.clone();
+            let second = verify(keys, legacy, image, digest, now).await;
+            verified = second.map_err(|more| first.and(more));
+        }
     }
     let unix = |t: SystemTime| {
         t.duration_since(SystemTime::UNIX_EPOCH)
@@ -89,7 +85,7 @@ pub(super) async fn check_signature(
             .as_ref()
             .ok()
             .and_then(|(_, until)| until.map(unix)),
-        reason: verified.err().unwrap_or_default(),
+        reason: verified.err().map(|r| r.to_string()).unwrap_or_default(),
         checked_at,
     })
 }
