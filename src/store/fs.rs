@@ -57,10 +57,10 @@ impl FsStore {
     /// Opens the store at `root`, creating it (mode 0700) when it does not exist. An existing
     /// directory is used as it is: its mode and owner are the volume's (an emptyDir is
     /// root-owned 0777, or 2777 with fsGroup), and the store's privacy comes from the modes of
-    /// what it creates inside. Lists of at least `compression_threshold` bytes are compressed, and smaller ones when
-    /// that is smaller ([`FsStore::compacted`]). A
-    /// directory written in another format (such as Flux's Badger database) is wiped, as Flux
-    /// does on a format switch; an interrupted wipe is completed.
+    /// what it creates inside. Lists of at least `compression_threshold` bytes are compressed,
+    /// smaller ones when that takes fewer bytes ([`FsStore::compacted`]). A directory written
+    /// in another format (such as Flux's Badger database) is wiped, as Flux does on a format
+    /// switch; an interrupted wipe is completed.
     pub fn open(
         root: impl Into<PathBuf>,
         compression_threshold: usize,

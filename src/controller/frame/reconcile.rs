@@ -6,7 +6,8 @@
 //!    the metrics of how it ended;
 //! 2. [`apply`](super::apply::apply): what the kind does ([`Reconciled`]) and what it comes to:
 //!    the status patch, the metrics, the event;
-//! 3. [`Next`](crate::controller::outcome::next::Next) becomes kube's `Action`, or an error for [`error_policy`].
+//! 3. [`Next`](crate::controller::outcome::next::Next) becomes kube's `Action`, or an error
+//!    for [`error_policy`].
 
 use super::apply::{apply, Reconciled};
 use super::context::Context;

@@ -1,8 +1,9 @@
 //! The ImagePolicy controller: its watches and the reconcile it runs, the shared one
-//! ([`crate::controller::frame::reconcile`]) with what [`reconcile`](mod@reconcile) adds, deciding in
-//! [`decide`]. Policies are re-triggered when their repository's `lastScanResult.revision` or
-//! canonical name changes (docs/compatibility.md), through [`index`], from the repository
-//! watch's [`Feed`]; and when a namespace's labels change, for the policies they admit.
+//! ([`crate::controller::frame::reconcile`]) with what [`reconcile`](mod@reconcile) adds,
+//! deciding in [`decide`]. Policies are re-triggered when their repository's
+//! `lastScanResult.revision` or canonical name changes (docs/compatibility.md), through
+//! [`index`], from the repository watch's [`Feed`]; and when a namespace's labels change, for
+//! the policies they admit.
 
 pub mod access;
 pub mod client;

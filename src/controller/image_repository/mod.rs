@@ -1,7 +1,8 @@
 //! The ImageRepository controller: its watch (the one ImageRepository watch of the process,
-//! shared with the policies through [`crate::controller::feed`]) and the reconcile it runs: the shared one
-//! ([`crate::controller::frame::reconcile`]) with what [`reconcile`](mod@reconcile) adds, deciding in
-//! [`decide`] (Flux's flow, docs/imagerepository.md).
+//! shared with the policies through [`crate::controller::feed`]) and the reconcile it runs:
+//! the shared one ([`crate::controller::frame::reconcile`]) with what
+//! [`reconcile`](mod@reconcile) adds, deciding in [`decide`] (Flux's flow,
+//! docs/imagerepository.md).
 
 pub mod decide;
 pub mod reconcile;

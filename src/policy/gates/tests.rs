@@ -273,8 +273,8 @@ fn every_part_of_a_platform_is_checked_up_to_64_bytes() {
         .contains("longer than 64 bytes"));
 }
 
-/// `minAge` and `platforms` need the image; an image exactly as old as the minimum passes, and one created
-/// this very second is 0s old, not created in the future.
+/// `minAge` and `platforms` need the image; an image exactly as old as the minimum passes, and
+/// one created this very second is 0s old, not created in the future.
 #[test]
 fn min_age_passes_at_exactly_its_age() {
     let image_only = Need {
