@@ -4,12 +4,12 @@
 //! status to write and when to run again; the controller and `image-reflector scan` share it.
 
 use super::downgrade::Floor;
-use super::elect::{elect, Candidates, Subject};
+use super::election::{elect, Candidates, Mode, Subject};
+pub use super::election::{ClientError, MAX_INSPECTIONS, MAX_WALK};
 pub use super::env::{PolicyEnv, PolicyReader};
 use super::record::record;
 pub use super::record::CONTINUE_WALK;
 use super::repository::find_repository;
-pub use super::walk::{MAX_INSPECTIONS, MAX_WALK};
 use crate::api::{
     format_go_duration, parse_go_duration, ImagePolicy, ImagePolicySpec, ImagePolicyStatus,
     ImageRepository, ReflectionPolicy,
@@ -87,15 +87,16 @@ async fn run_steps<R: PolicyReader>(
     let checked = check_spec(policy, &repo, env).await?;
     let (best, tags) = read_candidates(&checked, &repo, status, env).await?;
     let floor = Floor::of(policy, &repo, status, &checked.selection);
-    let candidates = Candidates {
-        best,
-        rest: tags.zip(checked.ranking.clone()),
+    let candidates = match tags {
+        Some(tags) => Candidates::ranked(best, tags, checked.selection.clone(), floor.as_ref()),
+        None => Candidates::best(best),
     };
     let subject = Subject {
         repo: &repo,
         image: &checked.image,
         key: &checked.key,
         gates: &checked.gates,
+        mode: checked.mode,
         interval,
         floor: floor.as_ref(),
     };
@@ -130,8 +131,8 @@ struct Checked {
     image: ImageReference,
     selection: crate::policy::Policy,
     gates: Gates,
-    /// What ranks the candidates after the best, when a gate may hold the best back.
-    ranking: Option<crate::policy::Policy>,
+    /// Whether any gate is on: decided here, once.
+    mode: Mode,
     key: RepoKey,
 }
 
@@ -158,13 +159,12 @@ async fn check_spec<R: PolicyReader>(
     let gates = spec.gates().map_err(Stop::stalled(Reason::InvalidPolicy))?;
     let key = RepoKey::new(repo.namespace().unwrap_or_default(), repo.name_any())
         .map_err(|err| Stop::Failed(Reason::Failure, err.to_string()))?;
-    // A gated election may rank further candidates after the best: it keeps the policy and tags.
-    let ranking = gates.any().then(|| selection.clone());
+    let mode = Mode::of(&gates);
     Ok(Checked {
         image,
         selection,
         gates,
-        ranking,
+        mode,
         key,
     })
 }
@@ -181,7 +181,8 @@ async fn read_candidates<R: PolicyReader>(
         env.store.clone(),
         checked.key.clone(),
         checked.selection.clone(),
-        checked.ranking.is_some(),
+        // A gated election may rank further candidates after the best: it keeps the tags.
+        checked.mode.walks_on(),
     );
     match read.await {
         Ok(Some(Ok(elected))) => Ok(elected),

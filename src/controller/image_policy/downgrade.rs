@@ -15,6 +15,7 @@ pub const GATE: &str = "downgrade";
 
 /// The elected tag no candidate may rank below, and the ordering that says so. The controller
 /// and `image-reflector select` hold at the same floor.
+#[derive(Clone)]
 pub struct Floor {
     pub tag: String,
     ranking: Policy,
@@ -62,12 +63,6 @@ impl Floor {
     /// Whether electing `tag` would be a downgrade.
     pub fn refuses(&self, tag: &str) -> bool {
         self.ranking.ranks_below(tag, &self.tag) == Some(true)
-    }
-
-    /// [`Floor::refuses`] as a function the blocking pool can own.
-    pub fn refuses_with(&self) -> impl Fn(&str) -> bool + Send + 'static {
-        let (ranking, at) = (self.ranking.clone(), self.tag.clone());
-        move |tag| ranking.ranks_below(tag, &at) == Some(true)
     }
 
     /// The `status.heldBack` entry for `best`, the best candidate listed, which ranks below the

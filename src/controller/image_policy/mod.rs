@@ -6,13 +6,10 @@
 //! the policies they admit.
 
 pub mod access;
-pub mod client;
 pub mod decide;
 pub mod downgrade;
-mod elect;
+mod election;
 pub mod env;
-mod freshness;
-mod gated;
 pub mod index;
 pub mod migrate;
 pub mod reader;
@@ -20,8 +17,6 @@ pub mod reconcile;
 mod record;
 pub mod report;
 mod repository;
-mod signature;
-mod walk;
 
 use crate::api::{ImagePolicy, ImageRepository};
 use crate::controller::feed::repository_feed::{is_baseline, Feed};

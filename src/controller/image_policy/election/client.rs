@@ -1,8 +1,8 @@
 //! The registry client a policy's election asks with: the repository's credentials, TLS,
 //! proxy, `insecure` and timeout, as its scans use them.
 
-use super::env::{PolicyEnv, PolicyReader};
-use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository};
+use super::super::env::{PolicyEnv, PolicyReader};
+use crate::api::ImageRepository;
 use crate::controller::access::credentials::{client_options, AuthError};
 use crate::controller::object::intervals::{intervals, IntervalError};
 use crate::registry::{ImageReference, RegistryClient, RegistryError};
@@ -41,12 +41,4 @@ pub(super) async fn registry_client<R: PolicyReader>(
     .await?;
     let client = RegistryClient::new(options, env.registries.clone())?;
     Ok((client, timeout))
-}
-
-/// Whether a `requestedAt` not yet handled asks for a fresh look.
-pub(super) fn requested(policy: &ImagePolicy, status: &ImagePolicyStatus) -> bool {
-    let requested = policy
-        .annotations()
-        .get(crate::controller::object::keys::REQUESTED_AT_ANNOTATION);
-    requested.is_some_and(|r| status.last_handled_reconcile_at.as_ref() != Some(r))
 }

@@ -3,8 +3,10 @@
 //! registry exactly when Flux's does; with gates, candidates' digests stay current for a while,
 //! so a walk does not resolve every candidate at every reconcile.
 
+use super::mode::Mode;
 use crate::api::{ImagePolicy, ImagePolicyStatus, ReflectionPolicy};
 use crate::store::DigestFact;
+use kube::ResourceExt;
 use std::time::Duration;
 
 /// When a known digest of a tag is taken instead of asking the registry.
@@ -33,7 +35,8 @@ pub(super) struct Occasion<'a> {
     pub status: &'a ImagePolicyStatus,
     /// The repository's image name, as `latestRef.name` records it.
     pub name: &'a str,
-    pub gated: bool,
+    /// Whether gates are on.
+    pub mode: Mode,
     /// `Always`'s `spec.interval`.
     pub interval: Option<Duration>,
     /// The repository's scan interval: how long a gated walk trusts a candidate's digest.
@@ -65,7 +68,7 @@ impl<'a> DigestRule<'a> {
             window: Duration::ZERO,
             settled: None,
         };
-        if o.gated {
+        if o.mode == Mode::Gated {
             if o.requested {
                 return none;
             }
@@ -132,6 +135,15 @@ impl<'a> DigestRule<'a> {
     }
 }
 
+/// Whether a `requestedAt` not yet handled asks for a fresh look: no known digest is taken,
+/// and a verdict of "not signed" is looked up again.
+pub(super) fn requested(policy: &ImagePolicy, status: &ImagePolicyStatus) -> bool {
+    let requested = policy
+        .annotations()
+        .get(crate::controller::object::keys::REQUESTED_AT_ANNOTATION);
+    requested.is_some_and(|r| status.last_handled_reconcile_at.as_ref() != Some(r))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,11 +188,12 @@ mod tests {
         status: &'a ImagePolicyStatus,
         gated: bool,
     ) -> Occasion<'a> {
+        let mode = if gated { Mode::Gated } else { Mode::Flux };
         Occasion {
             policy,
             status,
             name: "img",
-            gated,
+            mode,
             interval: Some(HOUR),
             scan_interval: HOUR / 6,
             first_since_start: false,

@@ -1,11 +1,13 @@
 //! The gated election's walk (docs/imagepolicy.md, "Gated election"): the candidates from the
 //! best down, each judged by the gate list (`crate::policy::gates`) until one passes. Facts
-//! come from a [`FactSource`]: the store and the registry in the controller (`gated.rs`), a
+//! come from a [`FactSource`]: the store and the registry in the controller (`facts.rs`), a
 //! table in the tests. At most [`MAX_INSPECTIONS`] candidates per reconcile may need the
 //! registry, and [`MAX_WALK`] are walked in all. A policy without gates walks its best tag
 //! only, through no gate, asking for nothing but the digest `digestReflectionPolicy` wants.
 
+use super::candidates::Candidates;
 use super::client::ClientError;
+use super::mode::Mode;
 use crate::api::{format_go_duration, HeldBackTag};
 use crate::policy::{Fact, Facts, Gates, Hold, ImageView, Judgement, Platform};
 use crate::registry::RegistryError;
@@ -65,6 +67,9 @@ pub(super) struct Walked {
     pub inspected: usize,
     /// The walk stopped at [`MAX_INSPECTIONS`] and goes on in the next reconcile.
     pub unfinished: bool,
+    /// The downgrade guard ended the walk at this candidate, and the tag it holds at is no
+    /// longer listed: a downgrade refused.
+    pub refused: Option<String>,
 }
 
 impl<E: Into<LookError>> From<E> for Cut {
@@ -96,6 +101,8 @@ pub(super) enum LookError {
     Timeout(Duration),
     #[error("no trusted keys to verify with")]
     NoKeys,
+    #[error("ranking the candidates after the best: {0}")]
+    Ranking(String),
 }
 
 /// The candidate whose look failed, and why: the walk ends there.
@@ -129,6 +136,7 @@ impl Budget<'_> {
 #[derive(Clone, Copy)]
 pub(super) struct Judge<'a> {
     pub gates: &'a Gates,
+    pub mode: Mode,
     /// Whether the elected tag's digest is wanted (`digestReflectionPolicy` is not `Never`).
     /// A candidate's digest is looked up when this or a gate needs it.
     pub wants_digest: bool,
@@ -138,10 +146,34 @@ pub(super) struct Judge<'a> {
     pub recheck: Duration,
 }
 
-/// Walks `ranked` (best first) on from where `walked` stands, and elects the first candidate
-/// that passes every gate. A registry error ends the walk with an error: nothing unchecked is
-/// elected.
+/// Walks the candidates from the best down and elects the first that passes every gate; the
+/// candidates after the best are ranked only when the walk gets past it. A registry error ends
+/// the walk with an error: nothing unchecked is elected.
 pub(super) async fn walk<S: FactSource>(
+    candidates: Candidates,
+    judge: Judge<'_>,
+    source: &mut S,
+) -> Result<Walked, WalkFailure> {
+    let mut walked = Walked::default();
+    let best = std::slice::from_ref(&candidates.best);
+    walk_on(best, judge, source, &mut walked).await?;
+    if walked.elected.is_some() || walked.unfinished {
+        return Ok(walked);
+    }
+    let tag = candidates.best.clone();
+    let rest = candidates.rest(MAX_WALK).await.map_err(|e| WalkFailure {
+        tag,
+        error: LookError::Ranking(e.to_string()),
+    })?;
+    walk_on(&rest.allowed, judge, source, &mut walked).await?;
+    walked.refused = rest
+        .refused
+        .filter(|_| walked.elected.is_none() && !walked.unfinished);
+    Ok(walked)
+}
+
+/// Walks `ranked` (best first) on from where `walked` stands, until one is elected.
+async fn walk_on<S: FactSource>(
     ranked: &[String],
     judge: Judge<'_>,
     source: &mut S,
@@ -154,7 +186,7 @@ pub(super) async fn walk<S: FactSource>(
             used: &mut walked.inspected,
             charged: false,
         };
-        if !judge.wants_digest && !judge.gates.any() {
+        if !judge.wants_digest && judge.mode == Mode::Flux {
             // Flux's election with `Never`: nothing to look up.
             walked.elected = Some((tag.clone(), None));
             break;

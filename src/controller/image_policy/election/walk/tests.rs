@@ -30,10 +30,6 @@ impl Table {
         self.platforms.insert(tag.into(), platforms.to_vec());
         self
     }
-
-    fn tags(tags: &[&str]) -> Vec<String> {
-        tags.iter().map(|t| t.to_string()).collect()
-    }
 }
 
 fn tag_of(digest: &str) -> &str {
@@ -124,6 +120,7 @@ fn platform(text: &str) -> Platform {
 fn judge(gates: &Gates) -> Judge<'_> {
     Judge {
         gates,
+        mode: Mode::of(gates),
         wants_digest: true,
         now: NOW,
         recheck: Duration::from_secs(300),
@@ -131,11 +128,8 @@ fn judge(gates: &Gates) -> Judge<'_> {
 }
 
 async fn run(ranked: &[&str], gates: &Gates, table: &mut Table) -> Walked {
-    let mut walked = Walked::default();
-    walk(&Table::tags(ranked), judge(gates), table, &mut walked)
-        .await
-        .unwrap();
-    walked
+    let candidates = Candidates::listed(ranked);
+    walk(candidates, judge(gates), table).await.unwrap()
 }
 
 fn held(walked: &Walked) -> Vec<(&str, &str)> {
@@ -280,14 +274,12 @@ async fn the_bounds_stop_the_walk_and_let_it_go_on() {
         (MAX_INSPECTIONS + 1, MAX_INSPECTIONS)
     );
     // With everything known in the store, fifty are walked and no more.
-    let mut walked = Walked::default();
     let mut source = Stored(Table {
         stored: tags.iter().cloned().collect(),
         ..Table::default()
     });
-    walk(&tags, judge(&gates), &mut source, &mut walked)
-        .await
-        .unwrap();
+    let candidates = Candidates::listed(&ranked);
+    let walked = walk(candidates, judge(&gates), &mut source).await.unwrap();
     assert_eq!((walked.walked, walked.inspected), (MAX_WALK, 0));
     assert!(!walked.unfinished && walked.elected.is_none());
     assert!(source.0.asked.is_empty(), "{:?}", source.0.asked);
@@ -355,19 +347,13 @@ async fn a_registry_failure_ends_the_walk_naming_the_tag() {
         }
         async fn keep(&mut self, _: ImageFacts) {}
     }
-    let mut walked = Walked::default();
     let gates = Gates::of([gate(Verify)]);
-    let err = walk(
-        &Table::tags(&["1.0.0"]),
-        judge(&gates),
-        &mut Failing,
-        &mut walked,
-    )
-    .await
-    .unwrap_err();
+    let candidates = Candidates::listed(&["1.0.0"]);
+    let err = walk(candidates, judge(&gates), &mut Failing)
+        .await
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "checking the gates of 1.0.0: no answer within 10s (the ImageRepository's spec.timeout)"
     );
-    assert!(walked.elected.is_none());
 }

@@ -1,0 +1,147 @@
+//! The election, the step of the policy reconcile that picks the tag (docs/imagepolicy.md,
+//! "Gated election"), as named steps over one [`Context`]: held at the downgrade guard's floor
+//! before any request, the trusted keys read, the context built, the walk from the best
+//! candidate down ([`walk`]) over the store's and the registry's facts ([`facts`]), and what it
+//! comes to ([`Election`]). Whether any gate is on is decided once, as a [`Mode`]: without
+//! gates the walk looks at the best tag only and asks for its digest as Flux does; with gates, a
+//! registry error while checking a gate keeps the last `latestRef` (no downgrade to an
+//! unchecked tag).
+
+mod candidates;
+mod client;
+mod context;
+mod facts;
+mod freshness;
+mod keys;
+mod mode;
+mod signature;
+mod walk;
+
+pub(super) use candidates::Candidates;
+pub use client::ClientError;
+pub use mode::Mode;
+pub use walk::{MAX_INSPECTIONS, MAX_WALK};
+
+use super::env::{PolicyEnv, PolicyReader};
+use super::record::Election;
+use crate::api::ReflectionPolicy;
+use crate::api::{HeldBackTag, ImagePolicy, ImagePolicyStatus, ImageRef};
+use crate::controller::outcome::conditions::Reason;
+use crate::controller::outcome::stop::Stop;
+use crate::registry::RegistryError;
+use context::Context;
+pub(super) use context::Subject;
+use facts::StoreAndRegistry;
+use keys::trusted_keys;
+use std::time::Duration;
+use walk::{walk, LookError, WalkFailure, Walked};
+
+/// The best candidate that passes the gates (without gates: the best), with its digest per
+/// `digestReflectionPolicy`.
+pub(super) async fn elect<R: PolicyReader>(
+    policy: &ImagePolicy,
+    subject: &Subject<'_>,
+    candidates: Candidates,
+    status: &ImagePolicyStatus,
+    env: &PolicyEnv<'_, R>,
+) -> Result<Election, Stop> {
+    if let Some(held) = held_at_the_floor(subject, &candidates.best) {
+        return Ok(Election::kept(status, vec![held]));
+    }
+    let failed = |failure| look_failed(subject, failure);
+    let keys = trusted_keys(policy, env)
+        .await
+        .map_err(|e| Stop::Failed(Reason::GateCheckFailed, e.to_string()))?;
+    let ctx = Context::new(policy, subject, status, env, keys.as_ref()).map_err(|e| {
+        let tag = candidates.best.clone();
+        let error = LookError::Client(e.into());
+        failed(WalkFailure { tag, error })
+    })?;
+    let mut source = StoreAndRegistry::open(&ctx).await;
+    let walked = walk(candidates, ctx.judge(), &mut source)
+        .await
+        .map_err(failed)?;
+    let due = source.known.due.take();
+    Ok(conclude(walked, due, &ctx, subject, status, env))
+}
+
+/// The guard's entry when nothing listed ranks as high as the elected tag: no walk, no request.
+fn held_at_the_floor(subject: &Subject<'_>, best: &str) -> Option<HeldBackTag> {
+    let floor = subject.floor.filter(|f| f.refuses(best))?;
+    Some(floor.held(best, false))
+}
+
+/// What the walk comes to. `due`: a tag whose known digest was taken, and when it is due to
+/// be looked up again.
+fn conclude<R>(
+    walked: Walked,
+    due: Option<(String, Duration)>,
+    ctx: &Context<'_>,
+    subject: &Subject<'_>,
+    status: &ImagePolicyStatus,
+    env: &PolicyEnv<'_, R>,
+) -> Election {
+    let mut held = walked.held;
+    if let (Some(floor), Some(refused)) = (subject.floor, walked.refused) {
+        held.push(floor.held(&refused, true));
+        return Election::kept(status, held);
+    }
+    if let Some((tag, digest)) = walked.elected {
+        // The digest of an `Always` policy is due again at its interval, or sooner when the
+        // one taken was looked up before.
+        let due = due.filter(|(t, _)| *t == tag).map(|(_, d)| d);
+        let next = [ctx.interval, walked.look_again, due]
+            .into_iter()
+            .flatten()
+            .min();
+        let digest = digest.filter(|_| ctx.reflection != ReflectionPolicy::Never);
+        let elected = ImageRef {
+            name: subject.repo.spec.image.clone(),
+            tag,
+            digest,
+        };
+        return Election::Elected {
+            elected,
+            held,
+            next,
+        };
+    }
+    if walked.unfinished {
+        return Election::Unfinished {
+            held,
+            walked: walked.walked,
+            inspections: MAX_INSPECTIONS,
+        };
+    }
+    Election::NoneEligible {
+        held,
+        walked: walked.walked,
+        next: walked.look_again.unwrap_or(env.requeue_dependency),
+    }
+}
+
+/// What a failed look means. Without gates, Flux's digest failure (`Failed`, its words); with
+/// gates, `GateCheckFailed` naming the candidate. A registry that asked us to wait is asked
+/// again then, either way.
+fn look_failed(subject: &Subject<'_>, failure: WalkFailure) -> Stop {
+    let retry_at = match &failure.error {
+        LookError::Registry(RegistryError::RateLimited { retry_at, .. }) => Some(*retry_at),
+        _ => None,
+    };
+    let (reason, message) = match subject.mode {
+        Mode::Gated => (Reason::GateCheckFailed, failure.to_string()),
+        Mode::Flux => {
+            let reference = format!("{}:{}", subject.repo.spec.image, failure.tag);
+            let why = match &failure.error {
+                LookError::Client(e) => e.to_string(),
+                e => format!("failed fetching descriptor for \"{reference}\": {e}"),
+            };
+            let message = format!("failed fetching digest of {reference}: {why}");
+            (Reason::Failed, message)
+        }
+    };
+    match retry_at {
+        Some(at) => Stop::RateLimited(message, at),
+        None => Stop::Failed(reason, message),
+    }
+}
