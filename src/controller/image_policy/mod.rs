@@ -22,6 +22,7 @@ use crate::api::{ImagePolicy, ImageRepository};
 use crate::controller::feed::repository_feed::{is_baseline, Feed};
 use crate::controller::frame::reconcile as shared_reconcile;
 use crate::controller::frame::wiring::Wiring;
+use crate::controller::object::changed::changed;
 use crate::controller::object::keys::{key_of, object_key, trigger_hash};
 use crate::controller::object::slim::slim;
 use crate::controller::outcome::error::Error;
@@ -99,11 +100,11 @@ pub fn controller(
                 policies_synced.set_ready();
             }
         })
-        .applied_objects()
-        .predicate_filter(trigger_hash, Default::default())
+        .applied_objects();
+    let policy_triggers = changed(policy_triggers, trigger_hash)
         .inspect_ok(move |policy| enqueued.add(object_key(policy), Instant::now()));
     let (repo_reader, synced, changes) = repositories.into_parts();
-    let repository_changes = changes.predicate_filter(repository_change_hash, Default::default());
+    let repository_changes = changed(changes, repository_change_hash);
     // A namespace's labels decide a cross-namespace policy (accessFrom): their changes are
     // watched (metadata only) and re-evaluate that namespace's cross-namespace policies.
     let namespace_changes = watcher(
@@ -111,8 +112,8 @@ pub fn controller(
         watcher::Config::default(),
     )
     .default_backoff()
-    .touched_objects()
-    .predicate_filter(labels_hash, Default::default());
+    .touched_objects();
+    let namespace_changes = changed(namespace_changes, labels_hash);
     let (namespace_index, relabelled) = (index.clone(), queue.clone());
     let ctx = PolicyContext::new(ctx, repo_reader, synced);
     let wakes = ctx.handoffs.wakes().expect("one controller per context");

@@ -14,6 +14,7 @@ use crate::api::ImageRepository;
 use crate::controller::feed::repository_feed::FeedSource;
 use crate::controller::frame::reconcile as shared_reconcile;
 use crate::controller::frame::wiring::Wiring;
+use crate::controller::object::changed::changed;
 use crate::controller::object::keys::{object_key, trigger_hash};
 use crate::controller::object::slim::slim;
 use crate::controller::outcome::error::Error;
@@ -94,8 +95,8 @@ pub fn controller(
             if deleting && key.is_ok_and(|k| running.cancel(&k)) {
                 tracing::info!(object = %object_key(repo), "deleted while scanning: scan cancelled");
             }
-        })
-        .predicate_filter(trigger_hash, Default::default())
+        });
+    let triggers = changed(triggers, trigger_hash)
         .inspect_ok(move |repo| enqueued.add(object_key(repo), Instant::now()));
     let run = Controller::for_stream(triggers, reader)
         // A reconcile that went on in the background has ended: write what it decided.

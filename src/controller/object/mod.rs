@@ -1,6 +1,8 @@
 //! How an object is named to the rest of the process (its key, metric labels, the names Flux
-//! gives our writes), its effective intervals, and what the watch caches keep of it.
+//! gives our writes), its effective intervals, what the watch caches keep of it, and whether a
+//! change of it is news to a reconcile.
 
+pub mod changed;
 pub mod intervals;
 pub mod keys;
 pub mod slim;

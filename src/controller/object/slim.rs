@@ -1,6 +1,9 @@
 //! What the watch caches keep of an object: everything a reconcile reads, without
 //! `metadata.managedFields` and kubectl's last-applied annotation, which no reconcile reads and
-//! which are often most of an object's bytes (a copy of the whole spec for each manager).
+//! which are often most of an object's bytes (a copy of the whole spec for each manager), and
+//! without its labels: the API server filters by them (`--watch-label-selector`), no reconcile
+//! reads them, and a map of even one label costs a node of about 550 bytes (docs/benchmarks.md).
+//! A namespace's labels, which `accessFrom` reads, come from a watch of their own.
 
 use kube::Resource;
 
@@ -11,6 +14,7 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 pub fn slim<K: Resource>(obj: &mut K) {
     let meta = obj.meta_mut();
     meta.managed_fields = None;
+    meta.labels = None;
     if let Some(annotations) = meta.annotations.as_mut() {
         annotations.remove(LAST_APPLIED);
         if annotations.is_empty() {
@@ -30,6 +34,7 @@ mod tests {
             "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImageRepository",
             "metadata": {
                 "name": "app", "namespace": "team", "generation": 3,
+                "labels": {"kustomize.toolkit.fluxcd.io/name": "apps"},
                 "annotations": {
                     "kubectl.kubernetes.io/last-applied-configuration": "{\"spec\":{}}",
                     "reconcile.fluxcd.io/requestedAt": "now",
@@ -44,6 +49,7 @@ mod tests {
         let before = repo.clone();
         slim(&mut repo);
         assert!(repo.metadata.managed_fields.is_none());
+        assert!(repo.metadata.labels.is_none());
         let annotations = repo.metadata.annotations.clone().unwrap();
         assert_eq!(
             annotations.keys().collect::<Vec<_>>(),
