@@ -7,17 +7,32 @@ use crate::store::RepoKey;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::ResourceExt;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 /// Which policies refer to which repository, kept from the policies' watch.
 #[derive(Clone, Default)]
 pub struct PolicyIndex(Arc<RwLock<IndexMaps>>);
 
+/// A namespace and a name. Each string is allocated once and shared by both maps: at 4,000
+/// policies, `ObjectRef`s (four strings each) and a set per repository took about 1 KiB a
+/// policy (docs/benchmarks.md).
+type Name = (Arc<str>, Arc<str>);
+
 #[derive(Default)]
 struct IndexMaps {
-    repository_of: HashMap<ObjectRef<ImagePolicy>, (String, String)>,
-    policies_of: HashMap<(String, String), HashSet<ObjectRef<ImagePolicy>>>,
+    /// Each policy and the repository it refers to.
+    repository_of: HashMap<Name, Name>,
+    /// Each repository some policy refers to, and those policies (mostly one: a list).
+    policies_of: HashMap<Name, Vec<Name>>,
+}
+
+fn name(namespace: &str, name: &str) -> Name {
+    (Arc::from(namespace), Arc::from(name))
+}
+
+fn policy_ref((namespace, name): &Name) -> ObjectRef<ImagePolicy> {
+    ObjectRef::new(name).within(namespace)
 }
 
 impl PolicyIndex {
@@ -25,41 +40,35 @@ impl PolicyIndex {
     pub fn observe(&self, event: &watcher::Event<ImagePolicy>) {
         match event {
             watcher::Event::Apply(policy) | watcher::Event::InitApply(policy) => self.apply(policy),
-            watcher::Event::Delete(policy) => self.remove(&ObjectRef::from_obj(policy)),
+            watcher::Event::Delete(policy) => {
+                let mut maps = self.0.write().expect("policy index lock");
+                maps.remove(&policy_name(policy));
+            }
             watcher::Event::Init | watcher::Event::InitDone => {}
         }
     }
 
     fn apply(&self, policy: &ImagePolicy) {
-        // Name and namespace only: an ObjectRef's uid and resourceVersion take no part in its
-        // equality, and kept twice for every policy they were about 2 MB at 10,000.
-        let mut key = ObjectRef::new(&policy.name_any());
-        if let Some(namespace) = policy.metadata.namespace.as_deref() {
-            key = key.within(namespace);
-        }
-        let repository = (
-            policy.repository_namespace(),
-            policy.spec.image_repository_ref.name.clone(),
+        let key = policy_name(policy);
+        let repository = name(
+            &policy.repository_namespace(),
+            &policy.spec.image_repository_ref.name,
         );
-        self.remove(&key);
         let mut maps = self.0.write().expect("policy index lock");
+        if maps.repository_of.get(&key) == Some(&repository) {
+            return;
+        }
+        maps.remove(&key);
+        // The repository's strings are shared with the policies that already refer to it.
+        let repository = match maps.policies_of.get_key_value(&repository) {
+            Some((known, _)) => known.clone(),
+            None => repository,
+        };
         maps.policies_of
             .entry(repository.clone())
             .or_default()
-            .insert(key.clone());
+            .push(key.clone());
         maps.repository_of.insert(key, repository);
-    }
-
-    fn remove(&self, key: &ObjectRef<ImagePolicy>) {
-        let mut maps = self.0.write().expect("policy index lock");
-        if let Some(repository) = maps.repository_of.remove(key) {
-            if let Some(set) = maps.policies_of.get_mut(&repository) {
-                set.remove(key);
-                if set.is_empty() {
-                    maps.policies_of.remove(&repository);
-                }
-            }
-        }
     }
 
     /// Every repository some policy refers to.
@@ -67,7 +76,7 @@ impl PolicyIndex {
         let maps = self.0.read().expect("policy index lock");
         maps.policies_of
             .keys()
-            .filter_map(|(namespace, name)| RepoKey::new(namespace.as_str(), name.as_str()).ok())
+            .filter_map(|(namespace, name)| RepoKey::new(&**namespace, &**name).ok())
             .collect()
     }
 
@@ -77,25 +86,44 @@ impl PolicyIndex {
         let maps = self.0.read().expect("policy index lock");
         maps.repository_of
             .iter()
-            .filter(|(policy, (repo_ns, _))| {
-                policy.namespace.as_deref() == Some(namespace) && repo_ns != namespace
-            })
-            .map(|(policy, _)| policy.clone())
+            .filter(|((ns, _), (repo_ns, _))| &**ns == namespace && &**repo_ns != namespace)
+            .map(|(policy, _)| policy_ref(policy))
             .collect()
     }
 
     /// The policies that refer to `repository`.
     pub fn policies_for(&self, repository: &ImageRepository) -> Vec<ObjectRef<ImagePolicy>> {
-        let key = (
-            repository.namespace().unwrap_or_default(),
-            repository.name_any(),
+        let key = name(
+            &repository.namespace().unwrap_or_default(),
+            &repository.name_any(),
         );
         let maps = self.0.read().expect("policy index lock");
         maps.policies_of
             .get(&key)
-            .map(|set| set.iter().cloned().collect())
+            .map(|policies| policies.iter().map(policy_ref).collect())
             .unwrap_or_default()
     }
+}
+
+impl IndexMaps {
+    fn remove(&mut self, key: &Name) {
+        let Some(repository) = self.repository_of.remove(key) else {
+            return;
+        };
+        if let Some(policies) = self.policies_of.get_mut(&repository) {
+            policies.retain(|p| p != key);
+            if policies.is_empty() {
+                self.policies_of.remove(&repository);
+            }
+        }
+    }
+}
+
+fn policy_name(policy: &ImagePolicy) -> Name {
+    name(
+        policy.metadata.namespace.as_deref().unwrap_or_default(),
+        &policy.name_any(),
+    )
 }
 
 #[cfg(test)]
@@ -171,6 +199,22 @@ mod tests {
             names(index.policies_for(&repository("apps", "other"))),
             ["apps/p3"]
         );
+        // Seen again unchanged (a status update): listed once.
+        index.observe(&watcher::Event::Apply(policy(
+            "apps",
+            "p3",
+            Some(""),
+            "other",
+        )));
+        assert_eq!(
+            names(index.policies_for(&repository("apps", "other"))),
+            ["apps/p3"]
+        );
+        assert_eq!(
+            names(index.cross_namespace_policies_in("team")),
+            ["team/p2"]
+        );
+        assert!(index.cross_namespace_policies_in("apps").is_empty());
         // A policy that moves to another repository, and one deleted.
         index.observe(&watcher::Event::Apply(policy("apps", "p1", None, "other")));
         index.observe(&watcher::Event::Delete(policy(
