@@ -185,31 +185,20 @@ mod tests {
             Some("apps"),
             "app",
         )));
-        index.observe(&watcher::Event::Apply(policy(
-            "apps",
-            "p3",
-            Some(""),
-            "other",
-        )));
+        let p3 = policy("apps", "p3", Some(""), "other");
+        index.observe(&watcher::Event::Apply(p3.clone()));
         assert_eq!(
             names(index.policies_for(&repository("apps", "app"))),
             ["apps/p1", "team/p2"]
         );
-        assert_eq!(
-            names(index.policies_for(&repository("apps", "other"))),
-            ["apps/p3"]
-        );
         // Seen again unchanged (a status update): listed once.
-        index.observe(&watcher::Event::Apply(policy(
-            "apps",
-            "p3",
-            Some(""),
-            "other",
-        )));
-        assert_eq!(
-            names(index.policies_for(&repository("apps", "other"))),
-            ["apps/p3"]
-        );
+        for _ in 0..2 {
+            assert_eq!(
+                names(index.policies_for(&repository("apps", "other"))),
+                ["apps/p3"]
+            );
+            index.observe(&watcher::Event::Apply(p3.clone()));
+        }
         assert_eq!(
             names(index.cross_namespace_policies_in("team")),
             ["team/p2"]
