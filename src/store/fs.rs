@@ -46,14 +46,22 @@ const WIPE_MARKER: &str = ".storage-wipe-in-progress";
 pub struct FsStore {
     root: PathBuf,
     compression_threshold: usize,
-    /// The revision each key's file holds, as last written or read: a scan whose tags did not
-    /// change then costs no write (no compression, no fsync).
-    known: std::sync::Mutex<std::collections::HashMap<RepoKey, Revision>>,
+    /// The revision each key's file holds, as last written or read (its digest's bytes): a
+    /// scan whose tags did not change then costs no write (no compression, no fsync).
+    known: std::sync::Mutex<std::collections::HashMap<RepoKey, [u8; 32]>>,
     /// Serialises the read-modify-write of `digests.txt` files.
     digests: std::sync::Mutex<()>,
 }
 
 impl FsStore {
+    /// Keeps `revision` as what `key`'s file holds.
+    fn remember(&self, key: &RepoKey, revision: &Revision) {
+        if let Some(digest) = revision.digest() {
+            let mut known = self.known.lock().expect("store lock");
+            known.insert(key.clone(), digest);
+        }
+    }
+
     /// Opens the store at `root`, creating it (mode 0700) when it does not exist. An existing
     /// directory is used as it is: its mode and owner are the volume's (an emptyDir is
     /// root-owned 0777, or 2777 with fsGroup), and the store's privacy comes from the modes of
@@ -211,7 +219,7 @@ impl TagStore for FsStore {
     fn set(&self, key: &RepoKey, tags: &TagList) -> Result<Revision, StoreError> {
         let dir = self.object_dir(key);
         let revision = tags.revision();
-        let unchanged = self.known.lock().expect("store lock").get(key) == Some(&revision);
+        let unchanged = self.holds(key, &revision);
         if unchanged && [PLAIN, COMPACT].iter().any(|v| dir.join(v).is_file()) {
             tracing::debug!(%key, "tags unchanged; not rewritten");
             return Ok(revision);
@@ -243,10 +251,7 @@ impl TagStore for FsStore {
             sync_dir(&dir)?;
         }
         tracing::debug!(%key, file = name, tags = tags.len(), "stored tags");
-        self.known
-            .lock()
-            .expect("store lock")
-            .insert(key.clone(), revision.clone());
+        self.remember(key, &revision);
         Ok(revision)
     }
 
@@ -264,10 +269,7 @@ impl TagStore for FsStore {
                         let _ = fs::remove_file(stale);
                     }
                     let revision = tags.revision();
-                    self.known
-                        .lock()
-                        .expect("store lock")
-                        .insert(key.clone(), revision.clone());
+                    self.remember(key, &revision);
                     return Ok((tags, revision));
                 }
                 Some(Err(err)) => {
@@ -340,7 +342,10 @@ impl TagStore for FsStore {
     }
 
     fn holds(&self, key: &RepoKey, revision: &Revision) -> bool {
-        self.known.lock().expect("store lock").get(key) == Some(revision)
+        let known = self.known.lock().expect("store lock");
+        revision
+            .digest()
+            .is_some_and(|digest| known.get(key) == Some(&digest))
     }
 
     fn keys(&self) -> Result<Vec<RepoKey>, StoreError> {

@@ -152,6 +152,21 @@ impl Revision {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The digest's 32 bytes, when this is a `sha256:` revision: what a store keeps per
+    /// repository to compare with (a third of the text's memory).
+    pub fn digest(&self) -> Option<[u8; 32]> {
+        let hex = self.0.strip_prefix("sha256:")?.as_bytes();
+        if hex.len() != 64 {
+            return None;
+        }
+        let mut digest = [0u8; 32];
+        for (byte, pair) in digest.iter_mut().zip(hex.chunks(2)) {
+            let pair = std::str::from_utf8(pair).ok()?;
+            *byte = u8::from_str_radix(pair, 16).ok()?;
+        }
+        Some(digest)
+    }
 }
 
 impl fmt::Display for Revision {
@@ -228,6 +243,27 @@ fn validate_tag(tag: &str) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_revision_is_kept_as_its_digest_bytes() {
+        let revision = TagList::new(["a"]).unwrap().revision();
+        let digest = revision.digest().unwrap();
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(revision.as_str(), format!("sha256:{hex}"));
+        // Not a sha256 revision of 32 bytes: nothing to keep or match.
+        let not_hex = format!("sha256:{}", "zz".repeat(32));
+        for text in [
+            "",
+            "sha256:",
+            "sha512:00",
+            &not_hex,
+            &revision.as_str()[..70],
+        ] {
+            assert_eq!(Revision(text.into()).digest(), None, "{text}");
+        }
+        let long = format!("{}00", revision.as_str());
+        assert_eq!(Revision(long).digest(), None);
+    }
 
     #[test]
     fn sorts_descending_and_hashes_like_flux() {
