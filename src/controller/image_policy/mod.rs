@@ -22,7 +22,7 @@ use crate::api::{ImagePolicy, ImageRepository};
 use crate::controller::feed::repository_feed::{is_baseline, Feed};
 use crate::controller::frame::reconcile as shared_reconcile;
 use crate::controller::frame::wiring::Wiring;
-use crate::controller::object::changed::changed;
+use crate::controller::object::changed::{changed, queued};
 use crate::controller::object::keys::{key_of, object_key, trigger_hash};
 use crate::controller::object::slim::slim;
 use crate::controller::outcome::error::Error;
@@ -117,7 +117,9 @@ pub fn controller(
     let (namespace_index, relabelled) = (index.clone(), queue.clone());
     let ctx = PolicyContext::new(ctx, repo_reader, synced);
     let wakes = ctx.handoffs.wakes().expect("one controller per context");
-    let run = Controller::for_stream(policy_triggers, policy_reader)
+    // Every trigger comes in by name (`queued`): kube's scheduler keeps what it is given.
+    let run = Controller::for_stream(futures::stream::pending(), policy_reader)
+        .reconcile_on(queued(policy_triggers))
         .watches_stream(namespace_changes, move |namespace| {
             let policies = namespace_index.cross_namespace_policies_in(&namespace.name_any());
             for policy in &policies {

@@ -14,7 +14,7 @@ use crate::api::ImageRepository;
 use crate::controller::feed::repository_feed::FeedSource;
 use crate::controller::frame::reconcile as shared_reconcile;
 use crate::controller::frame::wiring::Wiring;
-use crate::controller::object::changed::changed;
+use crate::controller::object::changed::{changed, queued};
 use crate::controller::object::keys::{object_key, trigger_hash};
 use crate::controller::object::slim::slim;
 use crate::controller::outcome::error::Error;
@@ -98,7 +98,9 @@ pub fn controller(
         });
     let triggers = changed(triggers, trigger_hash)
         .inspect_ok(move |repo| enqueued.add(object_key(repo), Instant::now()));
-    let run = Controller::for_stream(triggers, reader)
+    // Every trigger comes in by name (`queued`): kube's scheduler keeps what it is given.
+    let run = Controller::for_stream(futures::stream::pending(), reader)
+        .reconcile_on(queued(triggers))
         // A reconcile that went on in the background has ended: write what it decided.
         .reconcile_on(wakes)
         .with_config(Config::default().concurrency(concurrency))
