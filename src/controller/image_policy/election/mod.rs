@@ -1,11 +1,10 @@
-//! The election, the step of the policy reconcile that picks the tag (docs/imagepolicy.md,
-//! "Gated election"), as named steps over one [`Context`]: held at the downgrade guard's floor
-//! before any request, the trusted keys read, the context built, the walk from the best
-//! candidate down ([`walk`]) over the store's and the registry's facts ([`facts`]), and what it
-//! comes to ([`Election`]). Whether any gate is on is decided once, as a [`Mode`]: without
-//! gates the walk looks at the best tag only and asks for its digest as Flux does; with gates, a
-//! registry error while checking a gate keeps the last `latestRef` (no downgrade to an
-//! unchecked tag).
+//! The election, the step of the policy reconcile that picks the tag (docs/imagepolicy.md, "Gated
+//! election"), as named steps over one [`Context`]: held at the downgrade guard's floor before any
+//! request, the trusted keys read, the context built, the walk from the best candidate down
+//! ([`walk`](mod@walk)) over the store's and the registry's facts ([`facts`]), and what it comes to
+//! ([`Election`]). Whether any gate is on is decided once, as a [`Mode`]: without gates the walk
+//! looks at the best tag only and asks for its digest as Flux does; with gates, a registry error
+//! while checking a gate keeps the last `latestRef` (no downgrade to an unchecked tag).
 
 mod candidates;
 mod client;
