@@ -6,11 +6,11 @@
 //! serving objects decoded by it, pruned of every field Flux's CRDs lack (`filterTags.minAge`,
 //! `platforms`, `verify`, `downgrade`), while a GET (or a new watch) serves them whole. A
 //! policy created in that window was elected without its gates. The kind says which writes need
-//! the check ([`super::reconciled::Reconciled::confirm_before_writing`]); an ImagePolicy asks for it
-//! only when the object lacks the defaults our CRDs give every object (`spec.downgrade`), so
-//! objects served under our schema cost no request at all, and one that was not costs one GET
-//! when its election would change. When the fresh object differs, the decision is made again
-//! from it, on this worker, and that is what is written.
+//! the check ([`super::reconciled::Reconciled::confirm_before_writing`]); an ImagePolicy asks
+//! for it only when the object lacks the defaults our CRDs give every object
+//! (`spec.downgrade`), so objects served under our schema cost no request at all, and one that
+//! was not costs one GET when its election would change. When the fresh object differs, the
+//! decision is made again from it, on this worker, and that is what is written.
 
 use super::handoff::RECONCILE_DEADLINE;
 use super::reconciled::{Decision, Reconciled};

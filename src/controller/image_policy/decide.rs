@@ -5,7 +5,7 @@
 
 use super::downgrade::Floor;
 use super::election::{elect, Candidates, Mode, Subject};
-pub use super::election::{ClientError, MAX_INSPECTIONS, MAX_WALK};
+pub use super::election::{MAX_INSPECTIONS, MAX_WALK};
 pub use super::env::{PolicyEnv, PolicyReader};
 use super::record::record;
 pub use super::record::CONTINUE_WALK;

@@ -48,7 +48,7 @@ pub fn queued<K: Resource<DynamicType = ()>, E: std::fmt::Display>(
 }
 
 /// The property last seen of each object, and when.
-pub struct Seen {
+struct Seen {
     keys: RandomState,
     by_object: HashMap<u64, Entry>,
     /// What `Entry::at` counts from.
@@ -65,7 +65,7 @@ struct Entry {
 }
 
 impl Seen {
-    pub fn new(start: Instant) -> Seen {
+    fn new(start: Instant) -> Seen {
         Seen {
             keys: RandomState::new(),
             by_object: HashMap::new(),
@@ -75,7 +75,7 @@ impl Seen {
     }
 
     /// Whether an object with `meta` and `property` seen at `now` is news, remembering it.
-    pub fn news(&mut self, meta: &ObjectMeta, property: Option<u64>, now: Instant) -> bool {
+    fn news(&mut self, meta: &ObjectMeta, property: Option<u64>, now: Instant) -> bool {
         let at = now.saturating_duration_since(self.start).as_secs();
         let at = u32::try_from(at).unwrap_or(u32::MAX);
         let ttl = TTL.as_secs() as u32;
@@ -96,12 +96,9 @@ impl Seen {
     }
 
     /// Objects remembered.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.by_object.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.by_object.is_empty()
     }
 }
 

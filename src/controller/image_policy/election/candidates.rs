@@ -69,8 +69,8 @@ impl Candidates {
         Candidates { best, rest }
     }
 
-    /// Ranks the candidates after the best (of the `most` best), on the blocking pool: the tags may number a
-    /// million and the ordering is a tenant's.
+    /// Ranks the candidates after the best (of the `most` best), on the blocking pool: the tags
+    /// may number a million and the ordering is a tenant's.
     pub(super) async fn rest(self, most: usize) -> Result<Ranked, tokio::task::JoinError> {
         let best = self.best;
         match self.rest {

@@ -4,7 +4,7 @@
 use super::super::env::{PolicyEnv, PolicyReader};
 use crate::api::ImageRepository;
 use crate::controller::access::credentials::{client_options, AuthError};
-use crate::controller::object::intervals::{intervals, IntervalError};
+use crate::controller::object::intervals::IntervalError;
 use crate::registry::{ImageReference, RegistryClient, RegistryError};
 use kube::ResourceExt;
 use std::time::Duration;
@@ -21,14 +21,14 @@ pub enum ClientError {
     Build(#[from] RegistryError),
 }
 
-/// A client with the repository's credentials, TLS, proxy, `insecure` and timeout, and that
-/// timeout.
+/// A client with the repository's credentials, TLS, proxy, `insecure` and `timeout` (its
+/// `spec.timeout`, read once by the election's context).
 pub(super) async fn registry_client<R: PolicyReader>(
     repo: &ImageRepository,
     image: &ImageReference,
+    timeout: Duration,
     env: &PolicyEnv<'_, R>,
-) -> Result<(RegistryClient, Duration), ClientError> {
-    let (_, timeout) = intervals(repo)?;
+) -> Result<RegistryClient, ClientError> {
     let namespace = repo.namespace().unwrap_or_default();
     let options = client_options(
         repo,
@@ -39,6 +39,5 @@ pub(super) async fn registry_client<R: PolicyReader>(
         env.workload_identity,
     )
     .await?;
-    let client = RegistryClient::new(options, env.registries.clone())?;
-    Ok((client, timeout))
+    Ok(RegistryClient::new(options, env.registries.clone())?)
 }

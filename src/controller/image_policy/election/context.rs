@@ -71,10 +71,7 @@ impl<'a> Context<'a> {
         // Built at the first registry request: a steady state reads none of the repository's
         // Secrets.
         let client = LazyClient::new(move || {
-            Box::pin(async move {
-                let made = registry_client(subject.repo, subject.image, env).await;
-                made.map(|(client, _)| client)
-            })
+            Box::pin(registry_client(subject.repo, subject.image, timeout, env))
         });
         let reflection = policy.spec.digest_reflection_policy.unwrap_or_default();
         let always = reflection == ReflectionPolicy::Always;

@@ -1,7 +1,8 @@
 //! Where the election's facts come from in the controller and in `scan` ([`StoreAndRegistry`],
 //! the walk's [`FactSource`]): the store when it knows them (a tag's digest while the
-//! [`DigestRule`](super::freshness::DigestRule) says it is current, an image's creation time and platforms, a signature
-//! verdict, a first sighting), else the registry, and what is learnt is kept in the store.
+//! [`DigestRule`](super::freshness::DigestRule) says it is current, an image's creation time
+//! and platforms, a signature verdict, a first sighting), else the registry, and what is learnt
+//! is kept in the store.
 
 use super::context::Context;
 use super::mode::Mode;

@@ -1,7 +1,7 @@
 //! The one rule for whether a digest already known is current, for every election
-//! (docs/imagepolicy.md, "Digest reflection"). Without gates it is Flux's rule, so the election asks the
-//! registry exactly when Flux's does; with gates, candidates' digests stay current for a while,
-//! so a walk does not resolve every candidate at every reconcile.
+//! (docs/imagepolicy.md, "Digest reflection"). Without gates it is Flux's rule, so the election
+//! asks the registry exactly when Flux's does; with gates, candidates' digests stay current for
+//! a while, so a walk does not resolve every candidate at every reconcile.
 
 use super::mode::Mode;
 use crate::api::{ImagePolicy, ImagePolicyStatus, ReflectionPolicy};

@@ -17,7 +17,6 @@ mod signature;
 mod walk;
 
 pub(super) use candidates::Candidates;
-pub use client::ClientError;
 pub use mode::Mode;
 pub use walk::{MAX_INSPECTIONS, MAX_WALK};
 
