@@ -39,6 +39,22 @@ pub struct Material {
     pub x509_certificate_chain: Option<Chain>,
     #[serde(default)]
     pub tlog_entries: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub timestamp_verification_data: Timestamps,
+}
+
+/// A bundle's RFC 3161 timestamps (`timestampVerificationData.rfc3161Timestamps`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timestamps {
+    #[serde(default)]
+    pub rfc3161_timestamps: Vec<SignedTimestamp>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignedTimestamp {
+    pub signed_timestamp: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -123,6 +139,23 @@ impl Bundle {
             Some(b'2') => 2,
             _ => 3,
         }
+    }
+
+    /// The bundle's RFC 3161 timestamps (DER responses), at most
+    /// [`MAX_TIMESTAMPS`](super::timestamp::MAX_TIMESTAMPS), as sigstore-go bounds them.
+    pub fn timestamps(&self) -> Result<Vec<Vec<u8>>, String> {
+        let written = &self.verification_material.timestamp_verification_data;
+        let max = super::timestamp::MAX_TIMESTAMPS;
+        if written.rfc3161_timestamps.len() > max {
+            return Err(format!("a bundle carries over {max} timestamps"));
+        }
+        written
+            .rfc3161_timestamps
+            .iter()
+            .map(|t| {
+                decode(&t.signed_timestamp).map_err(|_| "a bundle's timestamp is not base64".into())
+            })
+            .collect()
     }
 
     /// The signer's certificates, leaf first (DER), when the bundle is keyless.

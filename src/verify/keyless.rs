@@ -37,6 +37,17 @@ pub struct TrustedRoot {
     authorities: Vec<Authority>,
     /// Its transparency logs' keys.
     pub logs: super::tlog::LogKeys,
+    /// Its timestamp authorities.
+    pub timestamps: Vec<super::timestamp::Authority>,
+}
+
+/// Whether a certificate's basic constraints make it a CA.
+fn is_ca(cert: &x509_cert::Certificate) -> bool {
+    cert.tbs_certificate.extensions.iter().flatten().any(|ext| {
+        ext.extn_id.to_string() == "2.5.29.19"
+            && x509_cert::ext::pkix::BasicConstraints::from_der(ext.extn_value.as_bytes())
+                .is_ok_and(|b| b.ca)
+    })
 }
 
 /// One authority: its chain's last certificate is the trust anchor, the others intermediates,
@@ -57,6 +68,8 @@ impl TrustedRoot {
             certificate_authorities: Vec<Written>,
             #[serde(default)]
             tlogs: Vec<super::tlog::WrittenLog>,
+            #[serde(default)]
+            timestamp_authorities: Vec<Written>,
         }
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
@@ -64,6 +77,8 @@ impl TrustedRoot {
             cert_chain: Chain,
             #[serde(default)]
             valid_for: ValidFor,
+            #[serde(default)]
+            uri: String,
         }
         #[derive(Deserialize)]
         struct Chain {
@@ -81,35 +96,45 @@ impl TrustedRoot {
             MAX_ROOT_BYTES,
             "a Sigstore trusted root",
         )?;
-        if root.certificate_authorities.len() > MAX_AUTHORITIES {
+        if root.certificate_authorities.len() > MAX_AUTHORITIES
+            || root.timestamp_authorities.len() > MAX_AUTHORITIES
+        {
             return Err(format!(
-                "trusted_root.json has over {MAX_AUTHORITIES} certificate authorities"
+                "trusted_root.json has over {MAX_AUTHORITIES} certificate or timestamp authorities"
             ));
         }
         // One bounded read for the authorities and the logs.
         let mut trusted = TrustedRoot {
             authorities: Vec::new(),
             logs: super::tlog::LogKeys::from_written(root.tlogs)?,
+            timestamps: Vec::new(),
         };
-        for authority in root.certificate_authorities {
-            let chain = authority.cert_chain.certificates;
-            if chain.len() > MAX_CHAIN {
+        // A chain as DER certificates, each checked to be one.
+        let chain = |written: &Chain| {
+            if written.certificates.len() > MAX_CHAIN {
                 return Err(format!(
-                    "a certificate authority's chain is over {MAX_CHAIN} certificates"
+                    "a certificate or timestamp authority's chain is over {MAX_CHAIN} certificates"
                 ));
             }
-            let mut ders = chain
+            written
+                .certificates
                 .iter()
                 .map(|c| {
                     let der = base64::engine::general_purpose::STANDARD
                         .decode(c.raw_bytes.trim())
-                        .map_err(|_| "a certificate authority's certificate is not base64")?;
-                    x509_cert::Certificate::from_der(&der).map_err(|e| {
-                        format!("a certificate authority's certificate is not X.509 DER ({e})")
+                        .map_err(|_| "an authority's certificate is not base64")?;
+                    let cert = x509_cert::Certificate::from_der(&der).map_err(|e| {
+                        format!("an authority's certificate is not X.509 DER ({e})")
                     })?;
-                    Ok::<_, String>(CertificateDer::from(der))
+                    Ok::<_, String>((CertificateDer::from(der), is_ca(&cert)))
                 })
-                .collect::<Result<Vec<_>, _>>()?;
+                .collect::<Result<Vec<_>, _>>()
+        };
+        for authority in root.certificate_authorities {
+            let mut ders: Vec<_> = chain(&authority.cert_chain)?
+                .into_iter()
+                .map(|c| c.0)
+                .collect();
             if let Some(anchor) = ders.pop() {
                 trusted.authorities.push(Authority {
                     anchor,
@@ -117,6 +142,26 @@ impl TrustedRoot {
                     valid: authority.valid_for,
                 });
             }
+        }
+        for authority in root.timestamp_authorities {
+            let mut ders = chain(&authority.cert_chain)?;
+            let Some((anchor, _)) = ders.pop() else {
+                continue;
+            };
+            // As sigstore-go splits a chain: the first certificate, when not a CA, is the one
+            // leaf that may sign; the rest up to the root are intermediates.
+            let leaf = match ders.first() {
+                Some((leaf, false)) => Some(leaf.to_vec()),
+                _ => None,
+            };
+            let skip = usize::from(leaf.is_some());
+            trusted.timestamps.push(super::timestamp::Authority {
+                anchor,
+                intermediates: ders.into_iter().skip(skip).map(|c| c.0).collect(),
+                leaf,
+                valid: authority.valid_for,
+                uri: authority.uri,
+            });
         }
         if trusted.authorities.is_empty() {
             return Err("trusted_root.json names no certificate authority".into());

@@ -22,6 +22,7 @@ pub mod keyless;
 pub mod notation;
 pub mod refusal;
 pub mod simple;
+pub mod timestamp;
 pub mod tlog;
 pub mod trust;
 pub mod valid_for;

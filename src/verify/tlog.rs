@@ -1,14 +1,23 @@
-//! Transparency-log entries (Rekor v1) of keyless signatures (docs/imagepolicy.md,
-//! "Keyless"): the entry's signed entry timestamp (its inclusion promise) must verify with a
-//! log key of the trusted root, and its body must record this very signature (the signed
-//! payload's hash, the signature, the signing certificate). Its integrated time is when the
+//! Transparency-log entries of keyless signatures (docs/imagepolicy.md, "Keyless"), of
+//! Rekor v1 and Rekor v2.
+//!
+//! A Rekor v1 entry's signed entry timestamp (its inclusion promise) must verify with a log key
+//! of the trusted root, and its body must record this very signature (the signed payload's
+//! hash, the signature, the signing certificate; [`body`]). Its integrated time is when the
 //! signature was made: the certificate is checked at that time. A bundle keeps the entry in
-//! `verificationMaterial.tlogEntries` (kind `dsse`); the legacy layout in the
+//! `verificationMaterial.tlogEntries` (kind `dsse` or `intoto`); the legacy layout in the
 //! `dev.sigstore.cosign/bundle` annotation (kind `hashedrekord`). A bundle's entry may also
 //! carry an inclusion proof with a checkpoint ([`proof`]); when it does, that must verify too.
 //! The promise is still required: it alone vouches for the integrated time.
+//!
+//! A Rekor v2 entry ([`v2`]) has neither promise nor integrated time: its inclusion proof and
+//! checkpoint say it is logged, and a timestamp authority says when it was made.
 
+mod body;
+mod note;
 mod proof;
+
+mod v2;
 
 use super::valid_for::ValidFor;
 use base64::Engine;
@@ -17,23 +26,81 @@ use p256::ecdsa::{Signature, VerifyingKey};
 use p256::pkcs8::DecodePublicKey;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
+use x509_cert::der::Decode;
+use x509_cert::spki::SubjectPublicKeyInfoOwned;
 
 /// Logs a trusted root names, entries read per signature.
 pub const MAX_LOGS: usize = 16;
 pub const MAX_ENTRIES: usize = 4;
-/// The entry version a Rekor v2 log writes (`kindVersion.version`, for both kinds).
-const REKOR_V2_VERSION: &str = "0.0.2";
+/// id-Ed25519 (RFC 8410), the key Rekor v2 logs sign checkpoints with.
+const ED25519: &str = "1.3.101.112";
 
-/// The log keys of a trusted root, by key id (the SHA-256 of the key's DER), with the period
-/// the root trusts each for.
+/// The logs of a trusted root, with the period the root trusts each for.
 #[derive(Debug, Clone, Default)]
-pub struct LogKeys(Vec<(Vec<u8>, VerifyingKey, ValidFor)>);
+pub struct LogKeys(Vec<Log>);
+
+/// One log of a trusted root.
+#[derive(Debug, Clone)]
+pub struct Log {
+    /// The id entries name it by: the root's `logId.keyId` (else the SHA-256 of the key's DER,
+    /// which is a Rekor v1 log's id).
+    id: Vec<u8>,
+    key: LogKey,
+    /// The key's DER, which a Rekor v2 ECDSA log's note key hash is taken over.
+    der: Vec<u8>,
+    valid: ValidFor,
+    /// The host of its `baseUrl`: a Rekor v2 log's checkpoint origin and note name.
+    origin: Option<String>,
+}
+
+/// A log's key: ECDSA P-256 (Rekor v1, and v2 logs that choose it) or Ed25519 (Rekor v2).
+#[derive(Debug, Clone)]
+pub enum LogKey {
+    P256(VerifyingKey),
+    Ed25519(Vec<u8>),
+}
+
+impl LogKey {
+    fn from_der(der: &[u8]) -> Option<LogKey> {
+        if let Ok(key) = VerifyingKey::from_public_key_der(der) {
+            return Some(LogKey::P256(key));
+        }
+        let spki = SubjectPublicKeyInfoOwned::from_der(der).ok()?;
+        let raw = spki.subject_public_key.raw_bytes();
+        (spki.algorithm.oid.to_string() == ED25519 && raw.len() == 32)
+            .then(|| LogKey::Ed25519(raw.to_vec()))
+    }
+
+    /// Whether `signature` (ECDSA: ASN.1 DER over SHA-256) over `message` verifies.
+    pub fn verifies(&self, message: &[u8], signature: &[u8]) -> bool {
+        match self {
+            LogKey::P256(key) => {
+                Signature::from_der(signature).is_ok_and(|s| key.verify(message, &s).is_ok())
+            }
+            LogKey::Ed25519(raw) => {
+                ring::signature::UnparsedPublicKey::new(&ring::signature::ED25519, raw)
+                    .verify(message, signature)
+                    .is_ok()
+            }
+        }
+    }
+}
 
 /// A log of a trusted root's `tlogs`, as written.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct WrittenLog {
     public_key: WrittenKey,
+    #[serde(default)]
+    base_url: String,
+    #[serde(default)]
+    log_id: Option<WrittenId>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WrittenId {
+    key_id: String,
 }
 
 #[derive(Deserialize)]
@@ -50,20 +117,32 @@ pub struct Entry {
     /// The canonicalized body as the log signed it (base64), and decoded.
     body_text: String,
     body: Vec<u8>,
-    integrated_time: i64,
+    /// Rekor v1's; a Rekor v2 entry has none.
+    integrated_time: Option<i64>,
     log_index: i64,
     log_id: Vec<u8>,
-    promise: Vec<u8>,
+    promise: Option<Vec<u8>>,
     proof: Option<proof::InclusionProof>,
 }
 
 /// What the entry must record: its kind (`dsse` for a bundle's envelope, `hashedrekord` for
-/// the legacy layout), the signed bytes' SHA-256, the signatures, the certificate.
+/// the legacy layout), the signed bytes (a Rekor v2 entry records their digest), the bytes
+/// whose SHA-256 a Rekor v1 entry records, the signatures, the certificate.
 pub struct Signing<'a> {
     pub kind: &'static str,
+    pub signed: &'a [u8],
     pub payload: &'a [u8],
     pub signatures: &'a [Vec<u8>],
     pub leaf: &'a [u8],
+}
+
+/// What a verified entry says of when the signature was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Logged {
+    /// A Rekor v1 entry's integrated time (Unix seconds), which its promise vouches for.
+    At(i64),
+    /// A Rekor v2 entry: logged, at a time only a timestamp authority can vouch for.
+    Untimed,
 }
 
 fn b64(text: &str) -> Result<Vec<u8>, String> {
@@ -78,7 +157,7 @@ fn number(value: &serde_json::Value) -> Option<i64> {
 }
 
 impl LogKeys {
-    /// The `tlogs` of a trusted root (ECDSA P-256 keys, as Rekor's), as its one bounded read
+    /// The `tlogs` of a trusted root (ECDSA P-256 or Ed25519 keys), as its one bounded read
     /// (`keyless::TrustedRoot::parse`) found them.
     pub(super) fn from_written(tlogs: Vec<WrittenLog>) -> Result<LogKeys, String> {
         if tlogs.len() > MAX_LOGS {
@@ -86,53 +165,85 @@ impl LogKeys {
                 "trusted_root.json has over {MAX_LOGS} transparency logs"
             ));
         }
-        let mut keys = Vec::new();
+        let mut logs = Vec::new();
         for log in tlogs {
             let der = b64(&log.public_key.raw_bytes)?;
             // Other key types are not Rekor's: such a log's entries do not verify.
-            if let Ok(key) = VerifyingKey::from_public_key_der(&der) {
-                let id = Sha256::digest(&der).to_vec();
-                keys.push((id, key, log.public_key.valid_for));
-            }
+            let Some(key) = LogKey::from_der(&der) else {
+                continue;
+            };
+            let id = match log.log_id {
+                Some(id) => b64(&id.key_id)?,
+                None => Sha256::digest(&der).to_vec(),
+            };
+            let origin = url::Url::parse(&log.base_url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_string));
+            logs.push(Log {
+                id,
+                key,
+                der,
+                valid: log.public_key.valid_for,
+                origin,
+            });
         }
-        Ok(LogKeys(keys))
+        Ok(LogKeys(logs))
     }
 
-    /// Checks `entry` records `signing` and carries a promise of a trusted log; returns its
-    /// integrated time (Unix seconds).
-    pub fn verify(&self, entry: &Entry, signing: &Signing<'_>) -> Result<i64, String> {
-        let (_, key, valid) = self
+    /// Checks `entry` records `signing` in a trusted log: a Rekor v1 entry by its promise
+    /// (and proof, if any), a Rekor v2 entry by its proof and checkpoint.
+    pub fn verify(&self, entry: &Entry, signing: &Signing<'_>) -> Result<Logged, String> {
+        let log = self
             .0
             .iter()
-            .find(|(id, ..)| *id == entry.log_id)
+            .find(|log| log.id == entry.log_id)
             .ok_or("its log is not one of the trusted root's")?;
-        if !valid.contains(entry.integrated_time) {
+        let body: serde_json::Value =
+            serde_json::from_slice(&entry.body).map_err(|_| "its body is not JSON".to_string())?;
+        if v2::is_v2(&body) {
+            v2::check_shape(&body)?;
+            v2::verify(log, entry, signing)?;
+            return Ok(Logged::Untimed);
+        }
+        let time = entry.integrated_time.ok_or("no integrated time")?;
+        let LogKey::P256(key) = &log.key else {
+            return Err("its log's key is not ECDSA P-256, which signs Rekor v1 promises".into());
+        };
+        if !log.valid.contains(time) {
             return Err(format!(
-                "its log's key was not trusted at its integrated time {} (trusted_root.json validFor)",
-                entry.integrated_time
+                "its log's key was not trusted at its integrated time {time} (trusted_root.json validFor)"
             ));
         }
+        let promise = entry
+            .promise
+            .as_deref()
+            .ok_or("a Rekor v1 entry carries no inclusion promise")?;
         // The promise signs the canonical JSON of body, time, log id (hex) and index.
         let signed = serde_json::json!({
             "body": entry.body_text,
-            "integratedTime": entry.integrated_time,
+            "integratedTime": time,
             "logID": hex(&entry.log_id),
             "logIndex": entry.log_index,
         });
         let signed = serde_json::to_vec(&signed).map_err(|e| e.to_string())?;
-        let promise = Signature::from_der(&entry.promise)
+        let promise = Signature::from_der(promise)
             .map_err(|_| "its signed entry timestamp is not an ECDSA signature")?;
         key.verify(&signed, &promise)
             .map_err(|_| "its signed entry timestamp does not verify with the log's key")?;
-        check_body(&entry.body, signing)?;
+        body::check(&body, signing)?;
         if let Some(proof) = &entry.proof {
-            proof.verify(&entry.body, key, &entry.log_id)?;
+            proof.verify(&entry.body, &log.key, &entry.log_id)?;
         }
-        Ok(entry.integrated_time)
+        Ok(Logged::At(time))
     }
 }
 
 impl Entry {
+    /// Whether cosign reads this entry as Rekor v2's: it has no integrated time.
+    pub fn untimed(&self) -> bool {
+        self.integrated_time.is_none()
+    }
+
     /// The entries of a bundle's `verificationMaterial.tlogEntries`.
     pub fn from_bundle(entries: &[serde_json::Value]) -> Result<Vec<Entry>, String> {
         entries
@@ -141,23 +252,21 @@ impl Entry {
             .map(|e| {
                 let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
                 let body_text = text(&e["canonicalizedBody"]);
-                let version = e["kindVersion"]["version"].as_str().unwrap_or_default();
-                let integrated_time = number(&e["integratedTime"]).filter(|t| *t != 0);
-                let kind = e["kindVersion"]["kind"].as_str();
-                let v2 = version == REKOR_V2_VERSION && matches!(kind, Some("dsse" | "hashedrekord"));
-                if integrated_time.is_none() && v2 {
-                    return Err(format!(
-                        "a Rekor v2 entry ({} {version}), which has no integrated time: its signing time is a timestamp authority's, and this controller reads neither yet (docs/compatibility.md)",
-                        text(&e["kindVersion"]["kind"])
-                    ));
-                }
+                let promise = &e["inclusionPromise"]["signedEntryTimestamp"];
                 Ok(Entry {
                     body: b64(&body_text)?,
                     body_text,
-                    integrated_time: integrated_time.ok_or("no integrated time")?,
-                    log_index: number(&e["logIndex"]).ok_or("no log index")?,
+                    integrated_time: number(&e["integratedTime"]).filter(|t| *t != 0),
+                    // Protobuf's JSON leaves out a zero: the first entry of a log or shard.
+                    log_index: match e["logIndex"].is_null() {
+                        true => 0,
+                        false => number(&e["logIndex"]).ok_or("its log index is not a number")?,
+                    },
                     log_id: b64(&text(&e["logId"]["keyId"]))?,
-                    promise: b64(&text(&e["inclusionPromise"]["signedEntryTimestamp"]))?,
+                    promise: match promise.as_str() {
+                        Some(text) => Some(b64(text)?),
+                        None => None,
+                    },
                     proof: proof::InclusionProof::from_entry(e)?,
                 })
             })
@@ -174,87 +283,15 @@ impl Entry {
         Ok(Entry {
             body: b64(&body_text)?,
             body_text,
-            integrated_time: number(&payload["integratedTime"]).ok_or("no integrated time")?,
+            integrated_time: Some(number(&payload["integratedTime"]).ok_or("no integrated time")?),
             log_index: number(&payload["logIndex"]).ok_or("no log index")?,
             log_id: unhex(log_id).ok_or("a log id is not hex")?,
-            promise: b64(value["SignedEntryTimestamp"].as_str().unwrap_or_default())?,
+            promise: Some(b64(value["SignedEntryTimestamp"]
+                .as_str()
+                .unwrap_or_default())?),
             proof: None,
         })
     }
-}
-
-/// The body records this signing: a `dsse` entry (a bundle's envelope) or a `hashedrekord`
-/// (the legacy layout's payload), with the same signature and certificate.
-fn check_body(body: &[u8], signing: &Signing<'_>) -> Result<(), String> {
-    let body: serde_json::Value =
-        serde_json::from_slice(body).map_err(|_| "its body is not JSON".to_string())?;
-    let spec = &body["spec"];
-    let sha = format!("{:x}", Sha256::digest(signing.payload));
-    let encoded: Vec<String> = signing
-        .signatures
-        .iter()
-        .map(|s| base64::engine::general_purpose::STANDARD.encode(s))
-        .collect();
-    let kind = body["kind"].as_str();
-    if kind != Some(signing.kind) {
-        // sigstore-go: a DSSE envelope's entry is dsse (or intoto), a payload's hashedrekord;
-        // another kind's fields record something else.
-        return Err(format!(
-            "its body is of kind {kind:?}; this signature is logged as {}",
-            signing.kind
-        ));
-    }
-    let (hash, records) = match kind {
-        Some("dsse") => (
-            &spec["payloadHash"]["value"],
-            spec["signatures"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|s| (&s["signature"], &s["verifier"]))
-                .collect::<Vec<_>>(),
-        ),
-        Some("hashedrekord") => (
-            &spec["data"]["hash"]["value"],
-            vec![(
-                &spec["signature"]["content"],
-                &spec["signature"]["publicKey"]["content"],
-            )],
-        ),
-        other => {
-            return Err(format!(
-                "its body is of kind {other:?}, not dsse or hashedrekord"
-            ))
-        }
-    };
-    if hash.as_str() != Some(sha.as_str()) {
-        return Err("its body records another payload".into());
-    }
-    let recorded = records.iter().any(|(signature, verifier)| {
-        let signature = signature.as_str().unwrap_or_default();
-        let certificate = verifier
-            .as_str()
-            .and_then(|v| b64(v).ok())
-            .and_then(|pem| pem_der(&pem));
-        encoded.iter().any(|e| e == signature) && certificate.as_deref() == Some(signing.leaf)
-    });
-    if !recorded {
-        return Err("its body records another signature or certificate".into());
-    }
-    Ok(())
-}
-
-/// The DER of a PEM certificate.
-fn pem_der(pem: &[u8]) -> Option<Vec<u8>> {
-    let text = std::str::from_utf8(pem).ok()?;
-    let body: String = text
-        .split("-----BEGIN CERTIFICATE-----")
-        .nth(1)?
-        .split("-----END CERTIFICATE-----")
-        .next()?
-        .split_whitespace()
-        .collect();
-    b64(&body).ok()
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -10,9 +10,13 @@ use super::keyless::{Identity, Keyless, TrustedRoot, MAX_IDENTITIES};
 use super::notation::NotationTrust;
 use super::refusal::{Check, Refusal, Refused};
 use super::simple::check_payload;
-use super::tlog::{Entry, Signing};
+use super::tlog::Entry;
+
+mod made_at;
+
 use super::{signature_tag, Signed, SignedPayload, MAX_KEYS, MAX_KEY_BYTES};
 use crate::reference::ImageReference;
+use made_at::{made_at, Evidence};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -249,6 +253,7 @@ impl CosignTrust {
             signatures: &decoded.signatures,
             certificates: &certificates,
             log,
+            timestamps: bundle.timestamps(),
         };
         let who = self.signer(&signing, now)?;
         // Only now is the statement trusted enough to be read.
@@ -277,6 +282,7 @@ impl CosignTrust {
             signatures: std::slice::from_ref(&signed.signature),
             certificates: &signed.certificates,
             log,
+            timestamps: Ok(Vec::new()),
         };
         let who = self.signer(&signing, now)?;
         // Only now is the payload trusted enough to be read.
@@ -285,7 +291,8 @@ impl CosignTrust {
     }
 
     /// Who made `signing`: a trusted key, or, with certificates, a trusted identity whose
-    /// certificate's key verifies it, checked when the log says it was made (else now).
+    /// certificate's key verifies it, checked at every time the log or a timestamp authority
+    /// says it was made (else now).
     fn signer(&self, signing: &Evidence<'_>, now: SystemTime) -> Result<String, Refused> {
         let Some(leaf) = signing.certificates.first() else {
             return self.key_signer(signing);
@@ -296,13 +303,31 @@ impl CosignTrust {
                  (spec.verify.matchOIDCIdentity names none)",
             ));
         };
-        let made_at = self.logged_at(keyless, signing, leaf)?;
-        let at = made_at.map_or(now, |t| {
-            SystemTime::UNIX_EPOCH + Duration::from_secs(t.max(0) as u64)
-        });
-        let (key, who) = keyless
-            .signer(signing.certificates, at)
-            .map_err(Check::Authenticity.because())?;
+        let made = made_at(keyless, self.require_tlog, signing, leaf)?;
+        let times = match made.times.is_empty() {
+            true => vec![now],
+            false => made
+                .times
+                .iter()
+                .map(|t| SystemTime::UNIX_EPOCH + Duration::from_secs((*t).max(0) as u64))
+                .collect(),
+        };
+        let mut signer = None;
+        for at in times {
+            let vouched =
+                keyless
+                    .signer(signing.certificates, at)
+                    .map_err(|e| match made.stamped {
+                        // The certificate must be valid when the authority says the signature was made.
+                        true => format!(
+                            "at its timestamp's time {}: {e}",
+                            httpdate::fmt_http_date(at)
+                        ),
+                        false => e,
+                    });
+            signer = Some(vouched.map_err(Check::Authenticity.because())?);
+        }
+        let (key, who) = signer.expect("one time at least");
         let digest = Sha256::digest(signing.message);
         if !signing
             .signatures
@@ -334,54 +359,4 @@ impl CosignTrust {
                 Check::Authenticity.refused("signature does not verify with any trusted key")
             })
     }
-
-    /// When the log says the signature was made: an entry that carries a trusted log's promise
-    /// and records this signature. An entry that does not verify fails the signature; none
-    /// fails it only when the log is required.
-    fn logged_at(
-        &self,
-        keyless: &Keyless,
-        signing: &Evidence<'_>,
-        leaf: &[u8],
-    ) -> Result<Option<i64>, Refused> {
-        let not_logged =
-            |why: &str| Check::Log.refused(format!("not in the transparency log: {why}"));
-        let entries = signing.log.as_ref().map_err(|e| not_logged(e))?;
-        if entries.is_empty() {
-            return match self.require_tlog {
-                true => Err(not_logged(
-                    "the signature has no log entry (spec.verify.transparencyLog: Optional accepts that)",
-                )),
-                false => Ok(None),
-            };
-        }
-        let recorded = Signing {
-            kind: signing.kind,
-            payload: signing.recorded,
-            signatures: signing.signatures,
-            leaf,
-        };
-        let mut why = String::new();
-        for entry in entries {
-            match keyless.root.logs.verify(entry, &recorded) {
-                Ok(time) => return Ok(Some(time)),
-                Err(e) => why = format!("its log entry does not verify: {e}"),
-            }
-        }
-        Err(not_logged(&why))
-    }
-}
-
-/// A signature and what vouches for it.
-struct Evidence<'a> {
-    /// The bytes the signature covers.
-    message: &'a [u8],
-    /// The kind of log entry that records it, and what it records the hash of (the DSSE
-    /// payload, or the simple-signing payload).
-    kind: &'static str,
-    recorded: &'a [u8],
-    signatures: &'a [Vec<u8>],
-    /// Keyless: DER, leaf first.
-    certificates: &'a [Vec<u8>],
-    log: Result<Vec<Entry>, String>,
 }

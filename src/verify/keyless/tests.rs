@@ -17,7 +17,20 @@ fn a_trusted_root_is_bounded_before_it_is_decoded() {
     let err = TrustedRoot::parse(&vec![b' '; MAX_ROOT_BYTES + 1]).unwrap_err();
     assert!(err.contains("over 262144 bytes"), "{err}");
     let err = TrustedRoot::parse(&root(MAX_AUTHORITIES + 1, 1)).unwrap_err();
-    assert!(err.contains("over 16 certificate authorities"), "{err}");
+    assert!(
+        err.contains("over 16 certificate or timestamp authorities"),
+        "{err}"
+    );
+    let mut stamped: serde_json::Value = serde_json::from_slice(&root(1, 1)).unwrap();
+    stamped["timestampAuthorities"] = vec![stamped["certificateAuthorities"][0].clone(); 17].into();
+    let err = TrustedRoot::parse(stamped.to_string().as_bytes()).unwrap_err();
+    assert!(
+        err.contains("over 16 certificate or timestamp authorities"),
+        "{err}"
+    );
+    stamped["timestampAuthorities"] = vec![stamped["certificateAuthorities"][0].clone(); 16].into();
+    let err = TrustedRoot::parse(stamped.to_string().as_bytes()).unwrap_err();
+    assert!(err.contains("not X.509 DER"), "{err}");
     let err = TrustedRoot::parse(&root(1, MAX_CHAIN + 1)).unwrap_err();
     assert!(err.contains("over 8 certificates"), "{err}");
     let err = TrustedRoot::parse(&root(1, 1)).unwrap_err();
@@ -68,6 +81,7 @@ fn a_signature_chain_is_bounded() {
         root: TrustedRoot {
             authorities: Vec::new(),
             logs: Default::default(),
+            timestamps: Vec::new(),
         },
         identities: Vec::new(),
     };

@@ -4,16 +4,13 @@
 //! offline: a proof that does not lead to its checkpoint's root, or a checkpoint the entry's log
 //! did not sign, fails the entry even when its promise verifies.
 
-use super::{b64, number};
-use p256::ecdsa::signature::Verifier;
-use p256::ecdsa::{Signature, VerifyingKey};
+pub use super::note::MAX_CHECKPOINT_BYTES;
+use super::note::{self, NoteKey};
+use super::{b64, number, LogKey};
 use sha2::{Digest, Sha256};
 
 /// A tree of under 2^64 leaves has an audit path of at most 64 hashes.
 pub const MAX_PROOF_HASHES: usize = 64;
-/// A checkpoint is a few lines; its signatures, one per witness.
-pub const MAX_CHECKPOINT_BYTES: usize = 16 << 10;
-pub const MAX_CHECKPOINT_SIGNATURES: usize = 16;
 
 /// `verificationMaterial.tlogEntries[].inclusionProof` of a bundle.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,7 +45,11 @@ impl InclusionProof {
                 "its checkpoint is over {MAX_CHECKPOINT_BYTES} bytes"
             ));
         }
-        let unsigned = |v: &serde_json::Value| number(v).and_then(|n| u64::try_from(n).ok());
+        // Protobuf's JSON leaves out a zero: the first leaf's index (a Rekor v2 shard's too).
+        let unsigned = |v: &serde_json::Value| match v.is_null() {
+            true => Some(0),
+            false => number(v).and_then(|n| u64::try_from(n).ok()),
+        };
         Ok(Some(InclusionProof {
             index: unsigned(&proof["logIndex"]).ok_or("its inclusion proof has no index")?,
             tree_size: unsigned(&proof["treeSize"]).ok_or("its inclusion proof has no size")?,
@@ -62,24 +63,53 @@ impl InclusionProof {
     }
 
     /// Checks that `body` (the canonicalized entry) is the leaf at this index of the tree whose
-    /// root the log `key` (with id `key_id`) signed in the checkpoint.
-    pub fn verify(&self, body: &[u8], key: &VerifyingKey, key_id: &[u8]) -> Result<(), String> {
+    /// root the log `key` (with id `key_id`) signed in the checkpoint (Rekor v1: the line's key
+    /// hash is the first 4 bytes of the log id, whatever its name).
+    pub fn verify(&self, body: &[u8], key: &LogKey, key_id: &[u8]) -> Result<(), String> {
         let root = root_from_path(self.index, self.tree_size, leaf_hash(body), &self.hashes)?;
         if root.as_slice() != self.root_hash.as_slice() {
             return Err("its inclusion proof does not lead to the proof's root hash".into());
         }
-        let (size, signed_root) = checkpoint(&self.checkpoint, key, key_id)?;
-        if size != self.tree_size || signed_root != self.root_hash {
+        let hash = key_id
+            .get(..4)
+            .and_then(|h| h.try_into().ok())
+            .unwrap_or_default();
+        let signer = NoteKey {
+            key,
+            name: None,
+            hash,
+        };
+        let checkpoint = note::open(&self.checkpoint, &signer)?;
+        if checkpoint.size != self.tree_size || checkpoint.root != self.root_hash {
             return Err(format!(
-                "its checkpoint commits to another tree (size {size}, not {})",
-                self.tree_size
+                "its checkpoint commits to another tree (size {}, not {})",
+                checkpoint.size, self.tree_size
             ));
+        }
+        Ok(())
+    }
+
+    /// Rekor v2's reading (rekor-tiles' `VerifyLogEntryWithHash`): the leaf `leaf` at the
+    /// entry's own `index` is in the tree the checkpoint `signer` signed commits to, by this
+    /// proof's path; the proof's own size and root are not consulted.
+    pub fn verify_v2(
+        &self,
+        index: u64,
+        leaf: [u8; 32],
+        signer: &NoteKey<'_>,
+    ) -> Result<(), String> {
+        let checkpoint = note::open(&self.checkpoint, signer)?;
+        let root = root_from_path(index, checkpoint.size, leaf, &self.hashes)?;
+        if root.as_slice() != checkpoint.root.as_slice() {
+            return Err(
+                "its inclusion proof does not lead to the root its checkpoint signs".into(),
+            );
         }
         Ok(())
     }
 }
 
-fn leaf_hash(leaf: &[u8]) -> [u8; 32] {
+pub(super) fn leaf_hash(leaf: &[u8]) -> [u8; 32] {
     Sha256::new()
         .chain_update([0])
         .chain_update(leaf)
@@ -123,36 +153,6 @@ fn root_from_path(
         hash = node_hash(sibling, &hash);
     }
     Ok(hash)
-}
-
-/// A checkpoint's tree size and root hash, once a signature line of the log (its key hint the
-/// first 4 bytes of its key id) verifies over the note: origin, size, base64 root, optional
-/// lines, up to the blank line.
-fn checkpoint(envelope: &str, key: &VerifyingKey, key_id: &[u8]) -> Result<(u64, Vec<u8>), String> {
-    let (note, signatures) = envelope
-        .split_once("\n\n")
-        .ok_or("its checkpoint is not a signed note")?;
-    let note = format!("{note}\n");
-    let signed = signatures
-        .lines()
-        .take(MAX_CHECKPOINT_SIGNATURES)
-        .filter_map(|line| line.strip_prefix("\u{2014} "))
-        .filter_map(|line| b64(line.rsplit(' ').next()?).ok())
-        // A line whose key hint is another key's is another signer's, as Rekor reads it.
-        .filter(|sig| sig.get(..4).is_some_and(|hint| key_id.starts_with(hint)))
-        .any(|sig| {
-            Signature::from_der(&sig[4..]).is_ok_and(|s| key.verify(note.as_bytes(), &s).is_ok())
-        });
-    if !signed {
-        return Err("its checkpoint is not signed by its log".into());
-    }
-    let mut lines = note.lines().skip(1);
-    let size = lines.next().and_then(|l| l.parse().ok());
-    let root = lines.next().and_then(|l| b64(l).ok());
-    match (size, root) {
-        (Some(size), Some(root)) => Ok((size, root)),
-        _ => Err("its checkpoint does not name a tree size and root".into()),
-    }
 }
 
 #[cfg(test)]

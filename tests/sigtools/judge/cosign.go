@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	rekorv1 "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
@@ -58,11 +59,17 @@ func judgeCosign(c *CosignCase) error {
 	if err != nil {
 		return fmt.Errorf("trusted root: %w", err)
 	}
-	// transparencyLog: Required is a log entry with its integrated time; Optional checks the
-	// entries a bundle carries as Required does, and judges one without entries at the current
-	// time (sigstore-go would ignore the entries under WithCurrentTime alone).
+	// transparencyLog: Required is a log entry with its integrated time, or, as cosign v3
+	// decides it (pkg/cosign/verify_bundle.go), when every entry is Rekor v2's (no integrated
+	// time) a timestamp of a timestamp authority instead; Optional checks the entries a bundle
+	// carries as Required does, and judges one without entries at the current time
+	// (sigstore-go would ignore the entries under WithCurrentTime alone).
+	entries := b.VerificationMaterial.GetTlogEntries()
 	options := []verify.VerifierOption{verify.WithTransparencyLog(1), verify.WithIntegratedTimestamps(1)}
-	if !c.RequireTlog && len(b.VerificationMaterial.GetTlogEntries()) == 0 {
+	if onlyRekorV2(entries) {
+		options = []verify.VerifierOption{verify.WithTransparencyLog(1), verify.WithSignedTimestamps(1)}
+	}
+	if !c.RequireTlog && len(entries) == 0 {
 		options = []verify.VerifierOption{verify.WithCurrentTime()}
 	}
 	verifier, err := verify.NewVerifier(trusted, options...)
@@ -111,4 +118,15 @@ func judgeKeyed(b *bundle.Bundle, artifact verify.ArtifactPolicyOption, keys []s
 		why = append(why, err)
 	}
 	return errors.Join(why...)
+}
+
+// onlyRekorV2: the bundle has log entries and none has an integrated time (Rekor v2 writes
+// none), cosign's test for requiring a signed timestamp.
+func onlyRekorV2(entries []*rekorv1.TransparencyLogEntry) bool {
+	for _, e := range entries {
+		if e.GetIntegratedTime() != 0 {
+			return false
+		}
+	}
+	return len(entries) > 0
 }

@@ -2,11 +2,13 @@
 //! small tree lead to the tree's root; checkpoints signed here with a log key; an entry whose
 //! promise verifies still fails on a proof or checkpoint that does not.
 
+use super::super::note::MAX_CHECKPOINT_SIGNATURES;
 use super::super::tests::{dsse_entry, Log};
-use super::super::{Entry, LogKeys};
+use super::super::{Entry, LogKeys, Logged};
 use super::*;
 use base64::Engine;
 use p256::ecdsa::signature::Signer;
+use p256::ecdsa::Signature;
 use p256::ecdsa::SigningKey;
 
 fn enc(bytes: &[u8]) -> String {
@@ -93,7 +95,7 @@ fn proven(
     log: &Log,
     signer: &SigningKey,
     change: impl FnOnce(&mut serde_json::Value),
-) -> Result<i64, String> {
+) -> Result<Logged, String> {
     let (mut entry, made) = dsse_entry(log);
     let body = b64(entry["canonicalizedBody"].as_str().unwrap()).unwrap();
     let mut leaves: Vec<Vec<u8>> = (0..5).map(|i| vec![i]).collect();
@@ -112,7 +114,7 @@ fn proven(
 #[test]
 fn a_proof_must_lead_to_the_root_its_log_signed() {
     let log = Log::new(9);
-    assert_eq!(proven(&log, &log.0, |_| {}), Ok(1_700_000_000));
+    assert_eq!(proven(&log, &log.0, |_| {}), Ok(Logged::At(1_700_000_000)));
     let err = |change: fn(&mut serde_json::Value)| proven(&log, &log.0, change).unwrap_err();
     assert!(
         err(|e| e["inclusionProof"]["hashes"][0] = enc(&[7; 32]).into())

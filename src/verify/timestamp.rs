@@ -1,0 +1,332 @@
+//! RFC 3161 timestamps of a timestamp authority the trusted root names (`timestampAuthorities`):
+//! what says when a signature logged in Rekor v2 was made. A bundle keeps them in
+//! `verificationMaterial.timestampVerificationData.rfc3161Timestamps`, each a DER
+//! `TimeStampResp`. One counts, as sigstore-go and Sigstore's timestamp-authority verify it,
+//! when the response was granted and its token is a CMS SignedData of one signer over a TSTInfo
+//! whose message imprint is the hash of this signature; the signer's certificate chains, for
+//! time stamping and at the token's time, to the authority's root (and is the authority's leaf
+//! when the root names one), has one critical extended key usage, time stamping; the signature
+//! over the signed attributes verifies and their message digest is the TSTInfo's; and the time
+//! lies in the authority's `validFor`. Parsing is RustCrypto's `x509-tsp` and `cms`; the chain
+//! is rustls-webpki's, as for signing certificates.
+
+use super::valid_for::ValidFor;
+use cms::cert::CertificateChoices;
+use cms::signed_data::{SignedData, SignerIdentifier};
+use rustls_pki_types::{CertificateDer, UnixTime};
+use sha2::{Digest, Sha256, Sha384, Sha512};
+use x509_cert::der::asn1::OctetString;
+use x509_cert::der::{Decode, Encode};
+use x509_tsp::{TimeStampResp, TstInfo};
+
+/// Timestamps read per signature (sigstore-go refuses more than 32).
+pub const MAX_TIMESTAMPS: usize = 32;
+
+/// id-kp-timeStamping (1.3.6.1.5.5.7.3.8), as webpki takes it.
+const TIME_STAMPING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x08];
+const TIME_STAMPING_OID: &str = "1.3.6.1.5.5.7.3.8";
+const ANY_EKU_OID: &str = "2.5.29.37.0";
+const EKU_EXTENSION: &str = "2.5.29.37";
+const SIGNED_DATA: &str = "1.2.840.113549.1.7.2";
+const TST_INFO: &str = "1.2.840.113549.1.9.16.1.4";
+const MESSAGE_DIGEST: &str = "1.2.840.113549.1.9.4";
+
+/// One timestamp authority of the trusted root.
+#[derive(Debug, Clone)]
+pub struct Authority {
+    pub anchor: CertificateDer<'static>,
+    pub intermediates: Vec<CertificateDer<'static>>,
+    /// The chain's first certificate when it is not a CA: the one certificate that may sign.
+    pub leaf: Option<Vec<u8>>,
+    pub valid: ValidFor,
+    pub uri: String,
+}
+
+/// The hashes a message imprint or digest may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hash {
+    Sha256,
+    Sha384,
+    Sha512,
+}
+
+impl Hash {
+    fn of_oid(oid: &str) -> Result<Hash, String> {
+        match oid {
+            "2.16.840.1.101.3.4.2.1" => Ok(Hash::Sha256),
+            "2.16.840.1.101.3.4.2.2" => Ok(Hash::Sha384),
+            "2.16.840.1.101.3.4.2.3" => Ok(Hash::Sha512),
+            "1.3.14.3.2.26" => Err("its hash is SHA-1, which is too weak".into()),
+            other => Err(format!("its hash ({other}) is not SHA-256, -384 or -512")),
+        }
+    }
+
+    fn digest(self, bytes: &[u8]) -> Vec<u8> {
+        match self {
+            Hash::Sha256 => Sha256::digest(bytes).to_vec(),
+            Hash::Sha384 => Sha384::digest(bytes).to_vec(),
+            Hash::Sha512 => Sha512::digest(bytes).to_vec(),
+        }
+    }
+}
+
+/// The time (Unix seconds) `response` vouches `signature` existed at, and the authority's URI,
+/// by the first authority of `authorities` it verifies with; else why each refused.
+pub fn verify(
+    authorities: &[Authority],
+    response: &[u8],
+    signature: &[u8],
+) -> Result<(i64, String), String> {
+    let token = Token::parse(response, signature)?;
+    let mut why = Vec::new();
+    for authority in authorities {
+        match token.verify(authority) {
+            Ok(()) => return Ok((token.time, authority.uri.clone())),
+            Err(e) => why.push(e),
+        }
+    }
+    if why.is_empty() {
+        return Err("the trusted root names no timestamp authority".into());
+    }
+    Err(why.join("; "))
+}
+
+/// A response's token, read and checked as far as no authority is needed.
+struct Token {
+    time: i64,
+    signer: Vec<u8>,
+    certificates: Vec<Vec<u8>>,
+    /// The bytes signed (the signed attributes as a SET, or the TSTInfo) and the signature.
+    signed: Vec<u8>,
+    signature: Vec<u8>,
+    hash: Hash,
+}
+
+impl Token {
+    fn parse(response: &[u8], signature: &[u8]) -> Result<Token, String> {
+        let malformed =
+            |what: &'static str| move |e: x509_cert::der::Error| format!("{what} ({e})");
+        let response = TimeStampResp::from_der(response)
+            .map_err(malformed("a timestamp is not an RFC 3161 response"))?;
+        let status = response.status.status as u8;
+        if status > 1 {
+            return Err(format!(
+                "a timestamp's response was not granted (status {status})"
+            ));
+        }
+        let token = response
+            .time_stamp_token
+            .ok_or("a timestamp's response carries no token")?;
+        if token.content_type.to_string() != SIGNED_DATA {
+            return Err("a timestamp's token is not CMS signed data".into());
+        }
+        let data: SignedData = token
+            .content
+            .decode_as()
+            .map_err(malformed("a timestamp's token is not CMS signed data"))?;
+        let content = &data.encap_content_info;
+        if content.econtent_type.to_string() != TST_INFO {
+            return Err("a timestamp's token does not hold a TSTInfo".into());
+        }
+        let info_der = content
+            .econtent
+            .as_ref()
+            .ok_or("a timestamp's token holds no TSTInfo")?
+            .decode_as::<OctetString>()
+            .map_err(malformed("a timestamp's TSTInfo is not an octet string"))?
+            .into_bytes();
+        let info = TstInfo::from_der(&info_der)
+            .map_err(malformed("a timestamp's TSTInfo does not parse"))?;
+        let imprint = &info.message_imprint;
+        let imprint_hash = Hash::of_oid(&imprint.hash_algorithm.oid.to_string())?;
+        if imprint.hashed_message.as_bytes() != imprint_hash.digest(signature).as_slice() {
+            return Err("a timestamp is of another signature (its message imprint)".into());
+        }
+        let time = info.gen_time.to_unix_duration().as_secs() as i64;
+        let certificates: Vec<Vec<u8>> = data
+            .certificates
+            .iter()
+            .flat_map(|set| set.0.iter())
+            .filter_map(|c| match c {
+                CertificateChoices::Certificate(cert) => cert.to_der().ok(),
+                CertificateChoices::Other(_) => None,
+            })
+            .collect();
+        let [signer_info] = data.signer_infos.0.as_slice() else {
+            return Err("a timestamp's token has not exactly one signer".into());
+        };
+        let SignerIdentifier::IssuerAndSerialNumber(sid) = &signer_info.sid else {
+            return Err("a timestamp's signer is not named by issuer and serial number".into());
+        };
+        let signer = certificates
+            .iter()
+            .find(|der| {
+                x509_cert::Certificate::from_der(der).is_ok_and(|c| {
+                    c.tbs_certificate.issuer == sid.issuer
+                        && c.tbs_certificate.serial_number == sid.serial_number
+                })
+            })
+            .cloned()
+            .unwrap_or_default();
+        let hash = Hash::of_oid(&signer_info.digest_alg.oid.to_string())?;
+        let signed = match &signer_info.signed_attrs {
+            None => info_der.clone(),
+            Some(attributes) => {
+                let digest = attributes
+                    .iter()
+                    .find(|a| a.oid.to_string() == MESSAGE_DIGEST)
+                    .and_then(|a| a.values.iter().next())
+                    .and_then(|v| v.decode_as::<OctetString>().ok())
+                    .ok_or("a timestamp's signed attributes have no message digest")?;
+                if digest.as_bytes() != hash.digest(&info_der).as_slice() {
+                    return Err("a timestamp's signed attributes are of another TSTInfo".into());
+                }
+                attributes.to_der().map_err(|e| e.to_string())?
+            }
+        };
+        Ok(Token {
+            time,
+            signer,
+            certificates,
+            signed,
+            signature: signer_info.signature.as_bytes().to_vec(),
+            hash,
+        })
+    }
+
+    /// Whether `authority` vouches for this token.
+    fn verify(&self, authority: &Authority) -> Result<(), String> {
+        let uri = &authority.uri;
+        // A token without certificates is signed by the authority's own leaf.
+        let signer = match (&authority.leaf, self.signer.is_empty()) {
+            (Some(leaf), true) => leaf.clone(),
+            (Some(leaf), false) if *leaf != self.signer => {
+                return Err(format!(
+                    "{uri}: the token's signer is not the authority's certificate"
+                ))
+            }
+            (_, true) => {
+                return Err(format!(
+                    "{uri}: the token carries no certificate, and the authority names no leaf"
+                ))
+            }
+            (_, false) => self.signer.clone(),
+        };
+        let der = CertificateDer::from(signer.as_slice());
+        let leaf = webpki::EndEntityCert::try_from(&der)
+            .map_err(|e| format!("{uri}: the token's signer is not a usable certificate ({e})"))?;
+        let mut intermediates = authority.intermediates.clone();
+        intermediates.extend(
+            self.certificates
+                .iter()
+                .map(|c| CertificateDer::from(c.clone())),
+        );
+        let anchor = webpki::anchor_from_trusted_cert(&authority.anchor)
+            .map_err(|e| format!("{uri}: its root certificate is not usable ({e})"))?;
+        let at = std::time::Duration::from_secs(self.time.max(0) as u64);
+        leaf.verify_for_usage(
+            webpki::ALL_VERIFICATION_ALGS,
+            &[anchor],
+            &intermediates,
+            UnixTime::since_unix_epoch(at),
+            webpki::KeyUsage::required(TIME_STAMPING),
+            None,
+            None,
+        )
+        .map_err(|e| {
+            format!("{uri}: the token's signer does not chain to it at the token's time ({e:?})")
+        })?;
+        only_time_stamping(&signer).map_err(|e| format!("{uri}: {e}"))?;
+        for intermediate in &authority.intermediates {
+            allows_time_stamping(intermediate).map_err(|e| format!("{uri}: {e}"))?;
+        }
+        if !self.signature_verifies(&signer) {
+            return Err(format!("{uri}: the token's signature does not verify"));
+        }
+        if !authority.valid.contains(self.time) {
+            return Err(format!(
+                "{uri}: the timestamp's time {} is outside the authority's validFor",
+                self.time
+            ));
+        }
+        Ok(())
+    }
+
+    /// The signer's key (ECDSA P-256 or P-384, or RSA PKCS #1 v1.5) verifies the signature.
+    fn signature_verifies(&self, signer: &[u8]) -> bool {
+        use ring::signature as s;
+        let Ok(cert) = x509_cert::Certificate::from_der(signer) else {
+            return false;
+        };
+        let spki = &cert.tbs_certificate.subject_public_key_info;
+        let curve = spki
+            .algorithm
+            .parameters
+            .as_ref()
+            .and_then(|p| p.decode_as::<x509_cert::der::asn1::ObjectIdentifier>().ok())
+            .map(|o| o.to_string());
+        let algorithm: &dyn s::VerificationAlgorithm = match (
+            spki.algorithm.oid.to_string().as_str(),
+            curve.as_deref(),
+            self.hash,
+        ) {
+            ("1.2.840.10045.2.1", Some("1.2.840.10045.3.1.7"), Hash::Sha256) => {
+                &s::ECDSA_P256_SHA256_ASN1
+            }
+            ("1.2.840.10045.2.1", Some("1.2.840.10045.3.1.7"), Hash::Sha384) => {
+                &s::ECDSA_P256_SHA384_ASN1
+            }
+            ("1.2.840.10045.2.1", Some("1.3.132.0.34"), Hash::Sha256) => &s::ECDSA_P384_SHA256_ASN1,
+            ("1.2.840.10045.2.1", Some("1.3.132.0.34"), Hash::Sha384) => &s::ECDSA_P384_SHA384_ASN1,
+            ("1.2.840.113549.1.1.1", _, Hash::Sha256) => &s::RSA_PKCS1_2048_8192_SHA256,
+            ("1.2.840.113549.1.1.1", _, Hash::Sha384) => &s::RSA_PKCS1_2048_8192_SHA384,
+            ("1.2.840.113549.1.1.1", _, Hash::Sha512) => &s::RSA_PKCS1_2048_8192_SHA512,
+            _ => return false,
+        };
+        s::UnparsedPublicKey::new(algorithm, spki.subject_public_key.raw_bytes())
+            .verify(&self.signed, &self.signature)
+            .is_ok()
+    }
+}
+
+/// The extended key usages of a certificate: whether the extension is there, critical, and its
+/// purposes.
+fn key_usages(der: &[u8]) -> Result<Option<(bool, Vec<String>)>, String> {
+    let cert = x509_cert::Certificate::from_der(der).map_err(|e| e.to_string())?;
+    for ext in cert.tbs_certificate.extensions.iter().flatten() {
+        if ext.extn_id.to_string() == EKU_EXTENSION {
+            let usages =
+                x509_cert::ext::pkix::ExtendedKeyUsage::from_der(ext.extn_value.as_bytes())
+                    .map_err(|e| format!("a malformed extended key usage ({e})"))?;
+            let purposes = usages.0.iter().map(|o| o.to_string()).collect();
+            return Ok(Some((ext.critical, purposes)));
+        }
+    }
+    Ok(None)
+}
+
+/// Sigstore's timestamp-authority: the signer's one extended key usage is time stamping, and
+/// the extension is critical.
+fn only_time_stamping(der: &[u8]) -> Result<(), String> {
+    match key_usages(der)? {
+        Some((true, purposes)) if purposes == [TIME_STAMPING_OID] => Ok(()),
+        Some((false, _)) | None => {
+            Err("the token's signer does not mark its extended key usage critical".into())
+        }
+        Some(_) => Err("the token's signer has usages other than time stamping alone".into()),
+    }
+}
+
+/// An intermediate with extended key usages must allow time stamping (or any).
+fn allows_time_stamping(der: &[u8]) -> Result<(), String> {
+    match key_usages(der)? {
+        Some((_, purposes))
+            if !purposes
+                .iter()
+                .any(|p| p == TIME_STAMPING_OID || p == ANY_EKU_OID) =>
+        {
+            Err("an intermediate certificate does not allow time stamping".into())
+        }
+        _ => Ok(()),
+    }
+}

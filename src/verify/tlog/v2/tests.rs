@@ -1,0 +1,203 @@
+//! A bundle the real cosign v3 made through a real Rekor v2 (rekor-tiles' POSIX server, an
+//! Ed25519 log key, origin `rekor.local`) and a real timestamp authority (Sigstore's
+//! timestamp-server, its in-memory signer), signed with a certificate of a CA made for it
+//! (`src/verify/fixtures/rekor-v2/`; tests/it/signatures/rekor_v2.rs makes such bundles anew on
+//! every run of make e2e-signatures). sigstore-go finds it valid under `trusted_root.json`;
+//! each case spoils one thing it rests on.
+
+use super::super::{b64, Signing};
+use crate::reference::ImageReference;
+use crate::verify::{Signed, TrustedKeys, TRUSTED_ROOT};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+const BUNDLE: &str = include_str!("../../fixtures/rekor-v2/bundle.json");
+/// Another signature of the same signer, log and authority (an earlier entry).
+const OTHER: &str = include_str!("../../fixtures/rekor-v2/other-bundle.json");
+const ROOT: &str = include_str!("../../fixtures/rekor-v2/trusted_root.json");
+/// The subject of the bundle's in-toto statement.
+const DIGEST: &str = "sha256:93e9bcb2d9531b8be7b6ad2c1c63e9872050a265031eafaa0243e57078fdfd74";
+const WHO: &str = "dev@example.com (https://token.actions.githubusercontent.com)";
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap()
+}
+
+/// Our verdict on `bundle` under `root` and the identity `subject`, the log required.
+fn judge(bundle: &Value, root: &Value, subject: &str) -> Result<String, String> {
+    let data = BTreeMap::from([(TRUSTED_ROOT.to_string(), root.to_string().into_bytes())]);
+    let identity = [(
+        "^https://token\\.actions\\.githubusercontent\\.com$".to_string(),
+        subject.to_string(),
+    )];
+    let trust = TrustedKeys::from_secret(&data, &identity, true)?;
+    let image = ImageReference::parse("registry.example/team/app", false).unwrap();
+    let signed = [Signed::Bundle(bundle.to_string().into_bytes())];
+    // Long after the signing certificate expired: only the authority's time counts.
+    let now = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(4_102_444_800);
+    trust
+        .verify(&signed, &image, DIGEST, now)
+        .map_err(|r| r.to_string())
+}
+
+fn refused(bundle: &Value, root: &Value) -> String {
+    judge(bundle, root, "^dev@example\\.com$").unwrap_err()
+}
+
+#[test]
+fn a_rekor_v2_entry_with_a_timestamp_is_elected_under_its_identity_only() {
+    let (bundle, root) = (json(BUNDLE), json(ROOT));
+    assert_eq!(judge(&bundle, &root, "^dev@example\\.com$"), Ok(WHO.into()));
+    let other = judge(&bundle, &root, "^ops@example\\.com$").unwrap_err();
+    assert!(other.contains("certificate identity mismatch"), "{other}");
+    // The checkpoint of the first entry: a tree of one, no path.
+    assert!(judge(&json(OTHER), &root, "^dev@example\\.com$").is_err_and(|e| e.contains("is for")));
+}
+
+#[test]
+fn the_entry_must_be_in_a_checkpoint_the_trusted_log_signed() {
+    let (bundle, root) = (json(BUNDLE), json(ROOT));
+    let entry = "/verificationMaterial/tlogEntries/0";
+    // Another log's id: not one of the root's.
+    let mut unknown = bundle.clone();
+    *unknown
+        .pointer_mut(&format!("{entry}/logId/keyId"))
+        .unwrap() = "AAAA".into();
+    assert!(refused(&unknown, &root).contains("its log is not one of the trusted root's"));
+    // The log named by another host: its note name and key hash are not the checkpoint's.
+    let mut elsewhere = root.clone();
+    elsewhere["tlogs"][0]["baseUrl"] = "https://rekor.example".into();
+    assert!(refused(&bundle, &elsewhere).contains("its checkpoint is not signed by its log"));
+    let mut no_url = root.clone();
+    no_url["tlogs"][0]["baseUrl"] = "".into();
+    assert!(refused(&bundle, &no_url).contains("no baseUrl"));
+    // A path that leads elsewhere, an index of another leaf, no proof at all.
+    let mut path = bundle.clone();
+    *path
+        .pointer_mut(&format!("{entry}/inclusionProof/hashes/0"))
+        .unwrap() = "Q3u8unqkmQoMJ66KoUE5K0zH1lWYHNVGpMFXlo7QOTQ=".into();
+    assert!(refused(&path, &root).contains("does not lead to the root its checkpoint signs"));
+    let mut index = bundle.clone();
+    index.pointer_mut(entry).unwrap()["logIndex"] = "1".into();
+    let err = refused(&index, &root);
+    assert!(
+        err.contains("its inclusion proof's path does not fit its index"),
+        "{err}"
+    );
+    let mut proofless = bundle.clone();
+    proofless.pointer_mut(entry).unwrap()["inclusionProof"] = Value::Null;
+    assert!(judge(&proofless, &root, ".").is_err());
+    // A checkpoint whose signature is spoiled.
+    let mut signature = bundle.clone();
+    let note = signature
+        .pointer_mut(&format!("{entry}/inclusionProof/checkpoint/envelope"))
+        .unwrap();
+    *note = note
+        .as_str()
+        .unwrap()
+        .replace("rekor.local uvblMuqL", "rekor.local uvblMuqM")
+        .into();
+    assert!(refused(&signature, &root).contains("its checkpoint is not signed by its log"));
+}
+
+#[test]
+fn the_signing_time_is_a_trusted_authoritys() {
+    let (bundle, root) = (json(BUNDLE), json(ROOT));
+    let stamps = "/verificationMaterial/timestampVerificationData/rfc3161Timestamps";
+    let mut none = bundle.clone();
+    *none.pointer_mut(stamps).unwrap() = Value::Array(Vec::new());
+    let err = refused(&none, &root);
+    assert!(
+        err.contains("no integrated time, and the bundle carries no timestamp"),
+        "{err}"
+    );
+    // A timestamp of another signature (the other bundle's).
+    let mut other = bundle.clone();
+    *other.pointer_mut(stamps).unwrap() = json(OTHER).pointer(stamps).unwrap().clone();
+    let err = refused(&other, &root);
+    assert!(
+        err.contains("of another signature (its message imprint)"),
+        "{err}"
+    );
+    // No authority, or one whose period ended before the timestamp.
+    let mut unstamped = root.clone();
+    unstamped["timestampAuthorities"] = Value::Array(Vec::new());
+    let err = refused(&bundle, &unstamped);
+    assert!(
+        err.contains("the trusted root names no timestamp authority"),
+        "{err}"
+    );
+    let mut ended = root.clone();
+    ended["timestampAuthorities"][0]["validFor"]["end"] = "2021-01-01T00:00:00Z".into();
+    assert!(refused(&bundle, &ended).contains("outside the authority's validFor"));
+    // Another root under the authority's leaf: the leaf does not chain to it. The token
+    // carries no certificate, so without the leaf it names a signer no one has.
+    let mut another = root.clone();
+    let ca = root["certificateAuthorities"][0]["certChain"]["certificates"][0].clone();
+    let chain = "/timestampAuthorities/0/certChain/certificates";
+    another.pointer_mut(chain).unwrap()[2] = ca.clone();
+    let err = refused(&bundle, &another);
+    assert!(
+        err.contains("does not chain to it at the token's time"),
+        "{err}"
+    );
+    *another.pointer_mut(chain).unwrap() = Value::Array(vec![ca]);
+    let err = refused(&bundle, &another);
+    assert!(
+        err.contains("carries no certificate, and the authority names no leaf"),
+        "{err}"
+    );
+    // A response whose token's bytes are spoiled.
+    let mut spoiled = bundle.clone();
+    let stamp = spoiled
+        .pointer_mut(&format!("{stamps}/0/signedTimestamp"))
+        .unwrap();
+    let mut der = b64(stamp.as_str().unwrap()).unwrap();
+    let last = der.len() - 1;
+    der[last] ^= 1;
+    *stamp = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, der).into();
+    let err = refused(&spoiled, &root);
+    assert!(err.contains("no timestamp verifies"), "{err}");
+}
+
+#[test]
+fn the_certificate_must_be_valid_at_the_authoritys_time() {
+    let (bundle, root) = (json(BUNDLE), json(ROOT));
+    // The CA's period ended before the timestamp: it did not vouch for the leaf then.
+    let mut retired = root.clone();
+    retired["certificateAuthorities"][0]["validFor"]["end"] = "2021-01-01T00:00:00Z".into();
+    let err = refused(&bundle, &retired);
+    assert!(err.contains("at its timestamp's time"), "{err}");
+    assert!(err.contains("did not trust at"), "{err}");
+}
+
+/// The leaf sigstore-go rebuilds is the body rekor-tiles wrote, byte for byte.
+#[test]
+fn the_rebuilt_body_is_the_logs() {
+    use base64::Engine;
+    let bundle = json(BUNDLE);
+    let entry = &bundle["verificationMaterial"]["tlogEntries"][0];
+    let written = b64(entry["canonicalizedBody"].as_str().unwrap()).unwrap();
+    let b64 = |v: &Value| {
+        base64::engine::general_purpose::STANDARD
+            .decode(v.as_str().unwrap())
+            .unwrap()
+    };
+    let envelope = &bundle["dsseEnvelope"];
+    let payload = b64(&envelope["payload"]);
+    let signed = crate::verify::bundle::pae(envelope["payloadType"].as_str().unwrap(), &payload);
+    let signatures = [b64(&envelope["signatures"][0]["sig"])];
+    let leaf = b64(&bundle["verificationMaterial"]["certificate"]["rawBytes"]);
+    let signing = Signing {
+        kind: "dsse",
+        signed: &signed,
+        payload: &payload,
+        signatures: &signatures,
+        leaf: &leaf,
+    };
+    assert_eq!(
+        String::from_utf8(super::rebuilt_for_tests(&signing)).unwrap(),
+        String::from_utf8(written).unwrap()
+    );
+}

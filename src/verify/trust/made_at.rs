@@ -1,0 +1,127 @@
+//! When a keyless signature was made, as what vouches for it says (docs/imagepolicy.md,
+//! "Keyless"): a Rekor v1 entry's integrated time, which its promise vouches for; or, for a
+//! bundle whose entries are all Rekor v2's (no integrated time, as cosign v3 tells them), the
+//! times of the RFC 3161 timestamps of the trusted root's authorities. The signing certificate
+//! is then checked at each of those times.
+
+use super::super::keyless::Keyless;
+use super::super::refusal::{Check, Refused};
+use super::super::tlog::{Entry, Logged, Signing};
+
+/// A signature and what vouches for it.
+pub struct Evidence<'a> {
+    /// The bytes the signature covers.
+    pub message: &'a [u8],
+    /// The kind of log entry that records it, and what it records the hash of (the DSSE
+    /// payload, or the simple-signing payload).
+    pub kind: &'static str,
+    pub recorded: &'a [u8],
+    pub signatures: &'a [Vec<u8>],
+    /// Keyless: DER, leaf first.
+    pub certificates: &'a [Vec<u8>],
+    pub log: Result<Vec<Entry>, String>,
+    /// RFC 3161 timestamps (DER responses) over the signature.
+    pub timestamps: Result<Vec<Vec<u8>>, String>,
+}
+
+/// When the signature was made, as what vouches for it says: the integrated time of a
+/// Rekor v1 entry that carries a trusted log's promise and records this signature; or, when
+/// every entry is Rekor v2's (no integrated time, as cosign tells them), an entry whose
+/// proof leads to a checkpoint of a trusted log, and the times of the timestamps that
+/// verify. An entry that does not verify fails the signature; none fails it only when the
+/// log is required.
+pub fn made_at(
+    keyless: &Keyless,
+    require_tlog: bool,
+    signing: &Evidence<'_>,
+    leaf: &[u8],
+) -> Result<MadeAt, Refused> {
+    let not_logged = |why: &str| Check::Log.refused(format!("not in the transparency log: {why}"));
+    let entries = signing.log.as_ref().map_err(|e| not_logged(e))?;
+    if entries.is_empty() {
+        return match require_tlog {
+            true => Err(not_logged(
+                "the signature has no log entry (spec.verify.transparencyLog: Optional accepts that)",
+            )),
+            false => Ok(MadeAt::default()),
+        };
+    }
+    let recorded = Signing {
+        kind: signing.kind,
+        signed: signing.message,
+        payload: signing.recorded,
+        signatures: signing.signatures,
+        leaf,
+    };
+    let untimed = entries.iter().all(Entry::untimed);
+    let mut why = String::new();
+    for entry in entries {
+        match keyless.root.logs.verify(entry, &recorded) {
+            Ok(Logged::At(time)) => {
+                return Ok(MadeAt {
+                    times: vec![time],
+                    stamped: false,
+                })
+            }
+            Ok(Logged::Untimed) if untimed => return stamped(keyless, signing),
+            // cosign asks a bundle with a Rekor v1 entry for its integrated time.
+            Ok(Logged::Untimed) => {
+                why = "a Rekor v2 entry verifies, and no Rekor v1 entry beside it".into()
+            }
+            Err(e) => why = format!("its log entry does not verify: {e}"),
+        }
+    }
+    Err(not_logged(&why))
+}
+
+/// The times the bundle's timestamps vouch for, one per authority (sigstore-go counts an
+/// authority once); at least one must verify.
+fn stamped(keyless: &Keyless, signing: &Evidence<'_>) -> Result<MadeAt, Refused> {
+    let untimed = |why: String| {
+        Check::Log.refused(format!(
+            "not in the transparency log with a time: its Rekor v2 entry has no integrated \
+             time, and {why}"
+        ))
+    };
+    let responses = signing
+        .timestamps
+        .as_ref()
+        .map_err(|e| untimed(e.clone()))?;
+    let signature = signing
+        .signatures
+        .first()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let (mut made, mut authorities, mut why) = (MadeAt::default(), Vec::new(), Vec::new());
+    made.stamped = true;
+    for response in responses {
+        match super::super::timestamp::verify(&keyless.root.timestamps, response, signature) {
+            Ok((_, uri)) if authorities.contains(&uri) => {}
+            Ok((time, uri)) => {
+                made.times.push(time);
+                authorities.push(uri);
+            }
+            Err(e) if !why.contains(&e) => why.push(e),
+            Err(_) => {}
+        }
+    }
+    match (made.times.is_empty(), responses.is_empty()) {
+        (false, _) => Ok(made),
+        (true, true) => Err(untimed(
+            "the bundle carries no timestamp of a timestamp authority".into(),
+        )),
+        (true, false) => Err(untimed(format!(
+            "no timestamp verifies with a timestamp authority of trusted_root.json: {}",
+            why.join("; ")
+        ))),
+    }
+}
+
+/// When a keyless signature was made: no time (judged now), a log's integrated time, or the
+/// times of timestamp authorities.
+#[derive(Default)]
+pub struct MadeAt {
+    pub times: Vec<i64>,
+    /// The times are timestamp authorities'.
+    pub stamped: bool,
+}
