@@ -212,7 +212,7 @@ fn judge(run: &impl Judged, digests: &BTreeMap<&str, String>, fallback: &str) {
 }
 
 /// The bundles attached to `digest` in `repository`, as the controller fetches them.
-async fn fetched_bundles(repository: &str, digest: &str) -> Vec<Vec<u8>> {
+pub(super) async fn fetched_bundles(repository: &str, digest: &str) -> Vec<Vec<u8>> {
     use image_reflector::registry::{ClientOptions, ImageReference, Registries, RegistryClient};
     let client = RegistryClient::new(
         ClientOptions::default(),

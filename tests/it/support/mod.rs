@@ -12,6 +12,7 @@ pub mod git_server;
 pub mod images;
 pub mod policy_bench;
 pub mod policy_cluster;
+pub mod sigstack;
 pub mod sigtools;
 
 use std::path::{Path, PathBuf};

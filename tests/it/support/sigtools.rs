@@ -25,6 +25,8 @@ pub fn bin_dir() -> PathBuf {
         "notation",
         "referrers-registry",
         "signature-judge",
+        "rekor-server",
+        "timestamp-server",
     ] {
         assert!(
             dir.join(tool).is_file(),

@@ -203,6 +203,36 @@ pub fn real_cosign(id: &str, bundle: &[u8], keys: &[String], image: (&str, &str)
     }
 }
 
+/// A keyless bundle the real cosign made (through Sigstore's real services), as the library
+/// fetched it, under the trusted root `root` and `identities` (issuer, subject), the log
+/// required.
+pub fn real_keyless(
+    id: &str,
+    bundle: &[u8],
+    root: &str,
+    identities: &[(String, String)],
+    image: (&str, &str),
+) -> Case {
+    let text = String::from_utf8(bundle.to_vec()).unwrap();
+    let named: Vec<Value> = identities
+        .iter()
+        .map(|(issuer, subject)| serde_json::json!({"issuer": issuer, "subject": subject}))
+        .collect();
+    let judge = serde_json::json!({"cosign": {"bundle": text, "trustedRoot": root,
+        "identities": named, "requireTlog": true, "digest": image.1}});
+    Case {
+        id: id.to_string(),
+        judge,
+        ours: Ours::Cosign {
+            data: BTreeMap::from([("trusted_root.json".to_string(), root.as_bytes().to_vec())]),
+            identities: identities.to_vec(),
+            require_tlog: true,
+            bundle: bundle.to_vec(),
+        },
+        image: (image.0.to_string(), image.1.to_string()),
+    }
+}
+
 /// A notation envelope the real notation made, as the library fetched it (with the manifest's
 /// descriptor), under `policy` and the CA certificates `store` (PEM).
 pub fn real_notation(

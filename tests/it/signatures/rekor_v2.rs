@@ -1,0 +1,137 @@
+//! Keyless signatures as cosign v3 makes them against a Sigstore instance with Rekor v2: the
+//! real cosign signs through a real Rekor v2 log and a real timestamp authority
+//! ([`SigstoreStack`], built from their Go modules), with certificates in Fulcio's shape from a
+//! CA made in the test; `scan` and the controller on a real API server elect what the trusted
+//! root and the identity vouch for, and sigstore-go judges the same bundles the same way.
+
+use super::judged::{InCluster, Judged, Scanned};
+use crate::support::fulcio::Fulcio;
+use crate::support::sigstack::SigstoreStack;
+use crate::support::sigtools::{referrers_registry, Cosign};
+use crate::support::write;
+
+const ISSUER: &str = "https://token.actions.githubusercontent.com";
+const ISSUER_RE: &str = "^https://token\\.actions\\.githubusercontent\\.com$";
+
+/// A policy of `range` verifying keyless signatures of `subject` (an anchored expression) with
+/// the trusted root of the Secret `secret`, the log required.
+fn policy(name: &str, range: &str, secret: &str, subject: &str) -> String {
+    format!(
+        "---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: {name}, namespace: team}}\n\
+         spec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '{range}'}}}}\n  \
+         verify:\n    provider: cosign\n    secretRef: {{name: {secret}}}\n    \
+         matchOIDCIdentity:\n    - {{issuer: '{ISSUER_RE}', subject: '{subject}'}}\n"
+    )
+}
+
+fn secret(name: &str, root: &serde_json::Value) -> String {
+    format!(
+        "---\napiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: team}}\n\
+         stringData:\n  trusted_root.json: '{root}'\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the signing tools, Sigstore's services and a cluster: make e2e-signatures"]
+async fn signatures_logged_in_rekor_v2_and_timestamped_are_elected_under_their_identity() {
+    let stack = SigstoreStack::start();
+    let registry = referrers_registry();
+    let fulcio = Fulcio::new("trusted test fulcio");
+    let cosign = Cosign::v3();
+    let config = cosign.file("rekor-v2.json", &stack.signing_config());
+    let image = format!("{}/team/app", registry.host);
+    let tags = [("1.1.0", "a"), ("1.2.0", "b"), ("1.3.0", "c")];
+    let digests = super::push_tags(&registry, "team/app", &tags).await;
+    // Signs `tag` through the log and the authority with a fresh key and a certificate for
+    // `email` (one that expired in 2021 when `expired`).
+    let sign = |tag: &str, email: &str, expired: bool| {
+        let signer = fulcio.signer(ISSUER, email, expired);
+        let key = cosign.import_key(&format!("k{tag}"), &signer.key_pem);
+        let cert = cosign.file(&format!("{tag}.crt"), &signer.cert_pem);
+        let reference = format!("{image}@{}", digests[tag]);
+        let (key, cert) = (key.private.to_str().unwrap(), cert.to_str().unwrap());
+        let config = config.to_str().unwrap();
+        cosign.run(&[
+            "sign",
+            "--key",
+            key,
+            "--certificate",
+            cert,
+            "--signing-config",
+            config,
+            "--yes",
+            &reference,
+        ]);
+    };
+    sign("1.1.0", "dev@example.com", false);
+    sign("1.2.0", "ops@example.com", false);
+    sign("1.3.0", "dev@example.com", true);
+
+    let mut root: serde_json::Value = serde_json::from_str(&fulcio.trusted_root()).unwrap();
+    root["tlogs"] = serde_json::json!([stack.tlog()]);
+    root["timestampAuthorities"] = serde_json::json!([stack.timestamp_authority()]);
+    let mut untimed = root.clone();
+    untimed["timestampAuthorities"] = serde_json::json!([]);
+    let manifests = format!(
+        "{}{}---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
+         spec: {{image: {image}, interval: 5m}}\n{}{}{}",
+        secret("sigstore", &root),
+        secret("untimed", &untimed),
+        policy("dev", ">=1.0.0", "sigstore", "^dev@example\\.com$"),
+        policy("ops", ">=1.0.0", "sigstore", "^ops@example\\.com$"),
+        policy("untimed", ">=1.0.0", "untimed", "^dev@example\\.com$"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "rekor-v2.yaml", &manifests);
+    let scan = Scanned::run(&file, &dir.path().join("store"));
+    assert_eq!(
+        scan.code,
+        Some(3),
+        "`untimed` elects nothing:\n{}",
+        scan.text()
+    );
+    judge(&scan);
+    let want = [("dev", "1.1.0"), ("ops", "1.2.0"), ("untimed", "")];
+    judge(&InCluster::run(&manifests, &want));
+
+    // sigstore-go judges the same bundles, as the library fetched them, as we do.
+    let root = root.to_string();
+    let dev = [(ISSUER_RE.to_string(), "^dev@example\\.com$".to_string())];
+    let mut cases = Vec::new();
+    for (tag, _) in tags {
+        let bundles = super::cosign::fetched_bundles(&image, &digests[tag]).await;
+        assert_eq!(bundles.len(), 1, "{tag}: one bundle");
+        let signed = (image.as_str(), digests[tag].as_str());
+        let id = format!("rekor-v2-{tag}");
+        cases.push(super::oracle::real_keyless(
+            &id,
+            &bundles[0],
+            &root,
+            &dev,
+            signed,
+        ));
+    }
+    assert_eq!(super::oracle::agreeing(&cases), ["rekor-v2-1.1.0"]);
+}
+
+/// What `scan` and the controller must both have decided.
+fn judge(run: &impl Judged) {
+    run.assert_elected("dev", "1.1.0", None);
+    let mismatch =
+        format!("certificate identity mismatch: got issuer {ISSUER}, subject ops@example.com");
+    run.assert_held("dev", "1.2.0", &mismatch);
+    // Timestamped now, with a certificate that expired in 2021.
+    run.assert_held("dev", "1.3.0", "at its timestamp's time");
+    run.assert_held("dev", "1.3.0", "the signing certificate expired at");
+    run.assert_elected("ops", "1.2.0", None);
+    assert!(
+        run.status("untimed")["latestRef"].is_null(),
+        "{}",
+        run.text()
+    );
+    run.assert_held(
+        "untimed",
+        "1.1.0",
+        "no integrated time, and no timestamp verifies with a timestamp authority of trusted_root.json",
+    );
+}
