@@ -39,6 +39,9 @@ pub struct TrustedRoot {
     pub logs: super::tlog::LogKeys,
     /// Its timestamp authorities.
     pub timestamps: Vec<super::timestamp::Authority>,
+    /// Its certificate transparency logs: when it names some, a signing certificate must carry
+    /// an SCT of one.
+    pub ctlogs: super::tlog::LogKeys,
 }
 
 /// Whether a certificate's basic constraints make it a CA.
@@ -70,6 +73,8 @@ impl TrustedRoot {
             tlogs: Vec<super::tlog::WrittenLog>,
             #[serde(default)]
             timestamp_authorities: Vec<Written>,
+            #[serde(default)]
+            ctlogs: Vec<super::tlog::WrittenLog>,
         }
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
@@ -108,6 +113,7 @@ impl TrustedRoot {
             authorities: Vec::new(),
             logs: super::tlog::LogKeys::from_written(root.tlogs)?,
             timestamps: Vec::new(),
+            ctlogs: super::tlog::LogKeys::from_written(root.ctlogs)?,
         };
         // A chain as DER certificates, each checked to be one.
         let chain = |written: &Chain| {
@@ -178,7 +184,7 @@ impl TrustedRoot {
         leaf: &webpki::EndEntityCert<'_>,
         trusted: impl Fn(&&Authority) -> bool,
         time: std::time::Duration,
-    ) -> Result<(), webpki::Error> {
+    ) -> Result<&Authority, webpki::Error> {
         let mut refusal = webpki::Error::UnknownIssuer;
         for authority in self.authorities.iter().filter(trusted) {
             let Ok(anchor) = webpki::anchor_from_trusted_cert(&authority.anchor) else {
@@ -197,7 +203,7 @@ impl TrustedRoot {
                 None,
             );
             match verified {
-                Ok(_) => return Ok(()),
+                Ok(_) => return Ok(authority),
                 // What an authority that issued the leaf says (expired, not yet valid) says
                 // more than another's "unknown issuer".
                 Err(webpki::Error::UnknownIssuer) => {}
@@ -282,7 +288,12 @@ impl Keyless {
                 ));
             }
         }
-        chained.map_err(chain_error)?;
+        let authority = chained.map_err(chain_error)?;
+        if !self.root.ctlogs.is_empty() {
+            let mut issuers: Vec<&[u8]> = authority.intermediates.iter().map(|c| &c[..]).collect();
+            issuers.push(&authority.anchor);
+            super::sct::verify(leaf, &issuers, &self.root.ctlogs)?;
+        }
         let (issuer, subject, key) = read_leaf(leaf)?;
         let matched = self.identities.iter().any(|id| {
             issuer.as_deref().is_some_and(|i| id.issuer.is_match(i))

@@ -21,6 +21,7 @@ pub mod key;
 pub mod keyless;
 pub mod notation;
 pub mod refusal;
+pub mod sct;
 pub mod simple;
 pub mod timestamp;
 pub mod tlog;

@@ -190,6 +190,16 @@ impl LogKeys {
         Ok(LogKeys(logs))
     }
 
+    /// The key and period of the log of id `id`.
+    pub fn find(&self, id: &[u8]) -> Option<(&LogKey, ValidFor)> {
+        let log = self.0.iter().find(|log| log.id == id)?;
+        Some((&log.key, log.valid))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Checks `entry` records `signing` in a trusted log: a Rekor v1 entry by its promise
     /// (and proof, if any), a Rekor v2 entry by its proof and checkpoint.
     pub fn verify(&self, entry: &Entry, signing: &Signing<'_>) -> Result<Logged, String> {

@@ -318,12 +318,13 @@ impl CosignTrust {
                 keyless
                     .signer(signing.certificates, at)
                     .map_err(|e| match made.stamped {
-                        // The certificate must be valid when the authority says the signature was made.
-                        true => format!(
+                        // The certificate must be valid when the authority says the signature
+                        // was made.
+                        true if !e.starts_with("certificate identity mismatch") => format!(
                             "at its timestamp's time {}: {e}",
                             httpdate::fmt_http_date(at)
                         ),
-                        false => e,
+                        _ => e,
                     });
             signer = Some(vouched.map_err(Check::Authenticity.because())?);
         }

@@ -82,6 +82,7 @@ fn a_signature_chain_is_bounded() {
             authorities: Vec::new(),
             logs: Default::default(),
             timestamps: Vec::new(),
+            ctlogs: Default::default(),
         },
         identities: Vec::new(),
     };

@@ -72,6 +72,12 @@ func judgeCosign(c *CosignCase) error {
 	if !c.RequireTlog && len(entries) == 0 {
 		options = []verify.VerifierOption{verify.WithCurrentTime()}
 	}
+	// cosign asks a keyless certificate for an SCT unless --insecure-ignore-sct; the controller
+	// asks for one when the trusted root names a CT log, and takes a root without any as that
+	// flag (docs/compatibility.md).
+	if len(trusted.CTLogs()) > 0 {
+		options = append(options, verify.WithSignedCertificateTimestamps(1))
+	}
 	verifier, err := verify.NewVerifier(trusted, options...)
 	if err != nil {
 		return err

@@ -57,7 +57,12 @@ impl Log {
         Sha256::digest(self.der()).to_vec()
     }
 
-    /// This log in a trusted root's `tlogs`.
+    /// Its key, which signs as a CT log's too (an SCT).
+    pub fn key(&self) -> &KeyPair {
+        &self.key
+    }
+
+    /// This log in a trusted root's `tlogs` (or `ctlogs`: the shape is the same).
     pub fn root_entry(&self) -> Value {
         json!({"baseUrl": "https://rekor.invalid", "hashAlgorithm": "SHA2_256",
             "publicKey": {"rawBytes": b64(&self.der()), "keyDetails": "PKIX_ECDSA_P256_SHA_256",

@@ -11,6 +11,8 @@ mod envelopes;
 mod log;
 mod notation;
 mod pki;
+mod rekor_v2;
+mod sct;
 
 use image_reflector::registry::ImageReference;
 use image_reflector::verify::{Signed, Subject, TrustedKeys};
@@ -136,6 +138,8 @@ fn judged(cases: &[Case]) -> BTreeMap<String, (bool, String)> {
 #[ignore = "needs the reference verifiers' judge: make e2e-signatures"]
 fn every_case_is_judged_as_sigstore_go_and_notation_go_judge_it() {
     let mut cases = cosign::cases();
+    cases.extend(sct::cases());
+    cases.extend(rekor_v2::cases());
     cases.extend(notation::cases());
     let theirs = judged(&cases);
     assert_eq!(theirs.len(), cases.len(), "one verdict per case");

@@ -10,6 +10,8 @@ use std::time::{Duration, SystemTime};
 
 /// Fulcio's v2 OIDC issuer extension.
 const ISSUER_V2: &[u64] = &[1, 3, 6, 1, 4, 1, 57264, 1, 8];
+/// RFC 6962's embedded SCT list.
+const SCT_LIST: &[u64] = &[1, 3, 6, 1, 4, 1, 11129, 2, 4, 2];
 
 /// The key types a leaf or a signing key may have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,6 +174,80 @@ pub struct Leaf {
 
 impl Leaf {
     pub fn new(spec: &LeafSpec, ca: &Ca) -> Leaf {
+        let params = Leaf::params(spec);
+        let key = KeyPair::generate_for(spec.alg.rcgen()).unwrap();
+        let cert = params.signed_by(&key, &ca.issuer).unwrap();
+        Leaf {
+            key,
+            alg: spec.alg,
+            der: cert.der().to_vec(),
+            pem: cert.pem(),
+        }
+    }
+
+    /// A leaf with an SCT of the CT log `log` embedded, as a CT log and Fulcio make one: the
+    /// log signs the precertificate entry (the issuer's key hash, the TBSCertificate without
+    /// the list), then the CA issues the same certificate with the list. `other_certificate`:
+    /// the SCT is of a precertificate of another serial number.
+    pub fn with_sct(spec: &LeafSpec, ca: &Ca, log: &KeyPair, other_certificate: bool) -> Leaf {
+        use rcgen::PublicKeyData;
+        use sha2::{Digest, Sha256};
+        use x509_cert::der::{Decode, Encode};
+        let mut params = Leaf::params(spec);
+        let key = KeyPair::generate_for(spec.alg.rcgen()).unwrap();
+        let serial = |n: u8| Some(rcgen::SerialNumber::from(vec![1, n]));
+        params.serial_number = serial(if other_certificate { 2 } else { 1 });
+        let pre = params.signed_by(&key, &ca.issuer).unwrap();
+        let tbs = x509_cert::Certificate::from_der(pre.der())
+            .unwrap()
+            .tbs_certificate
+            .to_der()
+            .unwrap();
+        let issuer = x509_cert::Certificate::from_der(ca.issuer.der()).unwrap();
+        let issuer_spki = issuer
+            .tbs_certificate
+            .subject_public_key_info
+            .to_der()
+            .unwrap();
+        let time = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let mut signed = vec![0, 0];
+        signed.extend_from_slice(&time.to_be_bytes());
+        signed.extend_from_slice(&[0, 1]);
+        signed.extend_from_slice(&Sha256::digest(&issuer_spki));
+        signed.extend_from_slice(&(tbs.len() as u32).to_be_bytes()[1..]);
+        signed.extend_from_slice(&tbs);
+        signed.extend_from_slice(&[0, 0]);
+        let signature = log.sign(&signed).unwrap();
+        let mut sct = vec![0];
+        sct.extend_from_slice(&Sha256::digest(log.subject_public_key_info()));
+        sct.extend_from_slice(&time.to_be_bytes());
+        sct.extend_from_slice(&[0, 0, 4, 3]);
+        sct.extend_from_slice(&(signature.len() as u16).to_be_bytes());
+        sct.extend_from_slice(&signature);
+        let mut list = ((sct.len() + 2) as u16).to_be_bytes().to_vec();
+        list.extend_from_slice(&(sct.len() as u16).to_be_bytes());
+        list.extend_from_slice(&sct);
+        let value = x509_cert::der::asn1::OctetString::new(list)
+            .unwrap()
+            .to_der()
+            .unwrap();
+        params.serial_number = serial(1);
+        params
+            .custom_extensions
+            .push(CustomExtension::from_oid_content(SCT_LIST, value));
+        let cert = params.signed_by(&key, &ca.issuer).unwrap();
+        Leaf {
+            key,
+            alg: spec.alg,
+            der: cert.der().to_vec(),
+            pem: cert.pem(),
+        }
+    }
+
+    fn params(spec: &LeafSpec) -> CertificateParams {
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.distinguished_name = DistinguishedName::new();
         for (kind, value) in &spec.subject {
@@ -192,14 +268,7 @@ impl Leaf {
         let since = |s: i64| at(s).duration_since(SystemTime::UNIX_EPOCH).unwrap();
         params.not_before = epoch + since(spec.validity.0);
         params.not_after = epoch + since(spec.validity.1);
-        let key = KeyPair::generate_for(spec.alg.rcgen()).unwrap();
-        let cert = params.signed_by(&key, &ca.issuer).unwrap();
-        Leaf {
-            key,
-            alg: spec.alg,
-            der: cert.der().to_vec(),
-            pem: cert.pem(),
-        }
+        params
     }
 
     /// An ASN.1 DER ECDSA signature over `message` (cosign's).
