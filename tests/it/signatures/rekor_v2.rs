@@ -6,6 +6,7 @@
 
 use super::judged::{InCluster, Judged, Scanned};
 use crate::support::fulcio::Fulcio;
+use crate::support::oidc::OidcIssuer;
 use crate::support::sigstack::SigstoreStack;
 use crate::support::sigtools::{referrers_registry, Cosign};
 use crate::support::write;
@@ -134,4 +135,93 @@ fn judge(run: &impl Judged) {
         "1.1.0",
         "no integrated time, and no timestamp verifies with a timestamp authority of trusted_root.json",
     );
+}
+
+/// Keyless as cosign v3 signs it against a whole Sigstore instance: an ID token of an OIDC
+/// issuer (the tests' own), a certificate from the real Fulcio, the entry in the real Rekor v2,
+/// the real timestamp authority's timestamp; no certificate or key made by the test.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the signing tools, Sigstore's services and a cluster: make e2e-signatures"]
+async fn keyless_through_fulcio_rekor_v2_and_a_timestamp_authority() {
+    let issuer = OidcIssuer::start();
+    let stack = SigstoreStack::start().with_fulcio(&issuer.url);
+    let registry = referrers_registry();
+    let cosign = Cosign::v3();
+    let config = cosign.file("sigstore.json", &stack.signing_config());
+    let image = format!("{}/team/app", registry.host);
+    let tags = [("1.1.0", "a"), ("1.2.0", "b")];
+    let digests = super::push_tags(&registry, "team/app", &tags).await;
+    for (tag, email) in [("1.1.0", "dev@example.com"), ("1.2.0", "ops@example.com")] {
+        let reference = format!("{image}@{}", digests[tag]);
+        // cosign takes a token or a file holding one; a long token must be a file (it stats
+        // the value first, and a name over 255 bytes fails that).
+        let token = cosign.file(&format!("{tag}.jwt"), &issuer.token(email));
+        let (token, config) = (token.to_str().unwrap(), config.to_str().unwrap());
+        cosign.run(&[
+            "sign",
+            "--identity-token",
+            &token,
+            "--signing-config",
+            config,
+            "--yes",
+            &reference,
+        ]);
+    }
+    let issuer_re = format!("^{}$", regex_escape(&issuer.url));
+    let root = serde_json::json!({
+        "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
+        "certificateAuthorities": [stack.certificate_authority()],
+        "tlogs": [stack.tlog()], "ctlogs": [],
+        "timestampAuthorities": [stack.timestamp_authority()]});
+    let policy = |name: &str, subject: &str| {
+        policy(name, ">=1.0.0", "sigstore", subject).replace(ISSUER_RE, &issuer_re)
+    };
+    let manifests = format!(
+        "{}---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
+         spec: {{image: {image}, interval: 5m}}\n{}{}",
+        secret("sigstore", &root),
+        policy("dev", "^dev@example\\.com$"),
+        policy("ops", "^ops@example\\.com$"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "fulcio.yaml", &manifests);
+    let scan = Scanned::run(&file, &dir.path().join("store"));
+    assert_eq!(scan.code, Some(0), "{}", scan.text());
+    let judge = |run: &dyn Fn(&str) -> String| {
+        assert_eq!(run("dev"), "1.1.0");
+        assert_eq!(run("ops"), "1.2.0");
+    };
+    judge(&|name| scan.elected(name));
+    scan.assert_held("dev", "1.2.0", "certificate identity mismatch");
+    let cluster = InCluster::run(&manifests, &[("dev", "1.1.0"), ("ops", "1.2.0")]);
+    judge(&|name| cluster.elected(name));
+    cluster.assert_held("dev", "1.2.0", "certificate identity mismatch");
+
+    // sigstore-go finds the same.
+    let root = root.to_string();
+    let dev = [(issuer_re.clone(), "^dev@example\\.com$".to_string())];
+    let mut cases = Vec::new();
+    for (tag, _) in tags {
+        let bundles = super::cosign::fetched_bundles(&image, &digests[tag]).await;
+        let signed = (image.as_str(), digests[tag].as_str());
+        let id = format!("fulcio-{tag}");
+        cases.push(super::oracle::real_keyless(
+            &id,
+            &bundles[0],
+            &root,
+            &dev,
+            signed,
+        ));
+    }
+    assert_eq!(super::oracle::agreeing(&cases), ["fulcio-1.1.0"]);
+}
+
+/// `text` with the characters a regular expression reads escaped.
+fn regex_escape(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| match c {
+            '.' | '/' | ':' => vec!['\\', c],
+            c => vec![c],
+        })
+        .collect()
 }

@@ -10,6 +10,7 @@ pub mod flux;
 pub mod fulcio;
 pub mod git_server;
 pub mod images;
+pub mod oidc;
 pub mod policy_bench;
 pub mod policy_cluster;
 pub mod sigstack;

@@ -1,10 +1,11 @@
 //! Sigstore's own services on loopback, built from their Go modules by `make sigtools`: a
 //! Rekor v2 log (rekor-tiles' POSIX server, an Ed25519 key made here, its checkpoints' origin
-//! [`ORIGIN`]) and a timestamp authority (timestamp-server, its in-memory signer). cosign v3
+//! [`ORIGIN`]), a timestamp authority (timestamp-server, its in-memory signer) and, when asked,
+//! Fulcio (its ephemeral CA) trusting an OIDC issuer of the tests' (`support::oidc`). cosign v3
 //! signs through them with [`SigstoreStack::signing_config`]; a trusted root names them with
 //! [`SigstoreStack::tlog`] and [`SigstoreStack::timestamp_authority`]. Each process stops with
 //! the value. timestamp-server serves its metrics on port 2112 whatever it is told (the port is
-//! fixed in its code), so one stack runs at a time and nothing else may hold that port.
+//! fixed in its code), so one stack runs at a time (a lock) and nothing else may hold that port.
 
 use super::sigtools::bin_dir;
 use base64::Engine;
@@ -15,16 +16,21 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// The log's name in its checkpoints, and the host of its `baseUrl` in a trusted root.
 pub const ORIGIN: &str = "rekor.local";
 
 pub struct SigstoreStack {
+    /// One stack at a time (timestamp-server's fixed metrics port).
+    _one: MutexGuard<'static, ()>,
     children: Vec<Child>,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     rekor: String,
     tsa: String,
+    /// Fulcio's URL, once [`SigstoreStack::with_fulcio`] started it.
+    fulcio: Option<String>,
     /// The log key's SubjectPublicKeyInfo (DER).
     rekor_key: Vec<u8>,
 }
@@ -73,6 +79,8 @@ fn await_ready(port: u16, path: &str, what: &str, child: &mut Child, log: &Path)
 
 impl SigstoreStack {
     pub fn start() -> SigstoreStack {
+        static ONE: Mutex<()> = Mutex::new(());
+        let one = ONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let bin = bin_dir();
         let dir = tempfile::tempdir().unwrap();
         let key = KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap();
@@ -113,26 +121,84 @@ impl SigstoreStack {
         let chain = "/api/v1/timestamp/certchain";
         await_ready(tsa, chain, "timestamp-server", &mut timestamps, &tsa_log);
         SigstoreStack {
+            _one: one,
             children: vec![rekor, timestamps],
-            _dir: dir,
+            dir,
+            fulcio: None,
             rekor: format!("http://127.0.0.1:{http}"),
             tsa: format!("http://127.0.0.1:{tsa}"),
             rekor_key: key.subject_public_key_info(),
         }
     }
 
+    /// Starts Fulcio too (its ephemeral CA, no CT log), trusting ID tokens of `issuer` for the
+    /// audience `sigstore` as email identities.
+    pub fn with_fulcio(mut self, issuer: &str) -> SigstoreStack {
+        let config = self.dir.path().join("fulcio.json");
+        let issuers = json!({"OIDCIssuers": {issuer: {"IssuerURL": issuer, "ClientID": "sigstore",
+            "Type": "email"}}});
+        std::fs::write(&config, issuers.to_string()).unwrap();
+        let (http, grpc, metrics) = (free_port(), free_port(), free_port());
+        let log = self.dir.path().join("fulcio.log");
+        let mut fulcio = Command::new(bin_dir().join("fulcio"))
+            .args(["serve", "--host", "127.0.0.1", "--grpc-host", "127.0.0.1"])
+            .args([
+                "--port",
+                &http.to_string(),
+                "--grpc-port",
+                &grpc.to_string(),
+            ])
+            .args(["--metrics-port", &metrics.to_string()])
+            .args(["--legacy-unix-domain-socket", &format!("@fulcio-{http}")])
+            .args(["--ca", "ephemeralca", "--ct-log-url", ""])
+            .arg("--config-path")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
+            .spawn()
+            .expect("fulcio starts");
+        await_ready(http, "/api/v2/trustBundle", "fulcio", &mut fulcio, &log);
+        self.children.push(fulcio);
+        self.fulcio = Some(format!("http://127.0.0.1:{http}"));
+        self
+    }
+
     /// A cosign signing config (v0.2) that logs in this Rekor v2 and timestamps with this
-    /// authority, and names no certificate authority (the tests bring their certificates).
+    /// authority, and gets certificates from this Fulcio when it runs (else the tests bring
+    /// their certificates).
     pub fn signing_config(&self) -> String {
         let service = |url: String, version: u32| {
             json!({"url": url, "majorApiVersion": version, "operator": "test",
                 "validFor": {"start": "2020-01-01T00:00:00Z"}})
         };
+        let ca: Vec<Value> = self
+            .fulcio
+            .iter()
+            .map(|url| service(url.clone(), 1))
+            .collect();
         json!({"mediaType": "application/vnd.dev.sigstore.signingconfig.v0.2+json",
+            "caUrls": ca,
             "rekorTlogUrls": [service(self.rekor.clone(), 2)],
             "tsaUrls": [service(format!("{}/api/v1/timestamp", self.tsa), 1)],
             "rekorTlogConfig": {"selector": "ANY"}, "tsaConfig": {"selector": "ANY"}})
         .to_string()
+    }
+
+    /// Fulcio's CA in a trusted root's `certificateAuthorities`: its chain as it serves it.
+    pub fn certificate_authority(&self) -> Value {
+        let url = self.fulcio.as_ref().expect("with_fulcio first");
+        let port = url.rsplit(':').next().unwrap().parse().unwrap();
+        let (status, text) = get(port, "/api/v2/trustBundle").unwrap();
+        assert_eq!(status, 200, "Fulcio's chain: {text}");
+        let bundle: Value = serde_json::from_str(&text).unwrap();
+        let pems = bundle["chains"][0]["certificates"].as_array().unwrap();
+        let certificates: Vec<Value> = pems
+            .iter()
+            .map(|pem| json!({"rawBytes": pem_body(pem.as_str().unwrap())}))
+            .collect();
+        json!({"subject": {"organization": "test", "commonName": "fulcio"}, "uri": url,
+            "certChain": {"certificates": certificates},
+            "validFor": {"start": "2020-01-01T00:00:00Z"}})
     }
 
     /// This log in a trusted root's `tlogs`: its id is rekor-tiles' (the SHA-256 of the origin,
@@ -159,21 +225,20 @@ impl SigstoreStack {
         let certificates: Vec<Value> = pem
             .split("-----BEGIN CERTIFICATE-----")
             .skip(1)
-            .map(|c| {
-                let body: String = c
-                    .split("-----END CERTIFICATE-----")
-                    .next()
-                    .unwrap()
-                    .split_whitespace()
-                    .collect();
-                json!({"rawBytes": body})
-            })
+            .map(|c| json!({"rawBytes": pem_body(c)}))
             .collect();
         assert_eq!(certificates.len(), 3, "leaf, intermediate, root: {pem}");
         json!({"subject": {"organization": "local", "commonName": "Test TSA"}, "uri": self.tsa,
             "certChain": {"certificates": certificates},
             "validFor": {"start": "2020-01-01T00:00:00Z"}})
     }
+}
+
+/// The base64 of a PEM certificate (with or without its BEGIN line).
+fn pem_body(pem: &str) -> String {
+    let after = pem.split("-----BEGIN CERTIFICATE-----").last().unwrap();
+    let body = after.split("-----END CERTIFICATE-----").next().unwrap();
+    body.split_whitespace().collect()
 }
 
 impl Drop for SigstoreStack {

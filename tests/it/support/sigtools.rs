@@ -27,6 +27,7 @@ pub fn bin_dir() -> PathBuf {
         "signature-judge",
         "rekor-server",
         "timestamp-server",
+        "fulcio",
     ] {
         assert!(
             dir.join(tool).is_file(),
