@@ -160,7 +160,7 @@ async fn keyless_through_fulcio_rekor_v2_and_a_timestamp_authority() {
         cosign.run(&[
             "sign",
             "--identity-token",
-            &token,
+            token,
             "--signing-config",
             config,
             "--yes",
