@@ -14,7 +14,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SIGTOOLS_BIN_DIR=${SIGTOOLS_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/image-reflector-sigtools/bin}
 # directory under tests/sigtools -> binary name
-TOOLS="cosign:cosign cosign-v2:cosign-v2 notation:notation registry:referrers-registry judge:signature-judge rekor:rekor-server tsa:timestamp-server fulcio:fulcio"
+TOOLS="cosign:cosign cosign-v2:cosign-v2 notation:notation registry:referrers-registry judge:signature-judge rekor:rekor-server tsa:timestamp-server fulcio:fulcio tufrepo:tufrepo"
 log() { echo "sigtools-build: $*" >&2; }
 die() { log "$*"; exit 1; }
 

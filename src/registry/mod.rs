@@ -7,7 +7,8 @@
 //! - `tags`, `digest`: the two registry calls the controller makes;
 //! - `fetch`, `inspect`, `signatures`: what a gated election reads (manifests, configs, signatures);
 //! - `keyring`, `tls`, `proxy`: the settings a client is built from;
-//! - `cloud`: logging in to cloud registries with the provider's identity.
+//! - `cloud`: logging in to cloud registries with the provider's identity;
+//! - `sigstore_root`: Sigstore's public-good trusted root, kept current through TUF.
 
 mod access;
 mod auth;
@@ -32,6 +33,7 @@ mod request;
 mod retry_after;
 mod scheduler;
 pub mod signatures;
+pub mod sigstore_root;
 mod tag_page;
 mod tags;
 mod tls;

@@ -11,6 +11,7 @@ mod judged;
 mod keyless;
 mod notation;
 mod oracle;
+mod public_good;
 mod rekor_v2;
 
 /// Pushes an image under each `(tag, salt)` to `repository`; their digests by tag.

@@ -28,6 +28,7 @@ pub fn bin_dir() -> PathBuf {
         "rekor-server",
         "timestamp-server",
         "fulcio",
+        "tufrepo",
     ] {
         assert!(
             dir.join(tool).is_file(),
