@@ -384,11 +384,15 @@ impl ImagePolicySpec {
             Identity::new(&id.issuer, &id.subject)
                 .map_err(|e| format!("invalid spec.verify: {e}"))?;
         }
-        if verify.secret_ref.is_none() {
+        // Keyless with no Secret checks with Sigstore's public-good trusted root.
+        let keyless =
+            verify.provider == super::VerificationProvider::Cosign && !identities.is_empty();
+        if verify.secret_ref.is_none() && !keyless {
             return Err(
                 "spec.verify.secretRef is required: name a Secret whose *.pub entries are \
-                 cosign public keys, or whose trusted_root.json is the Sigstore trusted root \
-                 of matchOIDCIdentity's signers"
+                 cosign public keys (or, for notation, its trust policy and certificates); \
+                 keyless signatures (matchOIDCIdentity) need none with Sigstore's public-good \
+                 instance"
                     .into(),
             );
         }

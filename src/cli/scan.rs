@@ -51,6 +51,9 @@ pub struct ScanArgs {
     /// Repositories reconciled at once (as the controller's --concurrent).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrent: u16,
+    /// Sigstore's trusted root for keyless policies without one of their own.
+    #[command(flatten)]
+    pub sigstore: super::run::SigstoreArgs,
 }
 
 /// One reconciled object.
@@ -82,6 +85,11 @@ pub fn run(args: &ScanArgs, out: &mut impl Write) -> Result<(), CliError> {
         })?,
     );
     let registries = Registries::new(SchedulerConfig::default());
+    let sigstore_root = Arc::new(
+        args.sigstore
+            .public_good_root(Some(path.join("sigstore")))
+            .map_err(CliError::invalid)?,
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -115,8 +123,13 @@ pub fn run(args: &ScanArgs, out: &mut impl Write) -> Result<(), CliError> {
     let scanned_here = |_: &RepoKey| true;
     let policies: Vec<_> = runtime.block_on(
         futures::stream::iter(manifests.policies.iter().map(|policy| {
-            let (manifests, registries, store, scanned_here) =
-                (&manifests, &registries, &store, &scanned_here);
+            let (manifests, registries, store, scanned_here, sigstore_root) = (
+                &manifests,
+                &registries,
+                &store,
+                &scanned_here,
+                &sigstore_root,
+            );
             async move {
                 let env = PolicyEnv {
                     reader: manifests,
@@ -129,6 +142,7 @@ pub fn run(args: &ScanArgs, out: &mut impl Write) -> Result<(), CliError> {
                     repository_scanned: scanned_here,
                     // Offline: every digest is fetched.
                     first_since_start: false,
+                    sigstore_root,
                 };
                 // A gated walk spends a few registry inspections per reconcile and goes on in
                 // the next one (docs/imagepolicy.md): offline, the next ones run at once.

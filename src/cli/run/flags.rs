@@ -8,6 +8,48 @@ use clap::ArgAction;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// Where Sigstore's public-good trusted root comes from (`run` and `scan`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct SigstoreArgs {
+    /// The TUF repository Sigstore's trusted root is read from, for keyless policies without a
+    /// trusted_root.json of their own; empty: never read (the root kept in the store, else the
+    /// one embedded in the binary).
+    #[arg(long, default_value = crate::registry::sigstore_root::DEFAULT_MIRROR)]
+    pub sigstore_tuf_mirror: String,
+    /// A TUF root.json to trust for that repository instead of the public-good one embedded in
+    /// the binary (another Sigstore instance's).
+    #[arg(long, default_value = "", value_name = "FILE")]
+    pub sigstore_tuf_root: String,
+}
+
+impl SigstoreArgs {
+    /// The root provider these flags describe, keeping what it reads in `cache`.
+    pub fn public_good_root(
+        &self,
+        cache: Option<std::path::PathBuf>,
+    ) -> Result<crate::registry::sigstore_root::PublicGoodRoot, String> {
+        use crate::registry::sigstore_root::{PublicGoodRoot, Settings};
+        let mirror = match self.sigstore_tuf_mirror.as_str() {
+            "" => None,
+            url => Some(
+                url.parse()
+                    .map_err(|e| format!("--sigstore-tuf-mirror {url:?} is not a URL: {e}"))?,
+            ),
+        };
+        let anchor = match self.sigstore_tuf_root.as_str() {
+            "" => None,
+            file => {
+                Some(std::fs::read(file).map_err(|e| format!("--sigstore-tuf-root {file}: {e}"))?)
+            }
+        };
+        Ok(PublicGoodRoot::new(Settings {
+            mirror,
+            anchor,
+            cache,
+        }))
+    }
+}
+
 /// Options of `run`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
@@ -23,6 +65,9 @@ pub struct RunArgs {
     /// The tag store's directory.
     #[arg(long, default_value = "/data")]
     pub storage_path: String,
+    /// Sigstore's trusted root for keyless policies without one of their own.
+    #[command(flatten)]
+    pub sigstore: SigstoreArgs,
     /// Tag lists of at least this many KiB are stored gzipped.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
     pub storage_compression_threshold: u64,

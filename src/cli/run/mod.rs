@@ -11,13 +11,14 @@ mod leading;
 
 use leading::{run_as_leader, Work};
 
-pub use flags::{FeatureGates, RunArgs};
+pub use flags::{FeatureGates, RunArgs, SigstoreArgs};
 
 use super::error::CliError;
 use crate::api::{ImagePolicy, ImageRepository};
 use crate::controller::frame::queue::unhealthy;
 use crate::controller::{Context, Settings};
 use crate::registry::cloud::TokenCache;
+use crate::registry::sigstore_root::PublicGoodRoot;
 use crate::registry::{install_crypto_provider, Registries, SchedulerConfig};
 use crate::runtime::http::{self, Readiness};
 use crate::runtime::leader::{self, Elector, Ended, LeaseConfig};
@@ -29,6 +30,7 @@ use crate::telemetry::registry_requests::RegistrySource;
 use crate::telemetry::traces::{self, Traces};
 use kube::api::ListParams;
 use kube::{Api, Client};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -84,12 +86,16 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
     metrics.add_source(Arc::new(RegistrySource(registries.clone())));
     metrics.add_source(Arc::new(crate::telemetry::process::ProcessSource));
     metrics.add_source(Arc::new(rest_counts));
+    let sigstore_root = args
+        .sigstore
+        .public_good_root(Some(PathBuf::from(&args.storage_path).join("sigstore")))
+        .map_err(CliError::invalid)?;
     let ctx = Context::new(
         client.clone(),
         store.clone(),
         registries,
         metrics.clone(),
-        settings(args),
+        settings(args, Arc::new(sigstore_root)),
     )
     .map_err(CliError::invalid)?;
     ctx.export_queue_metrics();
@@ -299,7 +305,7 @@ fn health_check(ctx: &Arc<Context>, stuck_after: Duration) -> http::HealthCheck 
     })
 }
 
-fn settings(args: &RunArgs) -> Settings {
+fn settings(args: &RunArgs, sigstore_root: Arc<PublicGoodRoot>) -> Settings {
     let instance = leader::host_name();
     Settings {
         min_retry_delay: args.min_retry_delay,
@@ -313,6 +319,7 @@ fn settings(args: &RunArgs) -> Settings {
         requeue_dependency: args.requeue_dependency,
         no_cross_namespace_refs: args.no_cross_namespace_refs,
         concurrent: args.concurrent.max(1),
+        sigstore_root,
     }
 }
 

@@ -40,6 +40,8 @@ pub struct Settings {
     pub no_cross_namespace_refs: bool,
     /// `--concurrent`: reconciles at once, per kind; a host or a namespace gets one less.
     pub concurrent: u16,
+    /// Sigstore's public-good trusted root (`--sigstore-tuf-mirror`).
+    pub sigstore_root: Arc<crate::registry::sigstore_root::PublicGoodRoot>,
 }
 
 /// Shared by every reconcile of both kinds.

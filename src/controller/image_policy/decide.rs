@@ -100,8 +100,32 @@ async fn run_steps<R: PolicyReader>(
         interval,
         floor: floor.as_ref(),
     };
-    let election = elect(policy, &subject, candidates, status, env).await?;
-    record(status, c, election)
+    let (election, notice) = elect(policy, &subject, candidates, status, env).await?;
+    let recorded = record(status, c, election);
+    match notice {
+        Some(notice) => noticed(recorded, &notice),
+        None => recorded,
+    }
+}
+
+/// The election's notice, after what the Ready condition says (elected, or none eligible).
+fn noticed(
+    recorded: Result<(Outcome, Next, String), Stop>,
+    notice: &str,
+) -> Result<(Outcome, Next, String), Stop> {
+    match recorded {
+        Ok((Outcome::Succeeded { message }, next, _)) => {
+            let message = format!("{message}; {notice}");
+            let outcome = Outcome::Succeeded {
+                message: message.clone(),
+            };
+            Ok((outcome, next, message))
+        }
+        Err(Stop::Waiting(reason, message, next)) => {
+            Err(Stop::Waiting(reason, format!("{message}; {notice}"), next))
+        }
+        other => other,
+    }
 }
 
 /// `spec.interval`, required with `Always` (at least [`MIN_INTERVAL`], zero meaning Flux's

@@ -43,4 +43,6 @@ pub struct PolicyEnv<'a, R> {
     /// The policy's first reconcile since the process started: an `Always` digest fetched
     /// before a restart may still be fresh (`freshness.rs`).
     pub first_since_start: bool,
+    /// Sigstore's public-good trusted root, for keyless policies without one of their own.
+    pub sigstore_root: &'a Arc<crate::registry::sigstore_root::PublicGoodRoot>,
 }

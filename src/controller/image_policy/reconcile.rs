@@ -140,6 +140,7 @@ impl Reconciled for ImagePolicy {
             requeue_dependency: shared.settings.requeue_dependency,
             repository_scanned: &scanned,
             first_since_start: ctx.first_reconcile(&object_key(self)),
+            sigstore_root: &shared.settings.sigstore_root,
         };
         reconcile_policy(self, &env).await
     }

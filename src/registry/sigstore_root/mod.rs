@@ -21,8 +21,11 @@ use url::Url;
 
 /// Sigstore's public-good TUF repository.
 pub const DEFAULT_MIRROR: &str = "https://tuf-repo-cdn.sigstore.dev";
-/// How often the mirror is read again.
+/// How often the mirror is read again; after a failed read, sooner.
 pub const REFRESH_EVERY: Duration = Duration::from_secs(24 * 3600);
+pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(10 * 60);
+/// A whole read of the mirror (several files, each within the transport's 30 s).
+pub const READ_DEADLINE: Duration = Duration::from_secs(60);
 /// A trusted root is at most this large (`verify::keyless::MAX_ROOT_BYTES`).
 pub const MAX_ROOT_BYTES: usize = crate::verify::keyless::MAX_ROOT_BYTES;
 /// The TUF target that holds the trusted root.
@@ -60,9 +63,12 @@ pub struct Settings {
     pub cache: Option<PathBuf>,
 }
 
+#[derive(Debug)]
 pub struct PublicGoodRoot {
     settings: Settings,
     current: RwLock<Arc<Current>>,
+    /// When the mirror was last read (`None`: never), held while a read runs.
+    attempted: tokio::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl PublicGoodRoot {
@@ -92,7 +98,38 @@ impl PublicGoodRoot {
         PublicGoodRoot {
             settings,
             current: RwLock::new(Arc::new(current)),
+            attempted: tokio::sync::Mutex::new(None),
         }
+    }
+
+    /// The root to judge with now. The mirror is read only once a policy needs the root: the
+    /// first time, that policy waits for the read (at most [`READ_DEADLINE`]); later, when a
+    /// read is due ([`REFRESH_EVERY`], or [`RETRY_AFTER_FAILURE`] after a failed one), it runs
+    /// in the background and the current root is used meanwhile.
+    pub async fn fresh(self: &Arc<Self>) -> Arc<Current> {
+        if self.settings.mirror.is_none() {
+            return self.current();
+        }
+        let mut attempted = self.attempted.lock().await;
+        match *attempted {
+            None => {
+                *attempted = Some(std::time::Instant::now());
+                return self.refresh().await;
+            }
+            Some(at) => {
+                let wait = match self.current().source {
+                    Source::Mirror => REFRESH_EVERY,
+                    _ => RETRY_AFTER_FAILURE,
+                };
+                if at.elapsed() >= wait {
+                    *attempted = Some(std::time::Instant::now());
+                    let this = self.clone();
+                    tokio::spawn(async move { this.refresh().await });
+                }
+            }
+        }
+        drop(attempted);
+        self.current()
     }
 
     /// The root in use.
@@ -106,7 +143,10 @@ impl PublicGoodRoot {
         let Some(mirror) = self.settings.mirror.clone() else {
             return self.current();
         };
-        let read = self.read(&mirror).await;
+        let read = match tokio::time::timeout(READ_DEADLINE, self.read(&mirror)).await {
+            Ok(read) => read,
+            Err(_) => Err(format!("no answer within {} s", READ_DEADLINE.as_secs())),
+        };
         let mut current = self.current.write().expect("root lock");
         *current = Arc::new(match read {
             Ok(bytes) => {

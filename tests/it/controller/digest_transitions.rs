@@ -88,6 +88,7 @@ async fn decide(
         requeue_dependency: Duration::from_secs(30),
         repository_scanned: &scanned,
         first_since_start: false,
+        sigstore_root: &crate::support::policy_bench::no_mirror(),
     };
     reconcile_policy(policy, &env).await
 }

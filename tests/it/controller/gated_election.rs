@@ -350,7 +350,7 @@ async fn only_a_valid_signature_for_this_digest_elects() {
 }
 
 #[tokio::test]
-async fn keyless_needs_a_trusted_root_and_valid_identities_and_a_missing_secret_is_named() {
+async fn keyless_needs_valid_identities_a_missing_secret_is_named_and_no_root_means_public_goods() {
     let registry = Distribution::start(Variant::default());
     registry
         .push_dated("app", "1.0.0", "amd64", None, "a")
@@ -379,15 +379,6 @@ async fn keyless_needs_a_trusted_root_and_valid_identities_and_a_missing_secret_
         message.contains("matchOIDCIdentity issuer \"(\" is not a regular expression"),
         "{message}"
     );
-    // A Secret without trusted_root.json cannot check keyless signatures: the gate says so.
-    let mut rootless = policy(identity("^https://token.actions.githubusercontent.com$"));
-    bench.reconcile(&mut rootless, Timestamp::now()).await;
-    let (_, reason, message) = ready(&rootless);
-    assert_eq!(reason, "GateCheckFailed");
-    assert!(
-        message.contains("it has no trusted_root.json entry, which matchOIDCIdentity needs"),
-        "{message}"
-    );
     let mut no_ref = policy(json!({"verify": {"provider": "cosign"}}));
     bench.reconcile(&mut no_ref, Timestamp::now()).await;
     assert!(ready(&no_ref)
@@ -411,6 +402,26 @@ async fn keyless_needs_a_trusted_root_and_valid_identities_and_a_missing_secret_
         bench.requests(),
         0,
         "no request for a policy that cannot elect"
+    );
+    // A Secret without trusted_root.json checks keyless signatures with Sigstore's public-good
+    // root (here the embedded one: no mirror is set), and the conditions say so.
+    let mut rootless = policy(identity("^https://token.actions.githubusercontent.com$"));
+    bench.reconcile(&mut rootless, Timestamp::now()).await;
+    let (_, reason, message) = ready(&rootless);
+    assert_eq!(reason, "NoEligibleTag");
+    assert!(
+        message.ends_with("; keyless signatures are checked with Sigstore's public-good trusted root: no TUF mirror is set (--sigstore-tuf-mirror)"),
+        "{message}"
+    );
+    // With no Secret at all, too.
+    let mut secretless = policy(json!({"verify": {"provider": "cosign",
+        "matchOIDCIdentity": [{"issuer": "^https://token.actions.githubusercontent.com$", "subject": ".*"}]}}));
+    bench.reconcile(&mut secretless, Timestamp::now()).await;
+    let (_, reason, message) = ready(&secretless);
+    assert_eq!(reason, "NoEligibleTag", "{message}");
+    assert!(
+        message.contains("Sigstore's public-good trusted root"),
+        "{message}"
     );
 }
 

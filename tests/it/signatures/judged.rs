@@ -66,8 +66,14 @@ pub struct Scanned {
 impl Scanned {
     /// Scans `file` with its store in `storage` (kept between scans of the same test).
     pub fn run(file: &str, storage: &Path) -> Scanned {
+        Scanned::run_with(file, storage, &[])
+    }
+
+    /// [`Scanned::run`] with more flags.
+    pub fn run_with(file: &str, storage: &Path, extra: &[&str]) -> Scanned {
         let storage = storage.to_str().unwrap();
-        let args = ["scan", "-f", file, "--storage-path", storage, "-o", "yaml"];
+        let mut args = vec!["scan", "-f", file, "--storage-path", storage, "-o", "yaml"];
+        args.extend(extra);
         let out = run_bin(&args, None);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let text = format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
@@ -106,6 +112,11 @@ impl InCluster {
     /// controller there with the installed RBAC until each policy of `want` elected its tag (an
     /// empty tag: found no eligible tag), and reads the policies.
     pub fn run(objects: &str, want: &[(&str, &str)]) -> InCluster {
+        InCluster::run_with(objects, want, &[])
+    }
+
+    /// [`InCluster::run`] with more flags for the controller.
+    pub fn run_with(objects: &str, want: &[(&str, &str)], extra: &[&str]) -> InCluster {
         use crate::support::cluster::*;
         install_crds();
         // Tests run at once in one process: each call its own namespace.
@@ -120,7 +131,7 @@ impl InCluster {
         ok(kubectl(&["apply", "-f", "-"], Some(&objects)));
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = install_and_controller_kubeconfig(dir.path());
-        let controller = Controller::start(&ns.0, &kubeconfig);
+        let controller = Controller::start_with(&ns.0, &kubeconfig, extra);
         let mut policies = BTreeMap::new();
         for (name, tag) in want {
             let object = format!("imagepolicy/{name}");

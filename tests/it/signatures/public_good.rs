@@ -13,16 +13,22 @@ use std::process::{Child, Command, Stdio};
 const ROOT: &[u8] = include_bytes!("../../../src/verify/fixtures/rekor-v2/trusted_root.json");
 
 /// A repository made in `dir` with `flags`, served: its URL and the server.
-struct Mirror {
-    url: String,
+pub(super) struct Mirror {
+    pub url: String,
     server: Child,
 }
 
 impl Mirror {
     fn make(dir: &Path, flags: &[&str]) -> Mirror {
+        Mirror::serving(dir, ROOT, flags)
+    }
+
+    /// A repository whose target trusted_root.json is `root`, made in `dir` with `flags` and
+    /// served; its anchor is `dir/anchor.json`.
+    pub(super) fn serving(dir: &Path, root_json: &[u8], flags: &[&str]) -> Mirror {
         let tool = bin_dir().join("tufrepo");
         let root = dir.join("source.json");
-        std::fs::write(&root, ROOT).unwrap();
+        std::fs::write(&root, root_json).unwrap();
         let made = Command::new(&tool)
             .arg("make")
             .arg(dir)

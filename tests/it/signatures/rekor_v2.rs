@@ -225,3 +225,89 @@ fn regex_escape(text: &str) -> String {
         })
         .collect()
 }
+
+/// Keyless with no Secret: the policy names no `secretRef`, and the root comes from a TUF
+/// mirror (go-tuf's repository on loopback, `--sigstore-tuf-mirror`, trusted through
+/// `--sigstore-tuf-root`) whose target is the trusted root of the stack that signed. Without a
+/// mirror, the embedded public-good root is used, which trusts nothing of this stack: nothing is
+/// elected, and the conditions say which root was used and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the signing tools, Sigstore's services and a cluster: make e2e-signatures"]
+async fn keyless_with_no_secret_reads_the_trusted_root_through_tuf() {
+    let issuer = OidcIssuer::start();
+    let stack = SigstoreStack::start().with_fulcio(&issuer.url);
+    let registry = referrers_registry();
+    let cosign = Cosign::v3();
+    let config = cosign.file("sigstore.json", &stack.signing_config());
+    let image = format!("{}/team/app", registry.host);
+    let digests = super::push_tags(&registry, "team/app", &[("1.1.0", "a")]).await;
+    let token = cosign.file("dev.jwt", &issuer.token("dev@example.com"));
+    let reference = format!("{image}@{}", digests["1.1.0"]);
+    let (token, config) = (token.to_str().unwrap(), config.to_str().unwrap());
+    cosign.run(&[
+        "sign",
+        "--identity-token",
+        token,
+        "--signing-config",
+        config,
+        "--yes",
+        &reference,
+    ]);
+    let root = serde_json::json!({
+        "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
+        "certificateAuthorities": [stack.certificate_authority()],
+        "tlogs": [stack.tlog()], "ctlogs": [],
+        "timestampAuthorities": [stack.timestamp_authority()]});
+    let repo = tempfile::tempdir().unwrap();
+    let mirror = super::public_good::Mirror::serving(repo.path(), root.to_string().as_bytes(), &[]);
+    let anchor = repo.path().join("anchor.json");
+    let flags = [
+        "--sigstore-tuf-mirror",
+        &mirror.url,
+        "--sigstore-tuf-root",
+        anchor.to_str().unwrap(),
+    ];
+    let issuer_re = format!("^{}$", regex_escape(&issuer.url));
+    let manifests = format!(
+        "---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
+         spec: {{image: {image}, interval: 5m}}\n\
+         ---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: dev, namespace: team}}\n\
+         spec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '>=1.0.0'}}}}\n  \
+         verify:\n    provider: cosign\n    \
+         matchOIDCIdentity:\n    - {{issuer: '{issuer_re}', subject: '^dev@example\\.com$'}}\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "public-good.yaml", &manifests);
+    let scan = Scanned::run_with(&file, &dir.path().join("store"), &flags);
+    assert_eq!(scan.elected("dev"), "1.1.0", "{}", scan.text());
+    // The root was read and kept in the store.
+    let kept = std::fs::read(dir.path().join("store/sigstore/trusted_root.json")).unwrap();
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&kept).unwrap(),
+        root
+    );
+    let cluster = InCluster::run_with(&manifests, &[("dev", "1.1.0")], &flags);
+    assert_eq!(cluster.elected("dev"), "1.1.0");
+
+    // No mirror, no kept root: the embedded public-good root, which the stack is not.
+    let offline = Scanned::run_with(
+        &file,
+        &dir.path().join("offline"),
+        &["--sigstore-tuf-mirror", ""],
+    );
+    assert_eq!(offline.elected("dev"), "", "{}", offline.text());
+    let ready = offline.status("dev")["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        ready.ends_with("keyless signatures are checked with Sigstore's public-good trusted root: no TUF mirror is set (--sigstore-tuf-mirror)"),
+        "{ready}"
+    );
+    offline.assert_held("dev", "1.1.0", "its log is not one of the trusted root's");
+}

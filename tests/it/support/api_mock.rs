@@ -182,6 +182,10 @@ pub fn context(
         requeue_dependency: Duration::from_secs(30),
         no_cross_namespace_refs: false,
         concurrent: 4,
+        // No mirror: keyless policies without a root of their own use the embedded one.
+        sigstore_root: std::sync::Arc::new(
+            image_reflector::registry::sigstore_root::PublicGoodRoot::new(Default::default()),
+        ),
     };
     settings(&mut s);
     image_reflector::controller::Context::new(

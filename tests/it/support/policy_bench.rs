@@ -67,6 +67,7 @@ impl Bench {
             requeue_dependency: Duration::from_secs(30),
             repository_scanned: &scanned,
             first_since_start: false,
+            sigstore_root: &no_mirror(),
         };
         let result = reconcile_policy(policy, &env).await;
         policy.status = Some(result.status);
@@ -129,4 +130,9 @@ impl Bench {
         let key = RepoKey::new(NS, "app").unwrap();
         self.store.set(&key, &TagList::new(tags).unwrap()).unwrap();
     }
+}
+
+/// Sigstore's public-good root without a mirror: the embedded one, never fetched.
+pub fn no_mirror() -> Arc<image_reflector::registry::sigstore_root::PublicGoodRoot> {
+    Arc::new(image_reflector::registry::sigstore_root::PublicGoodRoot::new(Default::default()))
 }

@@ -5,8 +5,9 @@ use super::super::env::{PolicyEnv, PolicyReader};
 use crate::api::{ImagePolicy, TransparencyLog, VerificationProvider};
 use crate::controller::access::api_read::ReadError;
 use crate::controller::access::credentials::secret_data;
-use crate::verify::TrustedKeys;
+use crate::verify::{TrustedKeys, TRUSTED_ROOT};
 use kube::ResourceExt;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -17,21 +18,21 @@ pub(super) enum KeysError {
     Read(#[from] ReadError),
     #[error("secret '{0}' (spec.verify.secretRef) not found")]
     NotFound(String),
-    #[error("secret '{secret}' (spec.verify.secretRef): {reason}")]
+    /// `secret`: where the trust came from (`secret 'ns/name'`, or the public-good root).
+    #[error("{secret} (spec.verify): {reason}")]
     Invalid { secret: String, reason: String },
 }
 
 /// What `spec.verify` trusts: the `*.pub` keys of its Secret (in the policy's namespace) and,
-/// with `matchOIDCIdentity`, the Secret's `trusted_root.json` and those identities.
+/// with `matchOIDCIdentity`, the Secret's `trusted_root.json` and those identities; a keyless
+/// policy with no Secret, or whose Secret has no `trusted_root.json`, checks with Sigstore's
+/// public-good root. When that root is not the mirror's, why (the election's notice).
 pub(super) async fn trusted_keys<R: PolicyReader>(
     policy: &ImagePolicy,
     env: &PolicyEnv<'_, R>,
-) -> Result<Option<Arc<TrustedKeys>>, KeysError> {
+) -> Result<(Option<Arc<TrustedKeys>>, Option<String>), KeysError> {
     let Some(verify) = policy.spec.verify.as_ref() else {
-        return Ok(None);
-    };
-    let Some(name) = verify.secret_ref.as_ref().map(|r| r.name.as_str()) else {
-        return Ok(None);
+        return Ok((None, None));
     };
     let identities: Vec<(String, String)> = verify
         .match_oidc_identity
@@ -39,18 +40,40 @@ pub(super) async fn trusted_keys<R: PolicyReader>(
         .flatten()
         .map(|id| (id.issuer.clone(), id.subject.clone()))
         .collect();
-    let require_tlog = verify.transparency_log.unwrap_or_default() == TransparencyLog::Required;
+    let keyless = verify.provider == VerificationProvider::Cosign && !identities.is_empty();
     let namespace = policy.namespace().unwrap_or_default();
-    let secret = env.reader.secret(&namespace, name).await?;
-    let secret = secret.ok_or_else(|| KeysError::NotFound(format!("{namespace}/{name}")))?;
-    let data = secret_data(&secret);
+    let name = verify.secret_ref.as_ref().map(|r| r.name.as_str());
+    let (mut data, source) = match name {
+        Some(name) => {
+            let secret = env.reader.secret(&namespace, name).await?;
+            let secret =
+                secret.ok_or_else(|| KeysError::NotFound(format!("{namespace}/{name}")))?;
+            (secret_data(&secret), format!("secret '{namespace}/{name}'"))
+        }
+        None if keyless => (
+            BTreeMap::new(),
+            "Sigstore's public-good trusted root".into(),
+        ),
+        None => return Ok((None, None)),
+    };
+    let mut notice = None;
+    if keyless && !data.contains_key(TRUSTED_ROOT) {
+        let root = env.sigstore_root.fresh().await;
+        notice = root.stale.as_ref().map(|why| {
+            format!(
+                "keyless signatures are checked with Sigstore's public-good trusted root: {why}"
+            )
+        });
+        data.insert(TRUSTED_ROOT.to_string(), root.bytes.to_vec());
+    }
+    let require_tlog = verify.transparency_log.unwrap_or_default() == TransparencyLog::Required;
     let trust = match verify.provider {
         VerificationProvider::Cosign => TrustedKeys::from_secret(&data, &identities, require_tlog),
         VerificationProvider::Notation => TrustedKeys::notation(&data),
     };
-    let keys = trust.map_err(|reason| {
-        let secret = format!("{namespace}/{name}");
-        KeysError::Invalid { secret, reason }
+    let keys = trust.map_err(|reason| KeysError::Invalid {
+        secret: source,
+        reason,
     })?;
-    Ok(Some(Arc::new(keys)))
+    Ok((Some(Arc::new(keys)), notice))
 }

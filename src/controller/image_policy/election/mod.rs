@@ -35,19 +35,20 @@ use std::time::Duration;
 use walk::{walk, LookError, WalkFailure, Walked};
 
 /// The best candidate that passes the gates (without gates: the best), with its digest per
-/// `digestReflectionPolicy`.
+/// `digestReflectionPolicy`; and a notice for the conditions, when what the signatures were
+/// checked with is not what it should be (a public-good root the mirror did not serve).
 pub(super) async fn elect<R: PolicyReader>(
     policy: &ImagePolicy,
     subject: &Subject<'_>,
     candidates: Candidates,
     status: &ImagePolicyStatus,
     env: &PolicyEnv<'_, R>,
-) -> Result<Election, Stop> {
+) -> Result<(Election, Option<String>), Stop> {
     if let Some(held) = held_at_the_floor(subject, &candidates.best) {
-        return Ok(Election::kept(status, vec![held]));
+        return Ok((Election::kept(status, vec![held]), None));
     }
     let failed = |failure| look_failed(subject, failure);
-    let keys = trusted_keys(policy, env)
+    let (keys, notice) = trusted_keys(policy, env)
         .await
         .map_err(|e| Stop::Failed(Reason::GateCheckFailed, e.to_string()))?;
     let ctx = Context::new(policy, subject, status, env, keys.as_ref()).map_err(|e| {
@@ -60,7 +61,7 @@ pub(super) async fn elect<R: PolicyReader>(
         .await
         .map_err(failed)?;
     let due = source.known.due.take();
-    Ok(conclude(walked, due, &ctx, subject, status, env))
+    Ok((conclude(walked, due, &ctx, subject, status, env), notice))
 }
 
 /// The guard's entry when nothing listed ranks as high as the elected tag: no walk, no request.
