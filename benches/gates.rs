@@ -112,9 +112,14 @@ async fn run() {
         .keys
         .insert("cosign.pub".into(), public_pem(&signer));
     let registries = Registries::new(Default::default());
+    // No mirror: the policies here verify with keys.
+    let sigstore_root = std::sync::Arc::new(
+        image_reflector::registry::sigstore_root::PublicGoodRoot::new(Default::default()),
+    );
     let requests = || -> u64 { registries.scheduler().request_counts().values().sum() };
     let round = |policies: &mut Vec<ImagePolicy>, at: Timestamp| {
-        let (cluster, registries, store) = (&cluster, &registries, &store);
+        let (cluster, registries, store, sigstore_root) =
+            (&cluster, &registries, &store, &sigstore_root);
         let mut policies = std::mem::take(policies);
         async move {
             for policy in policies.iter_mut() {
@@ -129,6 +134,7 @@ async fn run() {
                     requeue_dependency: Duration::from_secs(30),
                     repository_scanned: &scanned,
                     first_since_start: false,
+                    sigstore_root: &sigstore_root,
                 };
                 let result = reconcile_policy(policy, &env).await;
                 let tag = result.status.latest_ref.as_ref().map(|r| r.tag.clone());
