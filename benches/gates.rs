@@ -134,7 +134,7 @@ async fn run() {
                     requeue_dependency: Duration::from_secs(30),
                     repository_scanned: &scanned,
                     first_since_start: false,
-                    sigstore_root: &sigstore_root,
+                    sigstore_root,
                 };
                 let result = reconcile_policy(policy, &env).await;
                 let tag = result.status.latest_ref.as_ref().map(|r| r.tag.clone());
