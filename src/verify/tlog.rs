@@ -61,7 +61,7 @@ pub enum LogKey {
 }
 
 impl LogKey {
-    fn from_der(der: &[u8]) -> Option<LogKey> {
+    pub(super) fn from_der(der: &[u8]) -> Option<LogKey> {
         if let Ok(key) = VerifyingKey::from_public_key_der(der) {
             return Some(LogKey::P256(key));
         }

@@ -201,3 +201,31 @@ fn the_rebuilt_body_is_the_logs() {
         String::from_utf8(written).unwrap()
     );
 }
+
+/// A log key is ECDSA P-256 or Ed25519; another key of 32 bytes (X25519) is none, nor is an
+/// Ed25519 key of another length.
+#[test]
+fn only_p256_and_ed25519_keys_are_log_keys() {
+    use super::super::LogKey;
+    let spki = |oid_last: u8, key: &[u8]| {
+        let mut der = vec![
+            0x30,
+            (10 + key.len()) as u8,
+            0x30,
+            0x05,
+            0x06,
+            0x03,
+            0x2b,
+            0x65,
+        ];
+        der.extend_from_slice(&[oid_last, 0x03, (key.len() + 1) as u8, 0x00]);
+        der.extend_from_slice(key);
+        der
+    };
+    assert!(matches!(
+        LogKey::from_der(&spki(0x70, &[7; 32])),
+        Some(LogKey::Ed25519(_))
+    ));
+    assert!(LogKey::from_der(&spki(0x6e, &[7; 32])).is_none(), "X25519");
+    assert!(LogKey::from_der(&spki(0x70, &[7; 31])).is_none());
+}
