@@ -311,3 +311,86 @@ async fn keyless_with_no_secret_reads_the_trusted_root_through_tuf() {
     );
     offline.assert_held("dev", "1.1.0", "its log is not one of the trusted root's");
 }
+
+/// Keyless as the public-good instance signed before Rekor v2: a certificate from the real
+/// Fulcio, the entry in the real Rekor v1 (its promise, integrated time and inclusion proof), no
+/// timestamp authority; elected under its identity, held back under another, judged so by
+/// sigstore-go too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the signing tools, Sigstore's services and a cluster: make e2e-signatures"]
+async fn keyless_through_fulcio_and_rekor_v1() {
+    let issuer = OidcIssuer::start();
+    let stack = SigstoreStack::start()
+        .with_fulcio(&issuer.url)
+        .with_rekor_v1();
+    let registry = referrers_registry();
+    let cosign = Cosign::v3();
+    let config = cosign.file("rekor-v1.json", &stack.signing_config_v1());
+    let image = format!("{}/team/app", registry.host);
+    let tags = [("1.1.0", "a"), ("1.2.0", "b")];
+    let digests = super::push_tags(&registry, "team/app", &tags).await;
+    for (tag, email) in [("1.1.0", "dev@example.com"), ("1.2.0", "ops@example.com")] {
+        let reference = format!("{image}@{}", digests[tag]);
+        let token = cosign.file(&format!("{tag}.jwt"), &issuer.token(email));
+        let (token, config) = (token.to_str().unwrap(), config.to_str().unwrap());
+        cosign.run(&[
+            "sign",
+            "--identity-token",
+            token,
+            "--signing-config",
+            config,
+            "--yes",
+            &reference,
+        ]);
+    }
+    let issuer_re = format!("^{}$", regex_escape(&issuer.url));
+    let root = serde_json::json!({
+        "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
+        "certificateAuthorities": [stack.certificate_authority()],
+        "tlogs": [stack.tlog_v1()], "ctlogs": [], "timestampAuthorities": []});
+    let policy = |name: &str, subject: &str| {
+        policy(name, ">=1.0.0", "sigstore", subject).replace(ISSUER_RE, &issuer_re)
+    };
+    let manifests = format!(
+        "{}---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
+         spec: {{image: {image}, interval: 5m}}\n{}{}",
+        secret("sigstore", &root),
+        policy("dev", "^dev@example\\.com$"),
+        policy("ops", "^ops@example\\.com$"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "rekor-v1.yaml", &manifests);
+    let scan = Scanned::run(&file, &dir.path().join("store"));
+    assert_eq!(
+        (scan.elected("dev"), scan.elected("ops")),
+        ("1.1.0".into(), "1.2.0".into()),
+        "{}",
+        scan.text()
+    );
+    scan.assert_held("dev", "1.2.0", "certificate identity mismatch");
+    let cluster = InCluster::run(&manifests, &[("dev", "1.1.0"), ("ops", "1.2.0")]);
+    cluster.assert_held("dev", "1.2.0", "certificate identity mismatch");
+
+    let root = root.to_string();
+    let dev = [(issuer_re.clone(), "^dev@example\\.com$".to_string())];
+    let mut cases = Vec::new();
+    for (tag, _) in tags {
+        let bundles = super::cosign::fetched_bundles(&image, &digests[tag]).await;
+        let entry = &serde_json::from_slice::<serde_json::Value>(&bundles[0]).unwrap()
+            ["verificationMaterial"]["tlogEntries"][0];
+        assert_eq!(
+            entry["kindVersion"]["version"], "0.0.1",
+            "a Rekor v1 entry: {entry}"
+        );
+        let signed = (image.as_str(), digests[tag].as_str());
+        let id = format!("rekor-v1-{tag}");
+        cases.push(super::oracle::real_keyless(
+            &id,
+            &bundles[0],
+            &root,
+            &dev,
+            signed,
+        ));
+    }
+    assert_eq!(super::oracle::agreeing(&cases), ["rekor-v1-1.1.0"]);
+}

@@ -31,6 +31,9 @@ pub struct SigstoreStack {
     tsa: String,
     /// Fulcio's URL, once [`SigstoreStack::with_fulcio`] started it.
     fulcio: Option<String>,
+    /// Rekor v1's URL and key (SubjectPublicKeyInfo DER), once
+    /// [`SigstoreStack::with_rekor_v1`] started it.
+    rekor_v1: Option<(String, Vec<u8>)>,
     /// The log key's SubjectPublicKeyInfo (DER).
     rekor_key: Vec<u8>,
 }
@@ -125,6 +128,7 @@ impl SigstoreStack {
             children: vec![rekor, timestamps],
             dir,
             fulcio: None,
+            rekor_v1: None,
             rekor: format!("http://127.0.0.1:{http}"),
             tsa: format!("http://127.0.0.1:{tsa}"),
             rekor_key: key.subject_public_key_info(),
@@ -161,6 +165,81 @@ impl SigstoreStack {
         self.children.push(fulcio);
         self.fulcio = Some(format!("http://127.0.0.1:{http}"));
         self
+    }
+
+    /// Starts Rekor v1 too, over an in-memory Trillian (tests/sigtools/trillian). After the
+    /// timestamp authority, which must hold the metrics port both want (Rekor v1 does without).
+    pub fn with_rekor_v1(mut self) -> SigstoreStack {
+        let bin = bin_dir();
+        let trillian_log = self.dir.path().join("trillian.log");
+        let mut trillian = Command::new(bin.join("trillian"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(std::fs::File::create(&trillian_log).unwrap()))
+            .spawn()
+            .expect("trillian starts");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(trillian.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        self.children.push(trillian);
+        let (address, tree) = line.trim().split_once(' ').unwrap_or_else(|| {
+            let said = std::fs::read_to_string(&trillian_log).unwrap_or_default();
+            panic!("trillian said {line:?}:\n{said}")
+        });
+        let port = free_port();
+        let log = self.dir.path().join("rekor-v1.log");
+        let mut rekor = Command::new(bin.join("rekor-v1-server"))
+            .arg("serve")
+            .args(["--trillian_log_server.address", "127.0.0.1"])
+            .args([
+                "--trillian_log_server.port",
+                address.rsplit(':').next().unwrap(),
+            ])
+            .args(["--trillian_log_server.tlog_id", tree])
+            .args([
+                "--rekor_server.address",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+            ])
+            .args(["--rekor_server.hostname", "rekor-v1.local"])
+            .arg("--enable_retrieve_api=false")
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
+            .spawn()
+            .expect("rekor-v1-server starts");
+        await_ready(port, "/api/v1/log", "rekor-v1-server", &mut rekor, &log);
+        let (status, pem) = get(port, "/api/v1/log/publicKey").unwrap();
+        assert_eq!(status, 200, "Rekor v1's key: {pem}");
+        let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .unwrap();
+        self.children.push(rekor);
+        self.rekor_v1 = Some((format!("http://127.0.0.1:{port}"), der));
+        self
+    }
+
+    /// A signing config that logs in Rekor v1 and gets certificates from Fulcio: no timestamp
+    /// authority, as the public-good instance signed before Rekor v2.
+    pub fn signing_config_v1(&self) -> String {
+        let (url, _) = self.rekor_v1.as_ref().expect("with_rekor_v1 first");
+        let mut config: Value = serde_json::from_str(&self.signing_config()).unwrap();
+        config["rekorTlogUrls"] = json!([{"url": url, "majorApiVersion": 1, "operator": "test",
+            "validFor": {"start": "2020-01-01T00:00:00Z"}}]);
+        config["tsaUrls"] = json!([]);
+        config.to_string()
+    }
+
+    /// Rekor v1 in a trusted root's `tlogs`: its id is the SHA-256 of its key.
+    pub fn tlog_v1(&self) -> Value {
+        let (url, der) = self.rekor_v1.as_ref().expect("with_rekor_v1 first");
+        json!({"baseUrl": url, "hashAlgorithm": "SHA2_256",
+            "publicKey": {"rawBytes": b64(der), "keyDetails": "PKIX_ECDSA_P256_SHA_256",
+                "validFor": {"start": "2020-01-01T00:00:00Z"}},
+            "logId": {"keyId": b64(&Sha256::digest(der))}})
     }
 
     /// A cosign signing config (v0.2) that logs in this Rekor v2 and timestamps with this

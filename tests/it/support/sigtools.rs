@@ -29,6 +29,8 @@ pub fn bin_dir() -> PathBuf {
         "timestamp-server",
         "fulcio",
         "tufrepo",
+        "trillian",
+        "rekor-v1-server",
     ] {
         assert!(
             dir.join(tool).is_file(),
