@@ -229,3 +229,53 @@ fn only_p256_and_ed25519_keys_are_log_keys() {
     assert!(LogKey::from_der(&spki(0x6e, &[7; 32])).is_none(), "X25519");
     assert!(LogKey::from_der(&spki(0x70, &[7; 31])).is_none());
 }
+
+/// An entry that says it has an integrated time is judged by it, as cosign judges a bundle with
+/// a Rekor v1 entry: a Rekor v2 body with a time and no promise vouching for it is refused, even
+/// though its proof and timestamp verify.
+#[test]
+fn an_integrated_time_asks_for_a_promise_even_of_a_rekor_v2_body() {
+    let (mut bundle, root) = (json(BUNDLE), json(ROOT));
+    bundle["verificationMaterial"]["tlogEntries"][0]["integratedTime"] = "1795780675".into();
+    let err = refused(&bundle, &root);
+    assert!(
+        err.ends_with("not in the transparency log: a Rekor v2 entry verifies, and no Rekor v1 entry beside it"),
+        "{err}"
+    );
+}
+
+/// rekor-tiles' note key for an ECDSA log: the SHA-256 of its key's DER, whatever the origin;
+/// the checkpoint's origin must still be the log's.
+#[test]
+fn an_ecdsa_rekor_v2_log_signs_its_checkpoints_under_its_key_hash() {
+    use super::super::note::{open, NoteKey};
+    use super::super::LogKey;
+    use p256::ecdsa::signature::Signer;
+    use p256::pkcs8::EncodePublicKey;
+    use sha2::{Digest, Sha256};
+    let key = p256::ecdsa::SigningKey::from_slice(&[9; 32]).unwrap();
+    let der = key.verifying_key().to_public_key_der().unwrap();
+    let log = LogKey::P256(*key.verifying_key());
+    let text = "rekor.example\n3\nb9UyCbLoFjjWZBy61dFJl2wtMvSrrUA4XzYMmyxbXh8=\n";
+    let signature: p256::ecdsa::Signature = key.sign(text.as_bytes());
+    let mut line = Sha256::digest(der.as_bytes())[..4].to_vec();
+    line.extend_from_slice(signature.to_der().as_bytes());
+    let line = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, line);
+    let envelope = format!("{text}\n\u{2014} rekor.example {line}\n");
+    let signer = NoteKey::rekor_v2(&log, der.as_bytes(), "rekor.example");
+    let opened = open(&envelope, &signer).unwrap();
+    assert_eq!((opened.origin.as_str(), opened.size), ("rekor.example", 3));
+    // Another origin: the line's name is not the log's.
+    let elsewhere = NoteKey::rekor_v2(&log, der.as_bytes(), "rekor.other");
+    assert_eq!(
+        open(&envelope, &elsewhere).unwrap_err(),
+        "its checkpoint is not signed by its log"
+    );
+    // The log's name on the line, another origin on the first line.
+    let moved = envelope.replacen("rekor.example\n3", "rekor.other\n3", 1);
+    let moved = moved.replace("\u{2014} rekor.example", "\u{2014} rekor.other");
+    assert!(
+        open(&moved, &elsewhere).is_err(),
+        "the signature covers the origin"
+    );
+}

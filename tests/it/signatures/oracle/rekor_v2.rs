@@ -32,10 +32,15 @@ fn case(name: &str, bundle: &Value, root: &Value, subject: &str) -> Case {
     }
 }
 
-/// The fixture, and a copy with the value at `pointer` replaced.
+/// A copy of `value` with the field at `pointer` set (added when absent).
 fn with(value: &Value, pointer: &str, new: Value) -> Value {
     let mut changed = value.clone();
-    *changed.pointer_mut(pointer).unwrap() = new;
+    let (parent, field) = pointer.rsplit_once('/').unwrap();
+    let parent = changed.pointer_mut(parent).unwrap();
+    match parent {
+        Value::Array(items) => items[field.parse::<usize>().unwrap()] = new,
+        _ => parent[field] = new,
+    }
     changed
 }
 
@@ -90,6 +95,15 @@ pub fn cases() -> Vec<Case> {
             with(&bundle, stamps, other.pointer(stamps).unwrap().clone()),
         ),
         ("other-statement", other.clone()),
+        // A time no promise vouches for: judged by it, as cosign judges a Rekor v1 entry.
+        (
+            "integrated-time-without-promise",
+            with(
+                &bundle,
+                &format!("{entry}/integratedTime"),
+                "1795780675".into(),
+            ),
+        ),
     ];
     let mut cases: Vec<Case> = bundles
         .iter()
