@@ -61,7 +61,9 @@ pub fn open(envelope: &str, signer: &NoteKey<'_>) -> Result<Checkpoint, String> 
     let split = envelope
         .rfind("\n\n")
         .ok_or("its checkpoint is not a signed note")?;
-    let (text, signatures) = (&envelope[..=split], &envelope[split + 2..]);
+    // The text keeps its last newline; the signatures follow the blank line.
+    let (text, rest) = envelope.split_at(split + 1);
+    let signatures = rest.strip_prefix('\n').unwrap_or(rest);
     let signed = signatures
         .lines()
         .take(MAX_CHECKPOINT_SIGNATURES)
@@ -69,8 +71,10 @@ pub fn open(envelope: &str, signer: &NoteKey<'_>) -> Result<Checkpoint, String> 
         .filter(|(name, _)| signer.name.is_none_or(|n| n == *name))
         .filter_map(|(_, sig)| b64(sig).ok())
         // A line whose key hash is another key's is another signer's.
-        .filter(|sig| sig.len() > 4 && sig[..4] == signer.hash)
-        .any(|sig| signer.key.verifies(text.as_bytes(), &sig[4..]));
+        .any(|sig| match sig.split_at_checked(4) {
+            Some((hash, sig)) => hash == signer.hash && signer.key.verifies(text.as_bytes(), sig),
+            None => false,
+        });
     if !signed {
         return Err("its checkpoint is not signed by its log".into());
     }
