@@ -1,8 +1,11 @@
 //! What a policy trusts (`spec.verify`'s Secret and fields) and the judgement of an image's
 //! signatures against it: a key-signed signature verifies with one of the `*.pub` keys; a
-//! keyless one carries a certificate that chains to `trusted_root.json` and names one of the
-//! `matchOIDCIdentity` identities, and is in the transparency log unless the policy accepts
-//! that it is not.
+//! keyless one carries a certificate that chains to the trusted root (the Secret's
+//! `trusted_root.json`, or Sigstore's public-good root the controller puts in its place) and
+//! names one of the `matchOIDCIdentity` identities, and is in the transparency log unless the
+//! policy accepts that it is not.
+
+mod made_at;
 
 use super::bundle::{check_statement, Bundle};
 use super::key::PublicKey;
@@ -11,9 +14,6 @@ use super::notation::NotationTrust;
 use super::refusal::{Check, Refusal, Refused};
 use super::simple::check_payload;
 use super::tlog::Entry;
-
-mod made_at;
-
 use super::{signature_tag, Signed, SignedPayload, MAX_KEYS, MAX_KEY_BYTES};
 use crate::reference::ImageReference;
 use made_at::{made_at, Evidence};
