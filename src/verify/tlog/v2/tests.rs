@@ -279,3 +279,59 @@ fn an_ecdsa_rekor_v2_log_signs_its_checkpoints_under_its_key_hash() {
         "the signature covers the origin"
     );
 }
+
+/// The body is rebuilt, not read, but it must still be shaped as a Rekor v2 one (sigstore-go's
+/// `ValidateEntry`): one that records no signature, or no verifier, is refused.
+#[test]
+fn a_rekor_v2_body_must_record_a_signature_and_a_verifier() {
+    use base64::Engine;
+    let (bundle, root) = (json(BUNDLE), json(ROOT));
+    let enc = |v: &Value| base64::engine::general_purpose::STANDARD.encode(v.to_string());
+    let entry = "/verificationMaterial/tlogEntries/0/canonicalizedBody";
+    let written = bundle.pointer(entry).unwrap().as_str().unwrap();
+    let body: Value = serde_json::from_slice(&b64(written).unwrap()).unwrap();
+    let spec = "/spec/hashedRekordV002";
+    for (field, why) in [
+        (
+            "/signature/content",
+            "its Rekor v2 body records no signature",
+        ),
+        (
+            "/signature/verifier",
+            "its Rekor v2 body records no verifier or no digest",
+        ),
+        (
+            "/data",
+            "its Rekor v2 body records no verifier or no digest",
+        ),
+    ] {
+        let mut spoiled = body.clone();
+        let (parent, name) = field.rsplit_once('/').unwrap();
+        spoiled
+            .pointer_mut(&format!("{spec}{parent}"))
+            .unwrap()
+            .as_object_mut()
+            .unwrap()
+            .remove(name);
+        let mut changed = bundle.clone();
+        *changed.pointer_mut(entry).unwrap() = enc(&spoiled).into();
+        let err = refused(&changed, &root);
+        assert!(err.ends_with(why), "{field}: {err}");
+    }
+}
+
+/// Only a body of `apiVersion` 0.0.2 is Rekor v2's: the same spec under 0.0.1 is read as a
+/// Rekor v1 body, which needs the integrated time this entry lacks.
+#[test]
+fn a_rekor_v2_body_is_of_api_version_0_0_2() {
+    use base64::Engine;
+    let (bundle, root) = (json(BUNDLE), json(ROOT));
+    let entry = "/verificationMaterial/tlogEntries/0/canonicalizedBody";
+    let written = bundle.pointer(entry).unwrap().as_str().unwrap();
+    let mut body: Value = serde_json::from_slice(&b64(written).unwrap()).unwrap();
+    body["apiVersion"] = "0.0.1".into();
+    let mut changed = bundle.clone();
+    let text = base64::engine::general_purpose::STANDARD.encode(body.to_string());
+    *changed.pointer_mut(entry).unwrap() = text.into();
+    assert!(refused(&changed, &root).ends_with("its log entry does not verify: no integrated time"));
+}
