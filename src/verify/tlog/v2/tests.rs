@@ -335,3 +335,15 @@ fn a_rekor_v2_body_is_of_api_version_0_0_2() {
     *changed.pointer_mut(entry).unwrap() = text.into();
     assert!(refused(&changed, &root).ends_with("its log entry does not verify: no integrated time"));
 }
+
+/// Two timestamps that fail alike are named once.
+#[test]
+fn a_reason_is_said_once() {
+    let (bundle, root) = (json(BUNDLE), json(ROOT));
+    let stamps = "/verificationMaterial/timestampVerificationData/rfc3161Timestamps";
+    let theirs = json(OTHER).pointer(stamps).unwrap()[0].clone();
+    let mut twice = bundle.clone();
+    *twice.pointer_mut(stamps).unwrap() = Value::Array(vec![theirs.clone(), theirs]);
+    let err = refused(&twice, &root);
+    assert_eq!(err.matches("of another signature").count(), 1, "{err}");
+}
