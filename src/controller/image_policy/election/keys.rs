@@ -18,8 +18,8 @@ pub(super) enum KeysError {
     Read(#[from] ReadError),
     #[error("secret '{0}' (spec.verify.secretRef) not found")]
     NotFound(String),
-    /// `secret`: where the trust came from (`secret 'ns/name'`, or the public-good root).
-    #[error("{secret} (spec.verify): {reason}")]
+    /// `secret`: where the trust came from (the Secret, or the public-good root).
+    #[error("{secret}: {reason}")]
     Invalid { secret: String, reason: String },
 }
 
@@ -48,7 +48,8 @@ pub(super) async fn trusted_keys<R: PolicyReader>(
             let secret = env.reader.secret(&namespace, name).await?;
             let secret =
                 secret.ok_or_else(|| KeysError::NotFound(format!("{namespace}/{name}")))?;
-            (secret_data(&secret), format!("secret '{namespace}/{name}'"))
+            let source = format!("secret '{namespace}/{name}' (spec.verify.secretRef)");
+            (secret_data(&secret), source)
         }
         None if keyless => (
             BTreeMap::new(),
