@@ -19,6 +19,7 @@ fn every_key_and_hash_an_authority_signs_with_verifies() {
         (Key::P256, Hash::Sha256),
         (Key::P256, Hash::Sha384),
         (Key::P384, Hash::Sha384),
+        (Key::P384, Hash::Sha256),
         (Key::Rsa, Hash::Sha256),
         (Key::Rsa, Hash::Sha384),
         (Key::Rsa, Hash::Sha512),
@@ -36,6 +37,8 @@ fn every_key_and_hash_an_authority_signs_with_verifies() {
             ..made
         };
         assert_eq!(verified(&tsa, key, carried, false), Ok(AT as i64));
+        // Both: the token's is the root's.
+        assert_eq!(verified(&tsa, key, carried, true), Ok(AT as i64));
         // A signature made with another hash than the signer names does not verify.
         let other = match digest {
             Hash::Sha256 => Hash::Sha384,
@@ -126,6 +129,70 @@ fn the_response_and_its_token_are_refused_as_sigstore_refuses_them() {
         "{err}"
     );
     assert!(verify(&[], &answer, SIGNATURE).is_err());
+    // The signer is named by issuer and serial: a certificate of the same issuer and key under
+    // another serial is not it.
+    let twin = Made {
+        certificates: true,
+        twin: true,
+        ..Made::default()
+    };
+    let err = verified(&tsa, Key::P256, twin, false).unwrap_err();
+    assert!(
+        err.ends_with("the token carries no certificate, and the authority names no leaf"),
+        "{err}"
+    );
+}
+
+/// sigstore-go counts one timestamp per authority (by its URI): a second from the same one,
+/// here at a time the signing certificate was not valid, is not read.
+#[test]
+fn a_second_timestamp_of_one_authority_is_not_counted() {
+    use crate::reference::ImageReference;
+    use crate::verify::{Signed, TrustedKeys, TRUSTED_ROOT};
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut bundle: serde_json::Value =
+        serde_json::from_str(include_str!("../fixtures/rekor-v2/bundle.json")).unwrap();
+    let mut root: serde_json::Value =
+        serde_json::from_str(include_str!("../fixtures/rekor-v2/trusted_root.json")).unwrap();
+    let signature = b64
+        .decode(
+            bundle["dsseEnvelope"]["signatures"][0]["sig"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+    // A second authority under the same URI, its timestamp at 2026-01-01, before the leaf.
+    let tsa = Tsa::good(Key::P256);
+    let second = made::response_over(&tsa, Key::P256, Made::default(), &signature);
+    let uri = root["timestampAuthorities"][0]["uri"].clone();
+    root["timestampAuthorities"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+        "uri": uri, "certChain": {"certificates": [
+            {"rawBytes": b64.encode(&tsa.leaf)}, {"rawBytes": b64.encode(tsa.root.der())}]},
+        "validFor": {"start": "2020-01-01T00:00:00Z"}}));
+    let stamps =
+        &mut bundle["verificationMaterial"]["timestampVerificationData"]["rfc3161Timestamps"];
+    stamps
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"signedTimestamp": b64.encode(second)}));
+    let data = std::collections::BTreeMap::from([(
+        TRUSTED_ROOT.to_string(),
+        root.to_string().into_bytes(),
+    )]);
+    let identity = [(
+        "^https://token\\.actions\\.githubusercontent\\.com$".to_string(),
+        "^dev@example\\.com$".to_string(),
+    )];
+    let trust = TrustedKeys::from_secret(&data, &identity, true).unwrap();
+    let image = ImageReference::parse("registry.example/team/app", false).unwrap();
+    let digest = "sha256:93e9bcb2d9531b8be7b6ad2c1c63e9872050a265031eafaa0243e57078fdfd74";
+    let signed = [Signed::Bundle(bundle.to_string().into_bytes())];
+    let verdict = trust.verify(&signed, &image, digest, std::time::SystemTime::now());
+    assert!(verdict.is_ok(), "{verdict:?}");
 }
 
 #[test]

@@ -55,6 +55,8 @@ pub struct Tsa {
     pub root: CertifiedIssuer<'static, KeyPair>,
     pub key: KeyPair,
     pub leaf: Vec<u8>,
+    /// The leaf again, with another serial number: the same key, another certificate.
+    pub twin: Vec<u8>,
 }
 
 impl Tsa {
@@ -75,8 +77,17 @@ impl Tsa {
         let mut usage = CustomExtension::from_oid_content(&[2, 5, 29, 37], eku(purposes));
         usage.set_criticality(critical);
         leaf.custom_extensions = vec![usage];
+        leaf.serial_number = Some(rcgen::SerialNumber::from(vec![1]));
+        let mut twin = leaf.clone();
+        twin.serial_number = Some(rcgen::SerialNumber::from(vec![2]));
+        let twin = twin.signed_by(&key, &root).unwrap().der().to_vec();
         let leaf = leaf.signed_by(&key, &root).unwrap().der().to_vec();
-        Tsa { root, key, leaf }
+        Tsa {
+            root,
+            key,
+            leaf,
+            twin,
+        }
     }
 
     pub fn good(key: Key) -> Tsa {
@@ -108,6 +119,8 @@ pub struct Made {
     pub other_digest: bool,
     pub status: u8,
     pub signers: usize,
+    /// The token carries the leaf's twin (another serial) instead of the leaf.
+    pub twin: bool,
 }
 
 impl Default for Made {
@@ -121,6 +134,7 @@ impl Default for Made {
             other_digest: false,
             status: 0,
             signers: 1,
+            twin: false,
         }
     }
 }
@@ -139,6 +153,15 @@ fn sign(tsa: &Tsa, key: Key, hash: Hash, message: &[u8]) -> Vec<u8> {
                 key.sign_prehash(&Hash::Sha384.digest(message)).unwrap();
             signature.to_der().as_bytes().to_vec()
         }
+        (Key::P384, Hash::Sha256) => {
+            let der = tsa.key.serialize_der();
+            let key =
+                <p384::ecdsa::SigningKey as p384::pkcs8::DecodePrivateKey>::from_pkcs8_der(&der)
+                    .unwrap();
+            let signature: p384::ecdsa::Signature =
+                key.sign_prehash(&Hash::Sha256.digest(message)).unwrap();
+            signature.to_der().as_bytes().to_vec()
+        }
         (Key::Rsa, Hash::Sha384 | Hash::Sha512) => {
             let alg = match hash {
                 Hash::Sha384 => &rcgen::PKCS_RSA_SHA384,
@@ -155,6 +178,11 @@ fn sign(tsa: &Tsa, key: Key, hash: Hash, message: &[u8]) -> Vec<u8> {
 
 /// A DER TimeStampResp over [`SIGNATURE`] by `tsa`, as `made` says.
 pub fn response(tsa: &Tsa, key: Key, made: Made) -> Vec<u8> {
+    response_over(tsa, key, made, SIGNATURE)
+}
+
+/// A DER TimeStampResp over `signature` by `tsa`, as `made` says.
+pub fn response_over(tsa: &Tsa, key: Key, made: Made, signature: &[u8]) -> Vec<u8> {
     let imprint = made.imprint.unwrap_or(Hash::Sha256);
     let info = TstInfo {
         version: TspVersion::V1,
@@ -168,7 +196,7 @@ pub fn response(tsa: &Tsa, key: Key, made: Made) -> Vec<u8> {
                 }),
                 parameters: None,
             },
-            hashed_message: OctetString::new(imprint.digest(SIGNATURE)).unwrap(),
+            hashed_message: OctetString::new(imprint.digest(signature)).unwrap(),
         },
         serial_number: x509_cert::der::asn1::Int::new(&[7]).unwrap(),
         gen_time: GeneralizedTime::from_unix_duration(std::time::Duration::from_secs(AT)).unwrap(),
@@ -234,7 +262,11 @@ pub fn response(tsa: &Tsa, key: Key, made: Made) -> Vec<u8> {
         },
         certificates: made.certificates.then(|| {
             CertificateSet(
-                SetOfVec::try_from(vec![CertificateChoices::Certificate(leaf.clone())]).unwrap(),
+                SetOfVec::try_from(vec![CertificateChoices::Certificate(match made.twin {
+                    true => x509_cert::Certificate::from_der(&tsa.twin).unwrap(),
+                    false => leaf.clone(),
+                })])
+                .unwrap(),
             )
         }),
         crls: None,
