@@ -117,9 +117,10 @@ impl PublicGoodRoot {
                 return self.refresh().await;
             }
             Some(at) => {
-                let wait = match self.current().source {
-                    Source::Mirror => REFRESH_EVERY,
-                    _ => RETRY_AFTER_FAILURE,
+                // Sooner while the last read failed, whatever root is in use.
+                let wait = match self.current().stale {
+                    None => REFRESH_EVERY,
+                    Some(_) => RETRY_AFTER_FAILURE,
                 };
                 if at.elapsed() >= wait {
                     *attempted = Some(std::time::Instant::now());
