@@ -363,6 +363,25 @@ mod tests {
         );
     }
 
+    /// At most 32 timestamps a bundle, as sigstore-go (docs/security.md): one more is refused.
+    #[test]
+    fn a_bundle_carries_at_most_32_timestamps() {
+        let bundle = |n: usize| {
+            let stamps = vec![serde_json::json!({"signedTimestamp": "AA=="}); n];
+            let text = serde_json::json!({"mediaType": BUNDLE_MEDIA_TYPES[0],
+                "verificationMaterial": {"publicKey": {"hint": "k"},
+                    "timestampVerificationData": {"rfc3161Timestamps": stamps}}});
+            Bundle::parse(text.to_string().as_bytes())
+                .unwrap()
+                .timestamps()
+        };
+        assert_eq!(bundle(32).unwrap().len(), 32);
+        assert_eq!(
+            bundle(33).unwrap_err(),
+            "a bundle carries over 32 timestamps"
+        );
+    }
+
     /// The documented bound (docs/security.md), written out: a bundle of 256 KiB.
     #[test]
     fn a_bundle_is_read_up_to_256_kib() {

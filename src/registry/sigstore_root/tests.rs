@@ -62,3 +62,37 @@ async fn a_mirror_that_does_not_answer_leaves_the_kept_root_in_use() {
         Source::Embedded
     );
 }
+
+/// A mirror's file is read up to 4 MiB: one byte more fails the read, whatever tough's own
+/// limits would say later.
+#[tokio::test]
+async fn a_mirrors_file_is_read_up_to_4_mib() {
+    use std::io::{Read, Write};
+    use tough::Transport;
+    assert_eq!(transport::MAX_FILE_BYTES, 4_194_304);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for (size, stream) in [transport::MAX_FILE_BYTES, transport::MAX_FILE_BYTES + 1]
+            .into_iter()
+            .zip(listener.incoming())
+        {
+            let mut stream = stream.unwrap();
+            let mut request = [0u8; 1024];
+            let _ = stream.read(&mut request);
+            let head =
+                format!("HTTP/1.1 200 OK\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n");
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&vec![b'x'; size]);
+        }
+    });
+    let http = transport::Http::new().unwrap();
+    let url: url::Url = format!("http://127.0.0.1:{port}/timestamp.json")
+        .parse()
+        .unwrap();
+    let whole = http.fetch(url.clone()).await;
+    let bytes = tough::IntoVec::into_vec(whole.unwrap()).await.unwrap();
+    assert_eq!(bytes.len(), transport::MAX_FILE_BYTES);
+    let err = http.fetch(url).await.err().unwrap();
+    assert!(format!("{err:?}").contains("over 4194304 bytes"), "{err:?}");
+}

@@ -135,3 +135,23 @@ async fn an_expired_timestamp_or_another_anchor_leaves_the_kept_root() {
         "{why}"
     );
 }
+
+/// The target is read up to 256 KiB (a trusted root's bound): a bigger one, though TUF vouches
+/// for it, is not used.
+#[tokio::test]
+#[ignore = "needs tufrepo: make e2e-signatures"]
+async fn a_target_over_256_kib_is_not_used() {
+    let (repo, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let big = format!("{{\"padding\": \"{}\"}}", "x".repeat(256 << 10));
+    let mirror = Mirror::serving(repo.path(), big.as_bytes(), &[]);
+    let anchor = repo.path().join("anchor.json");
+    let roots = PublicGoodRoot::new(settings(&mirror, &anchor, cache.path()));
+    let current = roots.refresh().await;
+    assert_eq!(current.source, Source::Embedded);
+    let why = current.stale.clone().unwrap();
+    assert!(
+        why.contains("its trusted_root.json is over 262144 bytes"),
+        "{why}"
+    );
+    assert!(!cache.path().join(TARGET).exists());
+}
