@@ -174,12 +174,16 @@ pub struct Leaf {
 
 impl Leaf {
     pub fn new(spec: &LeafSpec, ca: &Ca) -> Leaf {
-        let params = Leaf::params(spec);
         let key = KeyPair::generate_for(spec.alg.rcgen()).unwrap();
+        Leaf::issued(spec.alg, &Leaf::params(spec), key, ca)
+    }
+
+    /// The leaf `params` describe, for `key`, as `ca` issues it.
+    fn issued(alg: Alg, params: &CertificateParams, key: KeyPair, ca: &Ca) -> Leaf {
         let cert = params.signed_by(&key, &ca.issuer).unwrap();
         Leaf {
             key,
-            alg: spec.alg,
+            alg,
             der: cert.der().to_vec(),
             pem: cert.pem(),
         }
@@ -238,13 +242,7 @@ impl Leaf {
         params
             .custom_extensions
             .push(CustomExtension::from_oid_content(SCT_LIST, value));
-        let cert = params.signed_by(&key, &ca.issuer).unwrap();
-        Leaf {
-            key,
-            alg: spec.alg,
-            der: cert.der().to_vec(),
-            pem: cert.pem(),
-        }
+        Leaf::issued(spec.alg, &params, key, ca)
     }
 
     fn params(spec: &LeafSpec) -> CertificateParams {
