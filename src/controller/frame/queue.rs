@@ -1,14 +1,24 @@
-//! What each controller's work queue holds, seen from outside kube-runtime's scheduler: the
-//! objects due for a reconcile (`workqueue_depth`), the ones being reconciled, and how long the
-//! oldest of those has been running, which is how `/healthz` tells a stuck loop.
+//! Each controller's work queue: the objects due for a reconcile (`workqueue_depth`), the ones
+//! being reconciled, and how long the oldest of those has been running, which is how `/healthz`
+//! tells a stuck loop. It is also where reconciles wait: every trigger and every requeue comes
+//! here, and [`releases`](release) hands kube-runtime's controller only what is due, a few at a
+//! time. kube's scheduler keeps each object it is given in three tables that never shrink (its
+//! delay queue, its map and its pending set, each with two copies of the object's reference), so
+//! a cold start that gave it every object at once kept about 600 bytes an object for good
+//! (docs/benchmarks.md); here an object waits in about 150.
 //!
-//! kube-runtime keeps its queue private, so this follows what enters it (a trigger: due now;
-//! a requeue: due later) and what leaves it (a reconcile starts). As in kube-runtime, one
-//! object is queued at most once and an earlier time wins.
+//! As in kube-runtime, one object waits at most once and an earlier time wins; a reconcile that
+//! starts takes what was waiting for its object.
+
+mod release;
+#[cfg(test)]
+mod tests;
 
 use crate::telemetry::collect::{Kind, Series, Source};
 use crate::telemetry::metrics::QueueMetrics;
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,19 +28,79 @@ pub struct WorkQueue {
     /// The controller's name in metrics: `imagerepository` or `imagepolicy`.
     pub name: &'static str,
     state: Mutex<State>,
+    /// Objects are known by a hash of their key, keyed at random per process so that no tenant
+    /// can pick names that collide with another's.
+    keys: RandomState,
+    /// Wakes [`release`] when something may be due sooner, or a place to release one opened.
+    wake: tokio::sync::Notify,
     /// Where waits, reconcile times and retries are recorded (none in tests without metrics).
     recorded: Mutex<Option<QueueMetrics>>,
 }
 
 #[derive(Debug, Default)]
 struct State {
-    /// Objects waiting, with the time they are due.
-    waiting: HashMap<String, Instant>,
-    /// Objects being reconciled, with the time the reconcile started.
+    /// Objects waiting, by the hash of their key.
+    waiting: HashMap<u64, Waiting>,
+    /// The waiting objects by the time they are due, earliest first. An entry whose time is not
+    /// its object's in `waiting` any more is stale, and dropped when it comes up.
+    timeline: BinaryHeap<Reverse<(Instant, u64)>>,
+    /// Handed to kube's controller and not started yet (by hash).
+    released: HashSet<u64>,
+    /// Objects being reconciled, with the time the reconcile started (a few: `--concurrent`).
     running: HashMap<String, Instant>,
     /// Whether the controller's loop is running (false before the start and after the end).
     alive: bool,
     adds: u64,
+}
+
+/// What [`State::next_due`] found.
+#[derive(Debug, PartialEq, Eq)]
+enum Due {
+    /// This object is due: it is released.
+    Now(Box<str>),
+    /// Nothing is due before this time (`None`: nothing waits, or no place is free).
+    Later(Option<Instant>),
+}
+
+impl State {
+    /// The next object due at `now`, released, if fewer than `limit` released ones have not
+    /// started yet.
+    fn next_due(&mut self, now: Instant, limit: usize) -> Due {
+        if self.released.len() >= limit {
+            return Due::Later(None);
+        }
+        while let Some(Reverse((due, hash))) = self.timeline.peek().copied() {
+            if self.waiting.get(&hash).is_none_or(|w| w.due != due) {
+                self.timeline.pop();
+                continue;
+            }
+            if due > now {
+                return Due::Later(Some(due));
+            }
+            self.timeline.pop();
+            let waiting = self.waiting.remove(&hash).expect("checked above");
+            self.released.insert(hash);
+            return Due::Now(waiting.key);
+        }
+        Due::Later(None)
+    }
+
+    /// Drops the stale entries once they are more than the live ones (each object brought
+    /// forward leaves one behind until its old time comes).
+    fn compact(&mut self) {
+        if self.timeline.len() > 2 * self.waiting.len() + 64 {
+            let waiting = &self.waiting;
+            self.timeline
+                .retain(|Reverse((due, hash))| waiting.get(hash).is_some_and(|w| w.due == *due));
+        }
+    }
+}
+
+/// One object waiting: when it is due, and its key (for kube's reference when it is released).
+#[derive(Debug)]
+struct Waiting {
+    due: Instant,
+    key: Box<str>,
 }
 
 /// A snapshot for metrics and health.
@@ -52,6 +122,8 @@ impl WorkQueue {
         WorkQueue {
             name,
             state: Mutex::default(),
+            keys: RandomState::new(),
+            wake: tokio::sync::Notify::new(),
             recorded: Mutex::default(),
         }
     }
@@ -85,20 +157,46 @@ impl WorkQueue {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// `key` is due at `at` (a trigger: now; a requeue: later).
-    pub fn add(&self, key: String, at: Instant) {
-        let mut state = self.state();
-        state.adds += 1;
-        let due = state.waiting.entry(key).or_insert(at);
-        *due = (*due).min(at);
+    fn hash(&self, key: &str) -> u64 {
+        self.keys.hash_one(key)
     }
 
-    /// A reconcile of `key` starts: it leaves the queue.
-    pub fn start(&self, key: &str, now: Instant) {
+    /// `key` is due at `at` (a trigger: now; a requeue: later).
+    pub fn add(&self, key: String, at: Instant) {
+        let hash = self.hash(&key);
         let mut state = self.state();
-        let due = state.waiting.remove(key);
+        state.adds += 1;
+        let sooner = match state.waiting.get_mut(&hash) {
+            Some(waiting) if waiting.due <= at => false,
+            Some(waiting) => {
+                waiting.due = at;
+                true
+            }
+            None => {
+                let key = key.into_boxed_str();
+                state.waiting.insert(hash, Waiting { due: at, key });
+                true
+            }
+        };
+        if sooner {
+            state.timeline.push(Reverse((at, hash)));
+            state.compact();
+            drop(state);
+            self.wake.notify_one();
+        }
+    }
+
+    /// A reconcile of `key` starts: it takes what was waiting for it.
+    pub fn start(&self, key: &str, now: Instant) {
+        let hash = self.hash(key);
+        let mut state = self.state();
+        let due = state.waiting.remove(&hash).map(|w| w.due);
+        let was_released = state.released.remove(&hash);
         state.running.insert(key.to_string(), now);
         drop(state);
+        if was_released {
+            self.wake.notify_one();
+        }
         let waited = due.map_or(Duration::ZERO, |due| now.saturating_duration_since(due));
         self.record(|m| m.queue_duration.observe(waited.as_secs_f64()));
     }
@@ -117,9 +215,15 @@ impl WorkQueue {
 
     /// The object is gone: nothing of it stays queued.
     pub fn forget(&self, key: &str) {
+        let hash = self.hash(key);
         let mut state = self.state();
-        state.waiting.remove(key);
+        state.waiting.remove(&hash);
         state.running.remove(key);
+        let was_released = state.released.remove(&hash);
+        drop(state);
+        if was_released {
+            self.wake.notify_one();
+        }
     }
 
     /// Marks the controller's loop running or ended.
@@ -137,32 +241,6 @@ impl WorkQueue {
             .max_by_key(|(_, age)| *age)
     }
 
-    /// Drives a controller's result stream, marking the loop alive while it runs.
-    pub async fn run_loop<S, T, E>(self: Arc<Self>, results: S)
-    where
-        S: futures::Stream<Item = Result<T, E>>,
-        E: std::fmt::Display,
-    {
-        use futures::StreamExt;
-        /// Marks the loop ended however it ends: returned, or unwound by a panic (which
-        /// left it "alive" for `/healthz` before).
-        struct Ended<'a>(&'a WorkQueue);
-        impl Drop for Ended<'_> {
-            fn drop(&mut self) {
-                self.0.set_alive(false);
-            }
-        }
-        self.set_alive(true);
-        let _ended = Ended(&self);
-        results
-            .for_each(|result| async move {
-                if let Err(err) = result {
-                    tracing::debug!(error = %err, "reconcile ended with an error");
-                }
-            })
-            .await;
-    }
-
     /// The time the reconciles in flight have run so far, together.
     pub fn unfinished(&self, now: Instant) -> Duration {
         let state = self.state();
@@ -176,7 +254,7 @@ impl WorkQueue {
     pub fn stats(&self, now: Instant) -> QueueStats {
         let state = self.state();
         QueueStats {
-            depth: state.waiting.values().filter(|due| **due <= now).count(),
+            depth: state.waiting.values().filter(|w| w.due <= now).count() + state.released.len(),
             running: state.running.len(),
             oldest_running: state
                 .running
@@ -251,98 +329,5 @@ impl Source for QueueSource {
             unfinished = unfinished.sample(name(), queue.unfinished(now).as_secs_f64());
         }
         vec![depth, adds, longest, active, unfinished]
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn depth_counts_due_objects_once_each() {
-        let q = WorkQueue::new("imagerepository");
-        let t0 = Instant::now();
-        q.add("a".into(), t0);
-        q.add("a".into(), t0);
-        q.add("b".into(), t0 + Duration::from_secs(60));
-        assert_eq!(q.stats(t0).depth, 1, "b is not due yet; a counts once");
-        assert_eq!(q.stats(t0).adds, 3);
-        // A trigger brings a later requeue forward.
-        q.add("b".into(), t0);
-        assert_eq!(q.stats(t0).depth, 2);
-        q.start("a", t0);
-        let stats = q.stats(t0 + Duration::from_secs(2));
-        assert_eq!((stats.depth, stats.running), (1, 1));
-        assert_eq!(stats.oldest_running, Some(Duration::from_secs(2)));
-        q.finish(
-            "a",
-            Some(Duration::from_secs(30)),
-            t0 + Duration::from_secs(2),
-        );
-        let stats = q.stats(t0 + Duration::from_secs(3));
-        assert_eq!((stats.depth, stats.running), (1, 0));
-        assert_eq!(
-            q.stats(t0 + Duration::from_secs(40)).depth,
-            2,
-            "a is due again"
-        );
-        q.forget("a");
-        q.forget("b");
-        assert_eq!(q.stats(t0 + Duration::from_secs(40)).depth, 0);
-    }
-
-    #[test]
-    fn waits_reconcile_times_and_retries_are_recorded() {
-        let metrics = crate::telemetry::metrics::Metrics::default();
-        let q = WorkQueue::new("imagerepository");
-        q.record_into(metrics.queue(q.name));
-        let t0 = Instant::now();
-        q.add("a".into(), t0);
-        q.start("a", t0 + Duration::from_millis(300));
-        assert_eq!(
-            q.unfinished(t0 + Duration::from_millis(500)),
-            Duration::from_millis(200)
-        );
-        q.retried();
-        q.finish(
-            "a",
-            Some(Duration::from_secs(1)),
-            t0 + Duration::from_secs(2),
-        );
-        let text = metrics.encode();
-        let line = |prefix: &str| {
-            text.lines()
-                .find(|l| l.starts_with(prefix))
-                .unwrap_or_else(|| panic!("{prefix} in {text}"))
-                .to_string()
-        };
-        assert!(
-            line("workqueue_queue_duration_seconds_sum{name=\"imagerepository\"}")
-                .ends_with(" 0.3")
-        );
-        assert!(
-            line("workqueue_work_duration_seconds_sum{name=\"imagerepository\"}").ends_with(" 1.7")
-        );
-        assert!(line("workqueue_retries_total{name=\"imagerepository\"}").ends_with(" 1"));
-    }
-
-    #[test]
-    fn unhealthy_when_a_loop_ended_or_a_reconcile_is_stuck() {
-        let q = WorkQueue::new("imagepolicy");
-        let t0 = Instant::now();
-        let limit = Duration::from_secs(60);
-        assert_eq!(
-            unhealthy(&[&q], limit, t0).as_deref(),
-            Some("the imagepolicy controller is not running")
-        );
-        q.set_alive(true);
-        q.start("p", t0);
-        assert_eq!(unhealthy(&[&q], limit, t0 + Duration::from_secs(59)), None);
-        assert_eq!(
-            unhealthy(&[&q], limit, t0 + Duration::from_secs(61)).as_deref(),
-            Some("the reconcile of p has been running for 61s (more than 60s)")
-        );
-        q.finish("p", None, t0 + Duration::from_secs(61));
-        assert_eq!(unhealthy(&[&q], limit, t0 + Duration::from_secs(62)), None);
     }
 }

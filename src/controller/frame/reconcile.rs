@@ -133,3 +133,19 @@ pub fn error_policy<K: Reconciled>(obj: Arc<K>, err: &Error, ctx: Arc<K::Ctx>) -
     queue.finish(&key, Some(delay), Instant::now());
     Action::requeue(delay)
 }
+
+/// [`reconcile`] as kube's controller runs it: the next run already waits in the work queue
+/// (`queue.finish`), which releases it when due, so kube is told only to await changes; its
+/// scheduler would keep the object in tables that never shrink (frame/queue.rs).
+pub async fn reconcile_queued<K: Reconciled>(
+    obj: Arc<K>,
+    ctx: Arc<K::Ctx>,
+) -> Result<Action, Error> {
+    reconcile(obj, ctx).await.map(|_| Action::await_change())
+}
+
+/// [`error_policy`] as kube's controller runs it: the retry waits in the work queue.
+pub fn error_policy_queued<K: Reconciled>(obj: Arc<K>, err: &Error, ctx: Arc<K::Ctx>) -> Action {
+    error_policy(obj, err, ctx);
+    Action::await_change()
+}

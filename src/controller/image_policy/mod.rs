@@ -22,8 +22,8 @@ use crate::api::{ImagePolicy, ImageRepository};
 use crate::controller::feed::repository_feed::{is_baseline, Feed};
 use crate::controller::frame::reconcile as shared_reconcile;
 use crate::controller::frame::wiring::Wiring;
-use crate::controller::object::changed::{changed, queued};
-use crate::controller::object::keys::{key_of, object_key, trigger_hash};
+use crate::controller::object::changed::changed;
+use crate::controller::object::keys::{key_of, trigger_hash};
 use crate::controller::object::slim::slim;
 use crate::controller::outcome::error::Error;
 use futures::TryStreamExt;
@@ -83,7 +83,7 @@ pub fn controller(
     let concurrency = ctx.settings.concurrent;
     let index = PolicyIndex::default();
     let queue = ctx.policy_queue.clone();
-    let (enqueued, mapped) = (queue.clone(), queue.clone());
+    let mapped = queue.clone();
     let (policy_reader, policy_writer) = reflector::store();
     let observed = index.clone();
     let order_ctx = ctx.clone();
@@ -101,8 +101,7 @@ pub fn controller(
             }
         })
         .applied_objects();
-    let policy_triggers = changed(policy_triggers, trigger_hash)
-        .inspect_ok(move |policy| enqueued.add(object_key(policy), Instant::now()));
+    let policy_triggers = changed(policy_triggers, trigger_hash);
     let (repo_reader, synced, changes) = repositories.into_parts();
     let repository_changes = changed(changes, repository_change_hash);
     // A namespace's labels decide a cross-namespace policy (accessFrom): their changes are
@@ -117,34 +116,38 @@ pub fn controller(
     let (namespace_index, relabelled) = (index.clone(), queue.clone());
     let ctx = PolicyContext::new(ctx, repo_reader, synced);
     let wakes = ctx.handoffs.wakes().expect("one controller per context");
-    // Every trigger comes in by name (`queued`): kube's scheduler keeps what it is given.
+    // Every trigger goes to the queue, which releases what is due to kube's controller a few
+    // at a time (frame/queue.rs): the mappers below queue and return nothing.
     let run = Controller::for_stream(futures::stream::pending(), policy_reader)
-        .reconcile_on(queued(policy_triggers))
+        .reconcile_on(queue.releases(concurrency))
+        .reconcile_on(queue.intake(policy_triggers))
         .watches_stream(namespace_changes, move |namespace| {
             let policies = namespace_index.cross_namespace_policies_in(&namespace.name_any());
             for policy in &policies {
                 let key = key_of("ImagePolicy", &namespace.name_any(), &policy.name);
                 relabelled.add(key, Instant::now());
             }
-            policies
+            std::iter::empty()
         })
         .watches_stream(repository_changes, move |repo| {
-            if is_baseline(&repo) {
-                return Vec::new();
+            if !is_baseline(&repo) {
+                for policy in index.policies_for(&repo) {
+                    let namespace = policy.namespace.as_deref().unwrap_or_default();
+                    let key = key_of("ImagePolicy", namespace, &policy.name);
+                    mapped.add(key, Instant::now());
+                }
             }
-            let policies = index.policies_for(&repo);
-            for policy in &policies {
-                let namespace = policy.namespace.as_deref().unwrap_or_default();
-                let key = key_of("ImagePolicy", namespace, &policy.name);
-                mapped.add(key, Instant::now());
-            }
-            policies
+            std::iter::empty()
         })
         // A reconcile that went on in the background has ended: write what it decided.
-        .reconcile_on(wakes)
+        .reconcile_on(queue.intake_refs(wakes))
         .with_config(Config::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown.cancelled_owned())
-        .run(reconcile, error_policy, ctx);
+        .run(
+            shared_reconcile::reconcile_queued,
+            shared_reconcile::error_policy_queued,
+            ctx,
+        );
     queue.run_loop(run)
 }
 

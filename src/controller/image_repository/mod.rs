@@ -14,7 +14,7 @@ use crate::api::ImageRepository;
 use crate::controller::feed::repository_feed::FeedSource;
 use crate::controller::frame::reconcile as shared_reconcile;
 use crate::controller::frame::wiring::Wiring;
-use crate::controller::object::changed::{changed, queued};
+use crate::controller::object::changed::changed;
 use crate::controller::object::keys::{object_key, trigger_hash};
 use crate::controller::object::slim::slim;
 use crate::controller::outcome::error::Error;
@@ -25,7 +25,6 @@ use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, ResourceExt};
 pub use reconcile::RepositoryContext;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// One reconcile (kube's signature): the shared reconcile of
 /// [`Reconciled`](crate::controller::frame::reconciled::Reconciled).
@@ -62,7 +61,6 @@ pub fn controller(
     let concurrency = ctx.settings.concurrent;
     let (reader, writer, forward) = feed.split();
     let queue = ctx.repository_queue.clone();
-    let enqueued = queue.clone();
     let ctx = RepositoryContext::new(ctx);
     let running = ctx.running.clone();
     let wakes = ctx.handoffs.wakes().expect("one controller per context");
@@ -96,15 +94,20 @@ pub fn controller(
                 tracing::info!(object = %object_key(repo), "deleted while scanning: scan cancelled");
             }
         });
-    let triggers = changed(triggers, trigger_hash)
-        .inspect_ok(move |repo| enqueued.add(object_key(repo), Instant::now()));
-    // Every trigger comes in by name (`queued`): kube's scheduler keeps what it is given.
+    let triggers = changed(triggers, trigger_hash);
+    // Every trigger goes to the queue, which releases what is due to kube's controller a few
+    // at a time (frame/queue.rs).
     let run = Controller::for_stream(futures::stream::pending(), reader)
-        .reconcile_on(queued(triggers))
+        .reconcile_on(queue.releases(concurrency))
+        .reconcile_on(queue.intake(triggers))
         // A reconcile that went on in the background has ended: write what it decided.
-        .reconcile_on(wakes)
+        .reconcile_on(queue.intake_refs(wakes))
         .with_config(Config::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown.cancelled_owned())
-        .run(reconcile, error_policy, ctx);
+        .run(
+            shared_reconcile::reconcile_queued,
+            shared_reconcile::error_policy_queued,
+            ctx,
+        );
     queue.run_loop(run)
 }

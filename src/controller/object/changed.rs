@@ -7,10 +7,8 @@
 //! differs from the one last seen for the same object (a new UID is a new object), when that
 //! was seen longer than [`TTL`] ago, or when it has no property.
 
-use super::keys::queued_ref;
-use futures::{future, Stream, StreamExt, TryStreamExt};
+use futures::{future, Stream, TryStreamExt};
 use kube::api::ObjectMeta;
-use kube::runtime::reflector::ObjectRef;
 use kube::Resource;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -28,22 +26,6 @@ pub fn changed<K: Resource, E>(
     stream.try_filter(move |obj| {
         let news = seen.news(obj.meta(), property(obj), Instant::now());
         future::ready(news)
-    })
-}
-
-/// The reconciles `stream`'s objects ask for, each queued by name ([`queued_ref`]). A watch
-/// error is only logged: the watch retries by itself with backoff.
-pub fn queued<K: Resource<DynamicType = ()>, E: std::fmt::Display>(
-    stream: impl Stream<Item = Result<K, E>>,
-) -> impl Stream<Item = ObjectRef<K>> {
-    stream.filter_map(|item| {
-        future::ready(match item {
-            Ok(obj) => Some(queued_ref(&obj)),
-            Err(err) => {
-                tracing::debug!(error = %err, "watch error; the watch retries");
-                None
-            }
-        })
     })
 }
 
@@ -154,31 +136,6 @@ mod tests {
         assert!(!seen.news(&a, Some(1), later - Duration::from_secs(2)));
         seen.news(&a, Some(1), later);
         assert_eq!(seen.len(), 1);
-    }
-
-    #[tokio::test]
-    async fn reconciles_are_queued_by_name_alone_and_watch_errors_dropped() {
-        use crate::api::ImageRepository;
-        let repo: ImageRepository = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "app", "namespace": "team", "uid": "6a1f0c5e-0000-4000-8000-000000000001",
-                "resourceVersion": "12345"},
-            "spec": {"image": "r/app", "interval": "5m"}
-        }))
-        .unwrap();
-        let events: Vec<Result<ImageRepository, &str>> = vec![Err("gone"), Ok(repo.clone())];
-        let refs: Vec<_> = queued(futures::stream::iter(events)).collect().await;
-        assert_eq!(refs.len(), 1);
-        let full = ObjectRef::from_obj(&repo);
-        assert_eq!(refs[0], full, "the same object to kube");
-        assert_eq!(
-            (refs[0].name.as_str(), refs[0].namespace.as_deref()),
-            ("app", Some("team"))
-        );
-        assert!(full.extra.uid.is_some() && full.extra.resource_version.is_some());
-        assert_eq!(
-            (&refs[0].extra.uid, &refs[0].extra.resource_version),
-            (&None, &None)
-        );
     }
 
     #[test]

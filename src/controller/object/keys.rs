@@ -3,7 +3,6 @@
 //! what of it triggers a reconcile.
 
 use crate::telemetry::metrics::ObjectLabels;
-use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 
 /// The field manager of every write, as Flux names it.
@@ -29,18 +28,6 @@ pub fn object_key<K: Resource<DynamicType = ()>>(obj: &K) -> String {
         &obj.namespace().unwrap_or_default(),
         &obj.name_any(),
     )
-}
-
-/// The reference a reconcile is queued under: the name and namespace alone. kube's own copy
-/// carries the resource version and UID too, which take no part in its equality, and its
-/// scheduler keeps two copies of the reference of every object waiting for its interval (two
-/// more strings, about 80 bytes, in each copy; docs/benchmarks.md).
-pub fn queued_ref<K: Resource<DynamicType = ()>>(obj: &K) -> ObjectRef<K> {
-    let name = ObjectRef::new(&obj.name_any());
-    match obj.meta().namespace.as_deref() {
-        Some(namespace) => name.within(namespace),
-        None => name,
-    }
 }
 
 /// [`object_key`] from its parts (for an object known only by reference).
