@@ -15,7 +15,7 @@
 //! own rate limit): this decides only what is written to the API server.
 
 use lru::LruCache;
-use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::num::NonZeroUsize;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -52,8 +52,14 @@ pub enum Verdict {
     },
 }
 
+/// The Events of one type and reason within the window. Each object has one of these per
+/// (type, reason) noted in the last [`SIMILAR_WINDOW`], most often one: the history is kept
+/// small because a cold start notes the first Event of every object at once (it was about 680
+/// bytes an object with a map per object and strings for its keys; docs/benchmarks.md).
 #[derive(Debug)]
 struct Similar {
+    /// The hash of the type and reason.
+    of: u64,
     /// When each Event of the window was noted (at most [`SIMILAR_AFTER`] kept).
     times: Vec<Instant>,
     /// The merged Event's name and count, once there is one.
@@ -64,23 +70,32 @@ struct Similar {
 struct History {
     tokens: f64,
     refilled: Instant,
-    /// Per (type, reason).
-    similar: HashMap<(String, String), Similar>,
+    similar: Vec<Similar>,
 }
 
-/// The Event history of every object, bounded.
+/// The Event history of every object, bounded. Objects and (type, reason) pairs are known by
+/// hashes, keyed at random per process so that no tenant can pick names that collide with
+/// another's.
 pub struct EventLimits {
-    objects: Mutex<LruCache<String, History>>,
+    keys: RandomState,
+    objects: Mutex<LruCache<u64, History>>,
 }
 
 impl Default for EventLimits {
     fn default() -> Self {
         EventLimits {
+            keys: RandomState::new(),
             objects: Mutex::new(LruCache::new(
                 NonZeroUsize::new(MAX_OBJECTS).expect("a bound above zero"),
             )),
         }
     }
+}
+
+/// Pushes without the spare room `Vec` leaves (its first push makes room for four).
+fn push_exact<T>(list: &mut Vec<T>, item: T) {
+    list.reserve_exact(1);
+    list.push(item);
 }
 
 impl EventLimits {
@@ -93,11 +108,12 @@ impl EventLimits {
         message: &str,
         now: Instant,
     ) -> Verdict {
+        let of = self.keys.hash_one((type_, reason));
         let mut objects = self.objects.lock().unwrap_or_else(|p| p.into_inner());
-        let history = objects.get_or_insert_mut(key.to_string(), || History {
+        let history = objects.get_or_insert_mut(self.keys.hash_one(key), || History {
             tokens: f64::from(BURST),
             refilled: now,
-            similar: HashMap::new(),
+            similar: Vec::new(),
         });
         let refill = now
             .saturating_duration_since(history.refilled)
@@ -109,25 +125,31 @@ impl EventLimits {
             return Verdict::Drop;
         }
         history.tokens -= 1.0;
-        history.similar.retain(|_, s| {
+        history.similar.retain(|s| {
             s.times
                 .last()
                 .is_some_and(|t| now.saturating_duration_since(*t) < SIMILAR_WINDOW)
         });
-        let similar = history
-            .similar
-            .entry((type_.to_string(), reason.to_string()))
-            .or_insert_with(|| Similar {
-                times: Vec::new(),
-                merged: None,
-            });
+        let at = match history.similar.iter().position(|s| s.of == of) {
+            Some(at) => at,
+            None => {
+                let similar = Similar {
+                    of,
+                    times: Vec::new(),
+                    merged: None,
+                };
+                push_exact(&mut history.similar, similar);
+                history.similar.len() - 1
+            }
+        };
+        let similar = &mut history.similar[at];
         similar
             .times
             .retain(|t| now.saturating_duration_since(*t) < SIMILAR_WINDOW);
         if similar.times.len() >= SIMILAR_AFTER as usize {
             similar.times.remove(0);
         }
-        similar.times.push(now);
+        push_exact(&mut similar.times, now);
         if similar.times.len() < SIMILAR_AFTER as usize && similar.merged.is_none() {
             return Verdict::Create(cut_message(message));
         }
@@ -142,10 +164,11 @@ impl EventLimits {
 
     /// The merged Event of `key`'s `type_` and `reason` was written as `name`.
     pub fn merged_as(&self, key: &str, type_: &str, reason: &str, name: String) {
+        let of = self.keys.hash_one((type_, reason));
         let mut objects = self.objects.lock().unwrap_or_else(|p| p.into_inner());
         let merged = objects
-            .get_mut(key)
-            .and_then(|h| h.similar.get_mut(&(type_.to_string(), reason.to_string())))
+            .get_mut(&self.keys.hash_one(key))
+            .and_then(|h| h.similar.iter_mut().find(|s| s.of == of))
             .and_then(|s| s.merged.as_mut());
         if let Some((written, _)) = merged {
             *written = Some(name);
@@ -157,7 +180,7 @@ impl EventLimits {
         self.objects
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .pop(key);
+            .pop(&self.keys.hash_one(key));
     }
 }
 
@@ -263,6 +286,30 @@ mod tests {
         let cut = cut_message(&long);
         assert!(cut.len() <= 4096 && cut.ends_with("(cut)"), "{}", cut.len());
         assert_eq!(cut_message("short"), "short");
+    }
+
+    /// A cold start notes every object's first Event at once: each history is one entry with
+    /// one time, without spare room.
+    #[test]
+    fn a_first_event_is_kept_in_little() {
+        let limits = EventLimits::default();
+        let t0 = Instant::now();
+        limits.note("ImagePolicy/team/app", "Normal", "Succeeded", "m", t0);
+        {
+            let mut objects = limits.objects.lock().unwrap();
+            let (_, history) = objects.peek_lru().unwrap();
+            assert_eq!(history.similar.capacity(), 1);
+            assert_eq!(history.similar[0].times.capacity(), 1);
+            assert_eq!(std::mem::size_of::<(u64, History)>(), 56);
+            drop(objects.pop_lru());
+        }
+        limits.note("ImagePolicy/team/app", "Normal", "Succeeded", "m", t0);
+        limits.forget("ImagePolicy/team/app");
+        assert_eq!(
+            limits.objects.lock().unwrap().len(),
+            0,
+            "forgotten by its key"
+        );
     }
 
     #[test]
