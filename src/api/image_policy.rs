@@ -65,8 +65,10 @@ pub struct ImagePolicySpec {
     pub policy: ImagePolicyChoice,
 
     /// Keep only tags matching `pattern`, and compare the `extract` template's expansion.
+    // Boxed, like `verify` and `observedPreviousRef`: the watch cache keeps every policy, and
+    // inline these took 180 of its 912 bytes, most often for nothing (docs/benchmarks.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub filter_tags: Option<TagFilter>,
+    pub filter_tags: Option<Box<TagFilter>>,
 
     /// Whether and when `status.latestRef.digest` is resolved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,7 +92,7 @@ pub struct ImagePolicySpec {
 
     /// Beyond Flux: elect only a tag whose digest has a valid cosign signature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verify: Option<super::ImageVerification>,
+    pub verify: Option<Box<super::ImageVerification>>,
 
     /// Beyond Flux: `Refuse` never elects a tag the policy's ordering ranks below the elected
     /// one, even when the higher tags vanish from a scan; a new generation of the spec lifts
@@ -246,7 +248,7 @@ pub struct ImagePolicyStatus {
 
     /// The image elected before the latest change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_previous_ref: Option<ImageRef>,
+    pub observed_previous_ref: Option<Box<ImageRef>>,
 
     /// The generation last reconciled to Ready or Stalled.
     #[serde(default, skip_serializing_if = "Option::is_none")]

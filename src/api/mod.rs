@@ -30,3 +30,14 @@ pub use image_repository::{
 };
 pub use names::{check_namespace_name, check_object_name};
 pub use refs::{LocalObjectReference, NamespacedObjectReference};
+
+#[cfg(test)]
+mod tests {
+    /// The watch caches keep every object inline at this size, and its parts most objects
+    /// leave out boxed (912 and 776 bytes before; docs/benchmarks.md).
+    #[test]
+    fn cached_objects_stay_small() {
+        assert!(std::mem::size_of::<super::ImagePolicy>() <= 728);
+        assert!(std::mem::size_of::<super::ImageRepository>() <= 728);
+    }
+}

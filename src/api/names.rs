@@ -72,9 +72,9 @@ impl ImageRepositorySpec {
     /// Every object name the spec gives, checked before any of them is read.
     pub fn check_references(&self) -> Result<(), String> {
         let refs = [
-            ("spec.secretRef.name", &self.secret_ref),
-            ("spec.certSecretRef.name", &self.cert_secret_ref),
-            ("spec.proxySecretRef.name", &self.proxy_secret_ref),
+            ("spec.secretRef.name", self.secret_ref.as_ref()),
+            ("spec.certSecretRef.name", self.cert_secret_ref.as_deref()),
+            ("spec.proxySecretRef.name", self.proxy_secret_ref.as_deref()),
         ];
         for (path, reference) in refs {
             if let Some(r) = reference {

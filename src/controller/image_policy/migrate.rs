@@ -17,7 +17,8 @@ pub fn migrate_status(status: &ImagePolicyStatus) -> Option<ImagePolicyStatus> {
         migrated.observed_previous_ref = status
             .observed_previous_image
             .as_deref()
-            .and_then(split_ref);
+            .and_then(split_ref)
+            .map(Box::new);
     }
     migrated.latest_image = None;
     migrated.observed_previous_image = None;
@@ -65,8 +66,8 @@ mod tests {
         let new = migrate_status(&old).unwrap();
         assert_eq!(new.latest_ref, Some(r("registry:5000/team/app", "1.2.0")));
         assert_eq!(
-            new.observed_previous_ref,
-            Some(r("registry:5000/team/app", "1.1.0"))
+            new.observed_previous_ref.as_deref(),
+            Some(&r("registry:5000/team/app", "1.1.0"))
         );
         assert_eq!(
             (new.latest_image, new.observed_previous_image),

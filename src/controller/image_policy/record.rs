@@ -69,7 +69,7 @@ pub(super) fn record(
         } => {
             status.held_back = keep(held);
             if status.latest_ref.as_ref() != Some(&elected) {
-                status.observed_previous_ref = status.latest_ref.replace(elected);
+                status.observed_previous_ref = status.latest_ref.replace(elected).map(Box::new);
             }
             c.delete(ConditionType::Ready);
             let message = ready_message(status) + &held_note(status);

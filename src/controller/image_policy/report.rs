@@ -21,7 +21,7 @@ pub fn ready_message(status: &ImagePolicyStatus) -> String {
     }
     if let Some(previous) = status
         .observed_previous_ref
-        .as_ref()
+        .as_deref()
         .filter(|p| *p != latest)
     {
         message.push_str(&format!(" (previously {}:{}", previous.name, previous.tag));
@@ -165,9 +165,9 @@ mod tests {
 
     #[test]
     fn ready_messages_are_fluxs() {
-        let status = |latest, previous| ImagePolicyStatus {
+        let status = |latest, previous: Option<ImageRef>| ImagePolicyStatus {
             latest_ref: Some(latest),
-            observed_previous_ref: previous,
+            observed_previous_ref: previous.map(Box::new),
             ..Default::default()
         };
         assert_eq!(
@@ -238,11 +238,11 @@ mod tests {
                 tag: "1.1".into(),
                 digest: Some("sha256:new".into()),
             }),
-            observed_previous_ref: Some(ImageRef {
+            observed_previous_ref: Some(Box::new(ImageRef {
                 name: "a/b".into(),
                 tag: "1.0".into(),
                 digest: None,
-            }),
+            })),
             ..Default::default()
         };
         let metadata = ref_metadata(&status);

@@ -75,7 +75,7 @@ async fn find<R: PolicyReader>(
         &policy_namespace,
         &namespace,
         &reference.name,
-        repo.spec.access_from.as_ref(),
+        repo.spec.access_from.as_deref(),
         || labels,
     )?;
     Ok(repo)
