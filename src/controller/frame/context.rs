@@ -8,6 +8,7 @@ use crate::controller::access::credentials::ObjectReader;
 use crate::controller::events::notify::Notifier;
 use crate::controller::events::recorder::EventRecorder;
 use crate::controller::feed::scan_order::ScanOrder;
+use crate::controller::object::seen::SeenSet;
 use crate::controller::outcome::backoff::Backoff;
 use crate::registry::Registries;
 use crate::store::{RepoKey, TagStore};
@@ -15,7 +16,6 @@ use crate::telemetry::metrics::Metrics;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, Client};
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -68,7 +68,7 @@ pub struct Context {
     /// Now; tests pin it.
     pub clock: fn() -> Timestamp,
     /// Repositories reconciled successfully since start (docs/compatibility.md, warm start).
-    scanned: Mutex<HashSet<RepoKey>>,
+    scanned: Mutex<SeenSet>,
     /// Repositories with policies are scanned first at start-up.
     pub scan_order: ScanOrder,
     /// The ImageRepository controller's queue, as metrics and `/healthz` see it.
@@ -126,7 +126,7 @@ impl Context {
 
     /// Records that `key`'s repository reconciled successfully since start (warm start).
     pub fn mark_scanned(&self, key: RepoKey) {
-        self.scanned.lock().expect("scanned lock").insert(key);
+        self.scanned.lock().expect("scanned lock").insert(&key);
     }
 
     /// Whether `key`'s repository reconciled successfully since start.

@@ -12,6 +12,7 @@ use crate::controller::frame::apply::{Decision, KindHandoffs, Prepared, Reconcil
 use crate::controller::frame::context::{ApiReader, Context};
 use crate::controller::frame::queue::WorkQueue;
 use crate::controller::object::keys::{object_key, object_labels};
+use crate::controller::object::seen::SeenSet;
 use crate::controller::outcome::error::Error;
 use crate::controller::outcome::next::Next;
 use crate::controller::outcome::status::{is_ready, patch_status, Patched};
@@ -21,7 +22,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::Store;
 use kube::Api;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -38,7 +39,7 @@ pub struct PolicyContext {
     pub repositories_synced: Arc<AtomicBool>,
     /// Policies (`Kind/namespace/name`) reconciled since start: a digest fetched before a
     /// restart may still be fresh for their first reconcile (docs/imagepolicy.md).
-    seen: Mutex<HashSet<String>>,
+    seen: Mutex<SeenSet>,
     /// Reconciles that went on off the workers.
     pub handoffs: KindHandoffs<ImagePolicy>,
 }
@@ -60,10 +61,7 @@ impl PolicyContext {
 
     /// Whether this is the first reconcile of the policy `key` since start; records it.
     fn first_reconcile(&self, key: &str) -> bool {
-        self.seen
-            .lock()
-            .expect("policies lock")
-            .insert(key.to_string())
+        self.seen.lock().expect("policies lock").insert(key)
     }
 }
 
