@@ -5,9 +5,9 @@
 //! a second LIST and WATCH on the API server (docs/benchmarks.md).
 
 use crate::api::ImageRepository;
+use crate::controller::object::cache::ObjectCache;
 use crate::store::RepoKey;
 use futures::Stream;
-use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
 use kube::ResourceExt;
 use std::collections::HashSet;
@@ -15,34 +15,32 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
-/// The repository controller's side: the cache's writer and where changes go.
+/// The repository controller's side: the cache and where changes go.
 pub struct FeedSource {
-    reader: Store<ImageRepository>,
-    writer: reflector::store::Writer<ImageRepository>,
+    cache: Arc<ObjectCache<ImageRepository>>,
     changes: mpsc::UnboundedSender<ImageRepository>,
     synced: Arc<AtomicBool>,
 }
 
 /// The policy controller's side: the cache, whether it has the initial list, and the changes.
 pub struct Feed {
-    pub reader: Store<ImageRepository>,
+    pub cache: Arc<ObjectCache<ImageRepository>>,
     pub synced: Arc<AtomicBool>,
     changes: mpsc::UnboundedReceiver<ImageRepository>,
 }
 
 /// A new feed: its source for the repository controller, the feed for the policy controller.
 pub fn repository_feed() -> (FeedSource, Feed) {
-    let (reader, writer) = reflector::store();
+    let cache = Arc::new(ObjectCache::default());
     let (tx, rx) = mpsc::unbounded_channel();
     let synced = Arc::new(AtomicBool::new(false));
     let source = FeedSource {
-        reader: reader.clone(),
-        writer,
+        cache: cache.clone(),
         changes: tx,
         synced: synced.clone(),
     };
     let feed = Feed {
-        reader,
+        cache,
         synced,
         changes: rx,
     };
@@ -53,14 +51,13 @@ impl Feed {
     /// The keys of the repositories the cache holds, once it holds the first list (the
     /// storage GC's live set: what this instance's watch has in scope).
     pub fn cached_keys(&self) -> impl Fn() -> Option<HashSet<RepoKey>> + Send + Sync + 'static {
-        let (reader, synced) = (self.reader.clone(), self.synced.clone());
+        let (cache, synced) = (self.cache.clone(), self.synced.clone());
         move || {
             synced.load(Ordering::SeqCst).then(|| {
-                let key = |r: &Arc<ImageRepository>| {
-                    let namespace = r.metadata.namespace.as_deref().unwrap_or_default();
-                    RepoKey::new(namespace, r.name_any()).ok()
-                };
-                reader.state().iter().filter_map(key).collect()
+                let names = cache.names().into_iter();
+                names
+                    .filter_map(|(namespace, name)| RepoKey::new(namespace, name).ok())
+                    .collect()
             })
         }
     }
@@ -74,19 +71,13 @@ pub struct Forward {
 }
 
 impl FeedSource {
-    /// The writer for the watch, and what forwards its events.
-    pub fn split(
-        self,
-    ) -> (
-        Store<ImageRepository>,
-        reflector::store::Writer<ImageRepository>,
-        Forward,
-    ) {
+    /// The cache the watch fills, and what forwards its events.
+    pub fn split(self) -> (Arc<ObjectCache<ImageRepository>>, Forward) {
         let forward = Forward {
             changes: self.changes,
             synced: self.synced,
         };
-        (self.reader, self.writer, forward)
+        (self.cache, forward)
     }
 }
 
@@ -160,14 +151,14 @@ impl Feed {
     pub fn into_parts(
         self,
     ) -> (
-        Store<ImageRepository>,
+        Arc<ObjectCache<ImageRepository>>,
         Arc<AtomicBool>,
         impl Stream<Item = Result<ImageRepository, watcher::Error>> + Send + 'static,
     ) {
         let changes = futures::stream::unfold(self.changes, |mut rx| async move {
             rx.recv().await.map(|repo| (Ok(repo), rx))
         });
-        (self.reader, self.synced, changes)
+        (self.cache, self.synced, changes)
     }
 }
 
@@ -179,7 +170,7 @@ mod tests {
     #[tokio::test]
     async fn the_policy_side_sees_the_cache_and_every_change_after_the_first_list() {
         let (source, feed) = repository_feed();
-        let (_reader, mut writer, forward) = source.split();
+        let (writer, forward) = source.split();
         let (reader, synced, changes) = feed.into_parts();
         let repo: ImageRepository = serde_json::from_value(serde_json::json!({
             "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImageRepository",
@@ -199,13 +190,13 @@ mod tests {
             watcher::Event::InitDone,
             watcher::Event::Delete(relisted.clone()),
         ] {
-            writer.apply_watcher_event(&event);
+            writer.apply(&event);
             forward.event(&event);
-            if matches!(event, watcher::Event::InitDone) && reader.state().len() == 1 {
+            if matches!(event, watcher::Event::InitDone) && reader.len() == 1 {
                 assert!(synced.load(Ordering::SeqCst));
-                assert_eq!(reader.state().len(), 1, "one cache, shared");
+                assert_eq!(reader.len(), 1, "one cache, shared");
                 assert_eq!(
-                    reader.state()[0]
+                    reader.objects()[0]
                         .spec
                         .exclusion_list
                         .as_ref()
@@ -237,6 +228,6 @@ mod tests {
         assert!(seen
             .iter()
             .all(|r| r.as_ref().unwrap().spec.exclusion_list.is_none()));
-        assert!(reader.state().is_empty());
+        assert!(reader.is_empty());
     }
 }

@@ -1,6 +1,6 @@
 //! One reconcile of either kind: the frame and its body, the contract with the kinds, the
 //! hand-off of long decisions, panics kept to their object, the confirmation before a
-//! downstream-visible write, the shared context and the work queue.
+//! downstream-visible write, the shared context, the work queue and what kube's controller reads.
 
 pub mod apply;
 pub mod confirm;
@@ -10,4 +10,5 @@ pub mod panic;
 pub mod queue;
 pub mod reconcile;
 pub mod reconciled;
+pub mod stage;
 pub mod wiring;

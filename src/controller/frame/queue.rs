@@ -19,7 +19,7 @@ use crate::telemetry::metrics::QueueMetrics;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// One controller's queue, keyed by [`crate::controller::object::keys::object_key`].
@@ -35,6 +35,18 @@ pub struct WorkQueue {
     wake: tokio::sync::Notify,
     /// Where waits, reconcile times and retries are recorded (none in tests without metrics).
     recorded: Mutex<Option<QueueMetrics>>,
+    /// Called with an object's key when its reconcile ended and it is not released again:
+    /// what was staged for kube's controller goes ([`super::stage`]).
+    settled: OnceLock<Settled>,
+}
+
+/// What [`WorkQueue::on_settled`] calls.
+pub struct Settled(pub Box<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for Settled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Settled")
+    }
 }
 
 #[derive(Debug, Default)]
@@ -125,6 +137,7 @@ impl WorkQueue {
             keys: RandomState::new(),
             wake: tokio::sync::Notify::new(),
             recorded: Mutex::default(),
+            settled: OnceLock::new(),
         }
     }
 
@@ -203,7 +216,11 @@ impl WorkQueue {
 
     /// A reconcile of `key` ended; `requeue` is when it runs again, if it does.
     pub fn finish(&self, key: &str, requeue: Option<Duration>, now: Instant) {
-        let started = self.state().running.remove(key);
+        let hash = self.hash(key);
+        let mut state = self.state();
+        let started = state.running.remove(key);
+        self.settle(&state, hash, key);
+        drop(state);
         if let Some(started) = started {
             let took = now.saturating_duration_since(started);
             self.record(|m| m.work_duration.observe(took.as_secs_f64()));
@@ -220,9 +237,25 @@ impl WorkQueue {
         state.waiting.remove(&hash);
         state.running.remove(key);
         let was_released = state.released.remove(&hash);
+        self.settle(&state, hash, key);
         drop(state);
         if was_released {
             self.wake.notify_one();
+        }
+    }
+
+    /// Calls `settled` with each object's key once its reconcile ended and it is not released
+    /// again (the first call only: one controller per queue).
+    pub fn on_settled(&self, settled: Settled) {
+        let _ = self.settled.set(settled);
+    }
+
+    /// Under the state's lock, so that no release comes between the look and the call.
+    fn settle(&self, state: &State, hash: u64, key: &str) {
+        if !state.released.contains(&hash) {
+            if let Some(Settled(settled)) = self.settled.get() {
+                settled(key);
+            }
         }
     }
 

@@ -21,7 +21,9 @@ mod repository;
 use crate::api::{ImagePolicy, ImageRepository};
 use crate::controller::feed::repository_feed::{is_baseline, Feed};
 use crate::controller::frame::reconcile as shared_reconcile;
+use crate::controller::frame::stage::Stage;
 use crate::controller::frame::wiring::Wiring;
+use crate::controller::object::cache::ObjectCache;
 use crate::controller::object::changed::changed;
 use crate::controller::object::keys::{key_of, trigger_hash};
 use crate::controller::object::slim::slim;
@@ -31,7 +33,6 @@ use index::PolicyIndex;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Config, Controller};
-use kube::runtime::reflector;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, ResourceExt};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -84,14 +85,15 @@ pub fn controller(
     let index = PolicyIndex::default();
     let queue = ctx.policy_queue.clone();
     let mapped = queue.clone();
-    let (policy_reader, policy_writer) = reflector::store();
+    let cache = Arc::new(ObjectCache::default());
+    let stage = Stage::new(cache.clone());
     let observed = index.clone();
     let order_ctx = ctx.clone();
     let policy_triggers = watcher(policies, watch)
         .default_backoff()
         .modify(slim)
-        .reflect(policy_writer)
         .inspect_ok(move |event| {
+            cache.apply(event);
             observed.observe(event);
             if matches!(event, watcher::Event::InitDone) {
                 order_ctx
@@ -118,8 +120,8 @@ pub fn controller(
     let wakes = ctx.handoffs.wakes().expect("one controller per context");
     // Every trigger goes to the queue, which releases what is due to kube's controller a few
     // at a time (frame/queue.rs): the mappers below queue and return nothing.
-    let run = Controller::for_stream(futures::stream::pending(), policy_reader)
-        .reconcile_on(queue.releases(concurrency))
+    let run = Controller::for_stream(futures::stream::pending(), stage.reader())
+        .reconcile_on(queue.releases(concurrency, stage))
         .reconcile_on(queue.intake(policy_triggers))
         .watches_stream(namespace_changes, move |namespace| {
             let policies = namespace_index.cross_namespace_policies_in(&namespace.name_any());

@@ -6,15 +6,16 @@ use crate::api::ImageRepository;
 use crate::controller::access::api_read::{read_named, ReadError};
 use crate::controller::access::credentials::ObjectReader;
 use crate::controller::frame::context::ApiReader;
+use crate::controller::object::cache::ObjectCache;
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
-use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Repositories from the watch cache (as Flux reads them), namespaces and Secrets live.
 pub struct ClusterReader {
     pub api: ApiReader,
-    pub repositories: Store<ImageRepository>,
+    pub repositories: Arc<ObjectCache<ImageRepository>>,
 }
 
 impl ObjectReader for ClusterReader {
@@ -45,8 +46,7 @@ impl PolicyReader for ClusterReader {
         namespace: &str,
         name: &str,
     ) -> Result<Option<ImageRepository>, ReadError> {
-        let key = ObjectRef::<ImageRepository>::new(name).within(namespace);
-        Ok(self.repositories.get(&key).map(|r| r.as_ref().clone()))
+        Ok(self.repositories.get(namespace, name))
     }
 
     async fn namespace_labels(

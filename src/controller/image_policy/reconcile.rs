@@ -11,6 +11,7 @@ use crate::controller::events::transition::EventSpec;
 use crate::controller::frame::apply::{Decision, KindHandoffs, Prepared, Reconciled};
 use crate::controller::frame::context::{ApiReader, Context};
 use crate::controller::frame::queue::WorkQueue;
+use crate::controller::object::cache::ObjectCache;
 use crate::controller::object::keys::{object_key, object_labels};
 use crate::controller::object::seen::SeenSet;
 use crate::controller::outcome::error::Error;
@@ -19,7 +20,6 @@ use crate::controller::outcome::status::{is_ready, patch_status, Patched};
 use crate::store::RepoKey;
 use crate::telemetry::metrics::{Elected, Metrics};
 use k8s_openapi::jiff::Timestamp;
-use kube::runtime::reflector::Store;
 use kube::Api;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -33,7 +33,7 @@ const CACHE_WAIT: Duration = Duration::from_millis(200);
 /// What the ImagePolicy reconciles share: the common context and the repositories' cache.
 pub struct PolicyContext {
     pub shared: Arc<Context>,
-    pub repositories: Store<ImageRepository>,
+    pub repositories: Arc<ObjectCache<ImageRepository>>,
     /// Set once the repositories' cache holds the initial list: before that a policy would
     /// wrongly find its repository missing.
     pub repositories_synced: Arc<AtomicBool>,
@@ -47,7 +47,7 @@ pub struct PolicyContext {
 impl PolicyContext {
     pub fn new(
         shared: Arc<Context>,
-        repositories: Store<ImageRepository>,
+        repositories: Arc<ObjectCache<ImageRepository>>,
         repositories_synced: Arc<AtomicBool>,
     ) -> Arc<Self> {
         Arc::new(PolicyContext {

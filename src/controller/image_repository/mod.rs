@@ -13,6 +13,7 @@ pub mod should_scan;
 use crate::api::ImageRepository;
 use crate::controller::feed::repository_feed::FeedSource;
 use crate::controller::frame::reconcile as shared_reconcile;
+use crate::controller::frame::stage::Stage;
 use crate::controller::frame::wiring::Wiring;
 use crate::controller::object::changed::changed;
 use crate::controller::object::keys::{object_key, trigger_hash};
@@ -59,23 +60,24 @@ pub fn controller(
         synced,
     } = wiring;
     let concurrency = ctx.settings.concurrent;
-    let (reader, writer, forward) = feed.split();
+    let (cache, forward) = feed.split();
+    let stage = Stage::new(cache.clone());
     let queue = ctx.repository_queue.clone();
     let ctx = RepositoryContext::new(ctx);
     let running = ctx.running.clone();
     let wakes = ctx.handoffs.wakes().expect("one controller per context");
-    let (order, cache) = (ctx.shared.clone(), reader.clone());
+    let order = ctx.shared.clone();
     let triggers = watcher(api, watch)
         .default_backoff()
         .modify(slim)
-        .reflect(writer)
         .inspect_ok(move |event| {
+            cache.apply(event);
             forward.event(event);
             if matches!(event, watcher::Event::InitDone) {
                 // The start-up order waits only for repositories that exist and will scan.
                 order.scan_order.existing(
                     cache
-                        .state()
+                        .objects()
                         .iter()
                         .filter(|r| r.spec.suspend != Some(true))
                         .filter_map(|r| {
@@ -97,8 +99,8 @@ pub fn controller(
     let triggers = changed(triggers, trigger_hash);
     // Every trigger goes to the queue, which releases what is due to kube's controller a few
     // at a time (frame/queue.rs).
-    let run = Controller::for_stream(futures::stream::pending(), reader)
-        .reconcile_on(queue.releases(concurrency))
+    let run = Controller::for_stream(futures::stream::pending(), stage.reader())
+        .reconcile_on(queue.releases(concurrency, stage))
         .reconcile_on(queue.intake(triggers))
         // A reconcile that went on in the background has ended: write what it decided.
         .reconcile_on(queue.intake_refs(wakes))

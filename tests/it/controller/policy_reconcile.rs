@@ -7,10 +7,10 @@ use crate::support::api_mock::{calls, context, mock, reconcile_settled, Call, Ex
 use crate::support::fault_server::{FaultServer, Reply};
 use image_reflector::api::{ImagePolicy, ImageRepository};
 use image_reflector::controller::image_policy::PolicyContext;
+use image_reflector::controller::object::cache::ObjectCache;
 use image_reflector::controller::Settings;
 use image_reflector::store::{MemoryStore, RepoKey, TagList, TagStore};
 use kube::runtime::controller::Action;
-use kube::runtime::{reflector, watcher};
 use serde_json::{json, Value};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -81,9 +81,9 @@ async fn run_with(
     settings: impl FnOnce(&mut Settings),
 ) -> Run {
     let (client, server) = mock(script);
-    let (reader, mut writer) = reflector::store();
+    let reader = Arc::new(ObjectCache::default());
     for repo in repos {
-        writer.apply_watcher_event(&watcher::Event::Apply(repo.clone()));
+        reader.insert(repo);
     }
     let ctx = PolicyContext::new(
         context(client, store, settings),
@@ -932,8 +932,8 @@ async fn a_slow_digest_read_goes_on_off_the_worker() {
     let (spec, status) = always_elected_at_old(&image, "1h");
     let obj = policy(spec, status);
     let (client, server) = mock(vec![patch(&obj), Expect::event(NS)]);
-    let (reader, mut writer) = reflector::store();
-    writer.apply_watcher_event(&watcher::Event::Apply(repo));
+    let reader = Arc::new(ObjectCache::default());
+    reader.insert(&repo);
     let ctx = PolicyContext::new(
         context(client, store_with(NS, &["1.0.0", "1.1.0"]), |_| {}),
         reader,

@@ -2,12 +2,15 @@
 //! goes out (the objects due, a few at a time), and what comes back (an object gone before its
 //! turn).
 
-use super::{Due, WorkQueue};
+use super::{Due, Settled, WorkQueue};
+use crate::controller::frame::stage::Stage;
 use crate::controller::object::keys::{key_of, object_key};
 use futures::{future, Stream, StreamExt};
 use kube::runtime::controller::Error as ControllerError;
 use kube::runtime::reflector::ObjectRef;
 use kube::Resource;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -16,28 +19,47 @@ use std::time::Instant;
 const RELEASED_PER_WORKER: usize = 2;
 
 impl WorkQueue {
-    /// The objects due, in the order they fell due, for kube's controller (`reconcile_on`):
-    /// never more than `RELEASED_PER_WORKER` × `concurrency` released and not started.
-    pub fn releases<K: Resource<DynamicType = ()>>(
+    /// The objects due, in the order they fell due, for kube's controller (`reconcile_on`),
+    /// each staged for it first (`stage`, which its controller reads): never more than
+    /// `RELEASED_PER_WORKER` × `concurrency` released and not started. Nothing is released
+    /// before the cache has the first list: an object not in it yet would look gone.
+    pub fn releases<K>(
         self: &Arc<Self>,
         concurrency: u16,
-    ) -> impl Stream<Item = ObjectRef<K>> + Send + 'static {
+        stage: Arc<Stage<K>>,
+    ) -> impl Stream<Item = ObjectRef<K>> + Send + 'static
+    where
+        K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Send + Sync,
+    {
         let limit = RELEASED_PER_WORKER * usize::from(concurrency.max(1));
-        futures::stream::unfold(self.clone(), move |queue| async move {
+        let unstage = stage.clone();
+        self.on_settled(Settled(Box::new(move |key| {
+            if let Some((namespace, name)) = split_key(key) {
+                unstage.remove(namespace, name);
+            }
+        })));
+        let start = (self.clone(), stage);
+        futures::stream::unfold(start, move |(queue, stage)| async move {
+            stage.cache.ready().await;
             loop {
                 // Registered before looking, so that a wake between the look and the wait
                 // is not lost.
                 let woken = queue.wake.notified();
                 let due = queue.state().next_due(Instant::now(), limit);
                 match due {
-                    Due::Now(key) => match reference(&key) {
-                        Some(reference) => {
-                            drop(woken);
-                            return Some((reference, queue));
+                    Due::Now(key) => {
+                        let staged = split_key(&key)
+                            .and_then(|(namespace, name)| stage.put(namespace, name));
+                        match staged {
+                            Some(reference) => {
+                                drop(woken);
+                                return Some((reference, (queue, stage)));
+                            }
+                            // Gone from the cache before its turn (or, never, not a key of
+                            // ours: every key is made by `key_of`): its place is free.
+                            None => queue.dropped(&key),
                         }
-                        // Not a key of ours (every key is made by `key_of`): let it go.
-                        None => queue.dropped(&key),
-                    },
+                    }
                     Due::Later(Some(at)) => {
                         let at = tokio::time::Instant::from_std(at);
                         tokio::select! {
@@ -130,13 +152,9 @@ impl WorkQueue {
     }
 }
 
-/// kube's reference to the object of `key` (`Kind/namespace/name`).
-fn reference<K: Resource<DynamicType = ()>>(key: &str) -> Option<ObjectRef<K>> {
+/// The namespace and name in `key` (`Kind/namespace/name`).
+fn split_key(key: &str) -> Option<(&str, &str)> {
     let mut parts = key.splitn(3, '/');
     let (_kind, namespace, name) = (parts.next()?, parts.next()?, parts.next()?);
-    let reference = ObjectRef::new(name);
-    Some(match namespace {
-        "" => reference,
-        namespace => reference.within(namespace),
-    })
+    Some((namespace, name))
 }

@@ -186,22 +186,41 @@ fn an_object_that_will_not_start_frees_its_place() {
     assert!(q.state().released.is_empty(), "forgotten, released or not");
 }
 
+fn cached(names: &[&str]) -> Arc<crate::controller::frame::stage::Stage<ImageRepository>> {
+    use crate::controller::object::cache::ObjectCache;
+    let cache = Arc::new(ObjectCache::default());
+    cache.apply(&kube::runtime::watcher::Event::Init);
+    for name in names {
+        let repo: ImageRepository = serde_json::from_value(serde_json::json!({
+            "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImageRepository",
+            "metadata": {"name": name, "namespace": "team", "uid": "u"},
+            "spec": {"image": format!("r/{name}"), "interval": "5m"},
+        }))
+        .unwrap();
+        cache.apply(&kube::runtime::watcher::Event::InitApply(repo));
+    }
+    crate::controller::frame::stage::Stage::new(cache)
+}
+
+use crate::api::ImageRepository;
+
 #[tokio::test]
 async fn the_stream_hands_kube_names_alone_when_due() {
-    use crate::api::ImageRepository;
     use futures::StreamExt;
     let q = Arc::new(WorkQueue::new("imagerepository"));
-    let mut releases = Box::pin(q.releases::<ImageRepository>(1));
-    let next = tokio::spawn(async move {
-        let first = releases.next().await;
-        (first, releases)
-    });
+    let stage = cached(&["app", "second", "third"]);
+    let mut releases = Box::pin(q.releases::<ImageRepository>(1, stage.clone()));
     q.add("ImageRepository/team/app".into(), Instant::now());
-    let (first, mut releases) = tokio::time::timeout(Duration::from_secs(10), next)
+    let early = tokio::time::timeout(Duration::from_millis(50), releases.next()).await;
+    assert!(
+        early.is_err(),
+        "nothing released before the cache has the first list"
+    );
+    stage.cache.apply(&kube::runtime::watcher::Event::InitDone);
+    let first = tokio::time::timeout(Duration::from_secs(10), releases.next())
         .await
         .expect("released once due")
         .unwrap();
-    let first = first.unwrap();
     assert_eq!(
         (first.name.as_str(), first.namespace.as_deref()),
         ("app", Some("team"))
@@ -209,6 +228,10 @@ async fn the_stream_hands_kube_names_alone_when_due() {
     assert_eq!(
         (&first.extra.uid, &first.extra.resource_version),
         (&None, &None)
+    );
+    assert!(
+        stage.reader().get(&first).is_some(),
+        "staged for kube's controller"
     );
     // One worker: two released and not started at most; the third waits for a start.
     q.add("ImageRepository/team/second".into(), Instant::now());
@@ -222,11 +245,50 @@ async fn the_stream_hands_kube_names_alone_when_due() {
         .expect("released once a place is free")
         .unwrap();
     assert_eq!(third.name, "third");
+    assert_eq!(stage.len(), 3);
+    // A reconcile that ends unstages its object; one released again meanwhile stays.
+    q.finish("ImageRepository/team/app", None, Instant::now());
+    assert!(
+        stage.reader().get(&first).is_none(),
+        "unstaged once its reconcile ended"
+    );
+    q.start("ImageRepository/team/second", Instant::now());
+    q.add("ImageRepository/team/second".into(), Instant::now());
+    let again = releases.next().await.unwrap();
+    q.finish("ImageRepository/team/second", None, Instant::now());
+    assert!(
+        stage.reader().get(&again).is_some(),
+        "released again: kept for its next run"
+    );
+    q.forget("ImageRepository/team/third");
+    assert_eq!(stage.len(), 1, "a forgotten object is unstaged");
+}
+
+#[tokio::test]
+async fn an_object_gone_before_its_turn_is_not_released() {
+    use futures::StreamExt;
+    let q = Arc::new(WorkQueue::new("imagerepository"));
+    let stage = cached(&["here"]);
+    stage.cache.apply(&kube::runtime::watcher::Event::InitDone);
+    let mut releases = Box::pin(q.releases::<ImageRepository>(1, stage.clone()));
+    q.add("ImageRepository/team/gone".into(), Instant::now());
+    q.add(
+        "ImageRepository/team/here".into(),
+        Instant::now() + Duration::from_millis(1),
+    );
+    let next = tokio::time::timeout(Duration::from_secs(10), releases.next())
+        .await
+        .expect("the next one comes")
+        .unwrap();
+    assert_eq!(next.name, "here", "the gone one is passed over");
+    assert!(!q
+        .state()
+        .released
+        .contains(&q.hash("ImageRepository/team/gone")));
 }
 
 #[tokio::test]
 async fn an_object_gone_from_the_cache_frees_its_place() {
-    use crate::api::ImageRepository;
     use kube::runtime::controller::Error as ControllerError;
     use kube::runtime::reflector::ObjectRef;
     let q = Arc::new(WorkQueue::new("imagerepository"));

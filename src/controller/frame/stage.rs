@@ -1,0 +1,142 @@
+//! The store kube-runtime's controller reads its objects from: only those the work queue
+//! released and whose reconcile has not ended, a few per worker. Every object is kept once, in
+//! the compact cache ([`ObjectCache`]); it is decoded into this store when released, and
+//! leaves it when its reconcile ends, unless it was released again meanwhile.
+
+use crate::controller::object::cache::ObjectCache;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::Resource;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// What kube's controller reads, fed from the cache.
+pub struct Stage<K: Resource<DynamicType = ()> + Clone + 'static> {
+    pub cache: Arc<ObjectCache<K>>,
+    reader: Store<K>,
+    writer: Mutex<reflector::store::Writer<K>>,
+}
+
+impl<K> Stage<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + 'static,
+{
+    /// An empty stage over `cache`, ready at once: what is not released is not there.
+    pub fn new(cache: Arc<ObjectCache<K>>) -> Arc<Self> {
+        let (reader, mut writer) = reflector::store();
+        writer.apply_watcher_event(&watcher::Event::Init);
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        Arc::new(Stage {
+            cache,
+            reader,
+            writer: Mutex::new(writer),
+        })
+    }
+
+    /// The store for `Controller::for_stream`.
+    pub fn reader(&self) -> Store<K> {
+        self.reader.clone()
+    }
+
+    /// Stages the object `namespace/name` as the cache has it now, and returns kube's
+    /// reference to it; `None` if the cache does not have it (it is gone).
+    pub fn put(&self, namespace: &str, name: &str) -> Option<ObjectRef<K>> {
+        let obj = self.cache.get(namespace, name)?;
+        let event = watcher::Event::Apply(obj);
+        self.writer().apply_watcher_event(&event);
+        Some(reference(namespace, name))
+    }
+
+    /// Unstages the object `namespace/name`, if it is staged.
+    pub fn remove(&self, namespace: &str, name: &str) {
+        let reference = reference(namespace, name);
+        let mut writer = self.writer();
+        if let Some(staged) = self.reader.get(&reference) {
+            writer.apply_watcher_event(&watcher::Event::Delete(staged.as_ref().clone()));
+        }
+    }
+
+    /// How many objects are staged.
+    pub fn len(&self) -> usize {
+        self.reader.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn writer(&self) -> std::sync::MutexGuard<'_, reflector::store::Writer<K>> {
+        self.writer.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// kube's reference to `namespace/name`, by name alone: the UID and resource version it can
+/// carry take no part in finding the object, and kube's scheduler would keep copies of them.
+fn reference<K: Resource<DynamicType = ()>>(namespace: &str, name: &str) -> ObjectRef<K> {
+    let reference = ObjectRef::new(name);
+    match namespace {
+        "" => reference,
+        namespace => reference.within(namespace),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::ImageRepository;
+
+    pub(crate) fn repository(name: &str) -> ImageRepository {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImageRepository",
+            "metadata": {"name": name, "namespace": "team", "uid": "u-1", "resourceVersion": "7"},
+            "spec": {"image": format!("r/{name}"), "interval": "5m"},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn holds_only_what_is_put_and_not_removed() {
+        let cache = Arc::new(ObjectCache::default());
+        cache.insert(&repository("app"));
+        cache.insert(&repository("other"));
+        let stage = Stage::new(cache.clone());
+        assert!(stage.is_empty(), "nothing staged before a release");
+        let staged = stage.put("team", "app").expect("in the cache");
+        assert_eq!(
+            (staged.name.as_str(), staged.namespace.as_deref()),
+            ("app", Some("team"))
+        );
+        assert_eq!(staged.extra.uid, None, "a reference by name alone");
+        assert_eq!(stage.len(), 1);
+        let read = stage
+            .reader()
+            .get(&staged)
+            .expect("kube's controller finds it");
+        assert_eq!(read.spec.image, "r/app");
+        assert!(
+            stage.put("team", "missing").is_none(),
+            "not in the cache: gone"
+        );
+        stage.remove("team", "app");
+        assert!(stage.is_empty());
+        stage.remove("team", "app");
+        assert!(stage.is_empty(), "removing twice is harmless");
+    }
+
+    #[test]
+    fn a_put_stages_the_cache_as_it_is_now() {
+        let cache = Arc::new(ObjectCache::default());
+        cache.insert(&repository("app"));
+        let stage = Stage::new(cache.clone());
+        let reference = stage.put("team", "app").unwrap();
+        let mut changed = repository("app");
+        changed.spec.image = "r/moved".into();
+        cache.insert(&changed);
+        stage.put("team", "app").unwrap();
+        assert_eq!(
+            stage.reader().get(&reference).unwrap().spec.image,
+            "r/moved"
+        );
+    }
+}
