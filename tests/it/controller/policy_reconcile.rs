@@ -949,3 +949,36 @@ async fn a_slow_digest_read_goes_on_off_the_worker() {
     assert_eq!(calls[0].body["status"]["latestRef"]["digest"], NEW);
     assert_eq!(reg.seen().len(), 1);
 }
+
+/// What kube's controller is told, through the entry points it runs: only to await changes.
+/// The next run, after a success or after an error, waits in our work queue, which releases
+/// it when due; kube's scheduler, which keeps what it is given in tables that never shrink,
+/// is given nothing (frame/queue.rs).
+#[tokio::test]
+async fn kube_is_told_to_await_changes_and_the_next_run_waits_in_the_work_queue() {
+    use image_reflector::controller::frame::reconcile::{error_policy_queued, reconcile_queued};
+    use std::time::Instant;
+    let key = format!("ImagePolicy/{NS}/p");
+    // A success that runs again in 30 s (a warm start: no call).
+    let obj = policy(semver("1.x"), elected_status("1.1.0", None, None));
+    let (client, _server) = mock(vec![]);
+    let repositories = Arc::new(ObjectCache::default());
+    repositories.insert(&scanned_repo());
+    let shared = context(client, store_with(NS, &[]), |_| {});
+    let queue = shared.policy_queue.clone();
+    let ctx = PolicyContext::new(shared, repositories, Arc::new(AtomicBool::new(true)));
+    let policy: Arc<ImagePolicy> = Arc::new(serde_json::from_value(obj).unwrap());
+    let before = Instant::now();
+    let action = reconcile_queued(policy.clone(), ctx.clone()).await.unwrap();
+    assert_eq!(action, Action::await_change(), "kube schedules nothing");
+    assert_eq!(queue.stats(Instant::now()).depth, 0, "not due yet");
+    let due = before + Duration::from_secs(31);
+    assert_eq!(queue.stats(due).depth, 1, "{key} waits in the queue for 30 s");
+    // An error: the retry waits in the queue too (750 ms at first).
+    queue.forget(&key);
+    let err = image_reflector::controller::Error::Deadline(Duration::from_secs(1));
+    let action = error_policy_queued(policy, &err, ctx);
+    assert_eq!(action, Action::await_change(), "kube schedules no retry");
+    let retried = Instant::now() + Duration::from_secs(5);
+    assert_eq!(queue.stats(retried).depth, 1, "the retry waits in the queue");
+}
