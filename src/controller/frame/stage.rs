@@ -1,7 +1,8 @@
 //! The store kube-runtime's controller reads its objects from: only those the work queue
 //! released and whose reconcile has not ended, a few per worker. Every object is kept once, in
-//! the compact cache ([`ObjectCache`]); it is decoded into this store when released, and
-//! leaves it when its reconcile ends, unless it was released again meanwhile.
+//! the compact cache ([`ObjectCache`]); it is decoded into this store when released, follows
+//! the watch while it is here (as kube's own store did), and leaves when its reconcile ends,
+//! unless it was released again meanwhile.
 
 use crate::controller::object::cache::ObjectCache;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -54,6 +55,37 @@ where
         let mut writer = self.writer();
         if let Some(staged) = self.reader.get(&reference) {
             writer.apply_watcher_event(&watcher::Event::Delete(staged.as_ref().clone()));
+        }
+    }
+
+    /// Follows the kind's watch, after the cache applied `event`: a staged object is replaced
+    /// by its new version, or goes with its deletion (kube's controller then finds it gone,
+    /// as it did when it read the watch's own store), and after a relist each staged object
+    /// is taken again from the cache.
+    pub fn follow(&self, event: &watcher::Event<K>) {
+        let mut writer = self.writer();
+        match event {
+            watcher::Event::Apply(obj) | watcher::Event::Delete(obj) => {
+                let Some(name) = obj.meta().name.as_deref() else {
+                    return;
+                };
+                let namespace = obj.meta().namespace.as_deref().unwrap_or_default();
+                if self.reader.get(&reference(namespace, name)).is_some() {
+                    writer.apply_watcher_event(event);
+                }
+            }
+            watcher::Event::InitDone => {
+                for staged in self.reader.state() {
+                    let name = staged.meta().name.as_deref().unwrap_or_default();
+                    let namespace = staged.meta().namespace.as_deref().unwrap_or_default();
+                    let event = match self.cache.get(namespace, name) {
+                        Some(now) => watcher::Event::Apply(now),
+                        None => watcher::Event::Delete(staged.as_ref().clone()),
+                    };
+                    writer.apply_watcher_event(&event);
+                }
+            }
+            watcher::Event::Init | watcher::Event::InitApply(_) => {}
         }
     }
 
@@ -137,6 +169,51 @@ mod tests {
         assert_eq!(
             stage.reader().get(&reference).unwrap().spec.image,
             "r/moved"
+        );
+    }
+
+    #[test]
+    fn a_staged_object_follows_the_watch_and_no_other_is_staged_by_it() {
+        let cache = Arc::new(ObjectCache::default());
+        cache.insert(&repository("app"));
+        let stage = Stage::new(cache.clone());
+        let reference = stage.put("team", "app").unwrap();
+        let mut changed = repository("app");
+        changed.spec.image = "r/moved".into();
+        for event in [
+            watcher::Event::Apply(changed.clone()),
+            watcher::Event::Apply(repository("other")),
+        ] {
+            cache.apply(&event);
+            stage.follow(&event);
+        }
+        let staged = stage.reader().get(&reference).unwrap();
+        assert_eq!(staged.spec.image, "r/moved");
+        assert_eq!(
+            stage.len(),
+            1,
+            "an object not released is not staged by the watch"
+        );
+        // A relist without it: it goes.
+        for event in [
+            watcher::Event::Init,
+            watcher::Event::InitApply(repository("other")),
+            watcher::Event::InitDone,
+        ] {
+            cache.apply(&event);
+            stage.follow(&event);
+        }
+        assert!(
+            stage.is_empty(),
+            "gone from the relist, gone from the stage"
+        );
+        stage.put("team", "other").unwrap();
+        let gone = watcher::Event::Delete(repository("other"));
+        cache.apply(&gone);
+        stage.follow(&gone);
+        assert!(
+            stage.is_empty(),
+            "a deletion takes it out, as from kube's own store"
         );
     }
 }

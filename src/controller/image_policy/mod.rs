@@ -87,6 +87,7 @@ pub fn controller(
     let mapped = queue.clone();
     let cache = Arc::new(ObjectCache::default());
     let stage = Stage::new(cache.clone());
+    let staged = stage.clone();
     let observed = index.clone();
     let order_ctx = ctx.clone();
     let policy_triggers = watcher(policies, watch)
@@ -94,6 +95,7 @@ pub fn controller(
         .modify(slim)
         .inspect_ok(move |event| {
             cache.apply(event);
+            staged.follow(event);
             observed.observe(event);
             if matches!(event, watcher::Event::InitDone) {
                 order_ctx

@@ -62,6 +62,7 @@ pub fn controller(
     let concurrency = ctx.settings.concurrent;
     let (cache, forward) = feed.split();
     let stage = Stage::new(cache.clone());
+    let staged = stage.clone();
     let queue = ctx.repository_queue.clone();
     let ctx = RepositoryContext::new(ctx);
     let running = ctx.running.clone();
@@ -72,6 +73,7 @@ pub fn controller(
         .modify(slim)
         .inspect_ok(move |event| {
             cache.apply(event);
+            staged.follow(event);
             forward.event(event);
             if matches!(event, watcher::Event::InitDone) {
                 // The start-up order waits only for repositories that exist and will scan.
