@@ -196,7 +196,7 @@ mod tests {
                 assert!(synced.load(Ordering::SeqCst));
                 assert_eq!(reader.len(), 1, "one cache, shared");
                 assert_eq!(
-                    reader.objects()[0]
+                    reader.filter_map(Some)[0]
                         .spec
                         .exclusion_list
                         .as_ref()

@@ -77,15 +77,14 @@ pub fn controller(
             forward.event(event);
             if matches!(event, watcher::Event::InitDone) {
                 // The start-up order waits only for repositories that exist and will scan.
-                order.scan_order.existing(
-                    cache
-                        .objects()
-                        .iter()
-                        .filter(|r| r.spec.suspend != Some(true))
-                        .filter_map(|r| {
-                            RepoKey::new(r.namespace().unwrap_or_default(), r.name_any()).ok()
-                        }),
-                );
+                // Decoded one at a time: the whole cache decoded at once was a burst of
+                // 2 KB a repository at every start.
+                let existing = cache.filter_map(|r| {
+                    let scans = r.spec.suspend != Some(true);
+                    let key = RepoKey::new(r.namespace().unwrap_or_default(), r.name_any());
+                    key.ok().filter(|_| scans)
+                });
+                order.scan_order.existing(existing);
                 synced.set_ready();
             }
         })

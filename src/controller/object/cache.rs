@@ -111,13 +111,14 @@ where
         decoded(key, bytes)
     }
 
-    /// Every object, decoded (start-up and checks only: this is a copy of the cache).
-    pub fn objects(&self) -> Vec<K> {
+    /// What `f` makes of each object, decoded one at a time: the cache is never copied whole.
+    pub fn filter_map<T>(&self, mut f: impl FnMut(K) -> Option<T>) -> Vec<T> {
         let tables = self.tables.read().unwrap_or_else(PoisonError::into_inner);
         tables
             .live
             .iter()
             .filter_map(|(key, bytes)| decoded(key, bytes))
+            .filter_map(&mut f)
             .collect()
     }
 

@@ -61,6 +61,9 @@ async fn a_list_replaces_the_content_once_complete_and_makes_it_ready() {
     let mut names = cache.names();
     names.sort();
     assert_eq!(names, [("team".to_string(), "c".to_string())]);
+    let images = cache.filter_map(|r| Some(r.spec.image).filter(|i| i.ends_with('c')));
+    assert_eq!(images, ["r/c"]);
+    assert!(cache.filter_map(|r| r.spec.suspend).is_empty());
     assert!(cache.is_ready());
 }
 
