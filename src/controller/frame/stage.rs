@@ -127,6 +127,26 @@ mod tests {
         .unwrap()
     }
 
+    /// A cache with `team/app`, and a stage where it is staged.
+    fn app_staged() -> (
+        Arc<ObjectCache<ImageRepository>>,
+        Arc<Stage<ImageRepository>>,
+        ObjectRef<ImageRepository>,
+    ) {
+        let cache = Arc::new(ObjectCache::default());
+        cache.insert(&repository("app"));
+        let stage = Stage::new(cache.clone());
+        let reference = stage.put("team", "app").unwrap();
+        (cache, stage, reference)
+    }
+
+    /// `name`, with its image changed.
+    fn moved(name: &str) -> ImageRepository {
+        let mut changed = repository(name);
+        changed.spec.image = "r/moved".into();
+        changed
+    }
+
     #[test]
     fn holds_only_what_is_put_and_not_removed() {
         let cache = Arc::new(ObjectCache::default());
@@ -158,13 +178,8 @@ mod tests {
 
     #[test]
     fn a_put_stages_the_cache_as_it_is_now() {
-        let cache = Arc::new(ObjectCache::default());
-        cache.insert(&repository("app"));
-        let stage = Stage::new(cache.clone());
-        let reference = stage.put("team", "app").unwrap();
-        let mut changed = repository("app");
-        changed.spec.image = "r/moved".into();
-        cache.insert(&changed);
+        let (cache, stage, reference) = app_staged();
+        cache.insert(&moved("app"));
         stage.put("team", "app").unwrap();
         assert_eq!(
             stage.reader().get(&reference).unwrap().spec.image,
@@ -174,14 +189,9 @@ mod tests {
 
     #[test]
     fn a_staged_object_follows_the_watch_and_no_other_is_staged_by_it() {
-        let cache = Arc::new(ObjectCache::default());
-        cache.insert(&repository("app"));
-        let stage = Stage::new(cache.clone());
-        let reference = stage.put("team", "app").unwrap();
-        let mut changed = repository("app");
-        changed.spec.image = "r/moved".into();
+        let (cache, stage, reference) = app_staged();
         for event in [
-            watcher::Event::Apply(changed.clone()),
+            watcher::Event::Apply(moved("app")),
             watcher::Event::Apply(repository("other")),
         ] {
             cache.apply(&event);

@@ -62,11 +62,16 @@ where
 {
     /// Applies one event of the kind's watch.
     pub fn apply(&self, event: &watcher::Event<K>) {
+        // Encoded before the lock is taken: readers wait only for the table.
+        let listed = match event {
+            watcher::Event::InitApply(obj) => encoded(obj),
+            _ => None,
+        };
         let mut tables = self.tables.write().unwrap_or_else(PoisonError::into_inner);
         match event {
             watcher::Event::Init => tables.listing = Some(HashMap::new()),
-            watcher::Event::InitApply(obj) => {
-                if let Some((key, bytes)) = encoded(obj) {
+            watcher::Event::InitApply(_) => {
+                if let Some((key, bytes)) = listed {
                     tables
                         .listing
                         .get_or_insert_with(HashMap::new)
@@ -91,7 +96,7 @@ where
         }
     }
 
-    /// Puts `obj` in, as an update from the watch would (tests, and the files offline).
+    /// Puts `obj` in, as an update from the watch would.
     pub fn insert(&self, obj: &K) {
         if let Some((key, bytes)) = encoded(obj) {
             let mut tables = self.tables.write().unwrap_or_else(PoisonError::into_inner);
@@ -101,14 +106,10 @@ where
 
     /// The object `namespace/name`, if the cache has it.
     pub fn get(&self, namespace: &str, name: &str) -> Option<K> {
-        self.get_key(&key(namespace, name))
-    }
-
-    /// The object under the cache's key `namespace/name`.
-    pub fn get_key(&self, key: &str) -> Option<K> {
+        let key = key(namespace, name);
         let tables = self.tables.read().unwrap_or_else(PoisonError::into_inner);
-        let bytes = tables.live.get(key)?;
-        decoded(key, bytes)
+        let bytes = tables.live.get(&key)?;
+        decoded(&key, bytes)
     }
 
     /// What `f` makes of each object, decoded one at a time: the cache is never copied whole.
