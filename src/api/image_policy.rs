@@ -65,8 +65,9 @@ pub struct ImagePolicySpec {
     pub policy: ImagePolicyChoice,
 
     /// Keep only tags matching `pattern`, and compare the `extract` template's expansion.
-    // Boxed, like `verify` and `observedPreviousRef`: the watch cache keeps every policy, and
-    // inline these took 180 of its 912 bytes, most often for nothing (docs/benchmarks.md).
+    // Boxed, like `verify` and `observedPreviousRef`: inline these took 180 of a decoded
+    // policy's 912 bytes (each watch event, each policy staged for a reconcile), most often
+    // for nothing (docs/benchmarks.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filter_tags: Option<Box<TagFilter>>,
 

@@ -78,8 +78,9 @@ pub struct ImageRepositorySpec {
 
     /// A Secret with the keys `address` and optionally `username` / `password` of an
     /// HTTP(S) or SOCKS5 proxy to reach the registry through.
-    // Boxed, like `certSecretRef` and `accessFrom`: the watch cache keeps every repository,
-    // and inline these took 72 of its 776 bytes, most often for nothing (docs/benchmarks.md).
+    // Boxed, like `certSecretRef` and `accessFrom`: inline these took 72 of a decoded
+    // repository's 776 bytes (each watch event, each repository staged for a reconcile), most
+    // often for nothing (docs/benchmarks.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy_secret_ref: Option<Box<LocalObjectReference>>,
 

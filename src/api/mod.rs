@@ -33,8 +33,9 @@ pub use refs::{LocalObjectReference, NamespacedObjectReference};
 
 #[cfg(test)]
 mod tests {
-    /// The watch caches keep every object inline at this size, and its parts most objects
-    /// leave out boxed (912 and 776 bytes before; docs/benchmarks.md).
+    /// A decoded object (each watch event, each one staged for a reconcile) is this size
+    /// inline, the parts most objects leave out boxed (912 and 776 bytes before;
+    /// docs/benchmarks.md).
     #[test]
     fn cached_objects_stay_small() {
         assert!(std::mem::size_of::<super::ImagePolicy>() <= 728);

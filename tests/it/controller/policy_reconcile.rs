@@ -973,12 +973,20 @@ async fn kube_is_told_to_await_changes_and_the_next_run_waits_in_the_work_queue(
     assert_eq!(action, Action::await_change(), "kube schedules nothing");
     assert_eq!(queue.stats(Instant::now()).depth, 0, "not due yet");
     let due = before + Duration::from_secs(31);
-    assert_eq!(queue.stats(due).depth, 1, "{key} waits in the queue for 30 s");
+    assert_eq!(
+        queue.stats(due).depth,
+        1,
+        "{key} waits in the queue for 30 s"
+    );
     // An error: the retry waits in the queue too (750 ms at first).
     queue.forget(&key);
     let err = image_reflector::controller::Error::Deadline(Duration::from_secs(1));
     let action = error_policy_queued(policy, &err, ctx);
     assert_eq!(action, Action::await_change(), "kube schedules no retry");
     let retried = Instant::now() + Duration::from_secs(5);
-    assert_eq!(queue.stats(retried).depth, 1, "the retry waits in the queue");
+    assert_eq!(
+        queue.stats(retried).depth,
+        1,
+        "the retry waits in the queue"
+    );
 }
