@@ -58,11 +58,17 @@ where
         }
     }
 
+    /// Applies an event of the kind's watch: to the cache first, then to what is staged.
+    pub fn apply(&self, event: &watcher::Event<K>) {
+        self.cache.apply(event);
+        self.follow(event);
+    }
+
     /// Follows the kind's watch, after the cache applied `event`: a staged object is replaced
     /// by its new version, or goes with its deletion (kube's controller then finds it gone,
     /// as it did when it read the watch's own store), and after a relist each staged object
     /// is taken again from the cache.
-    pub fn follow(&self, event: &watcher::Event<K>) {
+    fn follow(&self, event: &watcher::Event<K>) {
         let mut writer = self.writer();
         match event {
             watcher::Event::Apply(obj) | watcher::Event::Delete(obj) => {
@@ -189,13 +195,12 @@ mod tests {
 
     #[test]
     fn a_staged_object_follows_the_watch_and_no_other_is_staged_by_it() {
-        let (cache, stage, reference) = app_staged();
+        let (_, stage, reference) = app_staged();
         for event in [
             watcher::Event::Apply(moved("app")),
             watcher::Event::Apply(repository("other")),
         ] {
-            cache.apply(&event);
-            stage.follow(&event);
+            stage.apply(&event);
         }
         let staged = stage.reader().get(&reference).unwrap();
         assert_eq!(staged.spec.image, "r/moved");
@@ -210,8 +215,7 @@ mod tests {
             watcher::Event::InitApply(repository("other")),
             watcher::Event::InitDone,
         ] {
-            cache.apply(&event);
-            stage.follow(&event);
+            stage.apply(&event);
         }
         assert!(
             stage.is_empty(),
@@ -219,8 +223,7 @@ mod tests {
         );
         stage.put("team", "other").unwrap();
         let gone = watcher::Event::Delete(repository("other"));
-        cache.apply(&gone);
-        stage.follow(&gone);
+        stage.apply(&gone);
         assert!(
             stage.is_empty(),
             "a deletion takes it out, as from kube's own store"

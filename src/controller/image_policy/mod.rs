@@ -85,8 +85,7 @@ pub fn controller(
     let index = PolicyIndex::default();
     let queue = ctx.policy_queue.clone();
     let mapped = queue.clone();
-    let cache = Arc::new(ObjectCache::default());
-    let stage = Stage::new(cache.clone());
+    let stage = Stage::new(Arc::new(ObjectCache::default()));
     let staged = stage.clone();
     let observed = index.clone();
     let order_ctx = ctx.clone();
@@ -94,8 +93,7 @@ pub fn controller(
         .default_backoff()
         .modify(slim)
         .inspect_ok(move |event| {
-            cache.apply(event);
-            staged.follow(event);
+            staged.apply(event);
             observed.observe(event);
             if matches!(event, watcher::Event::InitDone) {
                 order_ctx

@@ -61,7 +61,7 @@ pub fn controller(
     } = wiring;
     let concurrency = ctx.settings.concurrent;
     let (cache, forward) = feed.split();
-    let stage = Stage::new(cache.clone());
+    let stage = Stage::new(cache);
     let staged = stage.clone();
     let queue = ctx.repository_queue.clone();
     let ctx = RepositoryContext::new(ctx);
@@ -72,14 +72,13 @@ pub fn controller(
         .default_backoff()
         .modify(slim)
         .inspect_ok(move |event| {
-            cache.apply(event);
-            staged.follow(event);
+            staged.apply(event);
             forward.event(event);
             if matches!(event, watcher::Event::InitDone) {
                 // The start-up order waits only for repositories that exist and will scan.
                 // Decoded one at a time: the whole cache decoded at once was a burst of
                 // 2 KB a repository at every start.
-                let existing = cache.filter_map(|r| {
+                let existing = staged.cache.filter_map(|r| {
                     let scans = r.spec.suspend != Some(true);
                     let key = RepoKey::new(r.namespace().unwrap_or_default(), r.name_any());
                     key.ok().filter(|_| scans)
