@@ -123,6 +123,7 @@ impl Peer {
 }
 
 fn main() {
+    side_by_side::note_commit();
     let chosen: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))

@@ -125,10 +125,12 @@ pub fn tables(reports: &[Report]) -> String {
         let runs: Vec<&Report> = reports.iter().filter(|r| r.name == name).collect();
         let first = runs[0];
         out.push_str(&format!(
-            "\n**{} × {}** (measured {})\n\n{HEAD}\n",
+            "\n**{} × {}** (measured {} on `{}`, kube-apiserver {})\n\n{HEAD}\n",
             first.repositories,
             first.tags,
-            today()
+            today(),
+            COMMIT.get_or_init(commit),
+            server_version()
         ));
         for r in &runs {
             out.push_str(&row(r));
@@ -146,6 +148,41 @@ pub fn tables(reports: &[Report]) -> String {
         }
     }
     out
+}
+
+/// The API server's version, as it reports it (`/version`), which every table names: the
+/// controllers' figures depend on it (its watch, its pace).
+fn server_version() -> String {
+    let out = std::process::Command::new("kubectl")
+        .args(["get", "--raw", "/version"])
+        .output();
+    out.ok()
+        .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
+        .and_then(|v| v["gitVersion"].as_str().map(String::from))
+        .unwrap_or_else(|| "of unknown version".into())
+}
+
+/// The commit measured, taken as the run starts ([`note_commit`]).
+static COMMIT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Notes the commit measured, `+` when the work tree differs from it: called as the run starts,
+/// since the tree may change while a run of hours goes on.
+pub fn note_commit() {
+    COMMIT.get_or_init(commit);
+}
+
+fn commit() -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    };
+    let head = git(&["rev-parse", "--short", "HEAD"]);
+    let dirty = !git(&["status", "--porcelain", "--untracked-files=no"]).is_empty();
+    format!("{head}{}", if dirty { "+" } else { "" })
 }
 
 fn today() -> String {
