@@ -181,6 +181,10 @@ fn commit() -> String {
             .unwrap_or_default()
     };
     let head = git(&["rev-parse", "--short", "HEAD"]);
+    if head.is_empty() {
+        // Not a git checkout (or no git): say so rather than name nothing.
+        return "an unknown commit".into();
+    }
     let dirty = !git(&["status", "--porcelain", "--untracked-files=no"]).is_empty();
     format!("{head}{}", if dirty { "+" } else { "" })
 }
