@@ -63,15 +63,15 @@ where
     /// Applies one event of the kind's watch.
     pub fn apply(&self, event: &watcher::Event<K>) {
         // Encoded before the lock is taken: readers wait only for the table.
-        let listed = match event {
-            watcher::Event::InitApply(obj) => encoded(obj),
+        let entry = match event {
+            watcher::Event::InitApply(obj) | watcher::Event::Apply(obj) => encoded(obj),
             _ => None,
         };
         let mut tables = self.tables.write().unwrap_or_else(PoisonError::into_inner);
         match event {
             watcher::Event::Init => tables.listing = Some(HashMap::new()),
             watcher::Event::InitApply(_) => {
-                if let Some((key, bytes)) = listed {
+                if let Some((key, bytes)) = entry {
                     tables
                         .listing
                         .get_or_insert_with(HashMap::new)
@@ -85,9 +85,10 @@ where
                 drop(tables);
                 self.ready.send_replace(true);
             }
-            watcher::Event::Apply(obj) => {
-                drop(tables);
-                self.insert(obj);
+            watcher::Event::Apply(_) => {
+                if let Some((key, bytes)) = entry {
+                    tables.live.insert(key, bytes);
+                }
             }
             watcher::Event::Delete(obj) => {
                 let namespace = obj.namespace().unwrap_or_default();
