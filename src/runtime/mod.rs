@@ -3,6 +3,7 @@
 //! here reconciles or knows the controllers; `controller` and `cli::run` use it.
 
 pub mod api_error;
+pub mod exe_pages;
 pub mod gc;
 pub mod http;
 pub mod leader;
