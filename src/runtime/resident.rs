@@ -3,9 +3,11 @@
 //! The executable's start-up code: measured on an idle controller, 10.8 MB of the executable's
 //! code and 3.2 MB of its read-only data were resident, of which 0.4 and 0.1 MB were touched
 //! in 30 s of idleness; the rest ran once, at start-up and in the first reconciles (clap, TLS
-//! set-up, the CRD check, the first LIST). It is given back (`exe_pages`) as soon as the
-//! caches are loaded, before the first round of reconciles, whose peak it would add to, and
-//! again once that round has settled; whatever runs again is mapped back in as it runs.
+//! set-up, the CRD check, the first LIST). It is given back (`exe_pages`) as the controllers
+//! start, before the caches load (a restarted process's peak was there: the start-up's 18 MB
+//! of pages under the caches' first decode), again as soon as the caches are loaded, before
+//! the first round of reconciles, whose peak it would add to, and once that round has settled;
+//! whatever runs again is mapped back in as it runs.
 //!
 //! The heap too: glibc's malloc keeps what a burst freed (a cold start's lists and decisions,
 //! a round of scans) for reuse and does not return it, so the resident set stays at the
@@ -18,16 +20,21 @@ use std::time::Duration;
 /// round of reconciles runs in that time.
 pub const SETTLE_AFTER: Duration = Duration::from_secs(60);
 
+/// How often readiness is looked at until the caches are loaded: the first round of
+/// reconciles starts then, and each of its seconds maps more code back in.
+const READY_POLL: Duration = Duration::from_millis(100);
+
 /// How often the heap's free pages are given back after settling: a walk of malloc's free
 /// lists, about a millisecond at 100 MB of heap.
 pub const TRIM_EVERY: Duration = Duration::from_secs(300);
 
-/// Once the caches are loaded (`readiness`), gives the executable's start-up pages back;
-/// once [`SETTLE_AFTER`] has passed, those of the first reconciles, and the heap's free pages
-/// then and every [`TRIM_EVERY`]; logs what that did.
+/// Gives the executable's start-up pages back as the controllers start and once the caches
+/// are loaded (`readiness`); once [`SETTLE_AFTER`] has passed, those of the first reconciles,
+/// and the heap's free pages then and every [`TRIM_EVERY`]; logs what that did.
 pub async fn give_back_when_settled(readiness: super::http::Readiness) {
+    give_back_executable("the controllers are set up").await;
     while !readiness.is_ready() {
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::time::sleep(READY_POLL).await;
     }
     give_back_executable("the caches are loaded").await;
     tokio::time::sleep(SETTLE_AFTER).await;
