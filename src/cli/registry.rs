@@ -111,7 +111,7 @@ pub fn run_tags(args: &TagsArgs, out: &mut impl Write) -> Result<(), CliError> {
             "{}",
             serde_json::json!({
                 "canonical": image.canonical(),
-                "tags": listing.tags,
+                "tags": listing.tags.iter().collect::<Vec<_>>(),
                 "listed": listing.listed,
                 "requests": listing.requests,
             })

@@ -10,8 +10,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// Bytes of tags one listing may keep (text and `String` headers): 1 000 000 tags of 24
-/// bytes, or 200 000 of the longest (128 bytes).
+/// Bytes of tags one listing may keep (their text and a 4-byte end each, `tag_buf.rs`): a
+/// million tags of up to 46 bytes (the million-tag bound comes first for shorter ones), or
+/// 380 000 of the longest (128 bytes).
 pub const MAX_KEPT_BYTES: usize = 48 << 20;
 
 /// Bytes all reads may hold at once: bodies being read and parsed, and kept tags.

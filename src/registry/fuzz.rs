@@ -111,7 +111,7 @@ pub fn tag_list_json(data: &[u8]) {
             .kept
             .iter()
             .all(|t| super::is_valid_tag(t) && !t.ends_with(".sig")));
-        let cost: usize = page.kept.iter().map(|t| super::tag_page::tag_cost(t)).sum();
+        let cost: usize = page.kept.iter().map(super::tag_buf::tag_cost).sum();
         assert_eq!(cost, page.kept_bytes);
     }
 }

@@ -4,6 +4,7 @@
 //! does not allow (`[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}`) is dropped and counted: no registry
 //! that follows the spec can serve one, and every tag kept is then at most 128 bytes.
 
+use super::tag_buf::{tag_cost, TagBuf};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
 use std::fmt;
@@ -19,14 +20,9 @@ pub struct PageTags {
     /// Tags dropped as not valid OCI tags.
     pub invalid: usize,
     /// The valid tags `keep` accepted, in the page's order.
-    pub kept: Vec<String>,
-    /// Bytes the kept tags hold in memory (text and `String` header).
+    pub kept: TagBuf,
+    /// Bytes the kept tags hold in memory ([`tag_cost`]).
     pub kept_bytes: usize,
-}
-
-/// Memory one kept tag costs: its bytes and its `String`.
-pub fn tag_cost(tag: &str) -> usize {
-    tag.len() + std::mem::size_of::<String>()
 }
 
 /// Whether `tag` is a tag the OCI distribution spec allows.
@@ -148,7 +144,7 @@ impl<'de> Visitor<'de> for TagsSeed<'_> {
                     return Err(de::Error::custom("over budget"));
                 }
                 self.page.kept_bytes += cost;
-                self.page.kept.push(tag.0.into_owned());
+                self.page.kept.push(&tag.0);
             }
         }
         Ok(())
@@ -215,19 +211,16 @@ mod tests {
         let body = format!(r#"{{"tags": ["\u0031.0", "{long}", "a\u0020b", "2.0"]}}"#);
         let page = parse_page(body.as_bytes(), &|_| true).unwrap();
         assert_eq!((page.listed, page.invalid), (4, 2));
-        assert_eq!(page.kept, ["1.0", "2.0"]);
+        assert_eq!(page.kept.to_vec(), ["1.0", "2.0"]);
     }
 
     #[test]
     fn pages_keep_valid_accepted_tags_and_count_the_rest() {
         let body = br#"{"name":"a/b","tags":["1.0.0","x.sig","bad tag","2.0.0","\u0031.1"],"extra":{"k":[1]}}"#;
         let page = parse_page(body, &|t: &str| !t.ends_with(".sig")).unwrap();
-        assert_eq!(page.kept, ["1.0.0", "2.0.0", "1.1"]);
+        assert_eq!(page.kept.to_vec(), ["1.0.0", "2.0.0", "1.1"]);
         assert_eq!((page.listed, page.invalid), (5, 1));
-        assert_eq!(
-            page.kept_bytes,
-            5 + 5 + 3 + 3 * std::mem::size_of::<String>()
-        );
+        assert_eq!(page.kept_bytes, 5 + 5 + 3 + 3 * std::mem::size_of::<u32>());
         for empty in [
             &br#"{"name":"a","tags":null}"#[..],
             br#"{"name":"a"}"#,

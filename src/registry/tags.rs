@@ -8,6 +8,7 @@ use super::body::{read_limited_with, status_error};
 use super::budget::{Held, MAX_KEPT_BYTES};
 use super::client::{RegistryClient, Target};
 use super::describe::url_host;
+use super::tag_buf::TagBuf;
 use super::tag_page::parse_page_charged;
 use super::{ImageReference, RegistryError};
 use reqwest::header::LINK;
@@ -25,7 +26,7 @@ pub struct ListLimits {
     pub max_tags: usize,
     /// Per page.
     pub max_body_bytes: usize,
-    /// Bytes of tags kept (text and `String` headers), for the whole listing.
+    /// Bytes of tags kept (text and ends, `tag_buf::tag_cost`), for the whole listing.
     pub max_kept_bytes: usize,
 }
 
@@ -46,7 +47,7 @@ impl Default for ListLimits {
 #[derive(Debug, Default)]
 pub struct Listing {
     /// The tags kept, in the registry's order.
-    pub tags: Vec<String>,
+    pub tags: TagBuf,
     /// Tags the registry listed, kept or not.
     pub listed: usize,
     /// Tags dropped as not valid OCI tags (over 128 bytes, other characters).
@@ -61,7 +62,7 @@ pub struct Listing {
 impl RegistryClient {
     /// Every tag of the repository, in the registry's order.
     pub async fn list_tags(&self, image: &ImageReference) -> Result<Vec<String>, RegistryError> {
-        Ok(self.list_tags_with(image, |_| true).await?.tags)
+        Ok(self.list_tags_with(image, |_| true).await?.tags.to_vec())
     }
 
     /// Lists the tags, keeping those `keep` accepts (the exclusion list) as each page
@@ -191,7 +192,7 @@ impl RegistryClient {
             })?;
             listing.listed += page.listed;
             listing.invalid += page.invalid;
-            listing.tags.extend(page.kept);
+            listing.tags.append(&page.kept);
             if listing.listed > limits.max_tags {
                 return Err(stop(format!(
                     "more than {} tags; the listing was stopped and nothing is kept",

@@ -42,7 +42,7 @@ pub(super) async fn scan(
     let span = tracing::info_span!("store write", tags = listing.tags.len());
     let write = move || {
         span.in_scope(|| {
-            let tags = TagList::new(&listing.tags)?;
+            let tags = TagList::new(listing.tags.iter())?;
             let revision = store.set_seen(&key, &tags, now.as_second())?;
             Ok::<_, crate::store::StoreError>((tags.first(10), tags.len(), revision))
         })
