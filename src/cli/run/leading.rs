@@ -5,12 +5,11 @@
 use super::flags::RunArgs;
 use crate::api::{ImagePolicy, ImageRepository};
 use crate::controller::feed::repository_feed::repository_feed;
-use crate::controller::frame::wiring::Wiring;
+use crate::controller::frame::wiring::{watch_config, Wiring};
 use crate::controller::{image_policy, image_repository, Context};
 use crate::runtime::gc;
 use crate::runtime::http::Readiness;
 use crate::runtime::leader::Ended;
-use kube::runtime::watcher;
 use kube::Api;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,7 +37,8 @@ pub(super) async fn run_as_leader(
     holding: impl std::future::Future<Output = Ended>,
 ) -> Ended {
     let work = shutdown.child_token();
-    let watch = watch_config(args);
+    // Both kinds' watches: filtered by `--watch-label-selector` (sharding).
+    let watch = watch_config(&args.watch_label_selector);
     // One ImageRepository watch and cache for both controllers.
     let (repository_source, repository_feed) = repository_feed();
     let wiring = |watch| Wiring {
@@ -111,12 +111,4 @@ pub(super) async fn run_as_leader(
         );
     }
     ended
-}
-
-/// Both kinds' watches: filtered by `--watch-label-selector` (sharding).
-fn watch_config(args: &RunArgs) -> watcher::Config {
-    match args.watch_label_selector.as_str() {
-        "" => watcher::Config::default(),
-        selector => watcher::Config::default().labels(selector),
-    }
 }

@@ -6,6 +6,23 @@ use kube::runtime::watcher;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+/// Objects per page of a watch's LIST (at start and whenever the watch must list again).
+/// kube asks 500: the watcher decodes a whole page into typed objects (each with its
+/// `managedFields` as JSON maps) and holds the page's text meanwhile, which was the peak of a
+/// restarted process's heap (5.1 MB of maps and 1.9 MB of text at 1,000 repositories,
+/// heaptrack). A hundred costs five times the requests, once per start.
+pub const LIST_PAGE_SIZE: u32 = 100;
+
+/// A watch of the controllers' own objects: `selector` (`--watch-label-selector`), in pages
+/// of [`LIST_PAGE_SIZE`].
+pub fn watch_config(selector: &str) -> watcher::Config {
+    let config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
+    match selector {
+        "" => config,
+        selector => config.labels(selector),
+    }
+}
+
 /// How a controller runs.
 pub struct Wiring {
     /// The watch's label selector (`--watch-label-selector`).

@@ -22,7 +22,7 @@ use crate::api::{ImagePolicy, ImageRepository};
 use crate::controller::feed::repository_feed::{is_baseline, Feed};
 use crate::controller::frame::reconcile as shared_reconcile;
 use crate::controller::frame::stage::Stage;
-use crate::controller::frame::wiring::Wiring;
+use crate::controller::frame::wiring::{Wiring, LIST_PAGE_SIZE};
 use crate::controller::object::cache::ObjectCache;
 use crate::controller::object::changed::changed;
 use crate::controller::object::keys::{key_of, trigger_hash};
@@ -110,7 +110,7 @@ pub fn controller(
     // watched (metadata only) and re-evaluate that namespace's cross-namespace policies.
     let namespace_changes = watcher(
         Api::<PartialObjectMeta<Namespace>>::all(ctx.client.clone()),
-        watcher::Config::default(),
+        watcher::Config::default().page_size(LIST_PAGE_SIZE),
     )
     .default_backoff()
     .touched_objects();
