@@ -19,7 +19,7 @@ pub fn tag_cost(tag: &str) -> usize {
 
 impl TagBuf {
     /// Appends `tag`. The text's length is bounded by what a listing may keep (48 MiB by
-    /// default, at most a million tags of 128 bytes): far below `u32::MAX`, which is asserted.
+    /// default, and never more than `u32::MAX`, `tags.rs`), which is asserted.
     pub fn push(&mut self, tag: &str) {
         self.text.push_str(tag);
         let end = u32::try_from(self.text.len()).expect("a listing keeps less than 4 GiB of tags");

@@ -149,7 +149,9 @@ impl RegistryClient {
             let span = tracing::debug_span!("tag page", bytes = body.len());
             // Kept tags are charged as they are parsed: to this listing's limit and to the
             // process-wide budget, where they stay reserved until the listing is dropped.
-            let (budget, max_kept) = (memory.clone(), limits.max_kept_bytes);
+            // A TagBuf addresses its text with u32 ends: no limit lets a listing past that.
+            let max_kept = limits.max_kept_bytes.min(u32::MAX as usize);
+            let budget = memory.clone();
             let mut held = std::mem::take(&mut listing.held);
             let parsed = tokio::task::spawn_blocking(move || {
                 let _entered = span.enter();
