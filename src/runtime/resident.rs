@@ -4,8 +4,8 @@
 //! code and 3.2 MB of its read-only data were resident, of which 0.4 and 0.1 MB were touched
 //! in 30 s of idleness; the rest ran once, at start-up and in the first reconciles (clap, TLS
 //! set-up, the CRD check, the first LIST). It is given back (`exe_pages`) as the controllers
-//! start, before the caches load (a restarted process's peak was there: the start-up's 18 MB
-//! of pages under the caches' first decode), again as soon as the caches are loaded, before
+//! start, before the caches load (a restarted process's peak was there: the start-up's 17.5
+//! MiB of pages under the caches' first decode), again as soon as the caches are loaded, before
 //! the first round of reconciles, whose peak it would add to, and once that round has settled;
 //! whatever runs again is mapped back in as it runs.
 //!
