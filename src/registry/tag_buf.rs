@@ -57,11 +57,6 @@ impl TagBuf {
     pub fn to_vec(&self) -> Vec<String> {
         self.iter().map(str::to_owned).collect()
     }
-
-    /// Bytes held, spare capacity included.
-    pub fn heap_bytes(&self) -> usize {
-        self.text.capacity() + self.ends.capacity() * std::mem::size_of::<u32>()
-    }
 }
 
 impl<'a> FromIterator<&'a str> for TagBuf {
@@ -75,6 +70,13 @@ impl<'a> FromIterator<&'a str> for TagBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl TagBuf {
+        /// Bytes held, spare capacity included.
+        fn heap_bytes(&self) -> usize {
+            self.text.capacity() + self.ends.capacity() * std::mem::size_of::<u32>()
+        }
+    }
 
     #[test]
     fn tags_come_back_in_order_and_whole() {

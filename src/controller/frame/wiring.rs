@@ -34,3 +34,18 @@ pub struct Wiring {
     /// Marked once the controller's cache has the initial list (`/readyz`).
     pub synced: ReadyPart,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both kinds' watches list in pages of a hundred, with or without a shard's selector.
+    #[test]
+    fn watches_list_a_hundred_objects_a_page() {
+        let all = watch_config("");
+        assert_eq!((all.page_size, all.label_selector), (Some(100), None));
+        let shard = watch_config("shard=a");
+        assert_eq!(shard.page_size, Some(LIST_PAGE_SIZE));
+        assert_eq!(shard.label_selector.as_deref(), Some("shard=a"));
+    }
+}
