@@ -9,7 +9,7 @@ export KUBE_BIN_DIR
 FLUX_BIN_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/image-reflector-flux/bin
 export FLUX_BIN_DIR
 
-.PHONY: all build test lint fmt crds run kube flux sigtools e2e e2e-flux e2e-signatures e2e-cluster prometheus-deps bench bench-controller conformance mutants deps image image-deps image-smoke deploy undeploy fuzz
+.PHONY: all build test lint fmt crds run kube flux sigtools e2e e2e-flux e2e-signatures e2e-cluster prometheus-deps bench bench-controller symbol-order conformance mutants deps image image-deps image-smoke deploy undeploy fuzz
 
 all: build
 
@@ -183,12 +183,34 @@ bench:
 SCENARIOS ?=
 # PEER=flux: Flux's image-reflector-controller (Badger, then FluxStorage) on the same scenarios,
 # one after the other, side by side in docs/benchmarks.md.
-# Ours is the release executable, as the image ships it.
+# Ours is the release executable, as the image ships it (a benchmark's own build of it has
+# other symbol names, which link/symbol-order.txt does not lay out).
 bench-controller: kube $(if $(PEER),flux)
 	$(CARGO) build --release --locked
 	@mkdir -p target/bench-controller && cp target/release/image-reflector target/bench-controller/
 	@PEER=$(PEER) BENCH_BINARY=$(CURDIR)/target/bench-controller/image-reflector \
 		$(with_apiserver) $(CARGO) bench --locked --bench controller_run -- $(SCENARIOS)
+
+# Writes link/symbol-order.txt, the functions the controller runs, which build.rs has lld lay
+# out together: the release executable run under callgrind through two scenarios, 100 x 1,000
+# and 20 x 10,000 (both kinds of stored list), and its link map to name the functions (the
+# executable has no symbol table). About 20 minutes. Run it again after a dependency or
+# toolchain update: the names carry their crates' hashes (docs/benchmarks.md).
+ORDER_RUN = $(CURDIR)/target/symbol-order
+symbol-order: kube
+	@command -v valgrind >/dev/null || { \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get -o DPkg::Lock::Timeout=300 update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends valgrind; }
+	rm -rf $(ORDER_RUN) && mkdir -p $(ORDER_RUN)
+	IMAGE_REFLECTOR_LINK_MAP=$(ORDER_RUN)/link.map $(CARGO) build --release --locked
+	cp target/release/image-reflector $(ORDER_RUN)/
+	BENCH_CYCLES=1 BENCH_IDLE=30 BENCH_BINARY=$(ORDER_RUN)/image-reflector \
+		BENCH_WRAP="valgrind --tool=callgrind --quiet \
+		--callgrind-out-file=$(ORDER_RUN)/callgrind.%p --dump-instr=yes --dump-line=no \
+		--compress-pos=no --compress-strings=no" \
+		$(with_apiserver) $(CARGO) bench --locked --bench controller_run -- 100x1000 20x10000
+	python3 hack/symbol-order.py $(ORDER_RUN)/link.map link/symbol-order.txt $(ORDER_RUN)/callgrind.*
 
 # Runs Flux's policy vectors through the binary (needs ../shared beside the checkout).
 conformance:

@@ -4,3 +4,4 @@ pub mod config_rbac;
 pub mod dashboard;
 pub mod docs_links;
 pub mod layout;
+pub mod symbol_order;

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Writes link/symbol-order.txt: the functions the controller ran, hottest first.
+
+usage: hack/symbol-order.py LINK_MAP OUT CALLGRIND_FILE...
+
+The callgrind files come from `valgrind --tool=callgrind --dump-instr=yes --dump-line=no
+--compress-pos=no --compress-strings=no` over the release executable, which has no symbol
+table; lld's link map of that same executable (-Wl,-Map) says which input section, and so
+which function, holds each executed address. Functions are ordered by the instructions they
+ran; those only called into (a cost of their own of zero) come last, in address order.
+"""
+
+import bisect
+import re
+import sys
+
+EXE = "image-reflector"
+# An input section line of lld's map: VMA LMA size align, then file:(section).
+SECTION = re.compile(r"^\s*([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+\d+\s+\S.*?:\((\.text[^)]*)\)\s*$")
+SYMBOL = re.compile(r"^\s*[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+\d+\s+(\S+)\s*$")
+PREFIXES = (".text.unlikely.", ".text.hot.", ".text.startup.", ".text.exit.", ".text.split.", ".text.")
+
+
+def sections(map_path):
+    """(start, end, symbol) of every code input section, by start."""
+    found = []
+    pending = None  # a section named plain `.text`: its first symbol names it
+    with open(map_path, errors="replace") as lines:
+        for line in lines:
+            m = SECTION.match(line)
+            if m:
+                start, size, name = int(m.group(1), 16), int(m.group(2), 16), m.group(3)
+                pending = None
+                if size == 0:
+                    continue
+                symbol = next((name[len(p):] for p in PREFIXES if name.startswith(p)), "")
+                if symbol:
+                    found.append((start, start + size, symbol))
+                else:
+                    pending = (start, start + size)
+                continue
+            if pending:
+                s = SYMBOL.match(line)
+                # Assembly's sections hold C-named symbols; a demangled Rust path is not a name.
+                if s and "::" not in s.group(1) and " " not in s.group(1):
+                    found.append((pending[0], pending[1], s.group(1)))
+                pending = None
+    found.sort()
+    return found
+
+
+def executed(paths):
+    """Instructions run at each address of the executable, over every callgrind file."""
+    cost = {}
+    for path in paths:
+        ob = cob = None
+        call_target = None
+        after_call = False  # the line after calls= is the call's inclusive cost, not the caller's own
+        with open(path, errors="replace") as lines:
+            for line in lines:
+                if line.startswith("ob="):
+                    ob = line[3:].strip()
+                elif line.startswith("cob="):
+                    cob = line[4:].strip()
+                elif line.startswith("cfn="):
+                    pass
+                elif line.startswith("calls="):
+                    # calls=<count> <target address>: the callee ran, in cob (or ob).
+                    target = line.split()[1]
+                    after_call = True
+                    if (cob or ob or "").endswith(EXE) and target.startswith("0x"):
+                        call_target = int(target, 16)
+                elif line.startswith("0x"):
+                    parts = line.split()
+                    if after_call:
+                        if call_target is not None:
+                            cost.setdefault(call_target, 0)
+                        if ob and ob.endswith(EXE):
+                            cost.setdefault(int(parts[0], 16), 0)
+                        after_call, call_target, cob = False, None, None
+                        continue
+                    if ob and ob.endswith(EXE) and len(parts) >= 2:
+                        address = int(parts[0], 16)
+                        cost[address] = cost.get(address, 0) + int(parts[1])
+                elif line.startswith("fn="):
+                    cob = None
+    return cost
+
+
+def main():
+    map_path, out, *runs = sys.argv[1:]
+    if not runs:
+        sys.exit("usage: hack/symbol-order.py LINK_MAP OUT CALLGRIND_FILE...")
+    code = sections(map_path)
+    starts = [s for s, _, _ in code]
+    per_symbol = {}
+    unplaced = 0
+    for address, n in executed(runs).items():
+        i = bisect.bisect_right(starts, address) - 1
+        if i < 0 or address >= code[i][1]:
+            unplaced += 1
+            continue
+        start, end, symbol = code[i]
+        cost, _, size = per_symbol.get(symbol, (0, start, end - start))
+        per_symbol[symbol] = (cost + n, start, size)
+    if not per_symbol:
+        sys.exit("no executed address fell in the link map's code: wrong map or callgrind files")
+    ordered = sorted(per_symbol.items(), key=lambda kv: (-kv[1][0], kv[1][1]))
+    total = sum(size for _, (_, _, size) in ordered)
+    with open(out, "w") as f:
+        f.write("# The functions image-reflector runs, hottest first: lld places them first in the\n")
+        f.write("# executable's code (build.rs). Written by `make symbol-order`; do not edit.\n")
+        for symbol, _ in ordered:
+            f.write(symbol + "\n")
+    print(f"{out}: {len(ordered)} functions, {total / 2**20:.2f} MiB of code "
+          f"({unplaced} executed addresses outside the map's code sections)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+//! `make symbol-order`'s reading of callgrind and lld's link map (hack/symbol-order.py), and
+//! the list it wrote (link/symbol-order.txt, which build.rs hands to lld).
+
+use crate::support::root;
+use std::process::Command;
+
+/// lld's map: a hot function, a cold one only called into, assembly in a plain `.text` (named
+/// by its symbol), and a function that never ran.
+const MAP: &str = "\
+             VMA              LMA     Size Align Out     In      Symbol
+          401000           401000      400    64 .text
+          401000           401000      100    16         /t/a.o:(.text._ZN3foo3hot17h0000000000000001E)
+          401000           401000      100     1                 foo::hot::h0000000000000001
+          401100           401100      100    16         /t/a.o:(.text.unlikely._ZN3foo4cold17h0000000000000002E)
+          401100           401100      100     1                 foo::cold::h0000000000000002
+          401200           401200      100    16         /t/libx.a(x.o):(.text)
+          401200           401200        0     1                 asm_fn
+          401300           401300      100    16         /t/a.o:(.text._ZN3foo6unused17h0000000000000003E)
+          401300           401300      100     1                 foo::unused::h0000000000000003
+";
+
+/// callgrind with instruction positions: the call's line after `calls=` is its inclusive cost
+/// (not the caller's own), and addresses of another object do not count.
+const RUN: &str = "\
+ob=/x/image-reflector
+fn=0x401000
+0x401000 50
+0x401010 50
+cob=/x/image-reflector
+cfn=0x401100
+calls=1 0x401100
+0x401020 5000
+fn=0x401200
+0x401200 10
+ob=/lib/x86_64-linux-gnu/libc.so.6
+fn=0x401300
+0x401300 999
+";
+
+#[test]
+fn the_generator_orders_what_ran_by_its_own_instructions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (map, run, out) = (
+        dir.path().join("link.map"),
+        dir.path().join("callgrind.1"),
+        dir.path().join("order.txt"),
+    );
+    std::fs::write(&map, MAP).unwrap();
+    std::fs::write(&run, RUN).unwrap();
+    let status = Command::new("python3")
+        .arg(root().join("hack/symbol-order.py"))
+        .args([&map, &out, &run])
+        .status()
+        .expect("python3 runs");
+    assert!(status.success());
+    let text = std::fs::read_to_string(&out).unwrap();
+    let names: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        names,
+        [
+            "_ZN3foo3hot17h0000000000000001E",
+            "asm_fn",
+            "_ZN3foo4cold17h0000000000000002E"
+        ]
+    );
+}
+
+#[test]
+fn the_committed_list_names_the_controllers_own_functions() {
+    let text = std::fs::read_to_string(root().join("link/symbol-order.txt")).unwrap();
+    let names: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(names.len() > 1000, "{} names", names.len());
+    // The reconcilers' code is in it, not only the runtime's.
+    assert!(names
+        .iter()
+        .any(|n| n.contains("15image_reflector10controller")));
+    assert!(names.iter().any(|n| n.contains("15image_reflector5store")));
+}
