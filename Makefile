@@ -192,9 +192,9 @@ bench-controller: kube $(if $(PEER),flux)
 		$(with_apiserver) $(CARGO) bench --locked --bench controller_run -- $(SCENARIOS)
 
 # Writes link/symbol-order.txt, the functions the controller runs, which build.rs has lld lay
-# out together: the release executable run under callgrind through two scenarios, 100 x 1,000
-# and 20 x 10,000 (both kinds of stored list), and its link map to name the functions (the
-# executable has no symbol table). About 20 minutes. Run it again after a dependency or
+# out together: the release executable run under callgrind idle (those functions first) and
+# through two scenarios, 100 x 1,000 and 20 x 10,000 (both kinds of stored list), and its link
+# map to name the functions (the executable has no symbol table). About 20 minutes. Run it again after a dependency or
 # toolchain update: the names carry their crates' hashes (docs/benchmarks.md).
 ORDER_RUN = $(CURDIR)/target/symbol-order
 symbol-order: kube
@@ -205,12 +205,14 @@ symbol-order: kube
 	rm -rf $(ORDER_RUN) && mkdir -p $(ORDER_RUN)
 	IMAGE_REFLECTOR_LINK_MAP=$(ORDER_RUN)/link.map $(CARGO) build --release --locked
 	cp target/release/image-reflector $(ORDER_RUN)/
+	$(with_apiserver) hack/idle-callgrind.sh $(ORDER_RUN)/image-reflector $(ORDER_RUN)/idle.callgrind
 	BENCH_CYCLES=1 BENCH_IDLE=30 BENCH_BINARY=$(ORDER_RUN)/image-reflector \
 		BENCH_WRAP="valgrind --tool=callgrind --quiet \
 		--callgrind-out-file=$(ORDER_RUN)/callgrind.%p --dump-instr=yes --dump-line=no \
 		--compress-pos=no --compress-strings=no" \
 		$(with_apiserver) $(CARGO) bench --locked --bench controller_run -- 100x1000 20x10000
-	python3 hack/symbol-order.py $(ORDER_RUN)/link.map link/symbol-order.txt $(ORDER_RUN)/callgrind.*
+	python3 hack/symbol-order.py $(ORDER_RUN)/link.map link/symbol-order.txt \
+		--idle $(ORDER_RUN)/idle.callgrind $(ORDER_RUN)/callgrind.*
 
 # Runs Flux's policy vectors through the binary (needs ../shared beside the checkout).
 conformance:

@@ -7,8 +7,8 @@
 //! first, and the peak 21 MiB against 16 (docs/benchmarks.md, "The executable's hot code
 //! together").
 //!
-//! `link/symbol-order.txt` names those functions, hottest first; `make symbol-order` writes it
-//! from a run of the controller under callgrind. lld places them first in `.text`
+//! `link/symbol-order.txt` names those functions, those an idle controller keeps running first,
+//! then the hottest; `make symbol-order` writes it from runs of the controller under callgrind. lld places them first in `.text`
 //! (`--symbol-ordering-file`). A name that is no longer in the program (a dependency or the
 //! compiler changed its symbols) is skipped without a warning: the build is as before, only
 //! less dense until the list is made again.

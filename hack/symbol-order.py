@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Writes link/symbol-order.txt: the functions the controller ran, hottest first.
 
-usage: hack/symbol-order.py LINK_MAP OUT CALLGRIND_FILE...
+usage: hack/symbol-order.py LINK_MAP OUT [--idle CALLGRIND_FILE]... CALLGRIND_FILE...
 
 The callgrind files come from `valgrind --tool=callgrind --dump-instr=yes --dump-line=no
 --compress-pos=no --compress-strings=no` over the release executable, which has no symbol
 table; lld's link map of that same executable (-Wl,-Map) says which input section, and so
 which function, holds each executed address. Functions are ordered by the instructions they
 ran; those only called into (a cost of their own of zero) come last, in address order.
+
+An `--idle` run (hack/idle-callgrind.sh: a controller with nothing to do, counted from when it
+is ready) goes first: the code an idle process keeps running sits together, so the pages it
+maps back after giving its start-up pages away are few.
 """
 
 import bisect
@@ -87,12 +91,9 @@ def executed(paths):
     return cost
 
 
-def main():
-    map_path, out, *runs = sys.argv[1:]
-    if not runs:
-        sys.exit("usage: hack/symbol-order.py LINK_MAP OUT CALLGRIND_FILE...")
-    code = sections(map_path)
-    starts = [s for s, _, _ in code]
+def by_symbol(code, starts, runs):
+    """{symbol: (instructions, start, size)} of what the runs executed; and how many addresses
+    fell outside every code section."""
     per_symbol = {}
     unplaced = 0
     for address, n in executed(runs).items():
@@ -103,16 +104,37 @@ def main():
         start, end, symbol = code[i]
         cost, _, size = per_symbol.get(symbol, (0, start, end - start))
         per_symbol[symbol] = (cost + n, start, size)
+    return per_symbol, unplaced
+
+
+def main():
+    args = sys.argv[1:]
+    idle, runs = [], []
+    while len(args) > 2 and args[2] == "--idle":
+        idle.append(args.pop(3))
+        args.pop(2)
+    map_path, out, *runs = args
+    if len(args) < 3 or not runs:
+        sys.exit("usage: hack/symbol-order.py LINK_MAP OUT [--idle CALLGRIND_FILE]... CALLGRIND_FILE...")
+    code = sections(map_path)
+    starts = [s for s, _, _ in code]
+    per_symbol, unplaced = by_symbol(code, starts, runs)
     if not per_symbol:
         sys.exit("no executed address fell in the link map's code: wrong map or callgrind files")
-    ordered = sorted(per_symbol.items(), key=lambda kv: (-kv[1][0], kv[1][1]))
+    idle_symbol, _ = by_symbol(code, starts, idle)
+    hottest = lambda kv: (-kv[1][0], kv[1][1])  # noqa: E731
+    first = sorted(idle_symbol.items(), key=hottest)
+    rest = sorted(((k, v) for k, v in per_symbol.items() if k not in idle_symbol), key=hottest)
+    ordered = first + rest
     total = sum(size for _, (_, _, size) in ordered)
     with open(out, "w") as f:
-        f.write("# The functions image-reflector runs, hottest first: lld places them first in the\n")
-        f.write("# executable's code (build.rs). Written by `make symbol-order`; do not edit.\n")
+        f.write("# The functions image-reflector runs, an idle controller's first, then hottest first:\n")
+        f.write("# lld places them first in the executable's code (build.rs). Written by\n")
+        f.write("# `make symbol-order`; do not edit.\n")
         for symbol, _ in ordered:
             f.write(symbol + "\n")
-    print(f"{out}: {len(ordered)} functions, {total / 2**20:.2f} MiB of code "
+    print(f"{out}: {len(ordered)} functions ({len(first)} of them idle's, first), "
+          f"{total / 2**20:.2f} MiB of code "
           f"({unplaced} executed addresses outside the map's code sections)")
 
 

@@ -37,30 +37,57 @@ fn=0x401300
 0x401300 999
 ";
 
-#[test]
-fn the_generator_orders_what_ran_by_its_own_instructions() {
+/// An idle controller's run: only the cold function.
+const IDLE: &str = "\
+ob=/x/image-reflector
+fn=0x401100
+0x401100 3
+";
+
+/// The generator's list for these runs (`--idle` first when given).
+fn order(idle: bool) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
-    let (map, run, out) = (
-        dir.path().join("link.map"),
-        dir.path().join("callgrind.1"),
-        dir.path().join("order.txt"),
-    );
-    std::fs::write(&map, MAP).unwrap();
-    std::fs::write(&run, RUN).unwrap();
-    let status = Command::new("python3")
+    let path = |name: &str| dir.path().join(name);
+    std::fs::write(path("link.map"), MAP).unwrap();
+    std::fs::write(path("callgrind.1"), RUN).unwrap();
+    std::fs::write(path("idle.callgrind"), IDLE).unwrap();
+    let mut command = Command::new("python3");
+    command
         .arg(root().join("hack/symbol-order.py"))
-        .args([&map, &out, &run])
+        .args([path("link.map"), path("order.txt")]);
+    if idle {
+        command.arg("--idle").arg(path("idle.callgrind"));
+    }
+    let status = command
+        .arg(path("callgrind.1"))
         .status()
         .expect("python3 runs");
     assert!(status.success());
-    let text = std::fs::read_to_string(&out).unwrap();
-    let names: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    let text = std::fs::read_to_string(path("order.txt")).unwrap();
+    let names = text.lines().filter(|l| !l.starts_with('#'));
+    names.map(str::to_string).collect()
+}
+
+#[test]
+fn the_generator_orders_what_ran_by_its_own_instructions() {
     assert_eq!(
-        names,
+        order(false),
         [
             "_ZN3foo3hot17h0000000000000001E",
             "asm_fn",
             "_ZN3foo4cold17h0000000000000002E"
+        ]
+    );
+}
+
+#[test]
+fn what_an_idle_controller_runs_comes_first() {
+    assert_eq!(
+        order(true),
+        [
+            "_ZN3foo4cold17h0000000000000002E",
+            "_ZN3foo3hot17h0000000000000001E",
+            "asm_fn"
         ]
     );
 }
