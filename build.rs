@@ -8,10 +8,10 @@
 //! together").
 //!
 //! `link/symbol-order.txt` names those functions, those an idle controller keeps running first,
-//! then the hottest; `make symbol-order` writes it from runs of the controller under callgrind. lld places them first in `.text`
-//! (`--symbol-ordering-file`). A name that is no longer in the program (a dependency or the
-//! compiler changed its symbols) is skipped without a warning: the build is as before, only
-//! less dense until the list is made again.
+//! then the hottest; `make symbol-order` writes it from runs of the controller under callgrind.
+//! lld places them first in `.text` (`--symbol-ordering-file`). A name that is no longer in the
+//! program (a dependency or the compiler changed its symbols) is skipped without a warning: the
+//! build is as before, only less dense until the list is made again.
 //!
 //! Only where rustc links with lld by default (x86_64 Linux since Rust 1.90) and no other
 //! linker was chosen, and only for the optimized profiles: debug builds have other symbols.

@@ -183,9 +183,10 @@ fn main() {
 /// build or an earlier run left. The executable's pages a process has mapped count in its RSS,
 /// and how many the kernel maps around each fault depends on how those pages came into the
 /// cache: the same 400 x 1,000 run measured a 16.6 MiB peak on the binary the linker had just
-/// written (the kernel mapped 4.7 MiB fewer of its pages around the faults) and 21.0 MiB on a
-/// byte-identical copy of it. Read from disk, as on a node whose page cache let the image's pages go,
-/// both controllers start alike; dirty pages are written first (the kernel keeps those).
+/// written (the kernel mapped 4.6 MiB fewer of its pages around the faults) and 21.0 MiB on a
+/// byte-identical copy of it. Read from disk, as on a node whose page cache let the image's
+/// pages go, both controllers start alike; dirty pages are written first (the kernel keeps
+/// those).
 fn drop_from_page_cache(binary: &Path) {
     use std::os::fd::AsRawFd;
     let file =

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes link/symbol-order.txt: the functions the controller ran, hottest first.
+"""Writes link/symbol-order.txt: the functions the controller ran, an idle one's first.
 
 usage: hack/symbol-order.py LINK_MAP OUT [--idle CALLGRIND_FILE]... CALLGRIND_FILE...
 
