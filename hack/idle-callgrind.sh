@@ -16,6 +16,7 @@ RUNTIME_NAMESPACE=default valgrind --tool=callgrind --quiet \
 pid=$!
 i=0
 until curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do
+  kill -0 $pid 2>/dev/null || { wait $pid || true; echo "idle-callgrind: $bin exited before it was ready" >&2; exit 1; }
   i=$((i + 1)); [ $i -lt 1200 ] || { echo "idle-callgrind: not ready in 120 s" >&2; kill $pid; exit 1; }
   sleep 0.1
 done

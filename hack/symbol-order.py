@@ -108,14 +108,15 @@ def by_symbol(code, starts, runs):
 
 
 def main():
+    usage = "usage: hack/symbol-order.py LINK_MAP OUT [--idle CALLGRIND_FILE]... CALLGRIND_FILE..."
     args = sys.argv[1:]
-    idle, runs = [], []
-    while len(args) > 2 and args[2] == "--idle":
+    idle = []
+    while len(args) > 3 and args[2] == "--idle":
         idle.append(args.pop(3))
         args.pop(2)
+    if len(args) < 3 or "--idle" in args:
+        sys.exit(usage)
     map_path, out, *runs = args
-    if len(args) < 3 or not runs:
-        sys.exit("usage: hack/symbol-order.py LINK_MAP OUT [--idle CALLGRIND_FILE]... CALLGRIND_FILE...")
     code = sections(map_path)
     starts = [s for s, _, _ in code]
     per_symbol, unplaced = by_symbol(code, starts, runs)

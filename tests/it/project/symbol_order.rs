@@ -92,6 +92,24 @@ fn what_an_idle_controller_runs_comes_first() {
     );
 }
 
+/// Missing runs, or `--idle` without its file: the usage, not a traceback.
+#[test]
+fn the_generator_refuses_what_is_not_its_usage() {
+    for args in [&["map", "out"][..], &["map", "out", "--idle", "idle.cg"]] {
+        let run = Command::new("python3")
+            .arg(root().join("hack/symbol-order.py"))
+            .args(args)
+            .output()
+            .expect("python3 runs");
+        assert!(!run.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            stderr.starts_with("usage: hack/symbol-order.py"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn the_committed_list_names_the_controllers_own_functions() {
     let text = std::fs::read_to_string(root().join("link/symbol-order.txt")).unwrap();
