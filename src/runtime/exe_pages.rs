@@ -1,17 +1,20 @@
 //! The executable's clean pages given back to the kernel (issue 49: the idle process's resident
 //! memory is mostly pages of its own binary, most of which ran once, at start-up).
 //!
-//! Two ways, because the kernel allows the first only to some processes:
-//! - `MADV_PAGEOUT` reclaims the pages outright, page cache included, but only when the process
-//!   owns the file or holds `CAP_FOWNER` (the kernel's `can_do_file_pageout`); otherwise it
-//!   returns success and does nothing. In the image the binary belongs to root and the Pod
-//!   runs as 65532 with every capability dropped, so there it is a no-op.
-//! - `MADV_DONTNEED` unmaps them from this process, which any process may do: the pages stay
-//!   in the page cache (moved to its inactive list first, `MADV_COLD`, so that they are the
-//!   first reclaimed and leave the cgroup's working set), and whatever runs again is mapped
-//!   back from there as it runs. Only on mappings with no private page: a read-only mapping
-//!   with copy-on-write pages (the loader's relocations under RELRO, a debugger's breakpoint,
-//!   a uprobe) would lose them, so such a mapping gets the first way only.
+//! - A mapping of the file's bytes (no private page) is unmapped from this process,
+//!   `MADV_DONTNEED`, which any process may do: the pages stay in the page cache, moved to its
+//!   inactive list first (`MADV_COLD`) so that they are the first reclaimed and leave the
+//!   cgroup's working set, and whatever runs again is mapped back from there as it runs.
+//! - A read-only mapping with copy-on-write pages (the loader's relocations under RELRO, a
+//!   debugger's breakpoint, a uprobe) would lose them if unmapped: it gets `MADV_PAGEOUT` only,
+//!   which reclaims pages outright when the process owns the file or holds `CAP_FOWNER` (the
+//!   kernel's `can_do_file_pageout`) and otherwise returns success and does nothing.
+//!
+//! The file's bytes are not paged out, even where the kernel would allow it (a process run as
+//! the file's owner): the Pod may not (its binary is root's, it runs as 65532 with every
+//! capability dropped), and where it was done the code that runs again, the idle process's
+//! watch events and timers, was read back from disk after each give-back (measured as root:
+//! docs/benchmarks.md, "The idle process").
 //!
 //! Writable mappings (relocated data, `.bss`) are never touched. Linux only; on a kernel
 //! without `MADV_PAGEOUT` or `MADV_COLD` (before 5.4) that step fails and the next goes on.
@@ -47,14 +50,14 @@ impl Advice {
 }
 
 /// The advice a mapping gets: none when writable; reclaim only when it holds private pages,
-/// which unmapping would lose; reclaim, then deactivate and unmap when it is the file's bytes.
+/// which unmapping would lose; deactivate and unmap when it is the file's bytes.
 pub(crate) fn advice_for(mapping: &Mapping) -> &'static [Advice] {
     if mapping.writable {
         &[]
     } else if mapping.anonymous_kib > 0 {
         &[Advice::PageOut]
     } else {
-        &[Advice::PageOut, Advice::Cold, Advice::DontNeed]
+        &[Advice::Cold, Advice::DontNeed]
     }
 }
 
@@ -76,17 +79,36 @@ pub fn give_back() -> Option<GivenBack> {
             .filter(|m| !m.writable)
             .collect()
     };
-    let mappings = read_only(&std::fs::read_to_string("/proc/self/smaps").ok()?);
+    // One buffer for both readings, sized for the controller's smaps (49 to 53 KB measured at
+    // 400 repositories): grown from
+    // empty, the first reading reallocated it a dozen times.
+    let mut smaps = String::with_capacity(SMAPS_CAPACITY);
+    read_smaps(&mut smaps)?;
+    let mappings = read_only(&smaps);
     for mapping in &mappings {
         for advice in advice_for(mapping) {
             advise(mapping.start, mapping.end, *advice);
         }
     }
-    let after = read_only(&std::fs::read_to_string("/proc/self/smaps").ok()?);
+    read_smaps(&mut smaps)?;
+    let after = read_only(&smaps);
     Some(GivenBack {
         before_kib: mappings.iter().map(|m| m.rss_kib).sum(),
         after_kib: after.iter().map(|m| m.rss_kib).sum(),
     })
+}
+
+/// What the buffer for `/proc/self/smaps` starts with.
+const SMAPS_CAPACITY: usize = 128 * 1024;
+
+/// Reads `/proc/self/smaps` into `into`, replacing what it held.
+fn read_smaps(into: &mut String) -> Option<()> {
+    use std::io::Read;
+    into.clear();
+    std::fs::File::open("/proc/self/smaps")
+        .and_then(|mut file| file.read_to_string(into))
+        .ok()
+        .map(drop)
 }
 
 /// Applies one advice to `start..end`; whether the kernel accepted it.
@@ -205,8 +227,8 @@ Rss:                  40 kB
     fn only_mappings_of_the_files_bytes_are_unmapped() {
         let found = mappings_of(SMAPS, "/usr/local/bin/image reflector");
         let advice: Vec<_> = found.iter().map(advice_for).collect();
-        let all: &[Advice] = &[Advice::PageOut, Advice::Cold, Advice::DontNeed];
-        assert_eq!(advice, [all, all, &[Advice::PageOut], &[]]);
+        let unmap: &[Advice] = &[Advice::Cold, Advice::DontNeed];
+        assert_eq!(advice, [unmap, unmap, &[Advice::PageOut], &[]]);
     }
 
     /// A read-only private mapping of a file, `pages` long, each page filled with its number.
