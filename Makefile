@@ -13,8 +13,16 @@ export FLUX_BIN_DIR
 
 all: build
 
+# After a release build: how many of link/symbol-order.txt's functions the build still has,
+# from its link map (build.rs); a stale list only spreads the hot code out again, so it is said,
+# not failed on. Nothing when there is no map (another target or linker) or no python3.
+symbol_order_check = @[ ! -f target/release/image-reflector.map ] || ! command -v python3 >/dev/null \
+	|| python3 hack/symbol-order.py --check target/release/image-reflector.map link/symbol-order.txt \
+	target/release/image-reflector
+
 build:
 	$(CARGO) build --release
+	$(symbol_order_check)
 
 # Installs what the tests need when it is missing, then runs the whole suite and ends on one
 # count over every test binary (cargo's last line is the doc-tests' own).
@@ -46,6 +54,7 @@ IMAGE ?= localhost/image-reflector:dev
 
 image: image-deps
 	$(CARGO) build --release --locked
+	$(symbol_order_check)
 	hack/build-image.sh target/release/image-reflector $(IMAGE)
 
 # Pushes the image to a local Distribution registry and runs it from there as the Deployment
@@ -187,6 +196,7 @@ SCENARIOS ?=
 # other symbol names, which link/symbol-order.txt does not lay out).
 bench-controller: kube $(if $(PEER),flux)
 	$(CARGO) build --release --locked
+	$(symbol_order_check)
 	@mkdir -p target/bench-controller && cp target/release/image-reflector target/bench-controller/
 	@PEER=$(PEER) BENCH_BINARY=$(CURDIR)/target/bench-controller/image-reflector \
 		$(with_apiserver) $(CARGO) bench --locked --bench controller_run -- $(SCENARIOS)
@@ -194,8 +204,9 @@ bench-controller: kube $(if $(PEER),flux)
 # Writes link/symbol-order.txt, the functions the controller runs, which build.rs has lld lay
 # out together: the release executable run under callgrind idle (those functions first) and
 # through two scenarios, 100 x 1,000 and 20 x 10,000 (both kinds of stored list), and its link
-# map to name the functions (the executable has no symbol table). About 20 minutes. Run it again after a dependency or
-# toolchain update: the names carry their crates' hashes (docs/benchmarks.md).
+# map to name the functions (the executable has no symbol table). About 20 minutes. Run it
+# again after a dependency or toolchain update, when the release build's check says the list
+# is stale: the names carry their crates' hashes (docs/benchmarks.md).
 ORDER_RUN = $(CURDIR)/target/symbol-order
 symbol-order: kube
 	@command -v valgrind >/dev/null || { \
@@ -203,8 +214,9 @@ symbol-order: kube
 		$$sudo apt-get -o DPkg::Lock::Timeout=300 update -qq && \
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends valgrind; }
 	rm -rf $(ORDER_RUN) && mkdir -p $(ORDER_RUN)
-	IMAGE_REFLECTOR_LINK_MAP=$(ORDER_RUN)/link.map $(CARGO) build --release --locked
+	$(CARGO) build --release --locked
 	cp target/release/image-reflector $(ORDER_RUN)/
+	cp target/release/image-reflector.map $(ORDER_RUN)/link.map
 	$(with_apiserver) hack/idle-callgrind.sh $(ORDER_RUN)/image-reflector $(ORDER_RUN)/idle.callgrind
 	BENCH_CYCLES=1 BENCH_IDLE=30 BENCH_BINARY=$(ORDER_RUN)/image-reflector \
 		BENCH_WRAP="valgrind --tool=callgrind --quiet \

@@ -17,13 +17,12 @@
 //! linker was chosen, and only for the optimized profiles: debug builds have other symbols.
 
 use std::env;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const ORDER: &str = "link/symbol-order.txt";
 
 fn main() {
     println!("cargo:rerun-if-changed={ORDER}");
-    println!("cargo:rerun-if-env-changed=IMAGE_REFLECTOR_LINK_MAP");
     let target = env::var("TARGET").unwrap_or_default();
     let optimized = env::var("PROFILE").as_deref() == Ok("release");
     let other_linker = env::var_os("RUSTC_LINKER").is_some()
@@ -38,12 +37,22 @@ fn main() {
             order.display()
         );
     }
-    // `make symbol-order` asks for the link map, which says which function each address of the
-    // executable belongs to (the executable itself has no symbol table).
-    if let Some(map) = env::var_os("IMAGE_REFLECTOR_LINK_MAP") {
+    // The link map beside the executable (`target/release/image-reflector.map`): it names the
+    // function at each address of the executable, which has no symbol table. `make
+    // symbol-order` reads it, and `hack/symbol-order.py --check` (after the Makefile's release
+    // builds) says from it how many of the list's names this build still has. A benchmark's
+    // build of the bin links after the release build and writes the same path with its own
+    // symbols: read the map right after `cargo build --release`.
+    if let Some(dir) = profile_dir() {
         println!(
             "cargo:rustc-link-arg-bins=-Wl,-Map={}",
-            Path::new(&map).display()
+            dir.join("image-reflector.map").display()
         );
     }
+}
+
+/// The directory the executable goes to: `OUT_DIR` is `<profile dir>/build/<package>-<hash>/out`.
+fn profile_dir() -> Option<PathBuf> {
+    let out = PathBuf::from(env::var_os("OUT_DIR")?);
+    out.ancestors().nth(3).map(Path::to_path_buf)
 }

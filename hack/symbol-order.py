@@ -2,6 +2,7 @@
 """Writes link/symbol-order.txt: the functions the controller ran, an idle one's first.
 
 usage: hack/symbol-order.py LINK_MAP OUT [--idle CALLGRIND_FILE]... CALLGRIND_FILE...
+       hack/symbol-order.py --check LINK_MAP LIST EXECUTABLE
 
 The callgrind files come from `valgrind --tool=callgrind --dump-instr=yes --dump-line=no
 --compress-pos=no --compress-strings=no` over the release executable, which has no symbol
@@ -12,9 +13,18 @@ ran; those only called into (a cost of their own of zero) come last, in address 
 An `--idle` run (hack/idle-callgrind.sh: a controller with nothing to do, counted from when it
 is ready) goes first: the code an idle process keeps running sits together, so the pages it
 maps back after giving its start-up pages away are few.
+
+`--check` says how many of LIST's functions a build's link map still has: the names carry
+their crates' hashes, and lld skips a name it does not find without a word, so after a
+dependency or toolchain update the list goes stale and the build only loses density. Below
+STALE of them it says to write the list again; it exits 0 either way. The map must be
+EXECUTABLE's: cargo's build of the bin for a benchmark links after the release build and writes
+the same map with its own symbols (build.rs); the map names the bin's object under `deps/`,
+which cargo hard-links to the executable it puts in place.
 """
 
 import bisect
+import os
 import re
 import sys
 
@@ -22,6 +32,9 @@ EXE = "image-reflector"
 # An input section line of lld's map: VMA LMA size align, then file:(section).
 SECTION = re.compile(r"^\s*([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+\d+\s+\S.*?:\((\.text[^)]*)\)\s*$")
 SYMBOL = re.compile(r"^\s*[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+\d+\s+(\S+)\s*$")
+STALE = 0.9
+# An input object of the bin itself: `.../deps/image_reflector-<hash>.<name>.<cgu>.rcgu.o`.
+BIN_OBJECT = re.compile(r"(\S*/deps/image_reflector-[0-9a-f]+)\.[^\s/]*\.o:\(")
 PREFIXES = (".text.unlikely.", ".text.hot.", ".text.startup.", ".text.exit.", ".text.split.", ".text.")
 
 
@@ -107,9 +120,46 @@ def by_symbol(code, starts, runs):
     return per_symbol, unplaced
 
 
+def linked_into(map_path):
+    """The file the map's link wrote, as its input objects name it (`deps/<bin>-<hash>.<cgu>.o`
+    for `deps/<bin>-<hash>`); None when none does."""
+    with open(map_path, errors="replace") as lines:
+        for line in lines:
+            m = BIN_OBJECT.search(line)
+            if m:
+                return m.group(1)
+    return None
+
+
+def check(map_path, list_path, executable):
+    """Prints how many of the list's functions the map's code holds."""
+    linked = linked_into(map_path)
+    same = linked is not None and os.path.exists(linked) and os.path.samefile(linked, executable)
+    if linked is not None and not same:
+        print(f"{list_path}: not checked: {map_path} is the map of {linked}, not of {executable}"
+              " (a benchmark's build of the bin linked after it)")
+        return
+    present = {symbol for _, _, symbol in sections(map_path)}
+    with open(list_path) as f:
+        wanted = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    found = sum(1 for name in wanted if name in present)
+    line = f"{list_path}: {found:,} of its {len(wanted):,} functions are in this build"
+    if wanted and found < STALE * len(wanted):
+        line += (f" ({100 * found // len(wanted)}%): the list is stale (a dependency or the"
+                 " toolchain changed their names) and the executable's hot code is spread out"
+                 " again; `make symbol-order` writes it anew (about 20 minutes)")
+    print(line)
+
+
 def main():
-    usage = "usage: hack/symbol-order.py LINK_MAP OUT [--idle CALLGRIND_FILE]... CALLGRIND_FILE..."
+    usage = ("usage: hack/symbol-order.py LINK_MAP OUT [--idle CALLGRIND_FILE]... CALLGRIND_FILE...\n"
+             "       hack/symbol-order.py --check LINK_MAP LIST EXECUTABLE")
     args = sys.argv[1:]
+    if args[:1] == ["--check"]:
+        if len(args) != 4:
+            sys.exit(usage)
+        check(args[1], args[2], args[3])
+        return
     idle = []
     while len(args) > 3 and args[2] == "--idle":
         idle.append(args.pop(3))

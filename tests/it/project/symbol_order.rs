@@ -95,7 +95,11 @@ fn what_an_idle_controller_runs_comes_first() {
 /// Missing runs, or `--idle` without its file: the usage, not a traceback.
 #[test]
 fn the_generator_refuses_what_is_not_its_usage() {
-    for args in [&["map", "out"][..], &["map", "out", "--idle", "idle.cg"]] {
+    for args in [
+        &["map", "out"][..],
+        &["map", "out", "--idle", "idle.cg"],
+        &["--check", "map", "list"],
+    ] {
         let run = Command::new("python3")
             .arg(root().join("hack/symbol-order.py"))
             .args(args)
@@ -108,6 +112,74 @@ fn the_generator_refuses_what_is_not_its_usage() {
             "{args:?}: {stderr}"
         );
     }
+}
+
+/// `--check LINK_MAP LIST EXECUTABLE`'s line, with `executable` a hard link of `linked` (the
+/// file a map names as its link's output, `deps/image_reflector-<hash>`) when both are given.
+fn check(map: &str, list: &[&str], linked: Option<&str>, executable: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name);
+    std::fs::create_dir(path("deps")).unwrap();
+    std::fs::write(path("exe"), "").unwrap();
+    if let Some(linked) = linked {
+        std::fs::hard_link(path("exe"), path(linked)).unwrap();
+    }
+    let deps = path("deps").to_string_lossy().into_owned();
+    std::fs::write(path("link.map"), map.replace("DEPS", &deps)).unwrap();
+    std::fs::write(
+        path("list.txt"),
+        format!("# a comment\n{}\n", list.join("\n")),
+    )
+    .unwrap();
+    let run = Command::new("python3")
+        .arg(root().join("hack/symbol-order.py"))
+        .arg("--check")
+        .args([path("link.map"), path("list.txt"), path(executable)])
+        .output()
+        .expect("python3 runs");
+    assert!(run.status.success(), "{run:?}");
+    String::from_utf8(run.stdout).unwrap()
+}
+
+const HOT: &str = "_ZN3foo3hot17h0000000000000001E";
+const COLD: &str = "_ZN3foo4cold17h0000000000000002E";
+
+/// After a dependency or toolchain update the list's names are gone from the build: lld skips
+/// them silently, the check says so.
+#[test]
+fn the_check_says_when_the_list_is_stale() {
+    let all = check(MAP, &[HOT, COLD, "asm_fn"], None, "exe");
+    assert!(
+        all.contains("3 of its 3 functions are in this build\n"),
+        "{all}"
+    );
+    assert!(!all.contains("stale"), "{all}");
+    let gone = "_ZN3foo3hot17h00000000000000ffE";
+    let stale = check(MAP, &[HOT, gone, COLD, "asm_fn"], None, "exe");
+    assert!(
+        stale.contains("3 of its 4 functions are in this build (75%)"),
+        "{stale}"
+    );
+    assert!(stale.contains("`make symbol-order`"), "{stale}");
+}
+
+/// A benchmark's build of the bin writes the same map with its own symbols: a map that names
+/// another output than the executable is not read as the executable's.
+#[test]
+fn the_check_reads_only_the_executables_own_map() {
+    let bin_object = format!(
+        "          401400           401400      100    16         \
+         DEPS/image_reflector-0123abcd.image_reflector.f00-cgu.0.rcgu.o:(.text.{HOT})\n"
+    );
+    let map = format!("{MAP}{bin_object}");
+    let own = check(&map, &[HOT], Some("deps/image_reflector-0123abcd"), "exe");
+    assert!(
+        own.contains("1 of its 1 functions are in this build"),
+        "{own}"
+    );
+    let other = check(&map, &[HOT], Some("deps/image_reflector-99999999"), "exe");
+    assert!(other.contains("not checked"), "{other}");
+    assert!(other.contains("image_reflector-0123abcd"), "{other}");
 }
 
 #[test]
