@@ -80,8 +80,7 @@ pub fn give_back() -> Option<GivenBack> {
             .collect()
     };
     // One buffer for both readings, sized for the controller's smaps (49 to 53 KB measured at
-    // 400 repositories): grown from
-    // empty, the first reading reallocated it a dozen times.
+    // 400 repositories): grown from empty, the first reading reallocated it a dozen times.
     let mut smaps = String::with_capacity(SMAPS_CAPACITY);
     read_smaps(&mut smaps)?;
     let mappings = read_only(&smaps);
