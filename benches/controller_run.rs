@@ -21,6 +21,11 @@
 //! with its defaults, `--concurrent` 4 like ours, and adds CPU over `BENCH_IDLE` idle seconds
 //! (600 by default with a peer) with nothing due; the side-by-side tables go to their own
 //! section of docs/benchmarks.md.
+//!
+//! Ours is `BENCH_BINARY` when set (`make bench-controller` sets the release build's copy, which
+//! link/symbol-order.txt lays out), else cargo's build for the benchmark; `BENCH_WRAP` is a
+//! command line ours runs under (`make symbol-order`: callgrind), split on whitespace. Every
+//! controller starts with its executable dropped from the page cache.
 
 mod common;
 #[path = "common/fake_registry.rs"]
@@ -110,9 +115,10 @@ impl Peer {
         let mut command = Command::new(self.binary());
         if self == Peer::Ours {
             // `make symbol-order` runs ours under callgrind: BENCH_WRAP is that command line.
-            if let Some(wrap) = std::env::var("BENCH_WRAP").ok().filter(|w| !w.is_empty()) {
-                let mut words = wrap.split_whitespace();
-                command = Command::new(words.next().unwrap());
+            let wrap = std::env::var("BENCH_WRAP").unwrap_or_default();
+            let mut words = wrap.split_whitespace();
+            if let Some(program) = words.next() {
+                command = Command::new(program);
                 command.args(words).arg(self.binary());
             }
             command.arg("run");

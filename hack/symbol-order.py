@@ -79,8 +79,6 @@ def executed(paths):
                     ob = line[3:].strip()
                 elif line.startswith("cob="):
                     cob = line[4:].strip()
-                elif line.startswith("cfn="):
-                    pass
                 elif line.startswith("calls="):
                     # calls=<count> <target address>: the callee ran, in cob (or ob).
                     target = line.split()[1]
