@@ -13,10 +13,13 @@ use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::marker::PhantomData;
 use std::sync::{PoisonError, RwLock};
 use tokio::sync::watch;
+
+mod entry;
+use entry::Entry;
 
 /// One kind's objects, by `namespace/name`.
 pub struct ObjectCache<K> {
@@ -28,9 +31,9 @@ pub struct ObjectCache<K> {
 
 #[derive(Default)]
 struct Tables {
-    live: HashMap<Box<str>, Box<[u8]>>,
+    live: HashSet<Entry>,
     /// A list being received (between `Init` and `InitDone`).
-    listing: Option<HashMap<Box<str>, Box<[u8]>>>,
+    listing: Option<HashSet<Entry>>,
 }
 
 impl<K> Default for ObjectCache<K> {
@@ -52,8 +55,8 @@ impl<K> std::fmt::Debug for ObjectCache<K> {
 }
 
 /// `namespace/name`, the cache's key (an empty namespace for a cluster-scoped object).
-fn key(namespace: &str, name: &str) -> Box<str> {
-    format!("{namespace}/{name}").into_boxed_str()
+fn key(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
 }
 
 impl<K> ObjectCache<K>
@@ -69,13 +72,13 @@ where
         };
         let mut tables = self.tables.write().unwrap_or_else(PoisonError::into_inner);
         match event {
-            watcher::Event::Init => tables.listing = Some(HashMap::new()),
+            watcher::Event::Init => tables.listing = Some(HashSet::new()),
             watcher::Event::InitApply(_) => {
-                if let Some((key, bytes)) = entry {
+                if let Some(entry) = entry {
                     tables
                         .listing
-                        .get_or_insert_with(HashMap::new)
-                        .insert(key, bytes);
+                        .get_or_insert_with(HashSet::new)
+                        .replace(entry);
                 }
             }
             watcher::Event::InitDone => {
@@ -86,8 +89,8 @@ where
                 self.ready.send_replace(true);
             }
             watcher::Event::Apply(_) => {
-                if let Some((key, bytes)) = entry {
-                    tables.live.insert(key, bytes);
+                if let Some(entry) = entry {
+                    tables.live.replace(entry);
                 }
             }
             watcher::Event::Delete(obj) => {
@@ -99,9 +102,9 @@ where
 
     /// Puts `obj` in, as an update from the watch would.
     pub fn insert(&self, obj: &K) {
-        if let Some((key, bytes)) = encoded(obj) {
+        if let Some(entry) = encoded(obj) {
             let mut tables = self.tables.write().unwrap_or_else(PoisonError::into_inner);
-            tables.live.insert(key, bytes);
+            tables.live.replace(entry);
         }
     }
 
@@ -109,8 +112,8 @@ where
     pub fn get(&self, namespace: &str, name: &str) -> Option<K> {
         let key = key(namespace, name);
         let tables = self.tables.read().unwrap_or_else(PoisonError::into_inner);
-        let bytes = tables.live.get(&key)?;
-        decoded(&key, bytes)
+        let entry = tables.live.get(key.as_str())?;
+        decoded(&key, entry.json())
     }
 
     /// What `f` makes of each object, decoded one at a time: the cache is never copied whole.
@@ -119,7 +122,7 @@ where
         tables
             .live
             .iter()
-            .filter_map(|(key, bytes)| decoded(key, bytes))
+            .filter_map(|entry| decoded(entry.key(), entry.json()))
             .filter_map(&mut f)
             .collect()
     }
@@ -129,8 +132,8 @@ where
         let tables = self.tables.read().unwrap_or_else(PoisonError::into_inner);
         tables
             .live
-            .keys()
-            .filter_map(|key| key.split_once('/'))
+            .iter()
+            .filter_map(|entry| entry.key().split_once('/'))
             .map(|(namespace, name)| (namespace.to_string(), name.to_string()))
             .collect()
     }
@@ -159,11 +162,11 @@ impl<K> ObjectCache<K> {
     }
 }
 
-/// `obj` under its key, as JSON sized to fit.
-fn encoded<K: Resource + Serialize>(obj: &K) -> Option<(Box<str>, Box<[u8]>)> {
+/// `obj` under its key, as JSON, in one allocation sized to fit.
+fn encoded<K: Resource + Serialize>(obj: &K) -> Option<Entry> {
     let namespace = obj.namespace().unwrap_or_default();
-    match serde_json::to_vec(obj) {
-        Ok(bytes) => Some((key(&namespace, &obj.name_any()), bytes.into_boxed_slice())),
+    match Entry::new(&key(&namespace, &obj.name_any()), obj) {
+        Ok(entry) => Some(entry),
         Err(err) => {
             // An object that came from the API server as JSON goes back to JSON; if it ever
             // did not, it is left out of the cache (its reconcile sees it gone) and said.

@@ -80,11 +80,41 @@ fn an_object_is_kept_as_its_json() {
     .unwrap();
     cache.insert(&policy);
     let tables = cache.tables.read().unwrap();
-    let bytes = tables.live.get("team/app").expect("under namespace/name");
-    assert_eq!(**bytes, *serde_json::to_vec(&policy).unwrap());
+    let entry = tables.live.get("team/app").expect("under namespace/name");
+    assert_eq!(entry.key(), "team/app");
+    assert_eq!(entry.json(), serde_json::to_vec(&policy).unwrap());
     assert_eq!(
-        bytes.len(),
-        serde_json::to_vec(&policy).unwrap().len(),
-        "no spare room"
+        entry.size(),
+        2 + "team/app".len() + serde_json::to_vec(&policy).unwrap().len(),
+        "one allocation, no spare room"
     );
+}
+
+/// An update replaces the key with the JSON: the set holds the new entry whole.
+#[test]
+fn an_update_replaces_the_whole_entry() {
+    let cache = ObjectCache::<ImagePolicy>::default();
+    let mut policy: ImagePolicy = serde_json::from_value(serde_json::json!({
+        "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImagePolicy",
+        "metadata": {"name": "app", "namespace": "team"},
+        "spec": {"imageRepositoryRef": {"name": "app"}, "policy": {"semver": {"range": "1.x"}}},
+    }))
+    .unwrap();
+    cache.insert(&policy);
+    let first = cache
+        .tables
+        .read()
+        .unwrap()
+        .live
+        .get("team/app")
+        .unwrap()
+        .json()
+        .as_ptr();
+    policy.metadata.generation = Some(2);
+    cache.apply(&watcher::Event::Apply(policy.clone()));
+    let tables = cache.tables.read().unwrap();
+    let entry = tables.live.get("team/app").unwrap();
+    assert_ne!(entry.json().as_ptr(), first, "a new allocation");
+    assert_eq!(entry.json(), serde_json::to_vec(&policy).unwrap());
+    assert_eq!(tables.live.len(), 1);
 }
