@@ -3,10 +3,10 @@
 //! As a key and a value apart, the key outlived every value it was stored with: a map keeps
 //! the key it has when a value is replaced, and an object's first versions (as listed, before
 //! its finalizer and status) were freed around keys allocated next to them. At 5,000
-//! repositories and policies that left about 5 MB of free chunks of 430–530 bytes between live
-//! keys, which the heap could not give back or reuse for the larger versions that replaced them
-//! (glibc's `malloc_info` at the cold start's peak, docs/benchmarks.md). One allocation per
-//! version is freed whole, next to the other versions freed in its turn.
+//! repositories and policies the cold start's peak held about 5 MB of free chunks of 430–530
+//! bytes, which the heap could neither give back nor reuse for the larger versions that
+//! replaced them (glibc's `malloc_info`); with one allocation per version, freed whole, the
+//! free chunks there fell from about 22,400 to 10,000 (docs/benchmarks.md).
 //!
 //! The entry is written once, at its exact size: serde_json writes into a scratch buffer of
 //! the thread's, and the entry is copied out of it (a vector grown by doubling, then shrunk,
