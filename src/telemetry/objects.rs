@@ -293,6 +293,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_unchanged_election_keeps_its_copy() {
+        let s = ObjectSeries::new();
+        let elected = |tag: &str| Elected {
+            image: "r/app".into(),
+            tag: tag.into(),
+            digest: "sha256:0".into(),
+        };
+        let key = Key {
+            kind: Cow::Borrowed("ImagePolicy"),
+            namespace: "team".into(),
+            name: "app".into(),
+        };
+        let held = |s: &ObjectSeries| {
+            let records = s.read();
+            let guard = records.get(&key).unwrap().elected.lock().unwrap();
+            guard
+                .as_deref()
+                .map(|e| (e as *const Elected, e.tag.clone()))
+        };
+        s.set_elected("team", "app", Some(elected("1.0.0")));
+        let (first, _) = held(&s).unwrap();
+        s.set_elected("team", "app", Some(elected("1.0.0")));
+        assert_eq!(held(&s).unwrap().0, first, "the same copy, not a new one");
+        s.set_elected("team", "app", Some(elected("1.1.0")));
+        assert_eq!(held(&s).unwrap().1, "1.1.0");
+        s.set_elected("team", "app", None);
+        assert!(held(&s).is_none());
+        assert!(
+            !text(&s).contains("image_reflector_policy_info{"),
+            "{}",
+            text(&s)
+        );
+    }
+
+    #[test]
     fn a_table_slot_is_a_key_and_an_index() {
         // The table keeps up to twice as many slots as records: a record inline in each made
         // the table 3.2 MB at 4,000 repositories and policies.

@@ -46,13 +46,14 @@ impl<K: Hash + Eq, R: Default> Records<K, R> {
         let at = match self.free.pop() {
             // Blanked when it was freed.
             Some(at) => at,
+            // No slot free: every slot below the number of records is taken.
             None => {
-                let used = self.index.len() + self.free.len();
-                if used == self.pages.len() * RECORDS_PER_PAGE {
+                let next = self.index.len();
+                if next == self.pages.len() * RECORDS_PER_PAGE {
                     let page = (0..RECORDS_PER_PAGE).map(|_| R::default()).collect();
                     self.pages.push(page);
                 }
-                used
+                next
             }
         };
         self.index.insert(key, at);

@@ -57,7 +57,7 @@ impl Entry {
             if buf.capacity() > SCRATCH_KEPT {
                 *buf = Vec::new();
             }
-            Ok(entry?)
+            entry.map_err(EntryError::from)
         })
     }
 
