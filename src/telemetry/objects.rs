@@ -292,14 +292,18 @@ impl Collector for ObjectSeries {
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_unchanged_election_keeps_its_copy() {
-        let s = ObjectSeries::new();
-        let elected = |tag: &str| Elected {
+    /// `r/app` at `tag`.
+    fn elected(tag: &str) -> Elected {
+        Elected {
             image: "r/app".into(),
             tag: tag.into(),
             digest: "sha256:0".into(),
-        };
+        }
+    }
+
+    #[test]
+    fn an_unchanged_election_keeps_its_copy() {
+        let s = ObjectSeries::new();
         let key = Key {
             kind: Cow::Borrowed("ImagePolicy"),
             namespace: "team".into(),
@@ -380,11 +384,6 @@ mod tests {
     #[test]
     fn a_new_election_replaces_the_info_series_and_forget_drops_the_record() {
         let s = ObjectSeries::new();
-        let elected = |tag: &str| Elected {
-            image: "r/app".into(),
-            tag: tag.into(),
-            digest: "sha256:1".into(),
-        };
         s.set_elected("team", "app", Some(elected("1.0.0")));
         s.set_ready("ImagePolicy".into(), "team", "app", false);
         s.set_elected("team", "app", Some(elected("1.1.0")));
