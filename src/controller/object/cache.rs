@@ -19,7 +19,7 @@ use std::sync::{PoisonError, RwLock};
 use tokio::sync::watch;
 
 mod entry;
-use entry::Entry;
+use entry::{Encoded, Entry};
 
 /// One kind's objects, by `namespace/name`.
 pub struct ObjectCache<K> {
@@ -65,8 +65,8 @@ where
 {
     /// Applies one event of the kind's watch.
     pub fn apply(&self, event: &watcher::Event<K>) {
-        // Encoded before the lock is taken: readers wait only for the table.
-        let entry = match event {
+        // Encoded before the lock is taken: readers wait only for the copy.
+        let encoded = match event {
             watcher::Event::InitApply(obj) | watcher::Event::Apply(obj) => encoded(obj),
             _ => None,
         };
@@ -74,11 +74,8 @@ where
         match event {
             watcher::Event::Init => tables.listing = Some(HashSet::new()),
             watcher::Event::InitApply(_) => {
-                if let Some(entry) = entry {
-                    tables
-                        .listing
-                        .get_or_insert_with(HashSet::new)
-                        .replace(entry);
+                if let Some(encoded) = encoded {
+                    put(tables.listing.get_or_insert_with(HashSet::new), &encoded);
                 }
             }
             watcher::Event::InitDone => {
@@ -89,8 +86,8 @@ where
                 self.ready.send_replace(true);
             }
             watcher::Event::Apply(_) => {
-                if let Some(entry) = entry {
-                    tables.live.replace(entry);
+                if let Some(encoded) = encoded {
+                    put(&mut tables.live, &encoded);
                 }
             }
             watcher::Event::Delete(obj) => {
@@ -102,9 +99,9 @@ where
 
     /// Puts `obj` in, as an update from the watch would.
     pub fn insert(&self, obj: &K) {
-        if let Some(entry) = encoded(obj) {
+        if let Some(encoded) = encoded(obj) {
             let mut tables = self.tables.write().unwrap_or_else(PoisonError::into_inner);
-            tables.live.replace(entry);
+            put(&mut tables.live, &encoded);
         }
     }
 
@@ -162,11 +159,11 @@ impl<K> ObjectCache<K> {
     }
 }
 
-/// `obj` under its key, as JSON, in one allocation sized to fit.
-fn encoded<K: Resource + Serialize>(obj: &K) -> Option<Entry> {
+/// `obj` under its key, as JSON.
+fn encoded<K: Resource + Serialize>(obj: &K) -> Option<Encoded> {
     let namespace = obj.namespace().unwrap_or_default();
-    match Entry::new(&key(&namespace, &obj.name_any()), obj) {
-        Ok(entry) => Some(entry),
+    match Encoded::new(&key(&namespace, &obj.name_any()), obj) {
+        Ok(encoded) => Some(encoded),
         Err(err) => {
             // An object that came from the API server as JSON goes back to JSON; if it ever
             // did not, it is left out of the cache (its reconcile sees it gone) and said.
@@ -174,6 +171,16 @@ fn encoded<K: Resource + Serialize>(obj: &K) -> Option<Entry> {
             None
         }
     }
+}
+
+/// `encoded` into `set`: over the entry of its key when it fits there (most updates change no
+/// length, or a little), else as a new entry.
+fn put(set: &mut HashSet<Entry>, encoded: &Encoded) {
+    let entry = match set.take(encoded.key()) {
+        Some(old) => old.rewritten(encoded),
+        None => Entry::new(encoded),
+    };
+    set.insert(entry);
 }
 
 fn decoded<K: DeserializeOwned>(key: &str, bytes: &[u8]) -> Option<K> {
