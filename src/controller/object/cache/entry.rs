@@ -138,10 +138,6 @@ impl Entry {
         }
     }
 
-    fn key_len(&self) -> usize {
-        usize::from(u16::from_le_bytes([self.0[0], self.0[1]]))
-    }
-
     /// `namespace/name`.
     pub fn key(&self) -> &str {
         key_of(&self.0)
@@ -150,7 +146,7 @@ impl Entry {
     /// The object's JSON.
     pub fn json(&self) -> &[u8] {
         let len = u32::from_le_bytes([self.0[2], self.0[3], self.0[4], self.0[5]]);
-        let start = HEADER + self.key_len();
+        let start = HEADER + key_len(&self.0);
         // The length was written with the JSON, and the JSON fits the entry.
         let end = usize::try_from(len).map_or(start, |len| start + len);
         self.0.get(start..end).unwrap_or_default()
@@ -163,10 +159,14 @@ impl Entry {
     }
 }
 
+/// The key's length, from an entry's (or an encoding's) header.
+fn key_len(bytes: &[u8]) -> usize {
+    usize::from(u16::from_le_bytes([bytes[0], bytes[1]]))
+}
+
 fn key_of(bytes: &[u8]) -> &str {
-    let len = usize::from(u16::from_le_bytes([bytes[0], bytes[1]]));
     // Written from a `&str` and never changed: a rewrite is of the same key.
-    std::str::from_utf8(&bytes[HEADER..HEADER + len]).unwrap_or_default()
+    std::str::from_utf8(&bytes[HEADER..HEADER + key_len(bytes)]).unwrap_or_default()
 }
 
 impl Borrow<str> for Entry {
