@@ -66,8 +66,8 @@ fn row(r: &Report) -> String {
         r.cold_cpu,
         r.idle_cpu
             .map_or("-".into(), |(c, w)| match w.as_secs() {
-                s if s % 60 == 0 => format!("{c:.2} s in {} min", s / 60),
-                s => format!("{c:.2} s in {s} s"),
+                s if s % 60 == 0 => format!("{c:.3} s in {} min", s / 60),
+                s => format!("{c:.3} s in {s} s"),
             }),
         r.final_store_bytes.max(r.store_bytes) as f64 / 1e6,
         r.cold_requests.tag_pages as f64 / n,
