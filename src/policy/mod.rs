@@ -23,8 +23,9 @@ pub use constraint::Constraints;
 pub use error::{InvalidPolicy, NotElected, MAX_RANGE_BYTES};
 pub use filter::Filter;
 pub use gates::{
-    gate, short_age, Fact, Facts, Gate, Gates, Hold, ImageView, Judgement, MinAge, Need, Platform,
-    Platforms, Undated, Verify, MAX_MIN_AGE, MAX_PLATFORMS, MAX_PLATFORM_LEN,
+    gate, short_age, Fact, Facts, Gate, Gates, Hold, ImageView, Judgement, MinAge, Missing, Need,
+    Passed, Platform, Platforms, Ruling, SignatureView, Undated, Verify, MAX_MIN_AGE,
+    MAX_PLATFORMS, MAX_PLATFORM_LEN,
 };
 pub use goregex::{translate as translate_go_regex, GoError, Translated};
 pub use numeric::Number;

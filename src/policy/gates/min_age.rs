@@ -2,7 +2,7 @@
 //! publisher writes) and by when the controller first saw the tag at this digest (which no
 //! publisher can backdate); both must be old enough.
 
-use super::{short_age, Fact, Facts, Gate, Hold, Judgement, Need, Platform};
+use super::{short_age, Fact, Facts, Gate, Hold, Judgement, Missing, Need, Platform};
 use std::time::Duration;
 
 /// What `minAge` does with an image that says nothing of when it was created
@@ -61,12 +61,12 @@ impl MinAge {
         newest
     }
 
-    fn hold(&self, reason: String, eligible_at: Option<i64>) -> Judgement {
-        Judgement::Hold(Hold {
+    fn hold(&self, reason: String, eligible_at: Option<i64>) -> Result<Judgement, Missing> {
+        Ok(Judgement::Hold(Hold {
             gate: self.name(),
             reason,
             eligible_at,
-        })
+        }))
     }
 }
 
@@ -83,24 +83,19 @@ impl Gate for MinAge {
     }
 
     fn needs(&self) -> Need {
-        Need {
-            image: true,
-            signature: false,
-        }
+        Need::of([Fact::Image, Fact::FirstSeen])
     }
 
     fn order(&self) -> u8 {
         1
     }
 
-    fn judge(&self, facts: &Facts<'_>) -> Judgement {
-        let Some(image) = facts.image else {
-            return Judgement::Lacks(Fact::Image);
-        };
-        let (written, now) = (&self.written, facts.now);
+    fn judge(&self, facts: &Facts<'_>) -> Result<Judgement, Missing> {
+        let image = facts.image()?;
+        let (written, now) = (&self.written, facts.now());
         let needed = self.age.as_secs() as i64;
         let created = self.created(image.created, image.platforms);
-        if created.is_none() && (self.undated == Undated::Hold || facts.first_seen.is_none()) {
+        if created.is_none() && self.undated == Undated::Hold {
             return self.hold(
                 format!(
                     "no creation time (neither the config's 'created' nor the \
@@ -119,19 +114,18 @@ impl Gate for MinAge {
                     ),
                     false => format!("{} old, minAge {written}", short_age(age)),
                 };
+                // Held either way; the first sighting, when known, only says until when.
                 let at = created.saturating_add(needed);
                 let at = facts
-                    .first_seen
+                    .first_seen()
                     .map_or(at, |s| at.max(s.saturating_add(needed)));
                 return self.hold(reason, Some(at));
             }
         }
-        let Some(seen) = facts.first_seen else {
-            return Judgement::Pass;
-        };
+        let seen = facts.first_seen()?;
         let age = now.saturating_sub(seen);
         if age >= needed {
-            return Judgement::Pass;
+            return Ok(Judgement::Pass);
         }
         let created = match created {
             Some(created) => format!("created {} ago", short_age(now.saturating_sub(created))),

@@ -1,18 +1,27 @@
 //! The gates a candidate tag must pass besides the ordering (docs/imagepolicy.md, "Gated
 //! election"), as one list the election walks: each gate is a type that says which facts it
 //! needs and judges a candidate by them. Pure: the facts about an image (when it was created,
-//! which platforms it provides, what its signature check found) come in as plain values; the
-//! walk that gathers them lives with the reconciler, and asks for what a gate lacks.
+//! which platforms it provides, what its signature check found, when its tag was first seen)
+//! come in as plain values ([`Facts`]); the walk that gathers them lives with the reconciler,
+//! and asks for what a gate lacks.
+//!
+//! Fail closed by construction: a candidate passes only as a [`Passed`], which only
+//! [`Gates::judge`] makes, when every gate answered [`Judgement::Pass`]; a gate sees only the
+//! facts it declared ([`Gate::needs`]), so a fact read but not declared is missing, never
+//! passed.
 //!
 //! Adding a gate is one file here (its type, its [`Gate`] impl and its place in the order),
-//! its field in the API with the line that builds it from the spec (`ImagePolicySpec::gates`),
-//! and its docs (docs/development.md).
+//! its field in the API with the line that builds it (`api/gates.rs`), and its docs
+//! (docs/development.md, "Adding a gate"); a new fact is a [`Fact`] variant, its accessor in
+//! [`Facts`] and its look-up in the election's fact source.
 
+mod facts;
 mod min_age;
 mod platform;
 mod platforms;
 mod verify;
 
+pub use facts::{Fact, Facts, ImageView, Missing, Need, SignatureView};
 pub use min_age::{MinAge, Undated};
 pub use platform::Platform;
 pub use platforms::Platforms;
@@ -35,11 +44,11 @@ pub trait Gate: fmt::Debug + Send + Sync {
     fn name(&self) -> &'static str;
     /// How the spec set it, for `select --explain` (`minAge 168h`).
     fn describe(&self) -> String;
-    /// The facts it judges by, so the walk can read them in the fewest requests (the image
-    /// with the manifest that names the digest, say).
+    /// The facts it judges by: the only ones [`Gate::judge`] is shown, so the walk can read
+    /// them in the fewest requests (the image with the manifest that names the digest, say).
     fn needs(&self) -> Need;
-    /// Passes the candidate, holds it back, or says which fact it lacks.
-    fn judge(&self, facts: &Facts<'_>) -> Judgement;
+    /// Passes the candidate or holds it back; `Err` names a fact it lacks (read with `?`).
+    fn judge(&self, facts: &Facts<'_>) -> Result<Judgement, Missing>;
     /// Its place in the judging order, lowest first: the cheaper facts first (platforms, then
     /// age, from one image read), the signature last.
     fn order(&self) -> u8;
@@ -50,51 +59,11 @@ pub fn gate(gate: impl Gate + 'static) -> Box<dyn Gate> {
     Box::new(gate)
 }
 
-/// Facts a gate may need beyond the digest.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fact {
-    /// The image's creation time and platforms (its manifest and config).
-    Image,
-    /// The signature check of the digest.
-    Signature,
-}
-
-/// The facts a gate judges by (a set of [`Fact`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Need {
-    pub image: bool,
-    pub signature: bool,
-}
-
-/// What is known of one candidate when a gate judges it; `None`: not looked at yet.
-#[derive(Clone, Debug, Default)]
-pub struct Facts<'a> {
-    /// Unix seconds.
-    pub now: i64,
-    pub image: Option<ImageView<'a>>,
-    /// `Ok(key)`: a valid signature by that key; `Err(reason)`: none.
-    pub signature: Option<Result<&'a str, &'a str>>,
-    /// When the tag was first seen at this digest (Unix seconds, 0: before the controller),
-    /// if the controller keeps it: a time the publisher does not write.
-    pub first_seen: Option<i64>,
-}
-
-/// An image as its manifest and config describe it.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ImageView<'a> {
-    /// The image's own creation time (a single manifest's config, or an index's annotation).
-    pub created: Option<i64>,
-    /// The platforms it provides, with each platform image's creation time.
-    pub platforms: &'a [(Platform, Option<i64>)],
-}
-
-/// A gate's answer for one candidate.
+/// One gate's answer for one candidate, on facts it holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Judgement {
     Pass,
     Hold(Hold),
-    /// The walk must look this up, then ask again.
-    Lacks(Fact),
 }
 
 /// Why a candidate is not eligible now, and (for `minAge`) from when it will be.
@@ -105,6 +74,55 @@ pub struct Hold {
     pub reason: String,
     /// Unix seconds from which the gate passes, when time alone will open it.
     pub eligible_at: Option<i64>,
+}
+
+impl Hold {
+    /// The hold of a candidate whose `fact`, which `gate` needs, is still unknown after it was
+    /// looked up: failing closed, looked at again at the recheck.
+    pub fn unknown(gate: &'static str, fact: Fact) -> Hold {
+        Hold {
+            gate,
+            reason: format!("{fact} is unknown after it was looked up; held until it is known"),
+            eligible_at: None,
+        }
+    }
+}
+
+impl Hold {
+    /// The hold of a candidate the gates did not decide once every fact was looked up (a gate
+    /// that asks for a fact it was given): failing closed.
+    pub fn undecided() -> Hold {
+        Hold {
+            gate: "gates",
+            reason: "the gates did not decide once every fact was looked up; held".into(),
+            eligible_at: None,
+        }
+    }
+}
+
+/// The proof that every gate of a list passed one candidate: made only by [`Gates::judge`], so
+/// an election that carries one cannot have skipped a gate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Passed {
+    gates: Vec<&'static str>,
+}
+
+impl Passed {
+    /// The names of the gates that passed, in their order: all of the list's.
+    pub fn gates(&self) -> &[&'static str] {
+        &self.gates
+    }
+}
+
+/// The whole list's answer for one candidate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ruling {
+    /// Every gate passed.
+    Passed(Passed),
+    /// The first gate in order that did not pass.
+    Held(Hold),
+    /// `gate` needs `fact`, which is not known: look it up and ask again.
+    Lacks { gate: &'static str, fact: Fact },
 }
 
 /// The gates of one policy, in the order they judge: the cheaper facts first (platforms, then
@@ -127,27 +145,31 @@ impl Gates {
 
     /// What the gates need, together.
     pub fn needs(&self) -> Need {
-        self.0.iter().fold(Need::default(), |all, g| {
-            let need = g.needs();
-            Need {
-                image: all.image || need.image,
-                signature: all.signature || need.signature,
-            }
-        })
+        self.0
+            .iter()
+            .fold(Need::NONE, |all, g| all.union(g.needs()))
     }
 
     /// Whether the image's manifest must be read: for its creation time or its platforms.
     pub fn needs_image(&self) -> bool {
-        self.needs().image
+        self.needs().contains(Fact::Image)
     }
 
-    /// The first gate's answer that is not a pass, in order.
-    pub fn judge(&self, facts: &Facts<'_>) -> Judgement {
-        self.0
-            .iter()
-            .map(|gate| gate.judge(facts))
-            .find(|j| *j != Judgement::Pass)
-            .unwrap_or(Judgement::Pass)
+    /// Each gate in order, each shown only the facts it declared: the first answer that is not
+    /// a pass, or the proof that all passed.
+    pub fn judge(&self, facts: &Facts<'_>) -> Ruling {
+        let mut passed = Vec::with_capacity(self.0.len());
+        for gate in &self.0 {
+            match gate.judge(&facts.only(gate.needs())) {
+                Ok(Judgement::Pass) => passed.push(gate.name()),
+                Ok(Judgement::Hold(hold)) => return Ruling::Held(hold),
+                Err(Missing(fact)) => {
+                    let gate = gate.name();
+                    return Ruling::Lacks { gate, fact };
+                }
+            }
+        }
+        Ruling::Passed(Passed { gates: passed })
     }
 
     /// How the spec set each gate, in order.

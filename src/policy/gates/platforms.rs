@@ -1,6 +1,6 @@
 //! `spec.platforms`: the image provides every listed platform.
 
-use super::{Fact, Facts, Gate, Hold, Judgement, Need, Platform};
+use super::{Fact, Facts, Gate, Hold, Judgement, Missing, Need, Platform};
 
 /// The platforms a candidate's image must provide.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,20 +23,15 @@ impl Gate for Platforms {
     }
 
     fn needs(&self) -> Need {
-        Need {
-            image: true,
-            signature: false,
-        }
+        Need::of([Fact::Image])
     }
 
     fn order(&self) -> u8 {
         0
     }
 
-    fn judge(&self, facts: &Facts<'_>) -> Judgement {
-        let Some(image) = facts.image else {
-            return Judgement::Lacks(Fact::Image);
-        };
+    fn judge(&self, facts: &Facts<'_>) -> Result<Judgement, Missing> {
+        let image = facts.image()?;
         let offered: Vec<&Platform> = image.platforms.iter().map(|(p, _)| p).collect();
         let missing: Vec<String> = self
             .0
@@ -45,7 +40,7 @@ impl Gate for Platforms {
             .map(Platform::to_string)
             .collect();
         if missing.is_empty() {
-            return Judgement::Pass;
+            return Ok(Judgement::Pass);
         }
         let has = match offered.is_empty() {
             true => "none named".to_string(),
@@ -54,10 +49,10 @@ impl Gate for Platforms {
                 names.join(", ")
             }
         };
-        Judgement::Hold(Hold {
+        Ok(Judgement::Hold(Hold {
             gate: self.name(),
             reason: format!("missing {} (has {has})", missing.join(", ")),
             eligible_at: None,
-        })
+        }))
     }
 }

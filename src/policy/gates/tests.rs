@@ -16,18 +16,25 @@ fn week() -> MinAge {
     )
 }
 
+/// An image read, its tag first seen before the controller (0).
 fn image(created: Option<i64>, platforms: &[(Platform, Option<i64>)]) -> Facts<'_> {
-    Facts {
-        now: 100 * DAY,
-        image: Some(ImageView { created, platforms }),
-        signature: None,
-        first_seen: None,
+    Facts::at(100 * DAY)
+        .with_image(ImageView { created, platforms })
+        .with_first_seen(0)
+}
+
+const PASS: Result<Judgement, Missing> = Ok(Judgement::Pass);
+
+fn held(j: Result<Judgement, Missing>) -> Hold {
+    match j {
+        Ok(Judgement::Hold(hold)) => hold,
+        other => panic!("{other:?}"),
     }
 }
 
-fn held(j: Judgement) -> Hold {
-    match j {
-        Judgement::Hold(hold) => hold,
+fn ruled_held(r: Ruling) -> Hold {
+    match r {
+        Ruling::Held(hold) => hold,
         other => panic!("{other:?}"),
     }
 }
@@ -64,10 +71,7 @@ fn min_age_says_how_old_and_when() {
     let now = 100 * DAY;
     let gate = week();
     let none = [];
-    assert_eq!(
-        gate.judge(&image(Some(now - 8 * DAY), &none)),
-        Judgement::Pass
-    );
+    assert_eq!(gate.judge(&image(Some(now - 8 * DAY), &none)), PASS);
     let young = held(gate.judge(&image(Some(now - 3 * 3600), &none)));
     assert_eq!(young.gate, "minAge");
     assert_eq!(young.reason, "3h old, minAge 168h");
@@ -77,30 +81,30 @@ fn min_age_says_how_old_and_when() {
     let future = held(gate.judge(&image(Some(now + 7200), &none)));
     assert_eq!(future.reason, "created 2h in the future, minAge 168h");
     let unknown = Facts::default();
-    assert_eq!(gate.judge(&unknown), Judgement::Lacks(Fact::Image));
+    assert_eq!(gate.judge(&unknown), Err(Missing(Fact::Image)));
 }
 
 #[test]
 fn platforms_say_what_is_missing() {
     let gate = Platforms::new(vec![p("linux/amd64"), p("linux/arm64")]);
     let both = [(p("linux/amd64"), None), (p("linux/arm64"), None)];
-    assert_eq!(gate.judge(&image(None, &both)), Judgement::Pass);
+    assert_eq!(gate.judge(&image(None, &both)), PASS);
     let one = held(gate.judge(&image(None, &both[..1])));
     assert_eq!(one.gate, "platforms");
     assert_eq!(one.reason, "missing linux/arm64/v8 (has linux/amd64)");
     let nothing = held(gate.judge(&image(None, &[])));
     assert!(nothing.reason.ends_with("(has none named)"), "{nothing:?}");
-    assert_eq!(gate.judge(&Facts::default()), Judgement::Lacks(Fact::Image));
+    assert_eq!(gate.judge(&Facts::default()), Err(Missing(Fact::Image)));
 }
 
 #[test]
 fn verify_judges_the_signature_check() {
-    let mut facts = Facts::default();
-    assert_eq!(Verify.judge(&facts), Judgement::Lacks(Fact::Signature));
-    facts.signature = Some(Ok("cosign.pub"));
-    assert_eq!(Verify.judge(&facts), Judgement::Pass);
-    facts.signature = Some(Err("no cosign signature"));
-    assert_eq!(held(Verify.judge(&facts)).reason, "no cosign signature");
+    let facts = Facts::default();
+    assert_eq!(Verify.judge(&facts), Err(Missing(Fact::Signature)));
+    let signed = facts.clone().with_signature(Ok("cosign.pub"));
+    assert_eq!(Verify.judge(&signed), PASS);
+    let unsigned = facts.with_signature(Err("no cosign signature"));
+    assert_eq!(held(Verify.judge(&unsigned)).reason, "no cosign signature");
 }
 
 #[test]
@@ -116,34 +120,45 @@ fn the_list_judges_in_order_and_asks_for_what_it_lacks() {
     );
     assert_eq!(
         gates.needs(),
-        Need {
-            image: true,
-            signature: true
-        }
+        Need::of([Fact::Image, Fact::Signature, Fact::FirstSeen])
     );
     // The image first; the signature only once the image gates pass.
     assert_eq!(
         gates.judge(&Facts::default()),
-        Judgement::Lacks(Fact::Image)
+        Ruling::Lacks {
+            gate: "platforms",
+            fact: Fact::Image
+        }
     );
     let amd = [(p("linux/amd64"), Some(0))];
     let arm = [(p("linux/arm64"), Some(0))];
-    assert_eq!(held(gates.judge(&image(None, &arm))).gate, "platforms");
+    assert_eq!(
+        ruled_held(gates.judge(&image(None, &arm))).gate,
+        "platforms"
+    );
     let young = [(p("linux/amd64"), Some(100 * DAY - 60))];
-    assert_eq!(held(gates.judge(&image(None, &young))).gate, "minAge");
+    assert_eq!(ruled_held(gates.judge(&image(None, &young))).gate, "minAge");
     assert_eq!(
         gates.judge(&image(None, &amd)),
-        Judgement::Lacks(Fact::Signature)
+        Ruling::Lacks {
+            gate: "verify",
+            fact: Fact::Signature
+        }
     );
-    let mut signed = image(None, &amd);
-    signed.signature = Some(Ok("k"));
-    assert_eq!(gates.judge(&signed), Judgement::Pass);
+    let signed = image(None, &amd).with_signature(Ok("k"));
+    match gates.judge(&signed) {
+        Ruling::Passed(passed) => assert_eq!(passed.gates(), gates.names()),
+        other => panic!("{other:?}"),
+    }
     assert!(gates.any() && gates.needs_image());
     let verify_only = Gates::of([gate(Verify)]);
     assert!(verify_only.any() && !verify_only.needs_image());
     let none = Gates::default();
     assert!(!none.any() && !none.needs_image());
-    assert_eq!(none.judge(&Facts::default()), Judgement::Pass);
+    match none.judge(&Facts::default()) {
+        Ruling::Passed(passed) => assert!(passed.gates().is_empty()),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -187,22 +202,16 @@ fn min_age_needs_both_the_creation_time_and_the_first_sighting() {
     let now = 100 * DAY;
     let gate = week();
     let none = [];
-    let mut facts = image(Some(now - 30 * DAY), &none);
-    facts.first_seen = Some(now - 2 * 3600);
+    let facts = image(Some(now - 30 * DAY), &none).with_first_seen(now - 2 * 3600);
     let held_back = held(gate.judge(&facts));
     assert_eq!(
         held_back.reason, "first seen 2h ago at this digest (created 30d ago), minAge 168h",
         "a backdated creation time does not pass"
     );
     assert_eq!(held_back.eligible_at, Some(now - 2 * 3600 + 7 * DAY));
-    facts.first_seen = Some(0);
-    assert_eq!(
-        gate.judge(&facts),
-        Judgement::Pass,
-        "seen before the controller"
-    );
-    let mut young = image(Some(now - 3600), &none);
-    young.first_seen = Some(now - 2 * 3600);
+    let facts = facts.with_first_seen(0);
+    assert_eq!(gate.judge(&facts), PASS, "seen before the controller");
+    let young = image(Some(now - 3600), &none).with_first_seen(now - 2 * 3600);
     let both = held(gate.judge(&young));
     assert_eq!(
         both.reason, "1h old, minAge 168h",
@@ -214,24 +223,30 @@ fn min_age_needs_both_the_creation_time_and_the_first_sighting() {
         "the later of both"
     );
     // Undated: held, unless the policy judges by first sighting alone.
-    let mut undated = image(None, &none);
-    undated.first_seen = Some(now - 8 * DAY);
+    let undated = image(None, &none).with_first_seen(now - 8 * DAY);
     assert!(held(gate.judge(&undated)).reason.contains("fails closed"));
     let lenient = MinAge::new(
         Duration::from_secs(7 * DAY as u64),
         "168h".into(),
         Undated::FirstSeen,
     );
-    assert_eq!(lenient.judge(&undated), Judgement::Pass);
-    undated.first_seen = Some(now - DAY);
+    assert_eq!(lenient.judge(&undated), PASS);
+    let undated = undated.with_first_seen(now - DAY);
     assert_eq!(
         held(lenient.judge(&undated)).reason,
         "first seen 1d ago at this digest (no creation time), minAge 168h"
     );
-    undated.first_seen = None;
-    assert!(held(lenient.judge(&undated))
-        .reason
-        .contains("fails closed"));
+    // No first sighting: a fact to look up, never a pass.
+    let unseen = Facts::at(now).with_image(ImageView {
+        created: None,
+        platforms: &none,
+    });
+    assert_eq!(lenient.judge(&unseen), Err(Missing(Fact::FirstSeen)));
+    let dated = Facts::at(now).with_image(ImageView {
+        created: Some(now - 30 * DAY),
+        platforms: &none,
+    });
+    assert_eq!(gate.judge(&dated), Err(Missing(Fact::FirstSeen)));
     assert_eq!(lenient.describe(), "minAge 168h (undated: first seen)");
 }
 
@@ -277,21 +292,75 @@ fn every_part_of_a_platform_is_checked_up_to_64_bytes() {
 /// one created this very second is 0s old, not created in the future.
 #[test]
 fn min_age_passes_at_exactly_its_age() {
-    let image_only = Need {
-        image: true,
-        signature: false,
-    };
-    assert_eq!(week().needs(), image_only);
+    let image_only = Need::of([Fact::Image]);
+    assert_eq!(week().needs(), image_only.with(Fact::FirstSeen));
     assert_eq!(Platforms::new(vec![p("linux/amd64")]).needs(), image_only);
     let now = 100 * DAY;
-    assert_eq!(
-        week().judge(&image(Some(now - 7 * DAY), &[])),
-        Judgement::Pass
-    );
+    assert_eq!(week().judge(&image(Some(now - 7 * DAY), &[])), PASS);
     let hold = held(week().judge(&image(Some(now - 7 * DAY + 1), &[])));
     assert_eq!(hold.eligible_at, Some(now + 1));
     let hold = held(week().judge(&image(Some(now), &[])));
     assert_eq!(hold.reason, "0s old, minAge 168h");
     let hold = held(week().judge(&image(Some(now + 60), &[])));
     assert_eq!(hold.reason, "created 1m in the future, minAge 168h");
+}
+
+/// A gate is shown only the facts it declared: one that reads a fact it did not declare finds
+/// it missing even when the walk knows it, so an undeclared fact can never pass a candidate.
+#[test]
+fn a_gate_sees_only_the_facts_it_needs() {
+    #[derive(Debug)]
+    struct Undeclared;
+    impl Gate for Undeclared {
+        fn name(&self) -> &'static str {
+            "undeclared"
+        }
+        fn describe(&self) -> String {
+            "reads the signature, declares nothing".into()
+        }
+        fn needs(&self) -> Need {
+            Need::NONE
+        }
+        fn judge(&self, facts: &Facts<'_>) -> Result<Judgement, Missing> {
+            facts.signature().map(|_| Judgement::Pass)
+        }
+        fn order(&self) -> u8 {
+            9
+        }
+    }
+    let gates = Gates::of([gate(Undeclared)]);
+    let everything = image(None, &[]).with_signature(Ok("k"));
+    assert_eq!(everything.known(), Need::of(Fact::ALL));
+    assert_eq!(
+        gates.judge(&everything),
+        Ruling::Lacks {
+            gate: "undeclared",
+            fact: Fact::Signature
+        }
+    );
+    assert_eq!(everything.only(Need::NONE).known(), Need::NONE);
+    assert_eq!(
+        everything.only(Need::of([Fact::FirstSeen])).first_seen(),
+        Ok(0)
+    );
+}
+
+/// A set of facts holds each fact once, lists them in their look-up order, and says so.
+#[test]
+fn a_need_is_a_set_of_facts() {
+    let need = Need::of([Fact::FirstSeen, Fact::Image, Fact::Image]);
+    assert_eq!(
+        need.iter().collect::<Vec<_>>(),
+        [Fact::Image, Fact::FirstSeen]
+    );
+    assert!(need.contains(Fact::Image) && !need.contains(Fact::Signature));
+    assert!(!need.is_empty() && Need::NONE.is_empty());
+    assert_eq!(need.union(Need::of([Fact::Signature])), Need::of(Fact::ALL));
+    assert_eq!(format!("{need:?}"), "{Image, FirstSeen}");
+    assert!(Fact::Image.asks_registry() && Fact::Signature.asks_registry());
+    assert!(!Fact::FirstSeen.asks_registry());
+    assert_eq!(
+        Hold::unknown("verify", Fact::Signature).reason,
+        "the signature check is unknown after it was looked up; held until it is known"
+    );
 }

@@ -1,7 +1,7 @@
 //! `spec.verify`: the digest has a valid signature by a trusted key. The check itself (reading
 //! and verifying signatures) is the registry's part; this gate judges its verdict.
 
-use super::{Fact, Facts, Gate, Hold, Judgement, Need};
+use super::{Fact, Facts, Gate, Hold, Judgement, Missing, Need};
 
 /// A valid cosign signature is required.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,25 +17,21 @@ impl Gate for Verify {
     }
 
     fn needs(&self) -> Need {
-        Need {
-            image: false,
-            signature: true,
-        }
+        Need::of([Fact::Signature])
     }
 
     fn order(&self) -> u8 {
         2
     }
 
-    fn judge(&self, facts: &Facts<'_>) -> Judgement {
-        match facts.signature {
-            None => Judgement::Lacks(Fact::Signature),
-            Some(Ok(_)) => Judgement::Pass,
-            Some(Err(reason)) => Judgement::Hold(Hold {
+    fn judge(&self, facts: &Facts<'_>) -> Result<Judgement, Missing> {
+        Ok(match facts.signature()? {
+            Ok(_) => Judgement::Pass,
+            Err(reason) => Judgement::Hold(Hold {
                 gate: self.name(),
                 reason: reason.to_string(),
                 eligible_at: None,
             }),
-        }
+        })
     }
 }

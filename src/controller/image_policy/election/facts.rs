@@ -6,8 +6,8 @@
 
 use super::context::Context;
 use super::mode::Mode;
-use super::signature::{check_signature, verdict_holds, verdict_key};
-use super::walk::{Budget, Cut, FactSource, LookError};
+use super::signature::{check_signature, verdict_counts, verdict_key};
+use super::walk::{Budget, Cut, Evidence, FactSource, LookError};
 use crate::policy::{Fact, Platform};
 use crate::registry::{Inspected, RegistryError};
 use crate::store::{
@@ -64,22 +64,9 @@ impl<'l, 'a> StoreAndRegistry<'l, 'a> {
         let known = Known::read(ctx).await;
         StoreAndRegistry { ctx, known }
     }
-}
 
-impl FactSource for StoreAndRegistry<'_, '_> {
-    async fn digest(&mut self, tag: &str, budget: &mut Budget<'_>) -> Result<String, Cut> {
-        let (digest, inspected) = digest_now(self.ctx, &mut self.known, tag, budget).await?;
-        if let Some(found) = inspected {
-            let mut facts = self.known(&digest);
-            if !facts.inspected {
-                take_inspection(&mut facts, found);
-                self.keep(facts).await;
-            }
-        }
-        Ok(digest)
-    }
-
-    fn known(&self, digest: &str) -> ImageFacts {
+    /// What is known of the image `digest` without a request.
+    fn image(&self, digest: &str) -> ImageFacts {
         self.known
             .images
             .get(digest)
@@ -90,8 +77,36 @@ impl FactSource for StoreAndRegistry<'_, '_> {
             })
     }
 
-    async fn look_up(&mut self, fact: Fact, facts: &mut ImageFacts) -> Result<(), Cut> {
+    /// When `tag` was first seen at its digest (Unix seconds), if kept.
+    fn first_seen(&self, tag: &str) -> Option<i64> {
+        self.known.seen.as_ref().map(|seen| seen.at(tag))
+    }
+}
+
+impl FactSource for StoreAndRegistry<'_, '_> {
+    async fn digest(&mut self, tag: &str, budget: &mut Budget<'_>) -> Result<String, Cut> {
+        let (digest, inspected) = digest_now(self.ctx, &mut self.known, tag, budget).await?;
+        if let Some(found) = inspected {
+            let mut facts = self.image(&digest);
+            if !facts.inspected {
+                take_inspection(&mut facts, found);
+                self.keep(facts).await;
+            }
+        }
+        Ok(digest)
+    }
+
+    fn known(&self, tag: &str, digest: &str) -> Evidence {
+        Evidence {
+            tag: tag.to_string(),
+            image: self.image(digest),
+            first_seen: self.first_seen(tag),
+        }
+    }
+
+    async fn look_up(&mut self, fact: Fact, evidence: &mut Evidence) -> Result<(), Cut> {
         let ctx = self.ctx;
+        let facts = &mut evidence.image;
         match fact {
             Fact::Image => {
                 let client = ctx.client.get().await?;
@@ -108,22 +123,26 @@ impl FactSource for StoreAndRegistry<'_, '_> {
                 let verdict = check_signature(keys, client, image, digest, ctx.now).await?;
                 facts.set_verdict(verdict);
             }
+            // Read once per reconcile: a record that could not be read counts every tag as
+            // seen now (held, never passed early); none without gates.
+            Fact::FirstSeen => evidence.first_seen = self.first_seen(&evidence.tag),
         }
         Ok(())
     }
 
-    /// The verdict for the trusted keys while it holds: a valid signature always; "not
-    /// valid" within `recheck`, and not when a reconcile was requested.
-    fn verdict<'f>(&self, facts: &'f ImageFacts) -> Option<&'f SignatureVerdict> {
+    /// The verdict for the trusted keys while it holds: a valid signature until its end; "not
+    /// valid" within `recheck`, not when a reconcile was requested, and always when this walk
+    /// just checked it (a requested reconcile re-checks; it does not discard the re-check).
+    fn verdict<'f>(
+        &self,
+        facts: &'f ImageFacts,
+        checked_now: bool,
+    ) -> Option<&'f SignatureVerdict> {
         let ctx = self.ctx;
         let verdict = ctx
             .keys
             .and_then(|keys| facts.verdict(&verdict_key(&keys.fingerprint, ctx.image)))?;
-        verdict_holds(verdict, ctx.now, ctx.recheck, ctx.fresh).then_some(verdict)
-    }
-
-    fn first_seen(&self, tag: &str) -> Option<i64> {
-        self.known.seen.as_ref().map(|seen| seen.at(tag))
+        verdict_counts(verdict, ctx.now, ctx.recheck, ctx.fresh, checked_now).then_some(verdict)
     }
 
     async fn keep(&mut self, mut facts: ImageFacts) {

@@ -32,7 +32,7 @@ pub(super) use context::Subject;
 use facts::StoreAndRegistry;
 use keys::trusted_keys;
 use std::time::Duration;
-use walk::{walk, LookError, WalkFailure, Walked};
+use walk::{walk, Elected, LookError, WalkFailure, Walked};
 
 /// The best candidate that passes the gates (without gates: the best), with its digest per
 /// `digestReflectionPolicy`; and a notice for the conditions, when what the signatures were
@@ -85,7 +85,14 @@ fn conclude<R>(
         held.push(floor.held(&refused, true));
         return Election::kept(status, held);
     }
-    if let Some((tag, digest)) = walked.elected {
+    if let Some(Elected {
+        tag,
+        digest,
+        passed,
+    }) = walked.elected
+    {
+        // The walk elects only with the proof; every gate of the list is in it.
+        debug_assert_eq!(passed.gates(), ctx.gates.names());
         // The digest of an `Always` policy is due again at its interval, or sooner when the
         // one taken was looked up before.
         let due = due.filter(|(t, _)| *t == tag).map(|(_, d)| d);

@@ -38,6 +38,19 @@ pub(super) fn verdict_holds(
     }
 }
 
+/// Whether a verdict counts in this walk: as [`verdict_holds`] says, except that a verdict this
+/// walk just checked (`checked_now`) is never discarded for a requested reconcile: the request
+/// asked for this very check.
+pub(super) fn verdict_counts(
+    verdict: &SignatureVerdict,
+    now: i64,
+    recheck: Duration,
+    requested: bool,
+    checked_now: bool,
+) -> bool {
+    verdict_holds(verdict, now, recheck, requested && !checked_now)
+}
+
 /// What a verdict is kept for: the trust configuration and the image's name, since a notation
 /// statement applies by repository and cosign's legacy payload names the repository. The same
 /// digest moved from a repository whose notation statement is `audit` to one whose statement is

@@ -9,7 +9,7 @@ use super::candidates::Candidates;
 use super::client::ClientError;
 use super::mode::Mode;
 use crate::api::{format_go_duration, HeldBackTag};
-use crate::policy::{Fact, Facts, Gates, Hold, ImageView, Judgement, Platform};
+use crate::policy::{Fact, Facts, Gates, Hold, ImageView, Need, Passed, Platform, Ruling};
 use crate::registry::RegistryError;
 use crate::store::{ImageFacts, SignatureVerdict};
 use std::future::Future;
@@ -22,8 +22,9 @@ pub const MAX_WALK: usize = 50;
 /// the next reconcile, seconds later, with what this one learnt in the store.
 pub const MAX_INSPECTIONS: usize = 10;
 
-/// Where the walk's facts come from. A method that must ask the registry charges the
-/// reconcile's [`Budget`] first.
+/// Where the walk's facts come from, asked by [`Fact`]. A method that must ask the registry
+/// charges the reconcile's [`Budget`] first (the walk charges it before a look-up that
+/// [`Fact::asks_registry`]).
 pub(super) trait FactSource: Send {
     /// The digest `tag` names now. What the same request read of the image is kept, so
     /// [`FactSource::known`] has it.
@@ -33,31 +34,50 @@ pub(super) trait FactSource: Send {
         budget: &mut Budget<'_>,
     ) -> impl Future<Output = Result<String, Cut>> + Send;
 
-    /// What is known of the image `digest` without a request.
-    fn known(&self, digest: &str) -> ImageFacts;
+    /// What is known of `tag` at the image `digest` without a request.
+    fn known(&self, tag: &str, digest: &str) -> Evidence;
 
-    /// Looks `fact` up for the image `facts.digest`, into `facts` (the budget is charged).
+    /// Looks `fact` up for `evidence`'s tag and image, into `evidence`. A fact it cannot find
+    /// stays unknown: the walk then holds the candidate.
     fn look_up(
         &mut self,
         fact: Fact,
-        facts: &mut ImageFacts,
+        evidence: &mut Evidence,
     ) -> impl Future<Output = Result<(), Cut>> + Send;
 
-    /// The signature verdict that holds now, if one is known.
-    fn verdict<'f>(&self, facts: &'f ImageFacts) -> Option<&'f SignatureVerdict>;
-
-    /// When `tag` was first seen at its digest (Unix seconds), if kept.
-    fn first_seen(&self, tag: &str) -> Option<i64>;
+    /// The signature verdict that holds now, if one is known. `checked_now`: this walk just
+    /// looked it up, so it counts whatever its age or a requested reconcile says.
+    fn verdict<'f>(&self, facts: &'f ImageFacts, checked_now: bool)
+        -> Option<&'f SignatureVerdict>;
 
     /// Keeps what the walk learnt of an image.
     fn keep(&mut self, facts: ImageFacts) -> impl Future<Output = ()> + Send;
 }
 
+/// What the walk knows of one candidate: its image's facts (by digest, with the signature
+/// verdicts) and when its tag was first seen at that digest.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Evidence {
+    pub tag: String,
+    pub image: ImageFacts,
+    /// Unix seconds (0: before the controller); `None`: not known.
+    pub first_seen: Option<i64>,
+}
+
+/// The tag elected, its digest (none when nothing needed it), and the proof that every gate
+/// passed it.
+#[derive(Debug)]
+pub(super) struct Elected {
+    pub tag: String,
+    pub digest: Option<String>,
+    pub passed: Passed,
+}
+
 /// Where the walk ended.
 #[derive(Debug, Default)]
 pub(super) struct Walked {
-    /// The tag elected and its digest (none when nothing needed it).
-    pub elected: Option<(String, Option<String>)>,
+    /// The tag elected, only with the proof that it passed every gate.
+    pub elected: Option<Elected>,
     /// The better-ranked candidates held back, best first.
     pub held: Vec<HeldBackTag>,
     /// When a held candidate should be looked at again (a minimum age reached, a recheck).
@@ -186,12 +206,21 @@ async fn walk_on<S: FactSource>(
             used: &mut walked.inspected,
             charged: false,
         };
-        if !judge.wants_digest && judge.mode == Mode::Flux {
-            // Flux's election with `Never`: nothing to look up.
-            walked.elected = Some((tag.clone(), None));
+        if let (false, Mode::Flux, Ruling::Passed(passed)) = (
+            judge.wants_digest,
+            judge.mode,
+            judge.gates.judge(&Facts::at(now)),
+        ) {
+            // Flux's election with `Never`: no gate, nothing to look up.
+            let (tag, digest) = (tag.clone(), None);
+            walked.elected = Some(Elected {
+                tag,
+                digest,
+                passed,
+            });
             break;
         }
-        let (digest, hold) = match look_at(judge.gates, source, tag, now, &mut budget).await {
+        let (digest, ruled) = match look_at(judge.gates, source, tag, now, &mut budget).await {
             Ok(looked) => looked,
             Err(Cut::Gone) => continue,
             Err(Cut::Spent) => {
@@ -203,9 +232,17 @@ async fn walk_on<S: FactSource>(
                 return Err(WalkFailure { tag, error: *error });
             }
         };
-        let Some(hold) = hold else {
-            walked.elected = Some((tag.clone(), Some(digest)));
-            break;
+        let hold = match ruled {
+            Ok(passed) => {
+                let (tag, digest) = (tag.clone(), Some(digest));
+                walked.elected = Some(Elected {
+                    tag,
+                    digest,
+                    passed,
+                });
+                break;
+            }
+            Err(hold) => hold,
         };
         let again = match hold.eligible_at {
             Some(at) => Duration::from_secs(at.saturating_sub(now).max(1) as u64),
@@ -223,49 +260,69 @@ async fn walk_on<S: FactSource>(
 }
 
 /// One candidate: its digest now, then the gates in their order, each asking for the facts it
-/// lacks (the image, the signature check), looked up once and kept. Returns the digest and,
-/// when a gate holds it back, why.
+/// lacks, each fact looked up at most once and kept. Returns the digest and the proof that
+/// every gate passed, or why the candidate is held back. Fails closed: a fact still unknown
+/// after its look-up holds the candidate, and the rounds are bounded by the number of facts
+/// (one look-up each, then the last judging), past which the candidate is held too.
 async fn look_at<S: FactSource>(
     gates: &Gates,
     source: &mut S,
     tag: &str,
     now: i64,
     budget: &mut Budget<'_>,
-) -> Result<(String, Option<Hold>), Cut> {
+) -> Result<(String, Result<Passed, Hold>), Cut> {
     let digest = source.digest(tag, budget).await?;
-    let mut facts = source.known(&digest);
-    let first_seen = source.first_seen(tag);
-    let mut changed = false;
-    // Each fact is looked up at most once, so the gates answer within as many rounds.
-    let mut hold = None;
-    for _ in 0..=2 {
-        let offered = platforms(&facts);
-        let verdict = source.verdict(&facts);
-        let view = Facts {
-            now,
-            image: facts.inspected.then_some(ImageView {
-                created: facts.created,
-                platforms: &offered,
-            }),
-            signature: verdict.map(|v| v.verified_by.as_deref().ok_or(v.reason.as_str())),
-            first_seen,
-        };
-        let lacks = match gates.judge(&view) {
-            Judgement::Pass => break,
-            Judgement::Hold(held) => {
-                hold = Some(held);
-                break;
+    let mut evidence = source.known(tag, &digest);
+    let mut looked = Need::NONE;
+    let mut asked = false;
+    let mut ruled = None;
+    for _ in 0..=Fact::ALL.len() {
+        let offered = platforms(&evidence.image);
+        let verdict = source.verdict(&evidence.image, looked.contains(Fact::Signature));
+        let fact = match gates.judge(&view(now, &evidence, &offered, verdict)) {
+            Ruling::Passed(passed) => Ok(passed),
+            Ruling::Held(hold) => Err(hold),
+            Ruling::Lacks { gate, fact } if looked.contains(fact) => Err(Hold::unknown(gate, fact)),
+            Ruling::Lacks { fact, .. } => {
+                if fact.asks_registry() {
+                    budget.charge()?;
+                    asked = true;
+                }
+                source.look_up(fact, &mut evidence).await?;
+                looked = looked.with(fact);
+                continue;
             }
-            Judgement::Lacks(lacks) => lacks,
         };
-        budget.charge()?;
-        source.look_up(lacks, &mut facts).await?;
-        changed = true;
+        ruled = Some(fact);
+        break;
     }
-    if changed {
-        source.keep(facts).await;
+    if asked {
+        source.keep(evidence.image).await;
     }
-    Ok((digest, hold))
+    let ruled = ruled.unwrap_or_else(|| Err(Hold::undecided()));
+    Ok((digest, ruled))
+}
+
+/// The facts the gates are shown: each one only when it is known.
+fn view<'a>(
+    now: i64,
+    evidence: &Evidence,
+    offered: &'a [(Platform, Option<i64>)],
+    verdict: Option<&'a SignatureVerdict>,
+) -> Facts<'a> {
+    let mut facts = Facts::at(now);
+    if evidence.image.inspected {
+        let created = evidence.image.created;
+        let platforms = offered;
+        facts = facts.with_image(ImageView { created, platforms });
+    }
+    if let Some(v) = verdict {
+        facts = facts.with_signature(v.verified_by.as_deref().ok_or(v.reason.as_str()));
+    }
+    if let Some(at) = evidence.first_seen {
+        facts = facts.with_first_seen(at);
+    }
+    facts
 }
 
 /// The platforms an inspection found, parsed back from the store's strings.
@@ -279,3 +336,6 @@ fn platforms(facts: &ImageFacts) -> Vec<(Platform, Option<i64>)> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod model;

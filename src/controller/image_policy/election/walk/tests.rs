@@ -48,14 +48,22 @@ impl FactSource for Table {
         }
     }
 
-    fn known(&self, digest: &str) -> ImageFacts {
-        ImageFacts {
+    fn known(&self, tag: &str, digest: &str) -> Evidence {
+        let image = ImageFacts {
             digest: digest.into(),
             ..Default::default()
+        };
+        let first_seen = Some(self.first_seen.get(tag).copied().unwrap_or(0));
+        let tag = tag.to_string();
+        Evidence {
+            tag,
+            image,
+            first_seen,
         }
     }
 
-    async fn look_up(&mut self, fact: Fact, facts: &mut ImageFacts) -> Result<(), Cut> {
+    async fn look_up(&mut self, fact: Fact, evidence: &mut Evidence) -> Result<(), Cut> {
+        let facts = &mut evidence.image;
         let tag = tag_of(&facts.digest).to_string();
         match fact {
             Fact::Image => {
@@ -88,16 +96,13 @@ impl FactSource for Table {
                     checked_at: NOW,
                 });
             }
+            Fact::FirstSeen => unreachable!("the table knows every first sighting"),
         }
         Ok(())
     }
 
-    fn verdict<'f>(&self, facts: &'f ImageFacts) -> Option<&'f SignatureVerdict> {
+    fn verdict<'f>(&self, facts: &'f ImageFacts, _: bool) -> Option<&'f SignatureVerdict> {
         facts.verdict("k")
-    }
-
-    fn first_seen(&self, tag: &str) -> Option<i64> {
-        Some(self.first_seen.get(tag).copied().unwrap_or(0))
     }
 
     async fn keep(&mut self, facts: ImageFacts) {
@@ -132,6 +137,11 @@ async fn run(ranked: &[&str], gates: &Gates, table: &mut Table) -> Walked {
     walk(candidates, judge(gates), table).await.unwrap()
 }
 
+fn elected(walked: &Walked) -> Option<(&str, Option<&str>)> {
+    let e = walked.elected.as_ref()?;
+    Some((e.tag.as_str(), e.digest.as_deref()))
+}
+
 fn held(walked: &Walked) -> Vec<(&str, &str)> {
     walked
         .held
@@ -144,10 +154,7 @@ fn held(walked: &Walked) -> Vec<(&str, &str)> {
 async fn without_gates_the_best_is_elected_with_its_digest_only() {
     let mut table = Table::default();
     let walked = run(&["1.2.0", "1.1.0"], &Gates::default(), &mut table).await;
-    assert_eq!(
-        walked.elected,
-        Some(("1.2.0".into(), Some("d-1.2.0".into())))
-    );
+    assert_eq!(elected(&walked), Some(("1.2.0", Some("d-1.2.0"))));
     assert_eq!(table.asked, ["digest 1.2.0"]);
     assert!(table.kept.is_empty());
 }
@@ -161,7 +168,7 @@ async fn each_gate_alone_holds_back_what_fails_it() {
             .image("1.2.0", 2, &["linux/amd64"])
             .image("1.1.0", 9, &["linux/amd64"]);
     let walked = run(&["1.2.0", "1.1.0"], &Gates::of([gate(week())]), &mut table).await;
-    assert_eq!(walked.elected.as_ref().unwrap().0, "1.1.0");
+    assert_eq!(walked.elected.as_ref().unwrap().tag, "1.1.0");
     assert_eq!(held(&walked), [("1.2.0", "minAge")]);
     assert_eq!(walked.look_again, Some(Duration::from_secs(5 * DAY as u64)));
     // platforms
@@ -176,7 +183,7 @@ async fn each_gate_alone_holds_back_what_fails_it() {
         &mut table,
     )
     .await;
-    assert_eq!(walked.elected.as_ref().unwrap().0, "1.1.0");
+    assert_eq!(walked.elected.as_ref().unwrap().tag, "1.1.0");
     assert_eq!(held(&walked), [("1.2.0", "platforms")]);
     assert_eq!(
         walked.look_again,
@@ -187,7 +194,7 @@ async fn each_gate_alone_holds_back_what_fails_it() {
     let mut table = Table::default();
     table.signed.insert("1.1.0".into());
     let walked = run(&["1.2.0", "1.1.0"], &Gates::of([gate(Verify)]), &mut table).await;
-    assert_eq!(walked.elected.as_ref().unwrap().0, "1.1.0");
+    assert_eq!(walked.elected.as_ref().unwrap().tag, "1.1.0");
     assert_eq!(held(&walked), [("1.2.0", "verify")]);
     assert_eq!(
         table.asked,
@@ -204,7 +211,7 @@ async fn each_gate_alone_holds_back_what_fails_it() {
         .image("1.1.0", 30, &[]);
     table.first_seen.insert("1.2.0".into(), NOW - DAY);
     let walked = run(&["1.2.0", "1.1.0"], &Gates::of([gate(week())]), &mut table).await;
-    assert_eq!(walked.elected.as_ref().unwrap().0, "1.1.0");
+    assert_eq!(walked.elected.as_ref().unwrap().tag, "1.1.0");
     assert!(
         walked.held[0].reason.starts_with("first seen 1d ago"),
         "{:?}",
@@ -230,10 +237,7 @@ async fn together_the_gates_judge_in_order_and_read_each_fact_once() {
         &mut table,
     )
     .await;
-    assert_eq!(
-        walked.elected,
-        Some(("1.1.0".into(), Some("d-1.1.0".into())))
-    );
+    assert_eq!(elected(&walked), Some(("1.1.0", Some("d-1.1.0"))));
     assert_eq!(
         held(&walked),
         [
@@ -293,28 +297,24 @@ impl FactSource for Stored {
         self.0.digest(tag, budget).await
     }
 
-    fn known(&self, digest: &str) -> ImageFacts {
-        let mut facts = self.0.known(digest);
-        facts.set_verdict(SignatureVerdict {
+    fn known(&self, tag: &str, digest: &str) -> Evidence {
+        let mut evidence = self.0.known(tag, digest);
+        evidence.image.set_verdict(SignatureVerdict {
             valid_until: None,
             keys: "k".into(),
             verified_by: None,
             reason: "no cosign signature".into(),
             checked_at: NOW,
         });
-        facts
+        evidence
     }
 
-    async fn look_up(&mut self, fact: Fact, facts: &mut ImageFacts) -> Result<(), Cut> {
-        self.0.look_up(fact, facts).await
+    async fn look_up(&mut self, fact: Fact, evidence: &mut Evidence) -> Result<(), Cut> {
+        self.0.look_up(fact, evidence).await
     }
 
-    fn verdict<'f>(&self, facts: &'f ImageFacts) -> Option<&'f SignatureVerdict> {
-        self.0.verdict(facts)
-    }
-
-    fn first_seen(&self, tag: &str) -> Option<i64> {
-        self.0.first_seen(tag)
+    fn verdict<'f>(&self, facts: &'f ImageFacts, now: bool) -> Option<&'f SignatureVerdict> {
+        self.0.verdict(facts, now)
     }
 
     async fn keep(&mut self, facts: ImageFacts) {
@@ -330,19 +330,13 @@ async fn a_registry_failure_ends_the_walk_naming_the_tag() {
             budget.charge()?;
             Err(LookError::Timeout(Duration::from_secs(10)).into())
         }
-        fn known(&self, digest: &str) -> ImageFacts {
-            ImageFacts {
-                digest: digest.into(),
-                ..Default::default()
-            }
+        fn known(&self, _: &str, _: &str) -> Evidence {
+            Evidence::default()
         }
-        async fn look_up(&mut self, _: Fact, _: &mut ImageFacts) -> Result<(), Cut> {
+        async fn look_up(&mut self, _: Fact, _: &mut Evidence) -> Result<(), Cut> {
             Ok(())
         }
-        fn verdict<'f>(&self, _: &'f ImageFacts) -> Option<&'f SignatureVerdict> {
-            None
-        }
-        fn first_seen(&self, _: &str) -> Option<i64> {
+        fn verdict<'f>(&self, _: &'f ImageFacts, _: bool) -> Option<&'f SignatureVerdict> {
             None
         }
         async fn keep(&mut self, _: ImageFacts) {}
