@@ -55,13 +55,9 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
     }
     let (spec, recorded) = parse_policy(&read_input(&args.file)?, &args.file)?;
     let policy = spec.selection_policy().map_err(CliError::invalid)?;
-    let Recorded {
-        held,
-        generation,
-        status,
-    } = recorded;
+    let Recorded { held, status } = recorded;
     // The controller's guard, offline: the repository's image is not known here.
-    let floor = Floor::recorded(&spec, generation, &status, None, &policy);
+    let floor = Floor::recorded(&spec, &status, None, &policy);
     let refused_at = |elected: &str| {
         let floor = floor.as_ref().filter(|f| f.refuses(elected))?;
         Some(floor.tag.clone())
@@ -301,23 +297,15 @@ pub fn parse_policy(text: &str, source: &str) -> Result<(ImagePolicySpec, Record
         .cloned()
         .and_then(|h| serde_json::from_value(h).ok())
         .unwrap_or_default();
-    // What the downgrade guard reads: the generation observed and the elected tag.
-    let generation = doc.pointer("/metadata/generation").and_then(|g| g.as_i64());
+    // What the downgrade guard reads: the elected tag (whatever generation elected it).
     let status = ImagePolicyStatus {
-        observed_generation: doc
-            .pointer("/status/observedGeneration")
-            .and_then(|g| g.as_i64()),
         latest_ref: doc
             .pointer("/status/latestRef")
             .cloned()
             .and_then(|r| serde_json::from_value(r).ok()),
         ..Default::default()
     };
-    let recorded = Recorded {
-        held,
-        generation,
-        status,
-    };
+    let recorded = Recorded { held, status };
     Ok((spec, recorded))
 }
 
@@ -326,9 +314,7 @@ pub fn parse_policy(text: &str, source: &str) -> Result<(ImagePolicySpec, Record
 pub struct Recorded {
     /// `status.heldBack`.
     pub held: Vec<HeldBackTag>,
-    /// `metadata.generation`.
-    pub generation: Option<i64>,
-    /// `status.latestRef` and `status.observedGeneration`, for the downgrade guard.
+    /// `status.latestRef`, for the downgrade guard.
     pub status: ImagePolicyStatus,
 }
 

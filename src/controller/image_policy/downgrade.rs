@@ -2,8 +2,9 @@
 //! the policy never elects one its own ordering ranks lower, even when the higher tags vanish
 //! from a scan (deleted, a short or flapping listing, a registry answering with an older
 //! list). The elected tag then stays, the policy stays Ready, and status and one event say so.
-//! A new generation of the spec lifts the guard for that generation: a deliberate rollback is
-//! a spec change.
+//! The guard holds across spec changes too: turning a gate on never rolls the policy back. Only
+//! a spec that excludes the elected tag outright (a range or pattern that leaves it out) may
+//! replace it, and Ready says so; a deliberate rollback is such a spec, or `downgrade: Allow`.
 
 use crate::api::{
     DowngradePolicy, HeldBackTag, ImagePolicy, ImagePolicySpec, ImagePolicyStatus, ImageRepository,
@@ -22,33 +23,27 @@ pub struct Floor {
 }
 
 impl Floor {
-    /// The guard for this reconcile, if it holds: `Refuse`, a tag elected from the repository's
-    /// image, and a spec unchanged since that election (the last generation observed is this
-    /// one; a spec change is observed only once it elects or stalls).
+    /// The guard for this reconcile, if it holds: `Refuse` and a tag elected from the
+    /// repository's image, whatever generation elected it (a spec change does not lift it).
     pub fn of(
         policy: &ImagePolicy,
         repo: &ImageRepository,
         status: &ImagePolicyStatus,
         ranking: &Policy,
     ) -> Option<Floor> {
-        let (spec, generation) = (&policy.spec, policy.metadata.generation);
-        Floor::recorded(spec, generation, status, Some(&repo.spec.image), ranking)
+        Floor::recorded(&policy.spec, status, Some(&repo.spec.image), ranking)
     }
 
-    /// The guard as an object's spec, `metadata.generation` and status record it: `image`, the
-    /// repository's image, when known (offline, `select` knows only the policy), must be the
-    /// one the elected tag was elected from.
+    /// The guard as an object's spec and status record it: `image`, the repository's image,
+    /// when known (offline, `select` knows only the policy), must be the one the elected tag
+    /// was elected from.
     pub fn recorded(
         spec: &ImagePolicySpec,
-        generation: Option<i64>,
         status: &ImagePolicyStatus,
         image: Option<&str>,
         ranking: &Policy,
     ) -> Option<Floor> {
-        if spec.downgrade != Some(DowngradePolicy::Refuse)
-            || generation.is_none()
-            || status.observed_generation != generation
-        {
+        if spec.downgrade != Some(DowngradePolicy::Refuse) {
             return None;
         }
         let latest = status.latest_ref.as_ref()?;
@@ -63,6 +58,22 @@ impl Floor {
     /// Whether electing `tag` would be a downgrade.
     pub fn refuses(&self, tag: &str) -> bool {
         self.ranking.ranks_below(tag, &self.tag) == Some(true)
+    }
+
+    /// Whether the spec excludes the elected tag outright (filtered out, outside the range,
+    /// not a number): then it refuses nothing, and a lower tag may replace it.
+    pub fn excluded(&self) -> bool {
+        self.ranking.ranked([self.tag.as_str()], 1).is_empty()
+    }
+
+    /// What Ready says when a tag the spec excludes was replaced by `elected`.
+    pub fn replaced(&self, elected: &str) -> Option<String> {
+        (self.excluded() && elected != self.tag).then(|| {
+            format!(
+                "{} replaced: the spec excludes it, so downgrade: Refuse does not hold there",
+                self.tag
+            )
+        })
     }
 
     /// The `status.heldBack` entry for `best`, the best candidate listed, which ranks below the
@@ -159,9 +170,10 @@ mod tests {
         );
         let allow = Some(DowngradePolicy::Allow);
         assert!(none(&policy(allow, 2), &r, &status("1.4.0", 2)));
+        let across = Floor::of(&policy(refuse, 3), &r, &status("1.4.0", 2), &semver());
         assert!(
-            none(&policy(refuse, 3), &r, &status("1.4.0", 2)),
-            "a new generation lifts it"
+            across.is_some_and(|f| f.refuses("1.3.0")),
+            "a new generation does not lift it"
         );
         assert!(
             none(
@@ -193,5 +205,25 @@ mod tests {
             .held("1.3.0", true)
             .reason
             .contains("no tag that ranks higher passes"));
+        assert!(!floor.excluded() && floor.replaced("1.3.0").is_none());
+    }
+
+    /// A spec that leaves the elected tag out refuses nothing, and says so when it replaces it.
+    #[test]
+    fn a_spec_that_excludes_the_elected_tag_replaces_it_saying_so() {
+        let choice = PolicyChoice {
+            semver: Some("<1.4.0".into()),
+            ..Default::default()
+        };
+        let narrower = Policy::new(&choice, None).unwrap();
+        let p = policy(Some(DowngradePolicy::Refuse), 3);
+        let r = repo("reg.example/app");
+        let floor = Floor::of(&p, &r, &status("1.4.0", 2), &narrower).unwrap();
+        assert!(floor.excluded() && !floor.refuses("1.3.0"));
+        assert_eq!(
+            floor.replaced("1.3.0").unwrap(),
+            "1.4.0 replaced: the spec excludes it, so downgrade: Refuse does not hold there"
+        );
+        assert_eq!(floor.replaced("1.4.0"), None);
     }
 }

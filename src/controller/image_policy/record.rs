@@ -57,10 +57,8 @@ pub(super) fn record(
     c: &mut Conditions<'_>,
     election: Election,
 ) -> Result<(Outcome, Next, String), Stop> {
-    let keep = |held: Vec<HeldBackTag>| {
-        let held: Vec<HeldBackTag> = held.into_iter().take(MAX_HELD_BACK).collect();
-        (!held.is_empty()).then_some(held)
-    };
+    let was = status.latest_ref.as_ref().map(|r| r.tag.clone());
+    let keep = |held: Vec<HeldBackTag>| keep_held(held, was.as_deref());
     match election {
         Election::Elected {
             elected,
@@ -101,5 +99,48 @@ pub(super) fn record(
             let message = no_eligible_message(status, walked);
             Err(Stop::Waiting(Reason::NoEligibleTag, message, next))
         }
+    }
+}
+
+/// The first [`MAX_HELD_BACK`] entries, best first; when the tag elected before is held back
+/// beyond them, its entry takes the last place, so the Warning of a downgrade (report.rs) is
+/// never cut away.
+fn keep_held(mut held: Vec<HeldBackTag>, was: Option<&str>) -> Option<Vec<HeldBackTag>> {
+    let beyond = held
+        .iter()
+        .skip(MAX_HELD_BACK)
+        .position(|h| Some(h.tag.as_str()) == was);
+    if let Some(at) = beyond {
+        let entry = held.swap_remove(MAX_HELD_BACK + at);
+        held.truncate(MAX_HELD_BACK - 1);
+        held.push(entry);
+    }
+    held.truncate(MAX_HELD_BACK);
+    (!held.is_empty()).then_some(held)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tag_elected_before_keeps_its_entry_among_the_ten() {
+        let held: Vec<HeldBackTag> = (0..14)
+            .map(|i| HeldBackTag {
+                tag: format!("1.{}.0", 20 - i),
+                gate: "minAge".into(),
+                ..Default::default()
+            })
+            .collect();
+        let tags = |kept: Option<Vec<HeldBackTag>>| -> Vec<String> {
+            kept.unwrap().into_iter().map(|h| h.tag).collect()
+        };
+        let plain = tags(keep_held(held.clone(), Some("1.20.0")));
+        assert_eq!(plain.len(), MAX_HELD_BACK);
+        assert_eq!((plain[0].as_str(), plain[9].as_str()), ("1.20.0", "1.11.0"));
+        let kept = tags(keep_held(held.clone(), Some("1.8.0")));
+        assert_eq!(kept.len(), MAX_HELD_BACK);
+        assert_eq!((kept[8].as_str(), kept[9].as_str()), ("1.12.0", "1.8.0"));
+        assert_eq!(keep_held(Vec::new(), None), None);
     }
 }

@@ -129,6 +129,7 @@ pub fn held_events(old: &ImagePolicyStatus, new: &ImagePolicyStatus) -> Vec<Even
             },
         })
         .collect();
+    events.extend(downgraded(old, new));
     let elected = new.latest_ref.as_ref().map(|r| r.tag.as_str());
     let was_elected = old.latest_ref.as_ref().map(|r| r.tag.as_str());
     if let Some(held) = before
@@ -145,6 +146,29 @@ pub fn held_events(old: &ImagePolicyStatus, new: &ImagePolicyStatus) -> Vec<Even
         });
     }
     events
+}
+
+/// The Warning of an election that went down because a gate now holds back the tag elected
+/// before (a gate turned on, a signature gone): only `downgrade: Allow` (the default) gets
+/// there, since `Refuse` keeps that tag. Alerts on Warning see a rollback before Git does.
+fn downgraded(old: &ImagePolicyStatus, new: &ImagePolicyStatus) -> Option<EventSpec> {
+    let (was, now) = (old.latest_ref.as_ref()?, new.latest_ref.as_ref()?);
+    if was.name != now.name || was.tag == now.tag {
+        return None;
+    }
+    let held = new.held_back.as_deref().unwrap_or_default();
+    let why = held
+        .iter()
+        .find(|h| h.tag == was.tag && h.gate != downgrade::GATE)?;
+    Some(EventSpec {
+        type_: EventType::Warning,
+        reason: "Downgraded".into(),
+        message: format!(
+            "{} elected below {}, which {} now holds back: {} (spec.downgrade: Allow; \
+             Refuse keeps {})",
+            now.tag, was.tag, why.gate, why.reason, was.tag
+        ),
+    })
 }
 
 /// notification-controller's de-duplication key (with the message).
@@ -228,6 +252,46 @@ mod tests {
             "{:?}",
             elected[0]
         );
+    }
+
+    /// A gate that holds back the tag elected before, with a lower one elected, is a Warning
+    /// naming both tags and the gate; a move up, or a previous tag merely gone, is not.
+    #[test]
+    fn a_gate_that_lowers_the_election_warns() {
+        use crate::api::HeldBackTag;
+        let status = |latest: &str, held_back: Vec<HeldBackTag>| ImagePolicyStatus {
+            latest_ref: Some(r(latest, None)),
+            held_back: (!held_back.is_empty()).then_some(held_back),
+            ..Default::default()
+        };
+        let young = |tag: &str| HeldBackTag {
+            tag: tag.into(),
+            digest: None,
+            gate: "minAge".into(),
+            reason: "10s old, minAge 1h".into(),
+        };
+        let events = held_events(
+            &status("1.5.0", vec![]),
+            &status("1.2.0", vec![young("1.5.0"), young("1.4.0")]),
+        );
+        let warning: Vec<&EventSpec> = events
+            .iter()
+            .filter(|e| e.type_ == EventType::Warning)
+            .collect();
+        assert_eq!(warning.len(), 1, "{events:?}");
+        assert_eq!(warning[0].reason, "Downgraded");
+        assert_eq!(
+            warning[0].message,
+            "1.2.0 elected below 1.5.0, which minAge now holds back: 10s old, minAge 1h \
+             (spec.downgrade: Allow; Refuse keeps 1.5.0)"
+        );
+        let gone = held_events(
+            &status("1.5.0", vec![]),
+            &status("1.2.0", vec![young("1.4.0")]),
+        );
+        assert!(gone.iter().all(|e| e.type_ != EventType::Warning));
+        let up = held_events(&status("1.2.0", vec![]), &status("1.5.0", vec![]));
+        assert!(up.iter().all(|e| e.type_ != EventType::Warning));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The downgrade guard (`spec.downgrade: Refuse`, docs/imagepolicy.md) through the ImagePolicy
 //! reconcile, against a real Distribution registry: listings that shrink and come back (as a
-//! scan after deleted tags, or a short or flapping listing, leaves them in the store), a spec
-//! change that lifts the guard, and the guard beside another gate. The status is carried from
+//! scan after deleted tags, or a short or flapping listing, leaves them in the store), spec
+//! changes that keep the guard and one that excludes the elected tag, a gate turned on, and
+//! the guard beside another gate. The status is carried from
 //! one reconcile to the next by hand, as the API server would keep it.
 
 use crate::support::distribution::{Distribution, Variant};
@@ -48,7 +49,7 @@ fn new_generation(p: &mut ImagePolicy, spec: serde_json::Value) {
 }
 
 #[tokio::test]
-async fn refuse_holds_the_elected_tag_while_higher_tags_vanish_until_the_spec_changes() {
+async fn refuse_holds_the_elected_tag_while_higher_tags_vanish_until_the_spec_excludes_it() {
     let now = Timestamp::now();
     let (bench, digests) = bench(now).await;
     let mut p = refusing(json!({}));
@@ -98,7 +99,7 @@ async fn refuse_holds_the_elected_tag_while_higher_tags_vanish_until_the_spec_ch
     bench.reconcile(&mut flux, now).await;
     assert_eq!(elected(&flux), ("1.4.0".into(), Some(digests[1].clone())));
 
-    // A deliberate rollback is a spec change: the new generation lifts the guard once.
+    // A spec change that still admits the elected tag does not lift the guard.
     bench.reconcile(&mut p, now).await;
     assert_eq!(elected(&p).0, "1.5.0", "held while the spec is unchanged");
     new_generation(
@@ -106,9 +107,25 @@ async fn refuse_holds_the_elected_tag_while_higher_tags_vanish_until_the_spec_ch
         json!({"policy": {"semver": {"range": ">=1.0.0 <2.0.0"}}}),
     );
     bench.reconcile(&mut p, now).await;
+    assert_eq!(elected(&p).0, "1.5.0", "held across a spec change");
+    assert_eq!(held(&p)[0].1, "downgrade");
+    assert_eq!(status(&p).observed_generation, Some(2));
+    // A deliberate rollback is a spec that excludes the elected tag: it is replaced, saying so.
+    new_generation(
+        &mut p,
+        json!({"policy": {"semver": {"range": ">=1.0.0 <1.5.0"}}}),
+    );
+    bench.reconcile(&mut p, now).await;
     assert_eq!(elected(&p), ("1.4.0".into(), Some(digests[1].clone())));
     assert!(held(&p).is_empty());
-    assert_eq!(status(&p).observed_generation, Some(2));
+    assert_eq!(status(&p).observed_generation, Some(3));
+    let (_, _, message) = ready(&p);
+    assert!(
+        message.ends_with(
+            "; 1.5.0 replaced: the spec excludes it, so downgrade: Refuse does not hold there"
+        ),
+        "{message}"
+    );
     // ...and from then on it holds at the tag elected under the new spec.
     bench.list(&["1.3.0"]);
     bench.reconcile(&mut p, now).await;
@@ -191,4 +208,54 @@ fn a_refused_downgrade_is_announced_once_while_it_holds_at_the_same_tag() {
         held_events(&at(vec![entry("1.3.0")]), &at(vec![entry("1.2.0")])).is_empty(),
         "another lower tag listed is the same refusal"
     );
+}
+
+/// Issue 69: a live policy at 1.5.0 gets `minAge` while 1.5.0 is too young. `Refuse` keeps
+/// 1.5.0 (no rollback, Ready saying why); `Allow` walks down and warns, naming both tags and
+/// the gate.
+#[tokio::test]
+async fn turning_a_gate_on_never_rolls_a_refuse_policy_back() {
+    let now = Timestamp::now();
+    let (bench, digests) = bench(now).await;
+    let fresh = bench
+        .registry
+        .push_dated("app", "1.5.0", "amd64", Some(&ago(now, 0)), "fresh")
+        .await;
+    for downgrade in ["Refuse", "Allow"] {
+        let mut p =
+            policy(json!({"digestReflectionPolicy": "IfNotPresent", "downgrade": downgrade}));
+        bench.reconcile(&mut p, now).await;
+        assert_eq!(elected(&p), ("1.5.0".into(), Some(fresh.clone())));
+        let before = status(&p).clone();
+        new_generation(&mut p, json!({"filterTags": {"minAge": "1h"}}));
+        bench.reconcile(&mut p, now).await;
+        let events = held_events(&before, status(&p));
+        let warnings: Vec<_> = events.iter().filter(|e| e.reason == "Downgraded").collect();
+        match downgrade {
+            "Refuse" => {
+                assert_eq!(elected(&p), ("1.5.0".into(), Some(fresh.clone())));
+                assert_eq!(held(&p)[0].0, "1.5.0");
+                assert_eq!(held(&p)[0].1, "minAge");
+                let (ready_status, reason, message) = ready(&p);
+                assert_eq!(
+                    (ready_status, reason.as_str()),
+                    (ConditionStatus::False, "NoEligibleTag")
+                );
+                assert!(message.ends_with("; 1.5.0 stays elected"), "{message}");
+                assert!(warnings.is_empty(), "{events:?}");
+                assert!(events.iter().any(|e| e.reason == "HeldBack"), "{events:?}");
+            }
+            _ => {
+                assert_eq!(elected(&p), ("1.4.0".into(), Some(digests[1].clone())));
+                assert_eq!(warnings.len(), 1, "{events:?}");
+                assert!(
+                    warnings[0]
+                        .message
+                        .starts_with("1.4.0 elected below 1.5.0, which minAge now holds back: "),
+                    "{:?}",
+                    warnings[0]
+                );
+            }
+        }
+    }
 }

@@ -1,14 +1,14 @@
 //! The downgrade guard on a real API server (`make e2e`): the CRD takes `spec.downgrade`, the
 //! controller holds at the elected tag when a publisher deletes it and its newer neighbours
-//! from a real registry, says so in status and in one `DowngradeRefused` event, and a spec
-//! change lifts the guard.
+//! from a real registry, says so in status and in one `DowngradeRefused` event, keeps holding
+//! across a spec change, and gives way to a spec that excludes the elected tag.
 
 use crate::support::cluster::*;
 use crate::support::distribution::{Distribution, Variant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a cluster: make e2e"]
-async fn e2e_downgrade_refused_when_newer_tags_are_deleted_and_lifted_by_a_spec_change() {
+async fn e2e_downgrade_refused_when_newer_tags_are_deleted_until_the_spec_excludes_the_tag() {
     install_crds();
     let registry = Distribution::start(Variant::default());
     let repository = format!("{}/guard/app", registry.host);
@@ -96,19 +96,31 @@ async fn e2e_downgrade_refused_when_newer_tags_are_deleted_and_lifted_by_a_spec_
     assert_eq!(refusals[0]["message"], refused);
     assert_eq!(refusals[0]["count"].as_u64().unwrap_or(1), 1);
 
-    // A deliberate rollback: a spec change lifts the guard for its generation.
-    ok(kubectl(
-        &[
+    // A spec change that still admits 1.5.0 keeps the guard (a new generation observed).
+    let patch = |range: &str| {
+        let body = format!(r#"{{"spec":{{"policy":{{"semver":{{"range":"{range}"}}}}}}}}"#);
+        let args = [
             "patch",
             "-n",
             &ns.0,
             "imagepolicy/guarded",
             "--type=merge",
             "-p",
-            r#"{"spec":{"policy":{"semver":{"range":">=1.0.0 <2.0.0"}}}}"#,
-        ],
-        None,
-    ));
+            &body,
+        ];
+        ok(kubectl(&args, None));
+    };
+    patch(">=1.0.0 <2.0.0");
+    wait_for(
+        &ns.0,
+        "imagepolicy/guarded",
+        "{.status.observedGeneration}",
+        "2",
+    );
+    let policy = get_json(&ns.0, "imagepolicy/guarded");
+    assert_eq!(policy["status"]["latestRef"]["tag"], "1.5.0", "{policy}");
+    // A deliberate rollback: a spec that excludes the elected tag replaces it.
+    patch(">=1.0.0 <1.5.0");
     wait_for(
         &ns.0,
         "imagepolicy/guarded",

@@ -1,7 +1,8 @@
 //! image-automation-controller commits what our policies elect: the image, tag, name and
 //! digest setters of a Deployment in Git follow `status.latestRef`: a higher tag, the same tag
 //! re-pushed as new content under `digestReflectionPolicy: Always`, and a gated policy's tag
-//! only once its gate passes.
+//! only once its gate passes; and a gate turned on under `downgrade: Refuse` commits no
+//! rollback (issue 69).
 
 use super::until;
 use crate::support::cluster::{
@@ -117,5 +118,113 @@ async fn flux_image_automation_commits_what_our_policies_elect() {
     let subjects = git.subjects("fleet", "main");
     assert!(subjects.len() >= 5, "one commit per change: {subjects:?}");
     assert!(subjects.iter().all(|s| !s.is_empty()), "{subjects:?}");
+    assert!(controller.stop().success());
+}
+
+/// Issue 69, as a new user met it: a live `downgrade: Refuse` policy at 1.5.0 (seconds old)
+/// gets `filterTags.minAge: 1h`. Before the fix the new generation lifted the guard, 1.2.0 was
+/// elected and image-automation-controller committed the rollback to Git. Now the policy keeps
+/// 1.5.0, holding it back until it is old enough, and Git keeps 1.5.0 through the automation's
+/// next run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster and Flux: make e2e-flux"]
+async fn flux_image_automation_commits_no_rollback_when_a_gate_is_turned_on() {
+    use crate::support::cluster::{get_json, wait_for};
+    use k8s_openapi::jiff::{SignedDuration, Timestamp};
+    install_crds();
+    install_flux_crds();
+    let registry = Distribution::start(Variant::default());
+    let now = Timestamp::now();
+    let month = (now - SignedDuration::from_hours(30 * 24)).to_string();
+    let seconds = now.to_string();
+    registry
+        .push_dated("demo/app", "1.2.0", "amd64", Some(&month), "old")
+        .await;
+    registry
+        .push_dated("demo/app", "1.5.0", "amd64", Some(&seconds), "new")
+        .await;
+    let ns = Namespace(format!(
+        "image-reflector-flux-rollback-{}",
+        std::process::id()
+    ));
+    ok(kubectl(&["create", "namespace", &ns.0], None));
+    let host = registry.host.clone();
+    let deployment = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  template:\n    spec:\n      containers:\n\
+         \x20       - name: app\n          image: {host}/demo/app:0.0.1 # {{\"$imagepolicy\": \"{ns}:app\"}}\n",
+        ns = ns.0
+    );
+    let git = GitServer::start().await;
+    git.create("fleet", &[("apps/deploy.yaml", &deployment)]);
+    let objects = format!(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: {ns}}}\n\
+         spec: {{image: {host}/demo/app, interval: 1h}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: app, namespace: {ns}}}\n\
+         spec: {{imageRepositoryRef: {{name: app}}, policy: {{semver: {{range: '>=1.0.0'}}}}, downgrade: Refuse}}\n---\n",
+        ns = ns.0,
+    ) + &super::fleet_automation(&ns.0, &git.url("fleet"));
+    ok(kubectl(&["apply", "-f", "-"], Some(&objects)));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = crate::support::cluster::install_and_controller_kubeconfig(dir.path());
+    let controller = Controller::start(&ns.0, &kubeconfig);
+    let automation = Component::start("image-automation-controller", &ns.0, &[]);
+    let file = || git.read("fleet", "main", "apps/deploy.yaml");
+    let log = || {
+        format!(
+            "{}\n--- image-automation-controller:\n{}",
+            file(),
+            automation.log_text()
+        )
+    };
+    let at = |tag: &str| format!("image: {host}/demo/app:{tag} #");
+    until(60, "1.5.0 committed", log, || file().contains(&at("1.5.0"))).await;
+    let commits = git.subjects("fleet", "main").len();
+
+    // The gate is turned on: 1.5.0 is seconds old, 1.2.0 a month.
+    let patch = r#"{"spec":{"filterTags":{"minAge":"1h"}}}"#;
+    let args = [
+        "patch",
+        "-n",
+        &ns.0,
+        "imagepolicy/app",
+        "--type=merge",
+        "-p",
+        patch,
+    ];
+    ok(kubectl(&args, None));
+    wait_for(
+        &ns.0,
+        "imagepolicy/app",
+        "{.status.heldBack[0].gate}",
+        "minAge",
+    );
+    let policy = get_json(&ns.0, "imagepolicy/app");
+    assert_eq!(policy["status"]["latestRef"]["tag"], "1.5.0", "{policy}");
+    assert_eq!(policy["status"]["heldBack"][0]["tag"], "1.5.0", "{policy}");
+    assert_eq!(
+        policy["status"]["heldBack"][0]["gate"], "minAge",
+        "{policy}"
+    );
+
+    // The automation runs again, on request, and commits nothing.
+    request_reconcile(&ns.0, "imageupdateautomation/fleet", "after-min-age");
+    wait_for(
+        &ns.0,
+        "imageupdateautomation/fleet",
+        "{.status.lastHandledReconcileAt}",
+        "after-min-age",
+    );
+    let text = file();
+    assert!(
+        text.contains(&at("1.5.0")),
+        "no rollback committed:\n{}",
+        log()
+    );
+    assert!(!text.contains(&at("1.2.0")), "{text}");
+    assert_eq!(
+        git.subjects("fleet", "main").len(),
+        commits,
+        "no new commit"
+    );
     assert!(controller.stop().success());
 }

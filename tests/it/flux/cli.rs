@@ -1,9 +1,12 @@
 //! The real `flux` CLI drives our controller as it drives Flux's: `get images all`,
 //! `reconcile image repository|policy` (which wait for `status.lastHandledReconcileAt`),
 //! `suspend` and `resume` of both kinds, `create image repository|policy --export` output
-//! applied and reconciled, and `events` in Flux's form.
+//! applied and reconciled, and `events` in Flux's form; and `flux reconcile` on a `verify`
+//! policy, which re-checks signatures and never elects what the gate refuses (issue 69).
 
-use crate::support::cluster::{install_crds, kubectl, ok, wait_for, Controller, Namespace};
+use crate::support::cluster::{
+    get_json, install_crds, kubectl, ok, wait_for, Controller, Namespace,
+};
 use crate::support::distribution::{Distribution, Variant};
 use crate::support::flux::flux;
 
@@ -150,5 +153,98 @@ async fn flux_cli_drives_our_objects() {
     // events: ours, in Flux's form (reason and message of the election).
     let events = flux_ok(&ns.0, &["events", "--for", "ImagePolicy/app"]);
     assert!(events.contains("resolved to 1.1.0"), "{events}");
+    assert!(controller.stop().success());
+}
+
+/// Issue 69, as users met it: `flux reconcile image policy` on a policy with `spec.verify`.
+/// 2.0.0 is unsigned, 1.9.0 signed by a key the policy does not trust, 1.8.0 by the trusted
+/// one. Before the fix the requested reconcile discarded the very check it made and elected
+/// 2.0.0; now it re-checks and keeps 1.8.0, holding both above it back, and a signature pushed
+/// since is what a later `flux reconcile` elects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster and Flux: make e2e-flux"]
+async fn flux_reconcile_never_elects_what_verify_holds_back() {
+    use crate::support::images::{key, payload, public_pem, sign};
+    install_crds();
+    let registry = Distribution::start(Variant::default());
+    let repository = format!("{}/signed/app", registry.host);
+    let mut digests = Vec::new();
+    for tag in ["1.8.0", "1.9.0", "2.0.0"] {
+        let digest = registry
+            .push_image_variant("signed/app", &[tag.to_string()], tag)
+            .await;
+        digests.push(digest);
+    }
+    let (trusted, untrusted) = (key(3), key(4));
+    for (digest, signer) in [(&digests[0], &trusted), (&digests[1], &untrusted)] {
+        let signature = sign(signer, payload(&repository, digest));
+        registry
+            .push_signatures("signed/app", digest, &[signature])
+            .await;
+    }
+    let ns = Namespace(format!(
+        "image-reflector-flux-verify-{}",
+        std::process::id()
+    ));
+    ok(kubectl(&["create", "namespace", &ns.0], None));
+    let pem: String = public_pem(&trusted)
+        .lines()
+        .map(|l| format!("    {l}\n"))
+        .collect();
+    let manifests = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: cosign-keys, namespace: {ns}}}\nstringData:\n  cosign.pub: |\n{pem}---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: {ns}}}\n\
+         spec: {{image: {repository}, interval: 1h}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: app, namespace: {ns}}}\n\
+         spec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '>=1.0.0'}}}}\n  \
+         verify: {{provider: cosign, secretRef: {{name: cosign-keys}}}}\n",
+        ns = ns.0
+    );
+    ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = crate::support::cluster::install_and_controller_kubeconfig(dir.path());
+    let controller = Controller::start(&ns.0, &kubeconfig);
+    wait_for(&ns.0, "imagepolicy/app", "{.status.latestRef.tag}", "1.8.0");
+
+    let held = |policy: &serde_json::Value| -> Vec<(String, String)> {
+        let entries = policy["status"]["heldBack"].as_array().cloned();
+        let text = |e: &serde_json::Value, k: &str| e[k].as_str().unwrap_or_default().to_string();
+        entries
+            .unwrap_or_default()
+            .iter()
+            .map(|e| (text(e, "tag"), text(e, "gate")))
+            .collect()
+    };
+    let verify = |tag: &str| (tag.to_string(), "verify".to_string());
+    for round in 0..2 {
+        let out = flux_ok(&ns.0, &["reconcile", "image", "policy", "app"]);
+        let policy = get_json(&ns.0, "imagepolicy/app");
+        assert_eq!(
+            policy["status"]["latestRef"]["tag"], "1.8.0",
+            "round {round}: flux reconcile elected past the gate:\n{out}\n{policy}"
+        );
+        assert_eq!(
+            held(&policy),
+            [verify("2.0.0"), verify("1.9.0")],
+            "{policy}"
+        );
+        assert!(
+            policy["status"]["lastHandledReconcileAt"].is_string(),
+            "the request was handled: {policy}"
+        );
+    }
+
+    // 2.0.0 signed by the trusted key since: the next requested reconcile elects it.
+    let signature = sign(&trusted, payload(&repository, &digests[2]));
+    registry
+        .push_signatures("signed/app", &digests[2], &[signature])
+        .await;
+    let out = flux_ok(&ns.0, &["reconcile", "image", "policy", "app"]);
+    let policy = get_json(&ns.0, "imagepolicy/app");
+    assert_eq!(
+        policy["status"]["latestRef"]["tag"], "2.0.0",
+        "{out}\n{policy}"
+    );
+    assert!(policy["status"]["heldBack"].is_null(), "{policy}");
     assert!(controller.stop().success());
 }

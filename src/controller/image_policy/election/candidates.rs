@@ -150,7 +150,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        Floor::recorded(&spec, Some(1), &status, None, &numerical()).unwrap()
+        Floor::recorded(&spec, &status, None, &numerical()).unwrap()
     }
 
     async fn rest(tags: &[&str], floor: Option<&Floor>) -> Ranked {

@@ -61,7 +61,13 @@ pub(super) async fn elect<R: PolicyReader>(
         .await
         .map_err(failed)?;
     let due = source.known.due.take();
-    Ok((conclude(walked, due, &ctx, subject, status, env), notice))
+    let election = conclude(walked, due, &ctx, subject, status, env);
+    let replaced = match (&election, subject.floor) {
+        (Election::Elected { elected, .. }, Some(floor)) => floor.replaced(&elected.tag),
+        _ => None,
+    };
+    let notices: Vec<String> = replaced.into_iter().chain(notice).collect();
+    Ok((election, (!notices.is_empty()).then(|| notices.join("; "))))
 }
 
 /// The guard's entry when nothing listed ranks as high as the elected tag: no walk, no request.
