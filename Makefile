@@ -158,16 +158,20 @@ e2e-signatures: deps kube sigtools
 	@$(with_apiserver) $(CARGO) test --locked --test it -- --ignored signatures::
 
 # cargo-mutants (cargo install cargo-mutants) over the signature verification (src/verify/; the
-# registry's fetching of signatures is the integration suite's to test) and the gates that judge
-# an image's facts (src/policy/gates/), with the unit tests that cover them: every mutant must be
-# caught; docs/development.md lists the equivalent ones, which .cargo/mutants.toml excludes. Not
-# in CI: about an hour on 2 cores.
-MUTATED = -f 'src/verify/**/*.rs' -f 'src/policy/gates/**/*.rs' -e '**/tests.rs' -e '**/tests/**' \
-	-e src/verify/fuzz.rs
+# registry's fetching of signatures is the integration suite's to test), the gates that judge
+# an image's facts (src/policy/gates/), the election that walks them with the downgrade guard
+# and the status record (src/controller/image_policy/election/, downgrade.rs, record.rs) and
+# the frame's handoff, with the unit tests that cover them: every mutant must be caught;
+# docs/development.md lists the equivalent ones, which .cargo/mutants.toml excludes. Not in CI:
+# about two hours on 2 cores.
+MUTATED = -f 'src/verify/**/*.rs' -f 'src/policy/gates/**/*.rs' \
+	-f 'src/controller/image_policy/election/**/*.rs' -f src/controller/image_policy/downgrade.rs \
+	-f src/controller/image_policy/record.rs -f src/controller/frame/handoff.rs \
+	-e '**/tests.rs' -e '**/tests/**' -e '**/model.rs' -e src/verify/fuzz.rs
 mutants:
 	@command -v cargo-mutants >/dev/null || { echo "cargo-mutants not found: cargo install cargo-mutants" >&2; exit 1; }
 	cargo mutants --no-shuffle --copy-target=true -j $${MUTANTS_JOBS:-2} --cargo-arg=--lib $(MUTATED) \
-		-- -- verify:: policy::gates
+		-- -- verify:: policy::gates controller::image_policy controller::frame
 
 # promtool (Debian's prometheus package), for the metrics e2e check; installed when missing.
 prometheus-deps:

@@ -188,3 +188,85 @@ fn select_names_the_gates_it_cannot_check_offline() {
         "an invalid gate is an invalid policy"
     );
 }
+
+/// Issue 69's reproduction through the binary: `scan` of a `verify` policy carrying
+/// `reconcile.fluxcd.io/requestedAt` (what `flux reconcile image policy` sets). 2.0.0 is
+/// unsigned, 1.9.0 signed by an untrusted key, 1.8.0 by the trusted one: with or without the
+/// annotation 1.8.0 is elected, the two above it held back by verify. Before the fix the
+/// annotation elected 2.0.0 with nothing held back.
+#[tokio::test]
+async fn scan_with_a_requested_reconcile_elects_only_what_verify_passes() {
+    let registry = Distribution::start(Variant::default());
+    let repository = format!("{}/team/app", registry.host);
+    let mut digests = Vec::new();
+    for tag in ["1.8.0", "1.9.0", "2.0.0"] {
+        let digest = registry
+            .push_image_variant("team/app", &[tag.to_string()], tag)
+            .await;
+        digests.push(digest);
+    }
+    for (digest, seed) in [(&digests[0], 7), (&digests[1], 8)] {
+        let signature = sign(&key(seed), payload(&repository, digest));
+        registry
+            .push_signatures("team/app", digest, &[signature])
+            .await;
+    }
+    let pem: String = public_pem(&key(7))
+        .lines()
+        .map(|l| format!("    {l}\n"))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    for annotations in [
+        "{}",
+        "{reconcile.fluxcd.io/requestedAt: '2026-12-01T21:00:00Z'}",
+    ] {
+        let manifests = write(
+            dir.path(),
+            "requested.yaml",
+            &format!(
+                "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
+                 spec: {{image: {repository}, interval: 5m}}\n---\n\
+                 apiVersion: v1\nkind: Secret\nmetadata: {{name: cosign-keys, namespace: team}}\nstringData:\n  cosign.pub: |\n{pem}---\n\
+                 apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\n\
+                 metadata: {{name: app, namespace: team, annotations: {annotations}}}\n\
+                 spec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '>=1.0.0'}}}}\n  \
+                 verify: {{provider: cosign, secretRef: {{name: cosign-keys}}}}\n"
+            ),
+        );
+        // A fresh store each time: the annotation, not a kept verdict, decides.
+        let storage = tempfile::tempdir().unwrap();
+        let args = [
+            "scan",
+            "-f",
+            &manifests,
+            "--storage-path",
+            storage.path().to_str().unwrap(),
+            "-o",
+            "yaml",
+        ];
+        let out = run_bin(&args, None);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{annotations}: {text}{stderr}");
+        let docs = serde_saphyr::from_multiple::<serde_json::Value>(&text).unwrap();
+        let policy = docs
+            .iter()
+            .find(|d| d["kind"] == "ImagePolicy")
+            .unwrap_or_else(|| panic!("{text}"));
+        assert_eq!(
+            policy["status"]["latestRef"]["tag"], "1.8.0",
+            "{annotations}: {policy}"
+        );
+        let held: Vec<(&str, &str)> = policy["status"]["heldBack"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{annotations}: {policy}"))
+            .iter()
+            .map(|h| (h["tag"].as_str().unwrap(), h["gate"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            held,
+            [("2.0.0", "verify"), ("1.9.0", "verify")],
+            "{annotations}"
+        );
+    }
+}
