@@ -167,7 +167,7 @@ e2e-signatures: deps kube sigtools
 MUTATED = -f 'src/verify/**/*.rs' -f 'src/policy/gates/**/*.rs' \
 	-f 'src/controller/image_policy/election/**/*.rs' -f src/controller/image_policy/downgrade.rs \
 	-f src/controller/image_policy/record.rs -f src/controller/frame/handoff.rs \
-	-e '**/tests.rs' -e '**/tests/**' -e '**/model.rs' -e src/verify/fuzz.rs
+	-e '**/tests.rs' -e '**/tests/**' -e '**/model.rs' -e '**/property.rs' -e src/verify/fuzz.rs
 mutants:
 	@command -v cargo-mutants >/dev/null || { echo "cargo-mutants not found: cargo install cargo-mutants" >&2; exit 1; }
 	cargo mutants --no-shuffle --copy-target=true -j $${MUTANTS_JOBS:-2} --cargo-arg=--lib $(MUTATED) \

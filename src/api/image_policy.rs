@@ -92,8 +92,8 @@ pub struct ImagePolicySpec {
     pub verify: Option<Box<super::ImageVerification>>,
 
     /// Beyond Flux: `Refuse` never elects a tag the policy's ordering ranks below the elected
-    /// one, even when the higher tags vanish from a scan; a new generation of the spec lifts
-    /// it for that generation. `Allow` (the default) is Flux's behaviour.
+    /// one, even when the higher tags vanish from a scan or a gate is turned on; only a spec
+    /// that excludes the elected tag replaces it. `Allow` (the default) is Flux's behaviour.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = "Allow"))]
     pub downgrade: Option<DowngradePolicy>,

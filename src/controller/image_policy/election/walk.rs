@@ -339,3 +339,5 @@ mod tests;
 
 #[cfg(test)]
 mod model;
+#[cfg(test)]
+mod property;

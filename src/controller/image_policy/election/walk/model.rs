@@ -4,7 +4,7 @@
 //! passed every gate on the facts it holds (the model's truth, judged by the whole list), and
 //! `heldBack` names exactly the candidates ranked above it, best first. Nothing here elects by
 //! itself: the model answers as the store and the registry would, through the controller's own
-//! verdict rule ([`verdict_counts`]).
+//! verdict rule ([`verdict_counts`]). The cases and the property test are in `property.rs`.
 
 use super::super::signature::verdict_counts;
 use super::*;
@@ -19,14 +19,14 @@ const KEYS: &str = "k";
 
 /// What an image is: its creation time (days old; `None`: undated) and platforms.
 #[derive(Clone, Debug)]
-struct Image {
-    age_days: Option<i64>,
-    platforms: Vec<&'static str>,
+pub(super) struct Image {
+    pub(super) age_days: Option<i64>,
+    pub(super) platforms: Vec<&'static str>,
 }
 
 /// How a look-up answers.
 #[derive(Clone, Debug)]
-enum Answer<T> {
+pub(super) enum Answer<T> {
     /// With the fact.
     Found(T),
     /// Without it (the source learnt nothing): the fact stays unknown.
@@ -39,7 +39,7 @@ enum Answer<T> {
 
 /// A signature verdict the store kept.
 #[derive(Clone, Debug)]
-enum StoredVerdict {
+pub(super) enum StoredVerdict {
     /// Valid, until (seconds from now, negative: expired) or for good.
     Valid(Option<i64>),
     /// Not valid, checked this many seconds ago.
@@ -48,26 +48,26 @@ enum StoredVerdict {
 
 /// One candidate as the model has it.
 #[derive(Clone, Debug)]
-struct Tag {
-    gone: bool,
-    digest_stored: bool,
-    stored_image: Option<Image>,
-    image: Answer<Image>,
-    stored_verdict: Option<StoredVerdict>,
+pub(super) struct Tag {
+    pub(super) gone: bool,
+    pub(super) digest_stored: bool,
+    pub(super) stored_image: Option<Image>,
+    pub(super) image: Answer<Image>,
+    pub(super) stored_verdict: Option<StoredVerdict>,
     /// `true`: signed by a trusted key.
-    signature: Answer<bool>,
-    first_seen_stored: Option<i64>,
-    first_seen: Option<i64>,
+    pub(super) signature: Answer<bool>,
+    pub(super) first_seen_stored: Option<i64>,
+    pub(super) first_seen: Option<i64>,
 }
 
 /// The whole case: the gates (a mask over platforms, minAge, verify), the candidates best
 /// first, and whether the reconcile was requested.
 #[derive(Clone, Debug)]
-struct Case {
-    gates: u8,
-    undated: bool,
-    tags: Vec<Tag>,
-    requested: bool,
+pub(super) struct Case {
+    pub(super) gates: u8,
+    pub(super) undated: bool,
+    pub(super) tags: Vec<Tag>,
+    pub(super) requested: bool,
 }
 
 struct Model<'c> {
@@ -225,7 +225,7 @@ fn image_platforms(t: &Tag) -> Vec<(Platform, Option<i64>)> {
 }
 
 /// The walk over `case`; `None`: a look failed and the walk ended with an error.
-fn run(case: &Case) -> Option<Walked> {
+pub(super) fn run(case: &Case) -> Option<Walked> {
     let names: Vec<String> = (0..case.tags.len()).map(|i| format!("t{i}")).collect();
     let ranked: Vec<&str> = names.iter().map(String::as_str).collect();
     let gates = gates(case);
@@ -245,7 +245,7 @@ fn run(case: &Case) -> Option<Walked> {
 }
 
 /// The property, for one case.
-fn check(case: &Case) -> Result<(), TestCaseError> {
+pub(super) fn check(case: &Case) -> Result<(), TestCaseError> {
     let Some(walked) = run(case) else {
         return Ok(()); // a failed look elects nothing
     };
@@ -286,150 +286,4 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
         elected.tag
     );
     Ok(())
-}
-
-fn answer<T: std::fmt::Debug + Clone>(
-    found: impl Strategy<Value = T>,
-) -> impl Strategy<Value = Answer<T>> {
-    prop_oneof![
-        6 => found.prop_map(Answer::Found),
-        2 => Just(Answer::Nothing),
-        1 => Just(Answer::Failing),
-        1 => Just(Answer::Gone),
-    ]
-}
-
-fn image() -> impl Strategy<Value = Image> {
-    let platforms = prop::sample::subsequence(vec!["linux/amd64", "linux/arm64"], 0..=2);
-    (prop::option::weighted(0.8, 0i64..15), platforms).prop_map(|(age_days, platforms)| Image {
-        age_days,
-        platforms,
-    })
-}
-
-fn stored_verdict() -> impl Strategy<Value = Option<StoredVerdict>> {
-    prop::option::of(prop_oneof![
-        prop::option::of(-100i64..100).prop_map(StoredVerdict::Valid),
-        (0i64..600).prop_map(StoredVerdict::Invalid),
-    ])
-}
-
-fn first_seen() -> impl Strategy<Value = Option<i64>> {
-    prop::option::of(prop_oneof![Just(0), (0i64..15).prop_map(|d| NOW - d * DAY)])
-}
-
-fn tag() -> impl Strategy<Value = Tag> {
-    (
-        prop::bool::weighted(0.1),
-        any::<bool>(),
-        prop::option::weighted(0.3, image()),
-        answer(image()),
-        stored_verdict(),
-        answer(any::<bool>()),
-        first_seen(),
-        first_seen(),
-    )
-        .prop_map(
-            |(gone, digest_stored, stored_image, image, v, s, fs, f)| Tag {
-                gone,
-                digest_stored,
-                stored_image,
-                image,
-                stored_verdict: v,
-                signature: s,
-                first_seen_stored: fs,
-                first_seen: f,
-            },
-        )
-}
-
-fn case() -> impl Strategy<Value = Case> {
-    (
-        0u8..8,
-        any::<bool>(),
-        prop::collection::vec(tag(), 1..13),
-        any::<bool>(),
-    )
-        .prop_map(|(gates, undated, tags, requested)| Case {
-            gates,
-            undated,
-            tags,
-            requested,
-        })
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2_000))]
-
-    /// Issue 69's property: no path through the walk elects a candidate whose gates did not
-    /// all pass on facts it holds, a requested reconcile included.
-    #[test]
-    fn an_elected_tag_passed_every_gate_on_facts_it_holds(case in case()) {
-        check(&case)?;
-    }
-}
-
-/// The case issue 69 reported, written out: `flux reconcile` on a `verify` policy, the newest
-/// unsigned, the next signed by an untrusted key, the third by the trusted one.
-#[test]
-fn a_requested_reconcile_never_elects_the_unsigned_newest() {
-    let tag = |signed: bool| Tag {
-        gone: false,
-        digest_stored: true,
-        stored_image: None,
-        image: Answer::Nothing,
-        stored_verdict: None,
-        signature: Answer::Found(signed),
-        first_seen_stored: Some(0),
-        first_seen: Some(0),
-    };
-    for requested in [false, true] {
-        let case = Case {
-            gates: 4,
-            undated: false,
-            tags: vec![tag(false), tag(false), tag(true)],
-            requested,
-        };
-        let walked = run(&case).unwrap();
-        assert_eq!(walked.elected.as_ref().map(|e| e.tag.as_str()), Some("t2"));
-        let held: Vec<&str> = walked.held.iter().map(|h| h.reason.as_str()).collect();
-        assert_eq!(held, ["no valid signature", "no valid signature"]);
-        check(&case).unwrap();
-    }
-}
-
-/// A fact still unknown after its look-up holds the candidate, naming the fact: before, it
-/// counted as a pass once the walk's rounds ran out.
-#[test]
-fn a_fact_unknown_after_its_look_up_holds() {
-    let case = Case {
-        gates: 4 | 2,
-        undated: false,
-        tags: vec![Tag {
-            gone: false,
-            digest_stored: true,
-            stored_image: None,
-            image: Answer::Found(Image {
-                age_days: Some(30),
-                platforms: vec!["linux/amd64"],
-            }),
-            stored_verdict: None,
-            signature: Answer::Nothing,
-            first_seen_stored: None,
-            first_seen: Some(0),
-        }],
-        requested: false,
-    };
-    let walked = run(&case).unwrap();
-    assert!(walked.elected.is_none());
-    assert_eq!(walked.held.len(), 1);
-    assert_eq!(walked.held[0].gate, "verify");
-    assert!(walked.held[0]
-        .reason
-        .starts_with("the signature check is unknown after"));
-    // Three facts to look up, then the last judging: the rounds cover all of them.
-    let mut found = case.clone();
-    found.tags[0].signature = Answer::Found(true);
-    let walked = run(&found).unwrap();
-    assert_eq!(walked.elected.map(|e| e.tag), Some("t0".into()));
 }
