@@ -143,4 +143,39 @@ mod tests {
         assert_eq!((kept[8].as_str(), kept[9].as_str()), ("1.12.0", "1.8.0"));
         assert_eq!(keep_held(Vec::new(), None), None);
     }
+
+    /// A new tag (or digest) moves the last `latestRef` to `observedPreviousRef`; the same one
+    /// leaves both as they are.
+    #[test]
+    fn a_new_election_keeps_the_previous_one() {
+        let image = |tag: &str| crate::api::ImageRef {
+            name: "reg/app".into(),
+            tag: tag.into(),
+            digest: None,
+        };
+        let elect = |status: &mut ImagePolicyStatus, tag: &str| {
+            let mut list = Vec::new();
+            let now = k8s_openapi::jiff::Timestamp::UNIX_EPOCH;
+            let mut c = Conditions::new(&mut list, 1, now);
+            let election = Election::Elected {
+                elected: image(tag),
+                held: Vec::new(),
+                next: None,
+            };
+            record(status, &mut c, election).unwrap();
+        };
+        let mut status = ImagePolicyStatus::default();
+        elect(&mut status, "1.0.0");
+        assert_eq!(status.observed_previous_ref, None);
+        elect(&mut status, "1.1.0");
+        let previous = status.observed_previous_ref.clone().map(|p| p.tag);
+        assert_eq!(previous.as_deref(), Some("1.0.0"));
+        elect(&mut status, "1.1.0");
+        let previous = status.observed_previous_ref.clone().map(|p| p.tag);
+        assert_eq!(
+            previous.as_deref(),
+            Some("1.0.0"),
+            "unchanged by the same election"
+        );
+    }
 }

@@ -60,7 +60,8 @@ impl Candidates {
         Candidates { best, rest }
     }
 
-    /// Candidates already in order, the first the best (the walk's tests).
+    /// Candidates already in order, the first the best (the walk's tests); a tag written `!x`
+    /// is where the downgrade guard refuses `x`.
     #[cfg(test)]
     pub fn listed(tags: &[&str]) -> Candidates {
         let mut tags: Vec<String> = tags.iter().map(|t| t.to_string()).collect();
@@ -76,10 +77,12 @@ impl Candidates {
         match self.rest {
             Rest::Nothing => Ok(Ranked::default()),
             #[cfg(test)]
-            Rest::Listed(allowed) => Ok(Ranked {
-                allowed,
-                refused: None,
-            }),
+            Rest::Listed(mut allowed) => {
+                // A tag written `!x` is one the guard refused: the walk ends before it.
+                let cut = allowed.iter().position(|t| t.starts_with('!'));
+                let refused = cut.map(|at| allowed.split_off(at).swap_remove(0)[1..].to_string());
+                Ok(Ranked { allowed, refused })
+            }
             Rest::Unranked(unranked) => {
                 let rank = move || rank(&best, &unranked, most);
                 tokio::task::spawn_blocking(rank).await

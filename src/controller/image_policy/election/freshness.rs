@@ -288,4 +288,41 @@ mod tests {
         let r = DigestRule::for_election(&rule(&p, &s, true));
         assert_eq!(r.current("2", Some(&fact("sha256:b", -60))), None);
     }
+
+    /// The edges mutation testing found untested: an empty recorded digest is none (the store's
+    /// is taken), the store is read whenever a window is open, a fact exactly at the slack is
+    /// due, and `requested` is an annotation not yet handled.
+    #[test]
+    fn the_edges_of_the_rule() {
+        let p = policy(ReflectionPolicy::Never);
+        let empty = elected("1", Some(""));
+        let r = DigestRule::for_election(&rule(&p, &empty, true));
+        assert_eq!(
+            r.current("1", Some(&fact("sha256:a", 86_400))),
+            Some(("sha256:a".into(), None)),
+            "an empty recorded digest is no digest"
+        );
+        let nothing = ImagePolicyStatus::default();
+        let r = DigestRule::for_election(&rule(&p, &nothing, true));
+        assert!(r.reads_store(), "a window without an elected tag");
+        // Window 600 s, slack 30 s: 30 s before it is due is due.
+        assert_eq!(r.current("2", Some(&fact("sha256:b", 570))), None);
+        assert!(r.current("2", Some(&fact("sha256:b", 569))).is_some());
+
+        let mut annotated = policy(ReflectionPolicy::Never);
+        assert!(!requested(&annotated, &nothing));
+        annotated.metadata.annotations = Some(
+            [(
+                crate::controller::object::keys::REQUESTED_AT_ANNOTATION.to_string(),
+                "t1".to_string(),
+            )]
+            .into(),
+        );
+        assert!(requested(&annotated, &nothing));
+        let handled = ImagePolicyStatus {
+            last_handled_reconcile_at: Some("t1".into()),
+            ..Default::default()
+        };
+        assert!(!requested(&annotated, &handled));
+    }
 }

@@ -351,3 +351,29 @@ async fn a_registry_failure_ends_the_walk_naming_the_tag() {
         "checking the gates of 1.0.0: no answer within 10s (the ImageRepository's spec.timeout)"
     );
 }
+
+/// The guard's refusal counts only when the walk elected nothing and finished: a candidate
+/// elected above the floor, or a walk cut by its budget, refuses nothing.
+#[tokio::test]
+async fn a_refused_downgrade_counts_only_when_nothing_is_elected() {
+    let gates = Gates::of([gate(Verify)]);
+    let mut table = Table::default();
+    table.signed.insert("1.4.0".into());
+    let walked = run(&["1.5.0", "1.4.0", "!1.2.0"], &gates, &mut table).await;
+    assert_eq!(elected(&walked).map(|e| e.0), Some("1.4.0"));
+    assert_eq!(walked.refused, None, "elected above the floor");
+    let mut table = Table::default();
+    let walked = run(&["1.5.0", "1.4.0", "!1.2.0"], &gates, &mut table).await;
+    assert!(walked.elected.is_none());
+    assert_eq!(
+        walked.refused.as_deref(),
+        Some("1.2.0"),
+        "a downgrade refused"
+    );
+    let tags: Vec<String> = (0..12).map(|i| format!("1.{}.0", 50 - i)).collect();
+    let mut ranked: Vec<&str> = tags.iter().map(String::as_str).collect();
+    ranked.push("!1.0.0");
+    let walked = run(&ranked, &gates, &mut Table::default()).await;
+    assert!(walked.unfinished);
+    assert_eq!(walked.refused, None, "unfinished: nothing refused yet");
+}
