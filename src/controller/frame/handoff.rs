@@ -203,10 +203,11 @@ fn no_room<T>(parked: &HashMap<String, Parked<T>>, key: &str) -> Option<String> 
 /// A task's outcome; `None` when it was aborted. A panic goes on where it would have gone
 /// had the decision run on the worker.
 fn outcome<T>(joined: Result<T, JoinError>) -> Option<T> {
-    match joined {
+    match joined.map_err(JoinError::try_into_panic) {
         Ok(outcome) => Some(outcome),
-        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-        Err(_) => None,
+        Err(Ok(panic)) => std::panic::resume_unwind(panic),
+        // Aborted: the object changed or went.
+        Err(Err(_cancelled)) => None,
     }
 }
 
