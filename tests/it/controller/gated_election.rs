@@ -113,6 +113,31 @@ async fn min_age_elects_the_newest_old_enough_image_and_waits_for_the_next() {
     );
 }
 
+/// The documented cost of a first gated look (docs/imagepolicy.md, "What it costs the
+/// registry"): the manifest that names the digest is read once and its config once; the
+/// inspection made with the digest's read is kept, not made again.
+#[tokio::test]
+async fn a_first_look_reads_the_manifest_and_its_config_once() {
+    let registry = Distribution::start(Variant::default());
+    let now = Timestamp::now();
+    let digest = registry
+        .push_dated("app", "1.0.0", "amd64", Some(&ago(now, 30 * 24)), "a")
+        .await;
+    let bench = Bench::new(registry, &["1.0.0"]);
+    let mut p = policy(json!({"filterTags": {"minAge": "168h"},
+                              "digestReflectionPolicy": "IfNotPresent"}));
+    bench.reconcile(&mut p, now).await;
+    assert_eq!(elected(&p), ("1.0.0".into(), Some(digest)));
+    // Answered requests (a first request to a plain-HTTP host also counts the TLS try).
+    let counts = bench.registries.scheduler().request_counts();
+    let answered: u64 = counts
+        .iter()
+        .filter(|((_, outcome), _)| outcome == "200")
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(answered, 2, "one manifest, one config: {counts:?}");
+}
+
 #[tokio::test]
 async fn platforms_hold_back_an_index_until_it_provides_every_one() {
     let registry = Distribution::start(Variant::default());
