@@ -138,6 +138,33 @@ async fn a_first_look_reads_the_manifest_and_its_config_once() {
     assert_eq!(answered, 2, "one manifest, one config: {counts:?}");
 }
 
+/// A verify-only policy asks a candidate's digest with a HEAD: a tag the scan listed and the
+/// publisher deleted since answers 404, is no candidate, and the walk goes on without it.
+#[tokio::test]
+async fn a_tag_deleted_since_the_scan_is_no_candidate() {
+    let registry = Distribution::start(Variant::default());
+    let repo = format!("{}/app", registry.host);
+    let signed = registry
+        .push_dated("app", "1.0.0", "amd64", None, "a")
+        .await;
+    let trusted = key(1);
+    registry
+        .push_signatures("app", &signed, &[sign(&trusted, payload(&repo, &signed))])
+        .await;
+    let mut bench = Bench::new(registry, &["1.0.0", "1.1.0"]);
+    bench
+        .cluster
+        .keys
+        .insert("cosign.pub".into(), public_pem(&trusted));
+    let mut p = policy(
+        json!({"verify": {"provider": "cosign", "secretRef": {"name": "cosign-keys"}},
+               "digestReflectionPolicy": "IfNotPresent"}),
+    );
+    bench.reconcile(&mut p, Timestamp::now()).await;
+    assert_eq!(elected(&p), ("1.0.0".into(), Some(signed)));
+    assert!(held(&p).is_empty(), "{:?}", held(&p));
+}
+
 #[tokio::test]
 async fn platforms_hold_back_an_index_until_it_provides_every_one() {
     let registry = Distribution::start(Variant::default());
