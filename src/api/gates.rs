@@ -47,6 +47,15 @@ pub struct ImageVerification {
     pub transparency_log: Option<TransparencyLog>,
 }
 
+impl ImageVerification {
+    /// Whether it checks cosign's keyless signatures (certificates against a trusted root,
+    /// with `matchOIDCIdentity`) rather than keys or notation's trust policy.
+    pub fn keyless(&self) -> bool {
+        let identities = self.match_oidc_identity.as_deref().unwrap_or_default();
+        self.provider == VerificationProvider::Cosign && !identities.is_empty()
+    }
+}
+
 /// `spec.verify.transparencyLog`.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub enum TransparencyLog {
@@ -159,8 +168,7 @@ impl ImagePolicySpec {
                 .map_err(|e| format!("invalid spec.verify: {e}"))?;
         }
         // Keyless with no Secret checks with Sigstore's public-good trusted root.
-        let keyless = verify.provider == VerificationProvider::Cosign && !identities.is_empty();
-        if verify.secret_ref.is_none() && !keyless {
+        if verify.secret_ref.is_none() && !verify.keyless() {
             return Err(
                 "spec.verify.secretRef is required: name a Secret whose *.pub entries are \
                  cosign public keys (or, for notation, its trust policy and certificates); \
@@ -170,5 +178,31 @@ impl ImagePolicySpec {
             );
         }
         Ok(Some(Verify))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keyless is cosign with identities; keys, or notation, are not, whatever else is set.
+    #[test]
+    fn keyless_is_cosign_with_identities() {
+        let verify = |provider, identities: usize| ImageVerification {
+            provider,
+            secret_ref: None,
+            match_oidc_identity: (identities > 0).then(|| {
+                let id = OidcIdentityMatch {
+                    issuer: "^https://issuer$".into(),
+                    subject: "^me$".into(),
+                };
+                vec![id; identities]
+            }),
+            transparency_log: None,
+        };
+        assert!(verify(VerificationProvider::Cosign, 1).keyless());
+        assert!(!verify(VerificationProvider::Cosign, 0).keyless());
+        assert!(!verify(VerificationProvider::Notation, 1).keyless());
+        assert!(!verify(VerificationProvider::Notation, 0).keyless());
     }
 }

@@ -40,7 +40,7 @@ pub(super) async fn trusted_keys<R: PolicyReader>(
         .flatten()
         .map(|id| (id.issuer.clone(), id.subject.clone()))
         .collect();
-    let keyless = verify.provider == VerificationProvider::Cosign && !identities.is_empty();
+    let keyless = verify.keyless();
     let namespace = policy.namespace().unwrap_or_default();
     let name = verify.secret_ref.as_ref().map(|r| r.name.as_str());
     let (mut data, source) = match name {
