@@ -54,6 +54,12 @@ impl ImageVerification {
         let identities = self.match_oidc_identity.as_deref().unwrap_or_default();
         self.provider == VerificationProvider::Cosign && !identities.is_empty()
     }
+
+    /// Whether a keyless signature must carry a transparency-log entry (`Required`, the
+    /// default).
+    pub fn requires_tlog(&self) -> bool {
+        self.transparency_log.unwrap_or_default() == TransparencyLog::Required
+    }
 }
 
 /// `spec.verify.transparencyLog`.
@@ -204,5 +210,11 @@ mod tests {
         assert!(!verify(VerificationProvider::Cosign, 0).keyless());
         assert!(!verify(VerificationProvider::Notation, 1).keyless());
         assert!(!verify(VerificationProvider::Notation, 0).keyless());
+        let mut logged = verify(VerificationProvider::Cosign, 1);
+        assert!(logged.requires_tlog(), "Required by default");
+        logged.transparency_log = Some(TransparencyLog::Optional);
+        assert!(!logged.requires_tlog());
+        logged.transparency_log = Some(TransparencyLog::Required);
+        assert!(logged.requires_tlog());
     }
 }

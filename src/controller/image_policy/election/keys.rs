@@ -2,7 +2,7 @@
 //! signature gate verifies with.
 
 use super::super::env::{PolicyEnv, PolicyReader};
-use crate::api::{ImagePolicy, TransparencyLog, VerificationProvider};
+use crate::api::{ImagePolicy, VerificationProvider};
 use crate::controller::access::api_read::ReadError;
 use crate::controller::access::credentials::secret_data;
 use crate::verify::{TrustedKeys, TRUSTED_ROOT};
@@ -58,7 +58,7 @@ pub(super) async fn trusted_keys<R: PolicyReader>(
         None => return Ok((None, None)),
     };
     let mut notice = None;
-    if keyless && !data.contains_key(TRUSTED_ROOT) {
+    if needs_public_good(keyless, &data) {
         let root = env.sigstore_root.fresh().await;
         notice = root.stale.as_ref().map(|why| {
             format!(
@@ -67,7 +67,7 @@ pub(super) async fn trusted_keys<R: PolicyReader>(
         });
         data.insert(TRUSTED_ROOT.to_string(), root.bytes.to_vec());
     }
-    let require_tlog = verify.transparency_log.unwrap_or_default() == TransparencyLog::Required;
+    let require_tlog = verify.requires_tlog();
     let trust = match verify.provider {
         VerificationProvider::Cosign => TrustedKeys::from_secret(&data, &identities, require_tlog),
         VerificationProvider::Notation => TrustedKeys::notation(&data),
@@ -77,4 +77,25 @@ pub(super) async fn trusted_keys<R: PolicyReader>(
         reason,
     })?;
     Ok((Some(Arc::new(keys)), notice))
+}
+
+/// Whether Sigstore's public-good root is added to the Secret's data: a keyless policy whose
+/// Secret (if any) has no `trusted_root.json` of its own. Keys and notation never use it.
+fn needs_public_good(keyless: bool, data: &BTreeMap<String, Vec<u8>>) -> bool {
+    keyless && !data.contains_key(TRUSTED_ROOT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_keyless_without_a_root_of_its_own_takes_the_public_good_root() {
+        let mut data = BTreeMap::new();
+        assert!(needs_public_good(true, &data));
+        assert!(!needs_public_good(false, &data), "keys or notation");
+        data.insert(TRUSTED_ROOT.to_string(), b"{}".to_vec());
+        assert!(!needs_public_good(true, &data), "the Secret's own root");
+        assert!(!needs_public_good(false, &data));
+    }
 }
