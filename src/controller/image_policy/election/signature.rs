@@ -51,6 +51,12 @@ pub(super) fn verdict_counts(
     verdict_holds(verdict, now, recheck, requested && !checked_now)
 }
 
+/// Unix seconds as the verifiers take the time (certificates, notation expiry): before 1970
+/// is 1970.
+fn system_time(unix: i64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(unix.max(0) as u64)
+}
+
 /// What a verdict is kept for: the trust configuration and the image's name, since a notation
 /// statement applies by repository and cosign's legacy payload names the repository. The same
 /// digest moved from a repository whose notation statement is `audit` to one whose statement is
@@ -72,7 +78,7 @@ pub(super) async fn check_signature(
     digest: &str,
     checked_at: i64,
 ) -> Result<SignatureVerdict, RegistryError> {
-    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(checked_at.max(0) as u64);
+    let now = system_time(checked_at);
     let signatures = match keys.is_notation() {
         true => client.notation_signatures(image, digest).await?,
         false => client.bundle_signatures(image, digest).await?,
@@ -152,6 +158,20 @@ mod tests {
     }
 
     use super::ImageReference;
+
+    /// Certificates and expiries are judged at the reconcile's time, not another.
+    #[test]
+    fn verdicts_are_judged_at_the_reconcile_time() {
+        let at = |unix: i64| {
+            super::system_time(unix)
+                .duration_since(std::time::SystemTime::UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+        };
+        assert_eq!(at(1_764_000_000), 1_764_000_000);
+        assert_eq!(at(0), 0);
+        assert_eq!(at(-5), 0, "before 1970 is 1970");
+    }
 
     /// A verdict kept for one image name is not another name's, for the same trust.
     #[test]
