@@ -1,104 +1,13 @@
-//! The ImagePolicy's election gates, beyond Flux (docs/imagepolicy.md, "Gated election";
-//! docs/compatibility.md lists them as extensions): `spec.filterTags.minAge`,
-//! `spec.platforms`, `spec.verify`, and `status.heldBack`, which says why a better-ranked tag
-//! was not elected; and the gate list each spec builds (`ImagePolicySpec::gates`), one builder
-//! per gate, each checking its own fields.
+//! The gate list each ImagePolicy spec builds (`ImagePolicySpec::gates`), one builder per gate,
+//! each checking its own fields (`spec.filterTags.minAge`, `spec.platforms`, `spec.verify`);
+//! their types are `gate_fields.rs` and `image_policy.rs`.
 
 use super::image_policy::UndatedPolicy;
-use super::{parse_go_duration, ImagePolicySpec, LocalObjectReference};
+use super::{parse_go_duration, ImagePolicySpec, VerificationProvider};
 use crate::policy::{
     gate, Gates, MinAge, Platform, Platforms, Undated, Verify, MAX_MIN_AGE, MAX_PLATFORMS,
 };
 use crate::verify::keyless::{Identity, MAX_IDENTITIES};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-/// The most candidates `status.heldBack` lists.
-pub const MAX_HELD_BACK: usize = 10;
-
-/// Verify each candidate's signature before electing it (the shape of Flux's
-/// OCIRepository `spec.verify`).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ImageVerification {
-    /// The signature format: `cosign`.
-    pub provider: VerificationProvider,
-    /// A Secret in the policy's namespace whose `*.pub` entries are the trusted cosign public
-    /// keys (PEM, ECDSA P-256) and, for keyless signatures, whose `trusted_root.json` is the
-    /// Sigstore trusted root their certificates must chain to. Required.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret_ref: Option<LocalObjectReference>,
-    /// Keyless identities: a keyless signature counts when its certificate's OIDC issuer and
-    /// one of its subject alternative names match one entry's regular expressions.
-    #[serde(
-        default,
-        rename = "matchOIDCIdentity",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub match_oidc_identity: Option<Vec<OidcIdentityMatch>>,
-    /// Whether a keyless signature must carry a transparency-log entry: `Required` (the
-    /// default) or `Optional` (signed offline, or by a private instance without a log). An
-    /// entry a signature carries is always checked.
-    #[serde(
-        default,
-        rename = "transparencyLog",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub transparency_log: Option<TransparencyLog>,
-}
-
-impl ImageVerification {
-    /// Whether it checks cosign's keyless signatures (certificates against a trusted root,
-    /// with `matchOIDCIdentity`) rather than keys or notation's trust policy.
-    pub fn keyless(&self) -> bool {
-        let identities = self.match_oidc_identity.as_deref().unwrap_or_default();
-        self.provider == VerificationProvider::Cosign && !identities.is_empty()
-    }
-
-    /// Whether a keyless signature must carry a transparency-log entry (`Required`, the
-    /// default).
-    pub fn requires_tlog(&self) -> bool {
-        self.transparency_log.unwrap_or_default() == TransparencyLog::Required
-    }
-}
-
-/// `spec.verify.transparencyLog`.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-pub enum TransparencyLog {
-    #[default]
-    Required,
-    Optional,
-}
-
-/// The signature formats `spec.verify.provider` accepts.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum VerificationProvider {
-    #[default]
-    Cosign,
-    /// Notary Project signatures: the Secret holds `trustpolicy.json` and CA certificates.
-    Notation,
-}
-
-/// A keyless signer's identity: regular expressions for the OIDC issuer and subject.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
-pub struct OidcIdentityMatch {
-    pub issuer: String,
-    pub subject: String,
-}
-
-/// A candidate ranked above the elected tag that a gate held back.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
-pub struct HeldBackTag {
-    pub tag: String,
-    /// The digest the gate looked at, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub digest: Option<String>,
-    /// `minAge`, `platforms` or `verify`.
-    pub gate: String,
-    /// Why, e.g. `3h old, minAge 168h`.
-    pub reason: String,
-}
 
 impl ImagePolicySpec {
     /// The gates this spec sets (none: Flux's election), each built from its own fields; the
@@ -184,37 +93,5 @@ impl ImagePolicySpec {
             );
         }
         Ok(Some(Verify))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Keyless is cosign with identities; keys, or notation, are not, whatever else is set.
-    #[test]
-    fn keyless_is_cosign_with_identities() {
-        let verify = |provider, identities: usize| ImageVerification {
-            provider,
-            secret_ref: None,
-            match_oidc_identity: (identities > 0).then(|| {
-                let id = OidcIdentityMatch {
-                    issuer: "^https://issuer$".into(),
-                    subject: "^me$".into(),
-                };
-                vec![id; identities]
-            }),
-            transparency_log: None,
-        };
-        assert!(verify(VerificationProvider::Cosign, 1).keyless());
-        assert!(!verify(VerificationProvider::Cosign, 0).keyless());
-        assert!(!verify(VerificationProvider::Notation, 1).keyless());
-        assert!(!verify(VerificationProvider::Notation, 0).keyless());
-        let mut logged = verify(VerificationProvider::Cosign, 1);
-        assert!(logged.requires_tlog(), "Required by default");
-        logged.transparency_log = Some(TransparencyLog::Optional);
-        assert!(!logged.requires_tlog());
-        logged.transparency_log = Some(TransparencyLog::Required);
-        assert!(logged.requires_tlog());
     }
 }

@@ -6,6 +6,7 @@
 mod conditions;
 mod crd;
 mod duration;
+mod gate_fields;
 mod gates;
 mod image_policy;
 mod image_repository;
@@ -15,7 +16,7 @@ mod refs;
 pub use conditions::{Condition, ConditionStatus};
 pub use crd::{crds, crds_yaml, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION};
 pub use duration::{format_go_duration, parse_go_duration};
-pub use gates::{
+pub use gate_fields::{
     HeldBackTag, ImageVerification, OidcIdentityMatch, TransparencyLog, VerificationProvider,
     MAX_HELD_BACK,
 };
