@@ -3,7 +3,7 @@
 //! manifests) and lists what was held back; `select` says which gates it cannot check offline.
 
 use crate::support::distribution::{Distribution, Variant};
-use crate::support::images::{key, payload, public_pem, sign};
+use crate::support::images::{key, payload, public_pem_block, sign};
 use crate::support::{run_bin, write};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
@@ -30,10 +30,7 @@ async fn scan_elects_through_the_gates_and_lists_the_tags_held_back() {
             .push_signatures("team/app", digest, &[signature])
             .await;
     }
-    let pem: String = public_pem(&key(7))
-        .lines()
-        .map(|l| format!("    {l}\n"))
-        .collect();
+    let pem = public_pem_block(&key(7));
     let dir = tempfile::tempdir().unwrap();
     let manifests = write(
         dir.path(),
@@ -211,10 +208,7 @@ async fn scan_with_a_requested_reconcile_elects_only_what_verify_passes() {
             .push_signatures("team/app", digest, &[signature])
             .await;
     }
-    let pem: String = public_pem(&key(7))
-        .lines()
-        .map(|l| format!("    {l}\n"))
-        .collect();
+    let pem = public_pem_block(&key(7));
     let dir = tempfile::tempdir().unwrap();
     for annotations in [
         "{}",

@@ -4,7 +4,7 @@
 
 use crate::support::cluster::*;
 use crate::support::distribution::{Distribution, Variant};
-use crate::support::images::{key, payload, public_pem, sign};
+use crate::support::images::{key, payload, public_pem_block, sign};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -33,10 +33,7 @@ async fn e2e_gates_hold_back_explain_and_elect() {
     }
     let ns = Namespace(format!("image-reflector-gates-{}", std::process::id()));
     ok(kubectl(&["create", "namespace", &ns.0], None));
-    let pem: String = public_pem(&key(3))
-        .lines()
-        .map(|l| format!("    {l}\n"))
-        .collect();
+    let pem = public_pem_block(&key(3));
     let manifests = format!(
         "apiVersion: v1\nkind: Secret\nmetadata: {{name: cosign-keys, namespace: {ns}}}\nstringData:\n  cosign.pub: |\n{pem}---\n\
          apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: {ns}}}\n\

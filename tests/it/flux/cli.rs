@@ -164,7 +164,7 @@ async fn flux_cli_drives_our_objects() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a cluster and Flux: make e2e-flux"]
 async fn flux_reconcile_never_elects_what_verify_holds_back() {
-    use crate::support::images::{key, payload, public_pem, sign};
+    use crate::support::images::{key, payload, public_pem_block, sign};
     install_crds();
     let registry = Distribution::start(Variant::default());
     let repository = format!("{}/signed/app", registry.host);
@@ -187,10 +187,7 @@ async fn flux_reconcile_never_elects_what_verify_holds_back() {
         std::process::id()
     ));
     ok(kubectl(&["create", "namespace", &ns.0], None));
-    let pem: String = public_pem(&trusted)
-        .lines()
-        .map(|l| format!("    {l}\n"))
-        .collect();
+    let pem = public_pem_block(&trusted);
     let manifests = format!(
         "apiVersion: v1\nkind: Secret\nmetadata: {{name: cosign-keys, namespace: {ns}}}\nstringData:\n  cosign.pub: |\n{pem}---\n\
          apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: {ns}}}\n\

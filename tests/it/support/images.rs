@@ -196,6 +196,14 @@ pub fn public_pem(key: &SigningKey) -> String {
         .unwrap()
 }
 
+/// The public key indented for a YAML block scalar under `stringData` (`cosign.pub: |`).
+pub fn public_pem_block(key: &SigningKey) -> String {
+    public_pem(key)
+        .lines()
+        .map(|l| format!("    {l}\n"))
+        .collect()
+}
+
 /// cosign's simple-signing payload for `digest` in `repository` (`host/path`).
 pub fn payload(repository: &str, digest: &str) -> Vec<u8> {
     serde_json::to_vec(&json!({
