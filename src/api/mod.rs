@@ -3,6 +3,7 @@
 //! Owns the CRD types (one file per kind), the shared reference and condition types, and the
 //! generation of the CustomResourceDefinitions. Nothing here talks to a cluster or a registry.
 
+mod beyond_flux;
 mod conditions;
 mod crd;
 mod duration;
@@ -13,6 +14,7 @@ mod image_repository;
 mod names;
 mod refs;
 
+pub use beyond_flux::{set_beyond_flux, spec_pointer, BEYOND_FLUX, FLUX_SPEC_FIELDS};
 pub use conditions::{Condition, ConditionStatus};
 pub use crd::{crds, crds_yaml, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION};
 pub use duration::{format_go_duration, parse_go_duration};
