@@ -11,6 +11,8 @@
 //! - `access/`: the objects a reconcile reads by name: Secrets, ServiceAccounts and their
 //!   tokens, as registry credentials;
 //! - `feed/`: the one ImageRepository watch and the start-up scan order;
+//! - `schema/`: the schema the API server serves for our kinds, followed; a policy's gated
+//!   generation, and the guards of its writes;
 //! - `frame/`: the reconcile of either kind (frame, body, hand-off, panics), the shared
 //!   context and the work queue.
 //!
@@ -26,6 +28,7 @@ pub mod image_policy;
 pub mod image_repository;
 pub mod object;
 pub mod outcome;
+pub mod schema;
 
 pub use frame::context::{Context, Settings};
 pub use object::keys::{FIELD_MANAGER, FINALIZER, REQUESTED_AT_ANNOTATION};

@@ -19,7 +19,11 @@ pub struct Readiness {
     parts: Arc<AtomicUsize>,
     done: Arc<AtomicUsize>,
     standby: Arc<AtomicBool>,
+    detail: Arc<std::sync::OnceLock<Detail>>,
 }
+
+/// A line `/readyz` adds to its text, when there is one (it does not fail the probe).
+pub type Detail = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
 /// One cache's share of [`Readiness`].
 #[derive(Clone)]
@@ -42,6 +46,16 @@ impl Readiness {
         let parts = self.parts.load(Ordering::SeqCst);
         self.standby.load(Ordering::SeqCst)
             || (parts > 0 && self.done.load(Ordering::SeqCst) >= parts)
+    }
+
+    /// What `/readyz` says besides whether it is ready (set once).
+    pub fn set_detail(&self, detail: Detail) {
+        let _ = self.detail.set(detail);
+    }
+
+    fn text(&self) -> String {
+        let detail = self.detail.get().and_then(|detail| detail());
+        detail.map_or_else(|| "ok".to_string(), |detail| format!("ok\n{detail}"))
     }
 
     /// While waiting for the leader Lease this replica has no caches and is ready as it is.
@@ -124,9 +138,10 @@ pub fn health_router(readiness: Readiness, health: HealthCheck) -> Router {
             "/readyz",
             get(move || {
                 let ready = readiness.is_ready();
+                let text = readiness.text();
                 async move {
                     if ready {
-                        (StatusCode::OK, "ok").into_response()
+                        (StatusCode::OK, text).into_response()
                     } else {
                         (StatusCode::SERVICE_UNAVAILABLE, "caches not synced").into_response()
                     }

@@ -82,6 +82,10 @@ pub struct Metrics {
     queue_durations: Family<QueueLabels, Histogram, fn() -> Histogram>,
     work_durations: Family<QueueLabels, Histogram, fn() -> Histogram>,
     retries: Family<QueueLabels, Counter>,
+    /// Fields beyond Flux's the served ImagePolicy schema lacks (-1: not read yet).
+    schema_missing: Gauge,
+    /// Reconciles of a policy that arrived without fields its generation held: nothing written.
+    gates_hidden: Counter,
 }
 
 /// controller-runtime's reconcile time buckets.
@@ -106,7 +110,10 @@ impl Default for Metrics {
             queue_durations: Family::new_with_constructor(workqueue_histogram),
             work_durations: Family::new_with_constructor(workqueue_histogram),
             retries: Family::default(),
+            schema_missing: Gauge::default(),
+            gates_hidden: Counter::default(),
         };
+        m.schema_missing.set(-1);
         let r = &mut registry;
         r.register(
             "controller_runtime_reconcile",
@@ -142,6 +149,16 @@ impl Default for Metrics {
             "workqueue_retries",
             "Total number of retries handled by workqueue",
             m.retries.clone(),
+        );
+        r.register(
+            "image_reflector_served_schema_fields_missing",
+            "ImagePolicy spec fields beyond Flux's that the API server's schema lacks (-1 unknown)",
+            m.schema_missing.clone(),
+        );
+        r.register(
+            "image_reflector_gates_hidden",
+            "Reconciles of a policy served without fields its generation held: nothing written",
+            m.gates_hidden.clone(),
         );
         r.register_collector(Box::new(m.objects.clone()));
         *m.registry.lock().expect("metrics registry lock") = registry;
@@ -214,6 +231,16 @@ impl Metrics {
         self.leader
             .get_or_create(&LeaderLabels { name: name.into() })
             .set(i64::from(leading));
+    }
+
+    /// What the served ImagePolicy schema lacks (controller/schema/monitor.rs).
+    pub fn set_served_schema_fields_missing(&self, missing: i64) {
+        self.schema_missing.set(missing);
+    }
+
+    /// A policy held because it arrived without fields its generation held.
+    pub fn gates_hidden(&self) {
+        self.gates_hidden.inc();
     }
 
     /// Drops every series of a deleted object.

@@ -142,6 +142,11 @@ pub struct RunArgs {
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogEncoding::Json)]
     pub log_encoding: LogEncoding,
+    /// How often the schema the API server serves for our kinds is read (a 304 while it is
+    /// unchanged): a change restarts the watches, and a schema without our fields is reported
+    /// (docs/install.md, "While Flux's CRDs are served").
+    #[arg(long, default_value = "10s", value_parser = parse_schema_interval)]
+    pub served_schema_interval: Duration,
     /// `/healthz` fails when a reconcile has been running for longer than this.
     #[arg(long, default_value = "15m", value_parser = parse_go_duration)]
     pub health_stuck_after: Duration,
@@ -289,4 +294,15 @@ impl RunArgs {
         }
         names
     }
+}
+
+/// `--served-schema-interval`: a Go duration of at least a second.
+fn parse_schema_interval(text: &str) -> Result<Duration, String> {
+    let interval = parse_go_duration(text)?;
+    if interval < Duration::from_secs(1) {
+        return Err(format!(
+            "{text} is under a second: the API server would be asked too often"
+        ));
+    }
+    Ok(interval)
 }

@@ -1,11 +1,12 @@
-//! What the leader runs: both controllers and the storage GC, each on a task of its own,
-//! until shutdown or the Lease is lost, or until one of them cannot go on (the process then
-//! exits non-zero so that kubelet restarts it).
+//! What the leader runs: both controllers, the storage GC and the served schema's monitor,
+//! each on a task of its own, until shutdown or the Lease is lost, or until one of them cannot
+//! go on (the process then exits non-zero so that kubelet restarts it).
 
 use super::flags::RunArgs;
 use crate::api::{ImagePolicy, ImageRepository};
 use crate::controller::feed::repository_feed::repository_feed;
 use crate::controller::frame::wiring::{watch_config, Wiring};
+use crate::controller::schema::monitor::follow;
 use crate::controller::{image_policy, image_repository, Context};
 use crate::runtime::gc;
 use crate::runtime::http::Readiness;
@@ -47,6 +48,7 @@ pub(super) async fn run_as_leader(
         shutdown: work.clone(),
         synced: readiness.part(),
     };
+    let work_token = work.clone();
     let gc = gc::run(
         (repositories.clone(), args.watch_label_selector.clone()),
         Box::new(repository_feed.cached_keys()),
@@ -68,6 +70,13 @@ pub(super) async fn run_as_leader(
     workers.spawn(repository_controller.map(ends("the ImageRepository controller", true)));
     workers.spawn(policy_controller.map(ends("the ImagePolicy controller", true)));
     workers.spawn(gc.map(ends("the storage GC", false)));
+    // The schema the API server serves for our kinds, followed (controller/schema/).
+    let schema = ctx.schema.clone();
+    readiness.set_detail(Arc::new(move || schema.detail()));
+    let (schema, client, metrics) = (ctx.schema.clone(), ctx.client.clone(), ctx.metrics.clone());
+    let every = args.served_schema_interval;
+    let following = async move { follow(&schema, client, &metrics, every, work_token).await };
+    workers.spawn(following.map(ends("the served schema's monitor", false)));
     tracing::info!(storage = %args.storage_path, selector = %args.watch_label_selector, "image-reflector controller started");
     // Once settled, the start-up code's pages go back to the kernel (runtime/resident.rs).
     let giving_back = tokio::spawn(crate::runtime::resident::give_back_when_settled(

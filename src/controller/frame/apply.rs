@@ -2,7 +2,7 @@
 //! decide, metrics, event metadata), then what it comes to: the log line, the status patch
 //! (only when changed), the metrics and the event of a transition.
 
-use super::confirm::confirmed;
+use super::confirm::{after_refusal, confirm, Confirmation};
 use super::context::Context;
 use super::handoff::{Handed, BUSY_RETRY, RECONCILE_DEADLINE};
 use crate::controller::outcome::conditions::Reason;
@@ -15,7 +15,7 @@ use kube::Api;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-pub use super::reconciled::{Decision, KindHandoffs, Prepared, Reconciled};
+pub use super::reconciled::{Decision, KindHandoffs, Prepared, Reconciled, Serving};
 
 /// Prepare, suspend, decide, log, write the status, record metrics, publish the event of a
 /// transition. Returns when to run next, and the summary of what happened; `None` while the
@@ -80,14 +80,29 @@ pub(super) async fn apply<K: Reconciled>(
             return Ok(None);
         }
     };
-    let (obj, old, decision) = Box::pin(confirmed(obj, old, decision, api, ctx, now)).await?;
+    let changes = old != decision.status;
+    if confirm(obj.as_ref(), changes, api, &**ctx).await? == Confirmation::ReadAgain {
+        return Ok(Some(read_again()));
+    }
     log_result(
         &decision.next,
         is_stalled(decision.status.conditions()),
         &decision.summary,
     );
     obj.decided(ctx, &decision);
-    patch_status(api, obj.as_ref(), &old, &decision.status, Patched::Whole).await?;
+    let guards = obj.write_guards();
+    let written = patch_status(
+        api,
+        obj.as_ref(),
+        &old,
+        &decision.status,
+        Patched::Whole,
+        &guards,
+    );
+    if let Err(refused) = written.await {
+        after_refusal(obj.as_ref(), refused, api, &**ctx).await?;
+        return Ok(Some(read_again()));
+    }
     obj.record_metrics(&decision.status, &shared.metrics);
     let metadata = K::event_metadata(&decision.status);
     for note in K::notes(&old, &decision.status) {
@@ -111,6 +126,13 @@ pub(super) async fn apply<K: Reconciled>(
         )
         .await;
     Ok(Some((decision.next, decision.summary)))
+}
+
+/// Nothing written: the object is reconciled again at once, from the fresh read its kind's
+/// cache now holds (confirm.rs).
+fn read_again() -> (Next, String) {
+    let summary = "nothing written: decided again from the object the API server holds";
+    (Next::After(std::time::Duration::ZERO), summary.into())
 }
 
 /// A decision taken from the background while something asked for another reconcile: that

@@ -1,68 +1,93 @@
-//! A decision that changes what downstream tooling acts on (an ImagePolicy's `latestRef`, which
-//! image-automation-controller commits) is written only when the spec it was decided from is
-//! the one the API server holds (docs/imagepolicy.md, "Upgrades never skip a gate").
+//! One rule for every status write of a kind that asks for it (an ImagePolicy: what
+//! image-automation-controller commits, and its gates): the decision written was made on the
+//! spec the API server holds (docs/imagepolicy.md, "Upgrades never skip a gate").
 //!
 //! Why: right after our CRDs replace Flux's, a watch opened under the old schema goes on
-//! serving objects decoded by it, pruned of every field Flux's CRDs lack (`filterTags.minAge`,
-//! `platforms`, `verify`, `downgrade`), while a GET (or a new watch) serves them whole. A
-//! policy created in that window was elected without its gates. The kind says which writes need
-//! the check ([`super::reconciled::Reconciled::confirm_before_writing`]); an ImagePolicy asks
-//! for it only when the object lacks the defaults our CRDs give every object
-//! (`spec.downgrade`), so objects served under our schema cost no request at all, and one that
-//! was not costs one GET when its election would change. When the fresh object differs, the
-//! decision is made again from it, on this worker, and that is what is written.
+//! serving objects decoded by it, pruned of every field Flux's CRDs lack, while a GET serves
+//! them whole; and a schema may change again at any time. So before the first write of each
+//! spec an object arrives with (its generation and its spec, as this process saw them), a GET
+//! confirms it: one read per policy and spec, whatever the schema, and none for a write
+//! that changes nothing. When the API server holds another spec nothing is written: the
+//! fresh object goes to the kind's cache and is reconciled at once, through the hand-off and
+//! its caps like any decision (handoff.rs). Once confirmed, the write itself carries the
+//! kind's guards (controller/schema/marker.rs), for a schema swapped in between.
 
-use super::handoff::RECONCILE_DEADLINE;
-use super::reconciled::{Decision, Reconciled};
+use super::reconciled::Reconciled;
 use crate::controller::access::api_read::{read_named, ReadError, API_READ_DEADLINE};
+use crate::controller::object::keys::{object_key, spec_version};
 use crate::controller::outcome::error::Error;
-use k8s_openapi::jiff::Timestamp;
 use kube::{Api, ResourceExt};
-use std::sync::Arc;
 
-/// The object, its status before, and the decision to write: the ones given, or, when a fresh
-/// read shows another spec, the fresh object, its status and a decision made from it.
-pub async fn confirmed<K: Reconciled>(
-    obj: Arc<K>,
-    old: K::Status,
-    decision: Decision<K::Status>,
-    api: &Api<K>,
-    ctx: &Arc<K::Ctx>,
-    now: Timestamp,
-) -> Result<(Arc<K>, K::Status, Decision<K::Status>), Error> {
-    if !obj.confirm_before_writing(&old, &decision.status) {
-        return Ok((obj, old, decision));
-    }
-    let name = obj.name_any();
-    // Nothing is written when the read fails: the reconcile's error retries it.
-    let fresh = match read_named(&name, api.get(&name)).await {
-        Ok(fresh) => fresh,
-        Err(ReadError::Api(err)) => return Err(Error::Kube(err)),
-        Err(_) => return Err(Error::Deadline(API_READ_DEADLINE)),
-    };
-    if spec(&fresh) == spec(obj.as_ref()) {
-        return Ok((obj, old, decision));
-    }
-    tracing::warn!(
-        "the watch served this object without fields the API server holds (a watch opened \
-         before the CRDs changed): decided again from a fresh read"
-    );
-    let fresh = Arc::new(fresh);
-    let old = fresh.status().cloned().unwrap_or_default();
-    // Boxed: the reconcile future would otherwise hold two decisions inline.
-    let deciding = super::panic::contained(Box::pin(fresh.decide(ctx, now)));
-    let decision = match tokio::time::timeout(RECONCILE_DEADLINE, deciding).await {
-        Ok(Ok(decision)) => decision,
-        Ok(Err(panic)) => return Err(Error::Panicked(panic)),
-        Err(_) => return Err(Error::Deadline(RECONCILE_DEADLINE)),
-    };
-    Ok((fresh, old, decision))
+/// Whether to write, or to read the object again first.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Confirmation {
+    Write,
+    /// The API server holds another spec (or serves this one otherwise): nothing is written,
+    /// the fresh object is in the kind's cache, reconciled at once.
+    ReadAgain,
 }
 
-/// The object's `spec`, as the API server would serialise it.
-fn spec<K: serde::Serialize>(obj: &K) -> serde_json::Value {
-    serde_json::to_value(obj)
-        .ok()
-        .and_then(|mut v| v.get_mut("spec").map(serde_json::Value::take))
-        .unwrap_or_default()
+/// Before a write of `obj`'s status that changes it (`changes`): whether the spec decided on
+/// is the one the API server holds.
+pub async fn confirm<K: Reconciled>(
+    obj: &K,
+    changes: bool,
+    api: &Api<K>,
+    ctx: &K::Ctx,
+) -> Result<Confirmation, Error> {
+    if !K::CONFIRMS_SPEC || !changes {
+        return Ok(Confirmation::Write);
+    }
+    let confirmed = &ctx.as_ref().confirmed;
+    let (key, version) = (object_key(obj), spec_version(obj));
+    if confirmed.holds(&key, version) {
+        return Ok(Confirmation::Write);
+    }
+    let fresh = read(obj, api).await?;
+    if spec_version(&fresh) == version {
+        confirmed.record(key, version);
+        return Ok(Confirmation::Write);
+    }
+    tracing::warn!(
+        "the watch served this object with another spec than the API server holds (a watch \
+         opened before the CRDs changed, or a change on its way): nothing written, decided \
+         again from a fresh read"
+    );
+    K::refreshed(ctx, fresh);
+    Ok(Confirmation::ReadAgain)
+}
+
+/// After the API server refused a guarded write of `obj` (`refused`): read again when it
+/// holds another spec (the guards did their job), else the refusal stands.
+pub async fn after_refusal<K: Reconciled>(
+    obj: &K,
+    refused: Error,
+    api: &Api<K>,
+    ctx: &K::Ctx,
+) -> Result<Confirmation, Error> {
+    let guarded = matches!(&refused, Error::Kube(kube::Error::Api(status)) if status.code == 422);
+    if !guarded || !K::CONFIRMS_SPEC {
+        return Err(refused);
+    }
+    let fresh = read(obj, api).await?;
+    if spec_version(&fresh) == spec_version(obj) {
+        return Err(refused);
+    }
+    tracing::warn!(
+        "the API server holds another spec than the one decided on, or serves it without \
+         fields it held: nothing written, decided again from a fresh read"
+    );
+    ctx.as_ref().confirmed.forget(&object_key(obj));
+    K::refreshed(ctx, fresh);
+    Ok(Confirmation::ReadAgain)
+}
+
+/// A fresh read of `obj`; nothing is written when it fails (the reconcile's error retries).
+async fn read<K: Reconciled>(obj: &K, api: &Api<K>) -> Result<K, Error> {
+    let name = obj.name_any();
+    match read_named(&name, api.get(&name)).await {
+        Ok(fresh) => Ok(fresh),
+        Err(ReadError::Api(err)) => Err(Error::Kube(err)),
+        Err(_) => Err(Error::Deadline(API_READ_DEADLINE)),
+    }
 }

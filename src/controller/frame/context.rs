@@ -75,6 +75,10 @@ pub struct Context {
     pub repository_queue: Arc<WorkQueue>,
     /// The ImagePolicy controller's queue.
     pub policy_queue: Arc<WorkQueue>,
+    /// The schema the API server serves for our kinds (controller/schema/).
+    pub schema: Arc<crate::controller::schema::ServedSchema>,
+    /// The specs a fresh read confirmed before a write (confirm.rs).
+    pub confirmed: crate::controller::object::confirmed::ConfirmedSpecs,
 }
 
 impl Context {
@@ -110,6 +114,8 @@ impl Context {
             scan_order: ScanOrder::default(),
             repository_queue,
             policy_queue,
+            schema: Arc::default(),
+            confirmed: Default::default(),
         }))
     }
 

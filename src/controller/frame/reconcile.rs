@@ -9,7 +9,7 @@
 //! 3. [`Next`](crate::controller::outcome::next::Next) becomes kube's `Action`, or an error
 //!    for [`error_policy`].
 
-use super::apply::{apply, Reconciled};
+use super::apply::{apply, Reconciled, Serving};
 use super::context::Context;
 use crate::controller::object::keys::{object_key, object_labels, FINALIZER};
 use crate::controller::outcome::error::{requeue_after, retry_delay, Error};
@@ -68,6 +68,10 @@ async fn in_frame<K: Reconciled>(obj: Arc<K>, ctx: &Arc<K::Ctx>) -> Result<Actio
     let deleting = obj.meta().deletion_timestamp.is_some();
     let labels = object_labels(K::kind(&()), obj.as_ref());
     let mut requeue = None;
+    if !deleting && held_as_served(obj.as_ref(), ctx).await {
+        queue.finish(&key, None, Instant::now());
+        return Ok(Action::await_change());
+    }
     if deleting {
         // Before the finalizer goes: once the object is gone, so are its series, and its
         // background work stops.
@@ -120,6 +124,33 @@ async fn in_frame<K: Reconciled>(obj: Arc<K>, ctx: &Arc<K::Ctx>) -> Result<Actio
         }
     }
     result
+}
+
+/// Whether the API server serves `obj` without fields it held (controller/schema/): then
+/// nothing is written, not even the finalizer, which would store it pruned for good; its
+/// Event says why, and it is reconciled again when it arrives whole (its spec is part of its
+/// trigger). An object served whole is told, once, when the schema lacks fields.
+async fn held_as_served<K: Reconciled>(obj: &K, ctx: &Arc<K::Ctx>) -> bool {
+    let shared: &Context = (**ctx).as_ref();
+    let (event, held) = match obj.serving(ctx) {
+        Serving::Whole => return false,
+        Serving::Told(event) => (event, false),
+        Serving::Hidden(event) => (event, true),
+    };
+    if held {
+        tracing::warn!("{}", event.message);
+        shared.metrics.gates_hidden();
+    }
+    let now = (shared.clock)();
+    let published = shared
+        .recorder
+        .publish(obj, &event, None, now, Default::default())
+        .await;
+    if let Err(err) = published {
+        let error = crate::controller::outcome::error::describe_api_error(&err);
+        tracing::warn!(%error, "could not record the event");
+    }
+    held
 }
 
 /// The error policy of either kind: when to try again, decided by the error.

@@ -34,6 +34,17 @@ pub struct Decision<S> {
 /// A kind's decisions that went on in the background, each with its deadline's outcome.
 pub type KindHandoffs<K> = Handoffs<K, Result<Decision<<K as Reconciled>::Status>, Error>>;
 
+/// How the API server serves an object ([`Reconciled::serving`]).
+#[derive(Debug, PartialEq)]
+pub enum Serving {
+    Whole,
+    /// Without fields it held at this generation: nothing of it is written, the event says
+    /// why, and it is reconciled again when it arrives otherwise.
+    Hidden(EventSpec),
+    /// Whole, but the served schema lacks fields: the event says so (once), and it goes on.
+    Told(EventSpec),
+}
+
 /// What [`Reconciled::prepare`] found: go on with the object (perhaps rewritten), or stop
 /// here and run again then.
 pub enum Prepared<'a, K: Clone> {
@@ -81,11 +92,23 @@ pub trait Reconciled:
         now: Timestamp,
     ) -> impl Future<Output = Decision<Self::Status>> + Send;
 
-    /// Whether writing `new` over `old` needs the spec confirmed by a fresh read first
-    /// (confirm.rs): what downstream tooling acts on changes, and the object may have come from
-    /// a watch that decoded it under another schema.
-    fn confirm_before_writing(&self, _old: &Self::Status, _new: &Self::Status) -> bool {
-        false
+    /// Whether each status write is confirmed first, once per spec, by a fresh read, and
+    /// carries [`Reconciled::write_guards`] (confirm.rs): what downstream tooling acts on, and
+    /// gates a served schema may prune.
+    const CONFIRMS_SPEC: bool = false;
+
+    /// JSON patch tests every status write of this object carries; none: a merge patch.
+    fn write_guards(&self) -> Vec<serde_json::Value> {
+        Vec::new()
+    }
+
+    /// A fresh read of the object, which its kind's cache takes (confirm.rs).
+    fn refreshed(_ctx: &Self::Ctx, _fresh: Self) {}
+
+    /// How the API server serves this object (controller/schema/): before anything is
+    /// written, even the finalizer.
+    fn serving(&self, _ctx: &Self::Ctx) -> Serving {
+        Serving::Whole
     }
 
     /// Bookkeeping once decided, before the status is written.

@@ -17,6 +17,7 @@ pub mod reconcile;
 mod record;
 pub mod report;
 mod repository;
+mod serving;
 
 use crate::api::{ImagePolicy, ImageRepository};
 use crate::controller::feed::repository_feed::{is_baseline, Feed};
@@ -28,6 +29,7 @@ use crate::controller::object::changed::changed;
 use crate::controller::object::keys::{key_of, trigger_hash};
 use crate::controller::object::slim::slim;
 use crate::controller::outcome::error::Error;
+use crate::controller::schema::restart::restarting;
 use futures::TryStreamExt;
 use index::PolicyIndex;
 use k8s_openapi::api::core::v1::Namespace;
@@ -85,24 +87,28 @@ pub fn controller(
     let index = PolicyIndex::default();
     let queue = ctx.policy_queue.clone();
     let mapped = queue.clone();
-    let stage = Stage::new(Arc::new(ObjectCache::default()));
+    let policies_cache = Arc::new(ObjectCache::default());
+    let stage = Stage::new(policies_cache.clone());
     let staged = stage.clone();
     let observed = index.clone();
     let order_ctx = ctx.clone();
-    let policy_triggers = watcher(policies, watch)
-        .default_backoff()
-        .modify(slim)
-        .inspect_ok(move |event| {
-            staged.apply(event);
-            observed.observe(event);
-            if matches!(event, watcher::Event::InitDone) {
-                order_ctx
-                    .scan_order
-                    .prioritize(observed.referenced_repositories());
-                policies_synced.set_ready();
-            }
-        })
-        .applied_objects();
+    // Listed again whenever the served schema of ImagePolicy changes (controller/schema/).
+    let restarts = ctx.schema.policy_restarts();
+    let policy_triggers = restarting(restarts, move || {
+        watcher(policies.clone(), watch.clone()).default_backoff()
+    })
+    .modify(slim)
+    .inspect_ok(move |event| {
+        staged.apply(event);
+        observed.observe(event);
+        if matches!(event, watcher::Event::InitDone) {
+            order_ctx
+                .scan_order
+                .prioritize(observed.referenced_repositories());
+            policies_synced.set_ready();
+        }
+    })
+    .applied_objects();
     let policy_triggers = changed(policy_triggers, trigger_hash);
     let (repo_reader, synced, changes) = repositories.into_parts();
     let repository_changes = changed(changes, repository_change_hash);
@@ -116,7 +122,7 @@ pub fn controller(
     .touched_objects();
     let namespace_changes = changed(namespace_changes, labels_hash);
     let (namespace_index, relabelled) = (index.clone(), queue.clone());
-    let ctx = PolicyContext::new(ctx, repo_reader, synced);
+    let ctx = PolicyContext::with_cache(ctx, repo_reader, synced, policies_cache);
     let wakes = ctx.handoffs.wakes().expect("one controller per context");
     // Every trigger goes to the queue, which releases what is due to kube's controller a few
     // at a time (frame/queue.rs): the mappers below queue and return nothing.

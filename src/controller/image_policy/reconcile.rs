@@ -6,17 +6,21 @@ use super::decide::{reconcile_policy, PolicyEnv};
 use super::migrate::migrate_status;
 use super::reader::ClusterReader;
 use super::report::{held_events, ref_metadata};
+use super::serving;
 use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository};
 use crate::controller::events::transition::EventSpec;
-use crate::controller::frame::apply::{Decision, KindHandoffs, Prepared, Reconciled};
+use crate::controller::frame::apply::{Decision, KindHandoffs, Prepared, Reconciled, Serving};
+use crate::controller::frame::confirm::after_refusal;
 use crate::controller::frame::context::{ApiReader, Context};
 use crate::controller::frame::queue::WorkQueue;
 use crate::controller::object::cache::ObjectCache;
 use crate::controller::object::keys::{object_key, object_labels};
 use crate::controller::object::seen::SeenSet;
+use crate::controller::object::slim::slim;
 use crate::controller::outcome::error::Error;
 use crate::controller::outcome::next::Next;
 use crate::controller::outcome::status::{is_ready, patch_status, Patched};
+use crate::controller::schema::marker;
 use crate::store::RepoKey;
 use crate::telemetry::metrics::{Elected, Metrics};
 use k8s_openapi::jiff::Timestamp;
@@ -42,6 +46,8 @@ pub struct PolicyContext {
     seen: Mutex<SeenSet>,
     /// Reconciles that went on off the workers.
     pub handoffs: KindHandoffs<ImagePolicy>,
+    /// The policies' watch cache, which a fresh read updates (frame/confirm.rs).
+    pub policies: Arc<ObjectCache<ImagePolicy>>,
 }
 
 impl PolicyContext {
@@ -50,12 +56,24 @@ impl PolicyContext {
         repositories: Arc<ObjectCache<ImageRepository>>,
         repositories_synced: Arc<AtomicBool>,
     ) -> Arc<Self> {
+        let policies = Arc::default();
+        Self::with_cache(shared, repositories, repositories_synced, policies)
+    }
+
+    /// [`PolicyContext::new`] over the policies' watch cache.
+    pub fn with_cache(
+        shared: Arc<Context>,
+        repositories: Arc<ObjectCache<ImageRepository>>,
+        repositories_synced: Arc<AtomicBool>,
+        policies: Arc<ObjectCache<ImagePolicy>>,
+    ) -> Arc<Self> {
         Arc::new(PolicyContext {
             shared,
             repositories,
             repositories_synced,
             seen: Mutex::default(),
             handoffs: KindHandoffs::default(),
+            policies,
         })
     }
 
@@ -92,11 +110,20 @@ impl Reconciled for ImagePolicy {
         self.spec.suspend == Some(true)
     }
 
-    /// A changed election of an object without `spec.downgrade`, which our CRDs default on
-    /// every object they serve: it was decoded under another schema (Flux's, before the swap
-    /// reached this watch) and may lack its gates (frame/confirm.rs).
-    fn confirm_before_writing(&self, old: &ImagePolicyStatus, new: &ImagePolicyStatus) -> bool {
-        self.spec.downgrade.is_none() && old.latest_ref != new.latest_ref
+    /// Every write confirmed, once per spec, and guarded: a served schema may prune gates.
+    const CONFIRMS_SPEC: bool = true;
+
+    fn write_guards(&self) -> Vec<serde_json::Value> {
+        marker::guards(self)
+    }
+
+    fn refreshed(ctx: &PolicyContext, mut fresh: Self) {
+        slim(&mut fresh);
+        ctx.policies.insert(&fresh);
+    }
+
+    fn serving(&self, ctx: &PolicyContext) -> Serving {
+        serving::serving(self, &ctx.shared.schema)
     }
 
     /// The cache first, then the migration of deprecated fields, before anything else (even
@@ -109,12 +136,20 @@ impl Reconciled for ImagePolicy {
         if !ctx.repositories_synced.load(Ordering::SeqCst) {
             return Ok(Prepared::Stop(Next::After(CACHE_WAIT)));
         }
+        if let Some(marking) = marker::marking(self) {
+            if let Err(refused) = serving::mark(api, self, marking).await {
+                // The API server holds another spec, or serves this one pruned: read again.
+                after_refusal(self, refused, api, ctx).await?;
+                return Ok(Prepared::Stop(Next::After(Duration::ZERO)));
+            }
+        }
         let Some(migrated) = self.status.as_ref().and_then(migrate_status) else {
             return Ok(Prepared::Go(Cow::Borrowed(self)));
         };
         // Only the migration: the refs, and `null` for the deprecated fields.
         let current = self.status.clone().unwrap_or_default();
-        patch_status(api, self, &current, &migrated, Patched::Changes).await?;
+        let guards = marker::guards(self);
+        patch_status(api, self, &current, &migrated, Patched::Changes, &guards).await?;
         tracing::info!("migrated the deprecated status fields latestImage/observedPreviousImage");
         let mut policy = self.clone();
         policy.status = Some(migrated);
@@ -173,6 +208,8 @@ impl Reconciled for ImagePolicy {
         ctx.shared.recorder.repeats.forget(&key);
         ctx.shared.recorder.limits.forget(&key);
         ctx.seen.lock().expect("policies lock").remove(&key);
+        ctx.shared.confirmed.forget(&key);
+        ctx.shared.schema.forget(&key);
         Ok(Next::AwaitChange)
     }
 }

@@ -19,6 +19,7 @@ use crate::controller::object::changed::changed;
 use crate::controller::object::keys::{object_key, trigger_hash};
 use crate::controller::object::slim::slim;
 use crate::controller::outcome::error::Error;
+use crate::controller::schema::restart::restarting;
 use crate::store::RepoKey;
 use futures::TryStreamExt;
 use kube::runtime::controller::{Action, Config, Controller};
@@ -68,34 +69,36 @@ pub fn controller(
     let running = ctx.running.clone();
     let wakes = ctx.handoffs.wakes().expect("one controller per context");
     let order = ctx.shared.clone();
-    let triggers = watcher(api, watch)
-        .default_backoff()
-        .modify(slim)
-        .inspect_ok(move |event| {
-            staged.apply(event);
-            forward.event(event);
-            if matches!(event, watcher::Event::InitDone) {
-                // The start-up order waits only for repositories that exist and will scan.
-                // Decoded one at a time: the whole cache decoded at once was a burst of
-                // 2 KB a repository at every start.
-                let existing = staged.cache.filter_map(|r| {
-                    let scans = r.spec.suspend != Some(true);
-                    let key = RepoKey::new(r.namespace().unwrap_or_default(), r.name_any());
-                    key.ok().filter(|_| scans)
-                });
-                order.scan_order.existing(existing);
-                synced.set_ready();
-            }
-        })
-        .applied_objects()
-        // Deleting an object cancels its running scan: the finalizer need not wait for it.
-        .inspect_ok(move |repo| {
-            let key = RepoKey::new(repo.namespace().unwrap_or_default(), repo.name_any());
-            let deleting = repo.metadata.deletion_timestamp.is_some();
-            if deleting && key.is_ok_and(|k| running.cancel(&k)) {
-                tracing::info!(object = %object_key(repo), "deleted while scanning: scan cancelled");
-            }
-        });
+    let restarts = ctx.shared.schema.repository_restarts();
+    let triggers = restarting(restarts, move || {
+        watcher(api.clone(), watch.clone()).default_backoff()
+    })
+    .modify(slim)
+    .inspect_ok(move |event| {
+        staged.apply(event);
+        forward.event(event);
+        if matches!(event, watcher::Event::InitDone) {
+            // The start-up order waits only for repositories that exist and will scan.
+            // Decoded one at a time: the whole cache decoded at once was a burst of
+            // 2 KB a repository at every start.
+            let existing = staged.cache.filter_map(|r| {
+                let scans = r.spec.suspend != Some(true);
+                let key = RepoKey::new(r.namespace().unwrap_or_default(), r.name_any());
+                key.ok().filter(|_| scans)
+            });
+            order.scan_order.existing(existing);
+            synced.set_ready();
+        }
+    })
+    .applied_objects()
+    // Deleting an object cancels its running scan: the finalizer need not wait for it.
+    .inspect_ok(move |repo| {
+        let key = RepoKey::new(repo.namespace().unwrap_or_default(), repo.name_any());
+        let deleting = repo.metadata.deletion_timestamp.is_some();
+        if deleting && key.is_ok_and(|k| running.cancel(&k)) {
+            tracing::info!(object = %object_key(repo), "deleted while scanning: scan cancelled");
+        }
+    });
     let triggers = changed(triggers, trigger_hash);
     // Every trigger goes to the queue, which releases what is due to kube's controller a few
     // at a time (frame/queue.rs).

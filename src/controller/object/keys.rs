@@ -4,6 +4,7 @@
 
 use crate::telemetry::metrics::ObjectLabels;
 use kube::{Resource, ResourceExt};
+use serde::Serialize;
 
 /// The field manager of every write, as Flux names it.
 pub const FIELD_MANAGER: &str = "image-reflector-controller";
@@ -35,17 +36,33 @@ pub fn key_of(kind: &str, namespace: &str, name: &str) -> String {
     format!("{kind}/{namespace}/{name}")
 }
 
-/// What triggers a reconcile of either kind (Flux §3.1, §4.1): a new generation, a changed
-/// `reconcile.fluxcd.io/requestedAt`, plus our finalizer and deletion (kube's finalizer helper
-/// waits for its own patch to come back). Status-only writes do not.
-pub fn trigger_hash<K: Resource>(obj: &K) -> Option<u64> {
+/// What triggers a reconcile of either kind (Flux §3.1, §4.1): a new generation or spec, a
+/// changed `reconcile.fluxcd.io/requestedAt`, plus our finalizer and deletion (kube's
+/// finalizer helper waits for its own patch to come back). Status-only writes do not. The
+/// spec changes without a new generation when a served schema prunes it, or stops pruning
+/// it (controller/schema/): a policy held for that is reconciled when it arrives whole, and a
+/// decision parked in the background is never taken for another spec (frame/handoff.rs).
+pub fn trigger_hash<K: Resource + Serialize>(obj: &K) -> Option<u64> {
     use std::hash::{DefaultHasher, Hash, Hasher};
     let mut h = DefaultHasher::new();
-    obj.meta().generation.hash(&mut h);
+    spec_version(obj).hash(&mut h);
     requested_at(obj).hash(&mut h);
     obj.finalizers().hash(&mut h);
     obj.meta().deletion_timestamp.is_some().hash(&mut h);
     Some(h.finish())
+}
+
+/// The generation and the `spec` of `obj`, as the API server would serialise them.
+pub fn spec_version<K: Resource + Serialize>(obj: &K) -> u64 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let spec = serde_json::to_value(obj)
+        .ok()
+        .and_then(|mut v| v.get_mut("spec").map(serde_json::Value::take))
+        .unwrap_or_default();
+    let mut hasher = DefaultHasher::new();
+    obj.meta().generation.hash(&mut hasher);
+    spec.to_string().hash(&mut hasher);
+    hasher.finish()
 }
 
 /// The labels of an object's metric series.

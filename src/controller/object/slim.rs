@@ -16,10 +16,9 @@ pub fn slim<K: Resource>(obj: &mut K) {
     meta.managed_fields = None;
     meta.labels = None;
     if let Some(annotations) = meta.annotations.as_mut() {
+        // An emptied map stays: it says the object has annotations, which a JSON patch adding
+        // one must not replace (controller/schema/marker.rs).
         annotations.remove(LAST_APPLIED);
-        if annotations.is_empty() {
-            meta.annotations = None;
-        }
     }
 }
 

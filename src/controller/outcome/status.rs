@@ -27,13 +27,16 @@ pub enum Patched {
 }
 
 /// Patches `desired` onto the object's status when it differs from `current`, with `null`
-/// for what `desired` no longer has; returns whether it wrote.
+/// for what `desired` no longer has; returns whether it wrote. With `guards` (JSON patch
+/// tests, controller/schema/marker.rs) it is a JSON patch instead, the guards first, and the
+/// API server writes nothing unless every one holds.
 pub async fn patch_status<K, S>(
     api: &Api<K>,
     obj: &K,
     current: &S,
     desired: &S,
     patched: Patched,
+    guards: &[Value],
 ) -> Result<bool, Error>
 where
     K: Resource + Clone + DeserializeOwned + Debug,
@@ -47,10 +50,24 @@ where
         field_manager: Some(FIELD_MANAGER.into()),
         ..Default::default()
     };
-    let patch = serde_json::json!({ "status": merge_patch(&current, &desired, patched) });
-    api.patch_status(&obj.name_any(), &params, &Patch::Merge(&patch))
-        .instrument(tracing::info_span!("status patch"))
-        .await?;
+    let patched = if guards.is_empty() {
+        let patch = serde_json::json!({ "status": merge_patch(&current, &desired, patched) });
+        api.patch_status(&obj.name_any(), &params, &Patch::Merge(&patch))
+            .instrument(tracing::info_span!("status patch"))
+            .await
+    } else {
+        // The whole status: what `Whole` writes, and `Changes` too once nothing else writes
+        // our status (a merge patch's `null`s have no JSON patch twin that cannot fail).
+        let mut ops = guards.to_vec();
+        ops.push(serde_json::json!({"op": "add", "path": "/status", "value": desired}));
+        // Operations of ours (marker.rs, whose tests read them as a patch).
+        let patch: json_patch::Patch =
+            serde_json::from_value(Value::Array(ops)).expect("JSON patch operations");
+        api.patch_status(&obj.name_any(), &params, &Patch::Json::<()>(patch))
+            .instrument(tracing::info_span!("status patch"))
+            .await
+    };
+    patched?;
     Ok(true)
 }
 

@@ -5,7 +5,7 @@
 
 use crate::support::api_mock::{calls, context, mock, reconcile_settled, Call, Expect};
 use crate::support::fault_server::{FaultServer, Reply};
-use image_reflector::api::{ImagePolicy, ImageRepository};
+use image_reflector::api::{DowngradePolicy, ImagePolicy, ImageRepository};
 use image_reflector::controller::image_policy::PolicyContext;
 use image_reflector::controller::object::cache::ObjectCache;
 use image_reflector::controller::Settings;
@@ -111,6 +111,11 @@ fn patch(obj: &Value) -> Expect {
     Expect::status_patch("imagepolicies", NS, "p", obj.clone())
 }
 
+/// The fresh read that confirms the spec before the first write of it (frame/confirm.rs).
+fn get(obj: &Value) -> Expect {
+    Expect::get("imagepolicies", NS, "p", obj.clone())
+}
+
 fn ready(call: &Call) -> (String, String, String) {
     let c = call.body["status"]["conditions"]
         .as_array()
@@ -138,7 +143,7 @@ async fn a_new_election_writes_latest_ref_and_one_normal_event() {
     let run = run(
         &obj,
         &[scanned_repo()],
-        vec![patch(&obj), Expect::event(NS)],
+        vec![get(&obj), patch(&obj), Expect::event(NS)],
         store_with(NS, &["1.0.0", "1.1.0", "2.0.0"]),
     )
     .await;
@@ -147,68 +152,69 @@ async fn a_new_election_writes_latest_ref_and_one_normal_event() {
         Action::await_change(),
         "no periodic requeue without Always"
     );
-    let status = &run.calls[0].body["status"];
+    let status = &run.calls[1].body["status"];
     assert_eq!(status["latestRef"], json!({"name": IMAGE, "tag": "1.1.0"}));
     assert!(status.get("observedPreviousRef").is_none());
     assert_eq!(status["observedGeneration"], 1);
     let message = format!("Latest image tag for {IMAGE} resolved to 1.1.0");
     assert_eq!(
-        ready(&run.calls[0]),
+        ready(&run.calls[1]),
         ("True".into(), "Succeeded".into(), message.clone())
     );
-    assert_eq!(run.calls[1].body["type"], "Normal");
-    assert_eq!(run.calls[1].body["message"], message);
+    assert_eq!(run.calls[2].body["type"], "Normal");
+    assert_eq!(run.calls[2].body["message"], message);
     assert_eq!(
-        run.calls[1].body["metadata"]["annotations"]["image.toolkit.fluxcd.io/latestTag"],
+        run.calls[2].body["metadata"]["annotations"]["image.toolkit.fluxcd.io/latestTag"],
         "1.1.0"
     );
 }
 
 /// Right after our CRDs replaced Flux's, a watch opened before goes on serving objects decoded
 /// under Flux's schema, pruned of what it lacks (here, as a stand-in for a gate, the object's
-/// range as it was before); the API server holds the whole object. A changed election of an
-/// object without our defaults is written only after a GET confirms its spec, and decided
-/// again from the fresh object when it differs.
+/// range as it was before); the API server holds the whole object. The first write of each
+/// spec is confirmed by a GET: when the API server holds another spec nothing is written, the
+/// fresh object goes to the policies' cache and is reconciled at once, and its own first
+/// write is confirmed too. Once confirmed, a spec costs no read.
 #[tokio::test]
 async fn an_election_from_an_object_served_under_another_schema_is_decided_from_a_fresh_read() {
     let watched = pruned(semver(">=1.0.0"), json!({"observedGeneration": -1}));
     let fresh = policy(semver("<2.0.0"), json!({"observedGeneration": -1}));
-    let served = fresh.clone();
-    let run = run(
-        &watched,
-        &[scanned_repo()],
-        vec![
-            Expect::ok(
-                "GET",
-                format!("/apis/image.toolkit.fluxcd.io/v1/namespaces/{NS}/imagepolicies/p"),
-                move |_| served.clone(),
-            ),
-            patch(&fresh),
-            Expect::event(NS),
-        ],
-        store_with(NS, &["1.0.0", "1.1.0", "2.0.0"]),
-    )
-    .await;
-    assert!(run.result.is_ok(), "{:?}", run.result);
-    let status = &run.calls[1].body["status"];
+    let (client, server) = mock(vec![
+        get(&fresh),
+        get(&fresh),
+        patch(&fresh),
+        Expect::event(NS),
+        patch(&fresh),
+        Expect::event(NS),
+    ]);
+    let reader = Arc::new(ObjectCache::default());
+    reader.insert(&scanned_repo());
+    let shared = context(client, store_with(NS, &["1.0.0", "1.1.0", "2.0.0"]), |_| {});
+    let ctx = PolicyContext::new(shared, reader, Arc::new(AtomicBool::new(true)));
+    let watched: ImagePolicy = serde_json::from_value(watched).unwrap();
+    let (result, _) = reconcile_settled(Arc::new(watched), ctx.clone()).await;
     assert_eq!(
-        status["latestRef"],
+        result.unwrap(),
+        Action::requeue(Duration::ZERO),
+        "read again at once"
+    );
+    let cached = ctx.policies.get(NS, "p").expect("the fresh read is cached");
+    assert_eq!(cached.spec.downgrade, Some(DowngradePolicy::Allow));
+    let (result, _) = reconcile_settled(Arc::new(cached.clone()), ctx.clone()).await;
+    assert!(result.is_ok(), "{result:?}");
+    // Confirmed: the same spec is written again without a read (the mock's order says so).
+    let (result, _) = reconcile_settled(Arc::new(cached), ctx.clone()).await;
+    assert!(result.is_ok(), "{result:?}");
+    let calls = calls(server).await;
+    assert_eq!(
+        calls.len(),
+        6,
+        "nothing written from the watched object: {calls:?}"
+    );
+    assert_eq!(
+        calls[2].body["status"]["latestRef"],
         json!({"name": IMAGE, "tag": "1.1.0"}),
         "decided from the fresh spec, not the watched one's 2.0.0"
-    );
-
-    // Served whole (defaults present), the same object costs no read.
-    let whole = policy(semver(">=1.0.0"), json!({"observedGeneration": -1}));
-    let run = super::policy_reconcile::run(
-        &whole,
-        &[scanned_repo()],
-        vec![patch(&whole), Expect::event(NS)],
-        store_with(NS, &["1.0.0", "1.1.0", "2.0.0"]),
-    )
-    .await;
-    assert_eq!(
-        run.calls[0].body["status"]["latestRef"],
-        json!({"name": IMAGE, "tag": "2.0.0"})
     );
 }
 
@@ -255,7 +261,7 @@ async fn deprecated_fields_are_migrated_first_in_their_own_patch() {
         let run = run(
             &obj,
             &[scanned_repo()],
-            vec![patch(&obj), patch(&obj), Expect::event(NS)],
+            vec![patch(&obj), get(&obj), patch(&obj), Expect::event(NS)],
             store_with(NS, &["1.0.0", "1.1.0"]),
         )
         .await;
@@ -265,10 +271,15 @@ async fn deprecated_fields_are_migrated_first_in_their_own_patch() {
             migration["latestRef"],
             json!({"name": IMAGE, "tag": "1.0.0"})
         );
-        assert_eq!(migration["latestImage"], Value::Null);
         assert!(
-            migration.as_object().unwrap().contains_key("latestImage"),
-            "deleted with null"
+            migration.get("latestImage").is_none(),
+            "deleted: the guarded JSON patch writes the migrated status whole"
+        );
+        let ops = run.calls[0].body["jsonPatch"].as_array().unwrap();
+        assert_eq!(
+            ops[0],
+            json!({"op": "test", "path": "/metadata/generation", "value": 1}),
+            "written only onto the generation it was read from"
         );
         assert!(
             migration.get("conditions").is_none(),
@@ -279,7 +290,7 @@ async fn deprecated_fields_are_migrated_first_in_their_own_patch() {
             .map(|_| json!({"name": IMAGE, "tag": "0.9.0"}))
             .unwrap_or(Value::Null);
         assert_eq!(migration["observedPreviousRef"], expected_previous);
-        let status = &run.calls[1].body["status"];
+        let status = &run.calls[2].body["status"];
         assert_eq!(status["latestRef"]["tag"], "1.1.0");
         assert_eq!(
             status["observedPreviousRef"],
@@ -288,7 +299,7 @@ async fn deprecated_fields_are_migrated_first_in_their_own_patch() {
         );
         let expected =
             format!("Latest image tag for {IMAGE} resolved to 1.1.0 (previously {IMAGE}:1.0.0)");
-        assert_eq!(run.calls[2].body["message"], expected);
+        assert_eq!(run.calls[3].body["message"], expected);
     }
 }
 
@@ -316,7 +327,7 @@ async fn no_tags_is_dependency_not_ready_retried_after_requeue_dependency() {
     let run = run(
         &obj,
         &[repo],
-        vec![patch(&obj), Expect::event(NS)],
+        vec![get(&obj), patch(&obj), Expect::event(NS)],
         store_with(NS, &[]),
     )
     .await;
@@ -330,12 +341,12 @@ async fn no_tags_is_dependency_not_ready_retried_after_requeue_dependency() {
         "DependencyNotReady".into(),
         "retrying in 30s error: no tags in database".into(),
     );
-    assert_eq!(ready(&run.calls[0]), expected);
+    assert_eq!(ready(&run.calls[1]), expected);
     assert_eq!(
-        run.calls[0].body["status"]["conditions"][0]["reason"],
+        run.calls[1].body["status"]["conditions"][0]["reason"],
         "ProgressingWithRetry"
     );
-    assert_eq!(run.calls[1].body["type"], "Warning");
+    assert_eq!(run.calls[2].body["type"], "Warning");
 }
 
 #[tokio::test]
@@ -355,27 +366,27 @@ async fn an_invalid_range_or_regex_after_a_good_election_stalls_and_keeps_latest
         let run = run(
             &obj,
             &[scanned_repo()],
-            vec![patch(&obj), Expect::event(NS)],
+            vec![get(&obj), patch(&obj), Expect::event(NS)],
             store_with(NS, &["1.1.0"]),
         )
         .await;
         assert_eq!(run.result.unwrap(), Action::await_change(), "no retry loop");
-        let (status, reason, message) = ready(&run.calls[0]);
+        let (status, reason, message) = ready(&run.calls[1]);
         assert_eq!(
             (status.as_str(), reason.as_str()),
             ("False", "InvalidPolicy")
         );
         assert!(message.starts_with(expected), "{message}");
         assert_eq!(
-            run.calls[0].body["status"]["latestRef"],
+            run.calls[1].body["status"]["latestRef"],
             json!({"name": IMAGE, "tag": "1.1.0"}),
             "kept"
         );
         assert_eq!(
-            run.calls[0].body["status"]["conditions"][0]["type"],
+            run.calls[1].body["status"]["conditions"][0]["type"],
             "Stalled"
         );
-        assert_eq!(run.calls[0].body["status"]["observedGeneration"], 2);
+        assert_eq!(run.calls[1].body["status"]["observedGeneration"], 2);
     }
 }
 
@@ -392,13 +403,13 @@ async fn failing_row(
     let run = run_with(
         obj,
         repos,
-        vec![patch(obj), Expect::event(NS)],
+        vec![get(obj), patch(obj), Expect::event(NS)],
         store,
         settings,
     )
     .await;
-    assert_eq!(run.calls[1].body["type"], "Warning");
-    (run.result, ready(&run.calls[0]))
+    assert_eq!(run.calls[2].body["type"], "Warning");
+    (run.result, ready(&run.calls[1]))
 }
 
 #[tokio::test]
@@ -530,12 +541,13 @@ async fn the_acl_admits_a_namespace_whose_labels_match() {
         Expect::ok("GET", format!("/api/v1/namespaces/{NS}"), move |_| {
             namespace.clone()
         }),
+        get(&obj),
         patch(&obj),
         Expect::event(NS),
     ];
     let run = run(&obj, &[repo], script, store_with("repos", &["1.0.0"])).await;
     assert!(run.result.is_ok());
-    assert_eq!(ready(&run.calls[1]).0, "True");
+    assert_eq!(ready(&run.calls[2]).0, "True");
 }
 
 /// A registry whose tags all point at the digest in `digest`, and answers 404 for `missing`.
@@ -585,7 +597,7 @@ async fn a_digest_only_change_sends_one_event_and_one_notification() {
     obj["metadata"]["annotations"] = json!({"event.toolkit.fluxcd.io/cluster": "prod-eu"});
     let events_addr = format!("http://{}/", receiver.host());
     let store = store_with(NS, &["1.0.0", "1.1.0"]);
-    let script = vec![patch(&obj), Expect::event(NS)];
+    let script = vec![get(&obj), patch(&obj), Expect::event(NS)];
     let addr = events_addr.clone();
     let run = run_with(
         &obj,
@@ -600,7 +612,7 @@ async fn a_digest_only_change_sends_one_event_and_one_notification() {
         Action::requeue(Duration::from_secs(60)),
         "Always requeues at its interval"
     );
-    let status = &run.calls[0].body["status"];
+    let status = &run.calls[1].body["status"];
     assert_eq!(
         status["latestRef"],
         json!({"name": image, "tag": "1.1.0", "digest": NEW})
@@ -610,8 +622,8 @@ async fn a_digest_only_change_sends_one_event_and_one_notification() {
         json!({"name": image, "tag": "1.1.0", "digest": OLD})
     );
     let message = format!("Latest image tag for {image} resolved to 1.1.0 with digest {NEW} (previously {image}:1.1.0@{OLD})");
-    assert_eq!(run.calls[1].body["type"], "Normal");
-    assert_eq!(run.calls[1].body["message"], message);
+    assert_eq!(run.calls[2].body["type"], "Normal");
+    assert_eq!(run.calls[2].body["message"], message);
 
     // Exactly one notification, in Flux's event format.
     tokio::task::spawn_blocking(move || {
@@ -663,7 +675,7 @@ async fn a_digest_only_change_sends_one_event_and_one_notification() {
 
     // The same digest again: no write, no event, no notification.
     let mut settled = obj.clone();
-    settled["status"] = run.calls[0].body["status"].clone();
+    settled["status"] = run.calls[1].body["status"].clone();
     let run = run_with(&settled, &[repo], vec![], store, move |s| {
         s.events_addr = Some(events_addr)
     })
@@ -681,13 +693,13 @@ async fn a_digest_that_cannot_be_fetched_fails_the_reconcile() {
     let run = run_with(
         &obj,
         &[repository(NS, &image, json!({}))],
-        vec![patch(&obj), Expect::event(NS)],
+        vec![get(&obj), patch(&obj), Expect::event(NS)],
         store_with(NS, &["missing"]),
         |_| {},
     )
     .await;
     assert!(run.result.is_err());
-    let (status, reason, message) = ready(&run.calls[0]);
+    let (status, reason, message) = ready(&run.calls[1]);
     assert_eq!((status.as_str(), reason.as_str()), ("False", "Failed"));
     let prefix = format!("failed fetching digest of {image}:missing: failed fetching descriptor for \"{image}:missing\": HEAD ");
     assert!(message.starts_with(&prefix), "{message}");
@@ -715,12 +727,12 @@ async fn repository_references_that_are_not_kubernetes_names_stall_before_any_ca
         let run = run(
             &obj,
             &[scanned_repo()],
-            vec![patch(&obj), Expect::event(NS)],
+            vec![get(&obj), patch(&obj), Expect::event(NS)],
             store_with(NS, &["1.1.0"]),
         )
         .await;
         assert_eq!(run.result.unwrap(), Action::await_change());
-        let (status, reason, message) = ready(&run.calls[0]);
+        let (status, reason, message) = ready(&run.calls[1]);
         assert_eq!(
             (status.as_str(), reason.as_str()),
             ("False", "InvalidReference")
@@ -729,7 +741,7 @@ async fn repository_references_that_are_not_kubernetes_names_stall_before_any_ca
             message.starts_with(&format!("invalid {named}")),
             "{message}"
         );
-        assert_eq!(run.calls[0].body["status"]["latestRef"]["tag"], "1.1.0");
+        assert_eq!(run.calls[1].body["status"]["latestRef"]["tag"], "1.1.0");
     }
 }
 
@@ -766,12 +778,12 @@ async fn a_stall_after_a_wait_replaces_the_stale_ready_reason() {
     let run = run(
         &obj,
         &[repo],
-        vec![patch(&obj), Expect::event(NS)],
+        vec![get(&obj), patch(&obj), Expect::event(NS)],
         store_with(NS, &[]),
     )
     .await;
     assert_eq!(run.result.unwrap(), Action::await_change());
-    let (status, reason, message) = ready(&run.calls[0]);
+    let (status, reason, message) = ready(&run.calls[1]);
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("False", "ImageURLInvalid")
@@ -788,7 +800,7 @@ async fn a_policy_waits_for_its_repositorys_first_scan_without_a_failure() {
     let run = run(
         &obj,
         &[scanned_repo()],
-        vec![patch(&obj)],
+        vec![get(&obj), patch(&obj)],
         store_with(NS, &[]),
     )
     .await;
@@ -798,13 +810,13 @@ async fn a_policy_waits_for_its_repositorys_first_scan_without_a_failure() {
     );
     let message = format!("waiting for the first scan of ImageRepository {NS}/app");
     assert_eq!(
-        ready(&run.calls[0]),
+        ready(&run.calls[1]),
         ("Unknown".into(), "Progressing".into(), message)
     );
-    assert_eq!(run.calls.len(), 1, "no event");
+    assert_eq!(run.calls.len(), 2, "a read and the write, no event");
     // Waiting again changes nothing: no write.
     let mut waiting = obj.clone();
-    waiting["status"] = run.calls[0].body["status"].clone();
+    waiting["status"] = run.calls[1].body["status"].clone();
     let again = crate::controller::policy_reconcile::run(
         &waiting,
         &[scanned_repo()],
@@ -830,9 +842,15 @@ async fn a_waiting_policy_says_why_its_repository_has_not_scanned() {
         }]}))
         .unwrap(),
     );
-    let run = run(&obj, &[failing], vec![patch(&obj)], store_with(NS, &[])).await;
+    let run = run(
+        &obj,
+        &[failing],
+        vec![get(&obj), patch(&obj)],
+        store_with(NS, &[]),
+    )
+    .await;
     assert!(run.result.is_ok());
-    let (status, reason, message) = ready(&run.calls[0]);
+    let (status, reason, message) = ready(&run.calls[1]);
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("Unknown", "Progressing")
@@ -895,7 +913,7 @@ async fn after_a_restart_an_always_policy_fetches_only_when_due() {
     let stale = run(
         &obj,
         std::slice::from_ref(&repo),
-        vec![patch(&obj)],
+        vec![get(&obj), patch(&obj)],
         store.clone(),
     )
     .await;
@@ -904,14 +922,20 @@ async fn after_a_restart_an_always_policy_fetches_only_when_due() {
         stale.result.unwrap(),
         Action::requeue(Duration::from_secs(600))
     );
-    assert!(stale.calls[0].body["status"]["latestRef"]["digest"] == NEW);
+    assert!(stale.calls[1].body["status"]["latestRef"]["digest"] == NEW);
     let kept = store.digest_fact(&key, "1.1.0").unwrap().unwrap();
     assert_eq!(kept.digest, NEW);
     assert!(kept.checked_at >= now, "the fetch's time is kept");
 
     let mut asked = policy(spec, status);
     asked["metadata"]["annotations"] = json!({"reconcile.fluxcd.io/requestedAt": "now"});
-    run(&asked, &[repo], vec![patch(&asked)], store_checked(120)).await;
+    run(
+        &asked,
+        &[repo],
+        vec![get(&asked), patch(&asked)],
+        store_checked(120),
+    )
+    .await;
     assert_eq!(heads(&reg), 2, "a requested reconcile fetches");
 }
 
@@ -931,7 +955,7 @@ async fn a_slow_digest_read_goes_on_off_the_worker() {
     let repo = repository(NS, &image, json!({"timeout": "1m"}));
     let (spec, status) = always_elected_at_old(&image, "1h");
     let obj = policy(spec, status);
-    let (client, server) = mock(vec![patch(&obj), Expect::event(NS)]);
+    let (client, server) = mock(vec![get(&obj), patch(&obj), Expect::event(NS)]);
     let reader = Arc::new(ObjectCache::default());
     reader.insert(&repo);
     let ctx = PolicyContext::new(
@@ -946,7 +970,7 @@ async fn a_slow_digest_read_goes_on_off_the_worker() {
     assert_eq!(started.elapsed(), Duration::from_secs(20), "no second read");
     assert_eq!(result.unwrap(), Action::requeue(Duration::from_secs(3600)));
     let calls = calls(server).await;
-    assert_eq!(calls[0].body["status"]["latestRef"]["digest"], NEW);
+    assert_eq!(calls[1].body["status"]["latestRef"]["digest"], NEW);
     assert_eq!(reg.seen().len(), 1);
 }
 

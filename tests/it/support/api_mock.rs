@@ -74,6 +74,15 @@ impl Expect {
         }
     }
 
+    /// A GET of an object (a write confirmed by a fresh read): answered with `object`.
+    pub fn get(plural: &str, namespace: &str, name: &str, object: Value) -> Self {
+        Expect::ok(
+            "GET",
+            format!("/apis/image.toolkit.fluxcd.io/v1/namespaces/{namespace}/{plural}/{name}"),
+            move |_| object.clone(),
+        )
+    }
+
     /// The status patch of an object: answered with `object` plus the patched status.
     pub fn status_patch(plural: &str, namespace: &str, name: &str, object: Value) -> Self {
         Expect::ok(
@@ -129,7 +138,7 @@ async fn serve(
         let body: Value = if bytes.is_empty() {
             Value::Null
         } else {
-            serde_json::from_slice(&bytes).expect("JSON request body")
+            as_merge(serde_json::from_slice(&bytes).expect("JSON request body"))
         };
         // A path ending in `*` expects any path it starts (a name the test cannot know).
         let expected = match expect.path.strip_suffix('*') {
@@ -155,6 +164,21 @@ async fn serve(
         send.send_response(response);
     }
     calls
+}
+
+/// A guarded status write (a JSON patch, RFC 6902, that adds the whole `status`) as the merge
+/// patch it amounts to, its operations kept under `jsonPatch`; any other body as it came.
+fn as_merge(body: Value) -> Value {
+    let Value::Array(ops) = &body else {
+        return body;
+    };
+    let added = ops
+        .iter()
+        .find(|op| op["op"] == "add" && op["path"] == "/status");
+    match added {
+        Some(status) => json!({ "jsonPatch": ops.clone(), "status": status["value"].clone() }),
+        None => body,
+    }
 }
 
 /// The calls, once the script is done (fails after a second: a call never came).

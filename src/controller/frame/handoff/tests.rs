@@ -170,6 +170,38 @@ async fn a_changed_object_or_a_cancel_aborts_the_parked_decision() {
     assert_eq!(handoffs.parked(), 0);
 }
 
+/// A decision parked for a pruned object (a watch under Flux's schema: no gates) is never
+/// taken by a reconcile of the whole object, of the same generation: its trigger covers the
+/// spec. The whole object's decision is made, and written, instead.
+#[tokio::test(start_paused = true)]
+async fn a_decision_made_from_a_pruned_spec_is_not_taken_for_the_whole_one() {
+    let handoffs: Handoffs<ImagePolicy, &str> = Handoffs::default();
+    let mut wakes = handoffs.wakes().unwrap();
+    let pruned = policy("team", "gated");
+    let mut whole = pruned.clone();
+    whole.spec.filter_tags = Some(Box::new(crate::api::TagFilter {
+        min_age: Some("168h".into()),
+        ..Default::default()
+    }));
+    assert_eq!(pruned.metadata.generation, whole.metadata.generation);
+    let slow = || async {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        "gate-less"
+    };
+    assert!(matches!(
+        handoffs.decide(&pruned, slow).await,
+        Handed::Working
+    ));
+    futures::StreamExt::next(&mut wakes)
+        .await
+        .expect("it ended");
+    match handoffs.decide(&whole, || async { "gated" }).await {
+        Handed::Decided { outcome, .. } => assert_eq!(outcome, "gated"),
+        _ => panic!("decided for the whole object"),
+    }
+    assert_eq!(handoffs.parked(), 0, "the pruned decision is gone");
+}
+
 /// A decision that panics on the worker panics there, as it would have without the handoff.
 #[tokio::test(start_paused = true)]
 #[should_panic(expected = "the decision's own panic")]
