@@ -142,9 +142,9 @@ flux:
 # commits to a Git server on loopback, notification-controller forwards our events, the flux CLI
 # drives our objects (tests/it/flux/).
 e2e-flux: deps kube flux
-	@$(with_apiserver) $(CARGO) test --locked --test it -- --ignored flux:: --skip flux::crd_swap
-	@# Swaps Flux's CRDs for ours: on an API server of its own, apart from the tests above.
-	@$(with_apiserver) $(CARGO) test --locked --test it -- --ignored flux::crd_swap
+	@$(with_apiserver) $(CARGO) test --locked --test it -- --ignored flux:: --skip flux::crd_
+	@# Swap CRDs, one after the other: on an API server of their own, apart from the tests above.
+	@$(with_apiserver) $(CARGO) test --locked --test it -- --ignored flux::crd_ --test-threads=1
 
 # The signing tools the signature tests run: the cosign CLI v3 and the last v2, the notation CLI,
 # and a registry that serves the OCI referrers API, built from their Go modules

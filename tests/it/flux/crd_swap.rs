@@ -2,9 +2,12 @@
 //! frame/confirm.rs). Our controller runs on Flux's own CRDs; ours are applied over them as
 //! docs/install.md says, and a policy gated by `filterTags.minAge` is created within the same
 //! second. The controller's watch, opened under Flux's schema, serves that policy pruned of its
-//! gate; a GET serves it whole. The gate holds, and image-automation-controller commits only
-//! the old-enough tag. Swapping CRDs changes them for every test of the API server, so this
-//! one runs on an API server of its own (`make e2e-flux` runs it apart).
+//! gate (the served schema is read only at start here, so the watch is not listed again); a
+//! GET serves it whole. The registry is slow, so the decision made from the pruned object
+//! goes on in the background and is taken later: it is not written, because a fresh read
+//! shows another spec. The gate holds, and image-automation-controller commits only the
+//! old-enough tag. Swapping CRDs changes them for every test of the API server, so this one
+//! runs on an API server of its own (`make e2e-flux` runs it apart).
 
 use super::until;
 use crate::support::cluster::{
@@ -14,6 +17,7 @@ use crate::support::cluster::{
 use crate::support::distribution::{Distribution, Variant};
 use crate::support::flux::{bin_dir, install_flux_crds, Component};
 use crate::support::git_server::GitServer;
+use crate::support::slow_relay::SlowRelay;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs an API server of its own and Flux: make e2e-flux"]
@@ -42,7 +46,9 @@ async fn crd_swap_a_gated_policy_created_as_our_crds_replace_fluxs_keeps_its_gat
         .await;
     let ns = Namespace(format!("image-reflector-crd-swap-{}", std::process::id()));
     ok(kubectl(&["create", "namespace", &ns.0], None));
-    let host = registry.host.clone();
+    // The controller reaches the registry through a relay that can be made slow.
+    let relay = SlowRelay::start(&registry.host).await;
+    let host = relay.host();
     let deployment = format!(
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  template:\n    spec:\n      containers:\n\
          \x20       - name: app\n          image: {host}/demo/app:0.0.1 # {{\"$imagepolicy\": \"{ns}:app\"}}\n",
@@ -62,7 +68,7 @@ async fn crd_swap_a_gated_policy_created_as_our_crds_replace_fluxs_keeps_its_gat
     let controller = Controller::start_full(
         &ns.0,
         &kubeconfig,
-        &[],
+        &["--served-schema-interval=1h"],
         &[],
         std::fs::File::create(&log_path).unwrap().into(),
     );
@@ -72,12 +78,14 @@ async fn crd_swap_a_gated_policy_created_as_our_crds_replace_fluxs_keeps_its_gat
     })
     .await;
 
+    // Each registry request now outlasts the 3 s a worker waits for a decision.
+    relay.set_delay(std::time::Duration::from_secs(4));
     // docs/install.md's swap, then the gated policy within the second.
     install_crds();
     let policy = format!(
         "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: app, namespace: {ns}}}\n\
          spec: {{imageRepositoryRef: {{name: app}}, policy: {{semver: {{range: '>=1.0.0'}}}}, \
-         filterTags: {{minAge: 168h}}}}\n",
+         digestReflectionPolicy: IfNotPresent, filterTags: {{minAge: 168h}}}}\n",
         ns = ns.0
     );
     ok(kubectl(&["apply", "-f", "-"], Some(&policy)));
@@ -87,13 +95,22 @@ async fn crd_swap_a_gated_policy_created_as_our_crds_replace_fluxs_keeps_its_gat
         "the API server holds the gate: {stored}"
     );
     let elected = || get_json(&ns.0, "imagepolicy/app")["status"]["latestRef"]["tag"].clone();
-    until(60, "the policy elected", log, || !elected().is_null()).await;
+    until(180, "the policy elected", log, || !elected().is_null()).await;
     assert_eq!(
         elected(),
         "1.0.0",
         "the 2-hour-old 1.1.0 is held back\n{}",
         log()
     );
+    // The path taken: a decision parked in the background, and one not written because the
+    // API server held another spec than the one it was made from.
+    let text = log();
+    assert!(text.contains("it goes on in the background"), "{text}");
+    assert!(
+        text.contains("the watch served this object with another spec than the API server holds"),
+        "{text}"
+    );
+    relay.set_delay(std::time::Duration::ZERO);
 
     let automation = Component::start("image-automation-controller", &ns.0, &[]);
     let file = || git.read("fleet", "main", "apps/deploy.yaml");

@@ -161,37 +161,26 @@ impl Controller {
         log: std::process::Stdio,
     ) -> Controller {
         let storage = tempfile::tempdir().unwrap();
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_image-reflector"))
-            .arg("run")
-            // One namespace and ephemeral ports, unless the caller says otherwise.
-            .args(
-                [
-                    "--watch-all-namespaces=false",
-                    "--metrics-addr=127.0.0.1:0",
-                    "--health-addr=127.0.0.1:0",
-                    "--min-retry-delay=200ms",
-                ]
-                .into_iter()
-                .filter(|flag| {
-                    let name = flag.split('=').next().unwrap();
-                    !extra.iter().any(|e| e.starts_with(name))
-                }),
-            )
-            .args(["--log-encoding=console", "--storage-path"])
-            .arg(storage.path())
-            .args(extra)
-            .env("RUNTIME_NAMESPACE", namespace)
-            .env("KUBECONFIG", kubeconfig)
-            .envs(env.iter().copied())
-            .stdout(std::process::Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("image-reflector run starts");
+        let child = spawn(namespace, kubeconfig, extra, env, log, storage.path());
         Controller {
             child,
             storage: storage.path().to_path_buf(),
             _storage: storage,
         }
+    }
+
+    /// Stops the process (SIGTERM, as a rollout does) and starts another on the same storage.
+    pub fn restart(
+        mut self,
+        namespace: &str,
+        kubeconfig: &std::path::Path,
+        extra: &[&str],
+        log: std::process::Stdio,
+    ) -> Controller {
+        let _ = run("kill", &["-TERM", &self.child.id().to_string()], None);
+        assert!(self.child.wait().unwrap().success(), "a clean stop");
+        self.child = spawn(namespace, kubeconfig, extra, &[], log, &self.storage);
+        self
     }
 
     /// SIGTERM, and the exit status.
@@ -206,6 +195,43 @@ impl Drop for Controller {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `image-reflector run` watching `namespace`, its storage at `storage`.
+fn spawn(
+    namespace: &str,
+    kubeconfig: &std::path::Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+    log: std::process::Stdio,
+    storage: &std::path::Path,
+) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_image-reflector"))
+        .arg("run")
+        // One namespace and ephemeral ports, unless the caller says otherwise.
+        .args(
+            [
+                "--watch-all-namespaces=false",
+                "--metrics-addr=127.0.0.1:0",
+                "--health-addr=127.0.0.1:0",
+                "--min-retry-delay=200ms",
+            ]
+            .into_iter()
+            .filter(|flag| {
+                let name = flag.split('=').next().unwrap();
+                !extra.iter().any(|e| e.starts_with(name))
+            }),
+        )
+        .args(["--log-encoding=console", "--storage-path"])
+        .arg(storage)
+        .args(extra)
+        .env("RUNTIME_NAMESPACE", namespace)
+        .env("KUBECONFIG", kubeconfig)
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("image-reflector run starts")
 }
 
 /// The port the controller's `server` (`metrics`, `health`) listens on, read back from its

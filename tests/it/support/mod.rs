@@ -15,6 +15,7 @@ pub mod policy_bench;
 pub mod policy_cluster;
 pub mod sigstack;
 pub mod sigtools;
+pub mod slow_relay;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
