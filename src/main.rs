@@ -12,8 +12,9 @@ struct Args {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Print the ImageRepository and ImagePolicy CustomResourceDefinitions as YAML.
-    Crds,
+    /// Print the ImageRepository and ImagePolicy CustomResourceDefinitions as YAML (or, with
+    /// --patches, as kustomize patches of Flux's).
+    Crds(cli::crds::CrdsArgs),
     /// Elect the latest tag from a list, as an ImagePolicy would.
     Select(cli::select::SelectArgs),
     /// Parse an image as `spec.image` is parsed: canonical name and scheme, no network call.
@@ -45,7 +46,7 @@ fn main() -> ExitCode {
     let args = Args::parse_from(with_default_subcommand(std::env::args_os().collect()));
     let mut stdout = std::io::stdout().lock();
     let result = match args.command {
-        Command::Crds => cli::crds::run(&mut stdout).map_err(CliError::failed),
+        Command::Crds(a) => cli::crds::run(&a, &mut stdout).map_err(CliError::failed),
         Command::Select(a) => cli::select::run(&a, &mut stdout),
         Command::Ref(a) => cli::reference::run(&a, &mut stdout),
         Command::Tags(a) => cli::registry::run_tags(&a, &mut stdout),

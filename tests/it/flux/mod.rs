@@ -8,6 +8,7 @@ mod automation;
 mod cli;
 mod crd_revert;
 mod crd_swap;
+mod install_docs;
 mod notifications;
 
 use std::time::{Duration, Instant};
