@@ -68,3 +68,89 @@ pub async fn mark(
         .await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::schema::served::{KindSchema, Served};
+    use serde_json::json;
+
+    fn policy(annotation: Option<&str>, spec: serde_json::Value) -> ImagePolicy {
+        let mut whole =
+            json!({"imageRepositoryRef": {"name": "app"}, "policy": {"semver": {"range": "1.x"}}});
+        whole
+            .as_object_mut()
+            .unwrap()
+            .extend(spec.as_object().unwrap().clone());
+        let annotations =
+            annotation.map(|a| json!({crate::controller::schema::marker::GATES_ANNOTATION: a}));
+        serde_json::from_value(json!({
+            "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImagePolicy",
+            "metadata": {"name": "app", "namespace": "team", "generation": 2, "annotations": annotations},
+            "spec": whole,
+            "status": {"latestRef": {"name": "r/app", "tag": "1.0.0"}},
+        }))
+        .unwrap()
+    }
+
+    fn fluxs_schema() -> ServedSchema {
+        let schema = ServedSchema::default();
+        schema.take(Served {
+            policy: Some(KindSchema {
+                fingerprint: 1,
+                lacking: crate::api::BEYOND_FLUX.to_vec(),
+            }),
+            repository: None,
+        });
+        schema
+    }
+
+    #[test]
+    fn a_pruned_gated_policy_is_hidden_with_the_fields_the_election_kept_and_the_fix() {
+        let pruned = policy(Some("2:filterTags.minAge"), json!({}));
+        let Serving::Hidden(event) = serving(&pruned, &ServedSchema::default()) else {
+            panic!("held, whatever is known of the schema");
+        };
+        assert_eq!(
+            (event.type_, event.reason.as_str()),
+            (EventType::Warning, GATES_HIDDEN)
+        );
+        for part in [
+            "generation 2",
+            "without spec.filterTags.minAge",
+            "r/app:1.0.0 stands",
+            "apply image-reflector's CRDs",
+        ] {
+            assert!(event.message.contains(part), "{part}: {}", event.message);
+        }
+    }
+
+    #[test]
+    fn a_policy_served_whole_is_told_once_when_the_schema_lacks_fields() {
+        let plain = policy(None, json!({}));
+        assert_eq!(
+            serving(&plain, &ServedSchema::default()),
+            Serving::Whole,
+            "schema unknown"
+        );
+        let schema = fluxs_schema();
+        let Serving::Told(event) = serving(&plain, &schema) else {
+            panic!("told");
+        };
+        assert_eq!(
+            (event.type_, event.reason.as_str()),
+            (EventType::Normal, GATE_FIELDS_UNSERVED)
+        );
+        assert!(
+            event.message.contains("lacks spec.downgrade"),
+            "{}",
+            event.message
+        );
+        assert_eq!(serving(&plain, &schema), Serving::Whole, "once");
+        let whole = policy(
+            Some("2:filterTags.minAge"),
+            json!({"filterTags": {"minAge": "1h"}}),
+        );
+        assert!(matches!(serving(&whole, &fluxs_schema()), Serving::Told(_)));
+    }
+}

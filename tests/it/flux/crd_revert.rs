@@ -5,7 +5,8 @@
 //! controller restarts on the same storage: the policy is held with nothing written (no
 //! status, no finalizer: a write would store it pruned for good), says why in an Event, the
 //! log, the metric and `/readyz`. With our CRDs back it resumes with every stored gate and
-//! holds the young tags back. Swapping CRDs changes them for every test of the API server, so
+//! holds the young tags back. A policy without gates beside it runs as under Flux's controller
+//! throughout, told once why it could not have them. Swapping CRDs changes them for every test of the API server, so
 //! this one runs on an API server of its own, as `crd_swap` does (`make e2e-flux`).
 
 use super::until;
@@ -45,7 +46,9 @@ async fn crd_revert_holds_a_gated_policy_through_a_restart_and_it_resumes_with_i
          spec: {{image: {host}/demo/app, interval: 1h}}\n---\n\
          apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: app, namespace: {ns}}}\n\
          spec: {{imageRepositoryRef: {{name: app}}, policy: {{semver: {{range: '>=1.0.0'}}}}, \
-         filterTags: {{minAge: 168h}}, downgrade: Refuse}}\n",
+         filterTags: {{minAge: 168h}}, downgrade: Refuse}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: plain, namespace: {ns}}}\n\
+         spec: {{imageRepositoryRef: {{name: app}}, policy: {{semver: {{range: '>=1.0.0'}}}}}}\n",
         ns = ns.0,
         host = registry.host,
     );
@@ -71,6 +74,7 @@ async fn crd_revert_holds_a_gated_policy_through_a_restart_and_it_resumes_with_i
     )
     .await;
     let before = policy()["status"].clone();
+    let plain = || get_json(&ns.0, "imagepolicy/plain")["status"]["latestRef"]["tag"].clone();
 
     // kustomize-controller puts Flux's CRDs back: every read is pruned now.
     apply_crds(
@@ -95,6 +99,17 @@ async fn crd_revert_holds_a_gated_policy_through_a_restart_and_it_resumes_with_i
         get_json(&ns.0, "imagerepository/app")["status"]["lastScanResult"]["tagCount"] == 3
     })
     .await;
+
+    // A policy without gates runs as under Flux's controller, told once why it could not
+    // have them.
+    until(60, "the plain policy elects 1.2.0", first, || {
+        plain() == "1.2.0"
+    })
+    .await;
+    let told = events_of(&ns.0, "plain")
+        .iter()
+        .any(|e| e["reason"] == "GateFieldsUnserved" && e["type"] == "Normal");
+    assert!(told, "{:#?}", events_of(&ns.0, "plain"));
 
     // A restart on the same storage, Flux's CRDs still served.
     let second_log = dir.path().join("second.log");
@@ -125,7 +140,7 @@ async fn crd_revert_holds_a_gated_policy_through_a_restart_and_it_resumes_with_i
         ready.starts_with("ok\n") && ready.contains("without spec.downgrade"),
         "{ready}"
     );
-    let events = policy_events(&ns.0);
+    let events = events_of(&ns.0, "app");
     let warned = events.iter().any(|e| {
         e["reason"] == "GatesHidden"
             && e["type"] == "Warning"
@@ -159,7 +174,7 @@ async fn crd_revert_holds_a_gated_policy_through_a_restart_and_it_resumes_with_i
         after["status"]["observedPreviousRef"], before["observedPreviousRef"],
         "{after}"
     );
-    for event in policy_events(&ns.0) {
+    for event in events_of(&ns.0, "app") {
         let message = event["message"].as_str().unwrap_or_default();
         assert!(!message.contains("resolved to 1.2.0"), "{message}");
         assert!(!message.contains("resolved to 1.1.0"), "{message}");
@@ -182,9 +197,9 @@ fn held(policy: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The Events of `imagepolicy/app` in `ns`.
-fn policy_events(ns: &str) -> Vec<Value> {
-    let selector = "involvedObject.kind=ImagePolicy,involvedObject.name=app";
+/// The Events of the ImagePolicy `name` in `ns`.
+fn events_of(ns: &str, name: &str) -> Vec<Value> {
+    let selector = &format!("involvedObject.kind=ImagePolicy,involvedObject.name={name}");
     let args = [
         "get",
         "events",
