@@ -5,9 +5,10 @@
 //! controller restarts on the same storage: the policy is held with nothing written (no
 //! status, no finalizer: a write would store it pruned for good), says why in an Event, the
 //! log, the metric and `/readyz`. With our CRDs back it resumes with every stored gate and
-//! holds the young tags back. A policy without gates beside it runs as under Flux's controller
-//! throughout, told once why it could not have them. Swapping CRDs changes them for every test of the API server, so
-//! this one runs on an API server of its own, as `crd_swap` does (`make e2e-flux`).
+//! holds the young tags back. A policy without gates beside it runs as under Flux's
+//! controller throughout, told once why it could not have them. Swapping CRDs changes them for
+//! every test of the API server, so this one runs on an API server of its own, as `crd_swap`
+//! does (`make e2e-flux`).
 
 use super::until;
 use crate::support::cluster::{
