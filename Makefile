@@ -169,11 +169,14 @@ e2e-signatures: deps kube sigtools
 MUTATED = -f 'src/verify/**/*.rs' -f 'src/policy/gates/**/*.rs' \
 	-f 'src/controller/image_policy/election/**/*.rs' -f src/controller/image_policy/downgrade.rs \
 	-f src/controller/image_policy/record.rs -f src/controller/frame/handoff.rs \
+	-f 'src/controller/schema/*.rs' -f src/controller/frame/confirm.rs -f src/api/beyond_flux.rs \
+	-f src/controller/image_policy/serving.rs \
 	-e '**/tests.rs' -e '**/tests/**' -e '**/model.rs' -e '**/property.rs' -e src/verify/fuzz.rs
 mutants: deps
 	@command -v cargo-mutants >/dev/null || { echo "cargo-mutants not found: cargo install cargo-mutants" >&2; exit 1; }
 	cargo mutants --no-shuffle --copy-target=true -j $${MUTANTS_JOBS:-2} --cargo-arg=--lib $(MUTATED) \
-		-- -- verify:: policy::gates controller::image_policy controller::frame; \
+		-- -- verify:: policy::gates controller::image_policy controller::frame controller::schema \
+		controller::object api::beyond_flux cli::crds; \
 	status=$$?; [ $$status -eq 0 ] || [ $$status -eq 2 ] || exit $$status; \
 	cargo mutants --iterate --no-shuffle --copy-target=true -j $${MUTANTS_JOBS:-2} $(MUTATED) \
 		-- --lib --test it -- verify:: policy::gates controller:: cli::gates
