@@ -12,12 +12,13 @@ use std::time::Duration;
 #[derive(clap::Args, Debug, Clone)]
 pub struct SigstoreArgs {
     /// The TUF repository Sigstore's trusted root is read from, for keyless policies without a
-    /// trusted_root.json of their own; empty: never read (the root kept in the store, else the
-    /// one embedded in the binary).
+    /// trusted_root.json of their own; empty: never read (the copy of its last read kept in the
+    /// store, verified again and used until its metadata expires, else the one embedded in the
+    /// binary). A mirror that serves what TUF refuses is trusted for nothing.
     #[arg(long, default_value = crate::registry::sigstore_root::DEFAULT_MIRROR)]
     pub sigstore_tuf_mirror: String,
     /// A TUF root.json to trust for that repository instead of the public-good one embedded in
-    /// the binary (another Sigstore instance's).
+    /// the binary (another Sigstore instance's); the embedded trusted root is then never used.
     #[arg(long, default_value = "", value_name = "FILE")]
     pub sigstore_tuf_root: String,
 }

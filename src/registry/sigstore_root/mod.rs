@@ -1,22 +1,33 @@
 //! Sigstore's public-good trusted root, for keyless policies with no `trusted_root.json` of
-//! their own (docs/imagepolicy.md, "Keyless with no Secret"). Three sources, best first:
+//! their own (docs/imagepolicy.md, "Keyless with no Secret"). It fails closed: a root is used
+//! only while TUF vouches for it, and the one shipped in the binary only under the anchor it
+//! was shipped with. The sources, best first:
 //!
 //! 1. the mirror: Sigstore's TUF repository (`--sigstore-tuf-mirror`, by default
 //!    `https://tuf-repo-cdn.sigstore.dev`), read by tough from a trust anchor (the TUF root
 //!    embedded in the binary, or `--sigstore-tuf-root`): root rotations, expiry, rollback,
 //!    lengths and hashes are checked there; its target `trusted_root.json` is the root;
-//! 2. the copy the last good read kept in the store (`<storage>/sigstore/trusted_root.json`);
-//! 3. the root embedded in the binary (Sigstore's, as `sigstore/sigstore` v1.10.8 ships it).
+//! 2. while the mirror cannot be reached, the copy of what it served last, kept in the store
+//!    (`<storage>/sigstore/`) and verified again by TUF from its own metadata, until that
+//!    metadata expires;
+//! 3. with the embedded anchor only, and nothing verified, the root embedded in the binary
+//!    (Sigstore's, as `sigstore/sigstore` v1.10.8 ships it): never under another anchor.
 //!
-//! Each read of the mirror that fails leaves the current root in place and says why
-//! ([`Current::stale`]), which the policies that use it report; it is read again every
-//! [`REFRESH_EVERY`], and at start.
+//! A mirror that answers with what TUF refuses (expired, rolled back, frozen, badly signed, a
+//! hash that does not match) is trusted for nothing, its kept copy included: no root, and
+//! keyless elections wait, saying which mirror refused what ([`Current::stale`]). The mirror
+//! is read again every [`REFRESH_EVERY`], [`RETRY_AFTER_FAILURE`] after a failure, at start,
+//! and as soon as the root in use expires.
 
+mod kept;
 mod transport;
+pub mod tuf;
+
+use tuf::{Failure, Trust, Verified};
 
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use url::Url;
 
 /// Sigstore's public-good TUF repository.
@@ -41,15 +52,36 @@ pub enum Source {
     Mirror,
     Cached,
     Embedded,
+    /// No root may be used: keyless elections wait ([`Current::stale`] says why).
+    Nothing,
 }
 
 /// The root in use.
 #[derive(Debug)]
 pub struct Current {
-    pub bytes: Arc<[u8]>,
+    /// `None` with [`Source::Nothing`].
+    pub bytes: Option<Arc<[u8]>>,
     pub source: Source,
     /// Why the mirror's root is not in use (`None`: it is).
     pub stale: Option<String>,
+    /// When the TUF metadata that vouched for it expires (`None`: the embedded root).
+    pub expires: Option<SystemTime>,
+}
+
+impl Current {
+    fn nothing(stale: String) -> Current {
+        Current {
+            bytes: None,
+            source: Source::Nothing,
+            stale: Some(stale),
+            expires: None,
+        }
+    }
+
+    /// Whether the metadata that vouched for it has expired at `now`.
+    pub fn expired(&self, now: SystemTime) -> bool {
+        self.expires.is_some_and(|expires| expires <= now)
+    }
 }
 
 /// How the root is had.
@@ -72,28 +104,16 @@ pub struct PublicGoodRoot {
 }
 
 impl PublicGoodRoot {
-    /// The cached root if it parses as one, else the embedded one; the mirror is not read yet.
+    /// Nothing read yet: the embedded root under the embedded anchor, else none; the first
+    /// [`PublicGoodRoot::fresh`] reads the mirror (or the kept copy).
     pub fn new(settings: Settings) -> PublicGoodRoot {
-        let cached = settings
-            .cache
-            .as_ref()
-            .and_then(|dir| std::fs::read(dir.join(TARGET)).ok())
-            .filter(|bytes| crate::verify::keyless::TrustedRoot::parse(bytes).is_ok());
         let stale = match &settings.mirror {
             Some(mirror) => format!("the TUF mirror {mirror} has not been read yet"),
             None => "no TUF mirror is set (--sigstore-tuf-mirror)".to_string(),
         };
-        let current = match cached {
-            Some(bytes) => Current {
-                bytes: bytes.into(),
-                source: Source::Cached,
-                stale: Some(stale),
-            },
-            None => Current {
-                bytes: EMBEDDED_ROOT.into(),
-                source: Source::Embedded,
-                stale: Some(stale),
-            },
+        let current = match settings.anchor {
+            None => embedded(stale),
+            Some(_) => Current::nothing(stale),
         };
         PublicGoodRoot {
             settings,
@@ -102,35 +122,34 @@ impl PublicGoodRoot {
         }
     }
 
-    /// The root to judge with now. The mirror is read only once a policy needs the root: the
-    /// first time, that policy waits for the read (at most [`READ_DEADLINE`]); later, when a
-    /// read is due ([`REFRESH_EVERY`], or [`RETRY_AFTER_FAILURE`] after a failed one), it runs
-    /// in the background and the current root is used meanwhile.
+    /// The root to judge with now. The first time, and whenever the root in use has expired,
+    /// the caller waits for a read (at most [`READ_DEADLINE`]); later, when a read is due
+    /// ([`REFRESH_EVERY`], or [`RETRY_AFTER_FAILURE`] after a failed one), it runs in the
+    /// background and the current root is used meanwhile.
     pub async fn fresh(self: &Arc<Self>) -> Arc<Current> {
-        if self.settings.mirror.is_none() {
-            return self.current();
-        }
         let mut attempted = self.attempted.lock().await;
-        match *attempted {
-            None => {
-                *attempted = Some(std::time::Instant::now());
-                return self.refresh().await;
-            }
+        let current = self.current();
+        let due = match *attempted {
+            None => true,
+            Some(_) if current.expired(SystemTime::now()) => true,
             Some(at) => {
-                // Sooner while the last read failed, whatever root is in use.
-                let wait = match self.current().stale {
+                let wait = match current.stale {
                     None => REFRESH_EVERY,
                     Some(_) => RETRY_AFTER_FAILURE,
                 };
-                if at.elapsed() >= wait {
+                if at.elapsed() >= wait && self.settings.mirror.is_some() {
                     *attempted = Some(std::time::Instant::now());
                     let this = self.clone();
                     tokio::spawn(async move { this.refresh().await });
                 }
+                false
             }
+        };
+        if due {
+            *attempted = Some(std::time::Instant::now());
+            return self.refresh().await;
         }
-        drop(attempted);
-        self.current()
+        current
     }
 
     /// The root in use.
@@ -138,109 +157,124 @@ impl PublicGoodRoot {
         self.current.read().expect("root lock").clone()
     }
 
-    /// Reads the mirror; on success its root is in use (and kept in the store), else the
-    /// current one stays, saying why.
+    /// Reads the mirror (or, without one, the kept copy) and puts what it comes to in use.
     pub async fn refresh(&self) -> Arc<Current> {
-        let Some(mirror) = self.settings.mirror.clone() else {
-            return self.current();
+        let read = match &self.settings.mirror {
+            Some(mirror) => {
+                let trust = self.trust();
+                match tokio::time::timeout(READ_DEADLINE, tuf::online(&trust, mirror)).await {
+                    Ok(read) => read,
+                    Err(_) => Err(Failure::Unreachable(format!(
+                        "no answer within {} s",
+                        READ_DEADLINE.as_secs()
+                    ))),
+                }
+            }
+            None => Err(Failure::Unreachable("no TUF mirror is set".into())),
         };
-        let read = match tokio::time::timeout(READ_DEADLINE, self.read(&mirror)).await {
-            Ok(read) => read,
-            Err(_) => Err(format!("no answer within {} s", READ_DEADLINE.as_secs())),
-        };
-        let mut current = self.current.write().expect("root lock");
-        *current = Arc::new(match read {
-            Ok(bytes) => {
+        let next = Arc::new(self.after(read).await);
+        *self.current.write().expect("root lock") = next.clone();
+        next
+    }
+
+    /// What a read of the mirror comes to.
+    async fn after(&self, read: Result<Verified, Failure>) -> Current {
+        let mirror = self.mirror_name();
+        match read {
+            Ok(verified) => {
                 if let Some(dir) = &self.settings.cache {
-                    if let Err(e) = keep(dir, &bytes) {
+                    if let Err(e) = kept::keep(dir, &verified) {
                         tracing::warn!(error = %e, "the public-good trusted root could not be kept in the store");
                     }
                 }
                 Current {
-                    bytes: bytes.into(),
+                    bytes: Some(verified.bytes.into()),
                     source: Source::Mirror,
                     stale: None,
+                    expires: Some(verified.expires),
                 }
             }
-            Err(why) => {
-                let kept = match current.source {
-                    Source::Mirror => "the root it served before",
-                    Source::Cached => "the root kept in the store",
-                    Source::Embedded => "the root embedded in the binary",
-                };
-                tracing::warn!(%mirror, error = %why, "the Sigstore TUF mirror could not be read; {kept} stays in use");
-                Current {
-                    bytes: current.bytes.clone(),
-                    source: current.source,
-                    stale: Some(format!(
-                        "the TUF mirror {mirror} could not be read ({why}); {kept} is in use"
-                    )),
+            Err(Failure::Refused(why)) => {
+                tracing::error!(%mirror, error = %why, "the Sigstore TUF mirror served what TUF refuses: nothing it served is trusted; keyless elections wait");
+                if let Some(dir) = &self.settings.cache {
+                    kept::forget(dir);
                 }
+                Current::nothing(format!(
+                    "the TUF mirror {mirror} served what TUF refuses ({why}): nothing it served \
+                     is trusted until it serves metadata TUF accepts"
+                ))
             }
-        });
-        current.clone()
+            Err(Failure::Unreachable(why)) => self.without_the_mirror(&mirror, why).await,
+        }
     }
 
-    /// The trusted root the mirror serves, verified through TUF.
-    async fn read(&self, mirror: &Url) -> Result<Vec<u8>, String> {
-        let anchor = self.settings.anchor.as_deref().unwrap_or(EMBEDDED_ANCHOR);
-        let base = |path: &str| {
-            let mut url = mirror.clone();
-            url.set_path(&format!("{}/{path}", mirror.path().trim_end_matches('/')));
-            url
+    /// The mirror out of reach (or none): the kept copy while TUF still vouches for it, else
+    /// the embedded root under the embedded anchor, else nothing.
+    async fn without_the_mirror(&self, mirror: &str, why: String) -> Current {
+        let unread = match &self.settings.mirror {
+            Some(_) => format!("the TUF mirror {mirror} could not be read ({why})"),
+            None => "no TUF mirror is set (--sigstore-tuf-mirror)".to_string(),
         };
-        let mut loader = tough::RepositoryLoader::new(&anchor, base(""), base("targets/"))
-            .transport(transport::Http::new()?)
-            .limits(tough::Limits {
-                max_root_size: 1 << 20,
-                max_targets_size: 4 << 20,
-                max_timestamp_size: 1 << 20,
-                max_root_updates: 1024,
-            });
-        if let Some(dir) = &self.settings.cache {
-            // tough keeps the metadata it trusts there (a rotated root, the versions seen).
-            let datastore = dir.join("tuf");
-            std::fs::create_dir_all(&datastore)
-                .map_err(|e| format!("{}: {e}", datastore.display()))?;
-            loader = loader.datastore(datastore);
+        let kept = match &self.settings.cache {
+            Some(dir) => tuf::kept(&self.trust(), dir).await,
+            None => Err(Failure::Unreachable("no store".into())),
+        };
+        match kept {
+            Ok(verified) => {
+                tracing::warn!(%mirror, error = %why, "the Sigstore TUF mirror could not be read; the root it served before, verified again, stays in use until its metadata expires");
+                Current {
+                    bytes: Some(verified.bytes.into()),
+                    source: Source::Cached,
+                    stale: Some(format!(
+                        "{unread}; the root it served before, verified again from the TUF \
+                         metadata kept in the store, is in use until {}",
+                        httpdate::fmt_http_date(verified.expires)
+                    )),
+                    expires: Some(verified.expires),
+                }
+            }
+            Err(Failure::Unreachable(_) | Failure::Refused(_))
+                if self.settings.anchor.is_none() =>
+            {
+                tracing::warn!(%mirror, error = %why, "the Sigstore TUF mirror could not be read; the root embedded in the binary is in use");
+                embedded(format!(
+                    "{unread}; the root embedded in the binary is in use"
+                ))
+            }
+            Err(Failure::Unreachable(kept) | Failure::Refused(kept)) => {
+                tracing::error!(%mirror, error = %why, "the Sigstore TUF mirror could not be read and no root it served is verified: keyless elections wait");
+                Current::nothing(format!(
+                    "{unread}, and no root verified under the --sigstore-tuf-root anchor is kept \
+                     ({kept})"
+                ))
+            }
         }
-        let repository = loader.load().await.map_err(|e| describe(&e))?;
-        let name = tough::TargetName::new(TARGET).map_err(|e| e.to_string())?;
-        let stream = repository
-            .read_target(&name)
-            .await
-            .map_err(|e| describe(&e))?
-            .ok_or_else(|| format!("its targets list no {TARGET}"))?;
-        let bytes = tough::IntoVec::into_vec(stream)
-            .await
-            .map_err(|e| describe(&e))?;
-        if bytes.len() > MAX_ROOT_BYTES {
-            return Err(format!("its {TARGET} is over {MAX_ROOT_BYTES} bytes"));
+    }
+
+    fn trust(&self) -> Trust<'_> {
+        let datastore = self.settings.cache.as_ref().map(|dir| dir.join("tuf"));
+        Trust {
+            anchor: self.settings.anchor.as_deref().unwrap_or(EMBEDDED_ANCHOR),
+            datastore,
         }
-        crate::verify::keyless::TrustedRoot::parse(&bytes)
-            .map_err(|e| format!("its {TARGET} is not a usable trusted root: {e}"))?;
-        Ok(bytes)
+    }
+
+    fn mirror_name(&self) -> String {
+        self.settings
+            .mirror
+            .as_ref()
+            .map_or_else(String::new, Url::to_string)
     }
 }
 
-/// An error with its causes, as tough nests them.
-fn describe(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
+/// The root embedded in the binary, saying why it is in use.
+fn embedded(stale: String) -> Current {
+    Current {
+        bytes: Some(EMBEDDED_ROOT.into()),
+        source: Source::Embedded,
+        stale: Some(stale),
+        expires: None,
     }
-    text
-}
-
-/// Writes the root into `dir` whole or not at all.
-fn keep(dir: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let partial = dir.join(format!("{TARGET}.partial"));
-    std::fs::write(&partial, bytes)?;
-    std::fs::rename(partial, dir.join(TARGET))
 }
 
 #[cfg(test)]

@@ -18,48 +18,76 @@ async fn without_a_mirror_the_embedded_root_is_used_and_said_so() {
     let roots = PublicGoodRoot::new(Settings::default());
     let current = roots.refresh().await;
     assert_eq!(current.source, Source::Embedded);
-    assert_eq!(&*current.bytes, EMBEDDED_ROOT);
+    assert_eq!(current.bytes.as_deref(), Some(EMBEDDED_ROOT));
+    assert_eq!(current.expires, None);
     assert_eq!(
         current.stale.as_deref(),
-        Some("no TUF mirror is set (--sigstore-tuf-mirror)")
+        Some("no TUF mirror is set (--sigstore-tuf-mirror); the root embedded in the binary is in use")
     );
 }
 
+/// A port nothing listens on.
+fn closed_port() -> u16 {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    closed.local_addr().unwrap().port()
+}
+
+/// The mirror out of reach and nothing TUF verified in the store: a `trusted_root.json` alone
+/// there is not used (nothing vouches for it), the embedded root is, under the embedded
+/// anchor only; under another anchor there is no root.
 #[tokio::test]
-async fn a_mirror_that_does_not_answer_leaves_the_kept_root_in_use() {
+async fn a_mirror_out_of_reach_with_nothing_verified_kept_never_trusts_an_unvouched_root() {
     let dir = tempfile::tempdir().unwrap();
     let fixture = include_bytes!("../../verify/fixtures/rekor-v2/trusted_root.json");
-    keep(dir.path(), fixture).unwrap();
-    // A port nothing listens on.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = closed.local_addr().unwrap().port();
-    drop(closed);
-    let settings = Settings {
+    std::fs::write(dir.path().join(TARGET), fixture).unwrap();
+    let port = closed_port();
+    let mut settings = Settings {
         mirror: Some(format!("http://127.0.0.1:{port}").parse().unwrap()),
         anchor: None,
         cache: Some(dir.path().to_path_buf()),
     };
-    let roots = PublicGoodRoot::new(settings.clone());
-    assert_eq!(roots.current().source, Source::Cached);
-    let current = roots.refresh().await;
-    assert_eq!(current.source, Source::Cached);
-    assert_eq!(&*current.bytes, &fixture[..]);
+    let current = PublicGoodRoot::new(settings.clone()).refresh().await;
+    assert_eq!(current.source, Source::Embedded, "{:?}", current.stale);
+    assert_eq!(current.bytes.as_deref(), Some(EMBEDDED_ROOT));
     let stale = current.stale.clone().unwrap();
+    let unread = format!("the TUF mirror http://127.0.0.1:{port}/ could not be read (");
+    assert!(stale.starts_with(&unread), "{stale}");
     assert!(
-        stale.starts_with(&format!(
-            "the TUF mirror http://127.0.0.1:{port}/ could not be read ("
-        )),
+        stale.ends_with("; the root embedded in the binary is in use"),
         "{stale}"
     );
-    assert!(
-        stale.ends_with("); the root kept in the store is in use"),
-        "{stale}"
-    );
-    // A kept file that is not a trusted root is not used.
-    std::fs::write(dir.path().join(TARGET), b"{}").unwrap();
+    // Another instance's anchor: never the public-good root shipped in the binary.
+    settings.anchor = Some(EMBEDDED_ANCHOR.to_vec());
+    let roots = PublicGoodRoot::new(settings);
+    assert_eq!(roots.current().source, Source::Nothing, "before any read");
+    let current = roots.refresh().await;
     assert_eq!(
-        PublicGoodRoot::new(settings).current().source,
-        Source::Embedded
+        (current.source, current.bytes.is_none()),
+        (Source::Nothing, true)
+    );
+    let stale = current.stale.clone().unwrap();
+    assert!(stale.starts_with(&unread), "{stale}");
+    assert!(
+        stale.contains("no root verified under the --sigstore-tuf-root anchor is kept"),
+        "{stale}"
+    );
+}
+
+/// A root whose metadata expired is expired at once, whatever the next read's schedule.
+#[test]
+fn a_root_expires_with_its_metadata() {
+    let now = SystemTime::now();
+    let current = |expires| Current {
+        bytes: Some(EMBEDDED_ROOT.into()),
+        source: Source::Mirror,
+        stale: None,
+        expires,
+    };
+    assert!(current(Some(now)).expired(now));
+    assert!(!current(Some(now + Duration::from_secs(1))).expired(now));
+    assert!(
+        !current(None).expired(now),
+        "the embedded root has no TUF expiry"
     );
 }
 

@@ -1,9 +1,11 @@
 //! tough's transport over our HTTP client: the TUF mirror is fetched with the process's one
 //! crypto provider, its proxy settings from the environment (`HTTPS_PROXY`), a timeout, and a
-//! bound on every file before tough's own per-role limits apply.
+//! bound on every file before tough's own per-role limits apply. Every file it serves is
+//! recorded, so that a read tough accepts can be kept whole and verified again (tuf.rs).
 
 use futures::Stream;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tough::{Bytes, Transport, TransportError, TransportErrorKind};
 use url::Url;
@@ -17,9 +19,17 @@ pub const MAX_FILE_BYTES: usize = 4 << 20;
 /// One request's deadline.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The files a mirror served, by URL, in the order they were read.
+pub type Recorded = Arc<Mutex<Vec<(Url, Vec<u8>)>>>;
+
 #[derive(Debug, Clone)]
 pub struct Http {
     client: reqwest::Client,
+    recorded: Recorded,
+    /// Set when a fetch failed otherwise than "not found" (no answer, an HTTP error): tough
+    /// takes a next root it could not fetch for none, and may then say "expired" of an old
+    /// anchor when the mirror was only out of reach.
+    unreachable: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Http {
@@ -31,14 +41,32 @@ impl Http {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| crate::registry::error_chain(&e))?;
-        Ok(Http { client })
+        Ok(Http {
+            client,
+            recorded: Recorded::default(),
+            unreachable: Arc::default(),
+        })
+    }
+
+    /// Whether a fetch failed otherwise than "not found".
+    pub fn was_unreachable(&self) -> bool {
+        self.unreachable.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// What this transport has served so far.
+    pub fn recorded(&self) -> Recorded {
+        self.recorded.clone()
     }
 }
 
 #[tough::async_trait]
 impl Transport for Http {
     async fn fetch(&self, url: Url) -> Result<TransportStream, TransportError> {
-        let failed = |kind, e: String| TransportError::new_with_cause(kind, url.as_str(), e);
+        let failed = |kind, e: String| {
+            self.unreachable
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            TransportError::new_with_cause(kind, url.as_str(), e)
+        };
         if !matches!(url.scheme(), "http" | "https") {
             return Err(TransportError::new(
                 TransportErrorKind::UnsupportedUrlScheme,
@@ -76,6 +104,9 @@ impl Transport for Http {
             }
             body.extend_from_slice(&chunk);
         }
+        let mut recorded = self.recorded.lock().expect("recorded lock");
+        recorded.push((url.clone(), body.clone()));
+        drop(recorded);
         let once = futures::stream::once(async move { Ok(Bytes::from(body)) });
         Ok(Box::pin(once))
     }

@@ -1,14 +1,19 @@
 //! Sigstore's trusted root through TUF: TUF repositories of Sigstore's shape, made with go-tuf's
 //! metadata API and served on loopback (`tufrepo`, built by `make sigtools`), read by the
-//! controller's root provider (`registry::sigstore_root`, tough): the target it serves becomes
-//! the root in use and is kept in the store; a rotated root is followed; an expired timestamp
-//! role, or a repository another anchor signs, leaves the kept root in use, saying why.
+//! controller's root provider (`registry::sigstore_root`, tough). It fails closed: the target
+//! the mirror serves is the root in use and is kept in the store with the metadata that
+//! vouched for it; a rotated root is followed; across a restart with the mirror out of reach
+//! the kept copy is verified again and used only until its metadata expires; a mirror that
+//! serves what TUF refuses (go-tuf's refusals: a freeze, an expired snapshot or targets role, a
+//! threshold not met, a wrong key, a hash mismatch, a rollback) is trusted for nothing, its
+//! kept copy included, and a keyless election waits, naming the mirror and the refusal.
 
 use crate::support::sigtools::bin_dir;
 use image_reflector::registry::sigstore_root::{PublicGoodRoot, Settings, Source, TARGET};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, SystemTime};
 
 const ROOT: &[u8] = include_bytes!("../../../src/verify/fixtures/rekor-v2/trusted_root.json");
 
@@ -21,6 +26,22 @@ pub(super) struct Mirror {
 impl Mirror {
     fn make(dir: &Path, flags: &[&str]) -> Mirror {
         Mirror::serving(dir, ROOT, flags)
+    }
+
+    /// The repository in `dir` made again with `flags` (its keys kept), still served.
+    pub(super) fn remake(&self, dir: &Path, flags: &[&str]) {
+        let made = Command::new(bin_dir().join("tufrepo"))
+            .arg("make")
+            .arg(dir)
+            .arg(dir.join("source.json"))
+            .args(flags)
+            .output()
+            .unwrap();
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
     }
 
     /// A repository whose target trusted_root.json is `root`, made in `dir` with `flags` and
@@ -73,81 +94,151 @@ fn settings(mirror: &Mirror, anchor: &Path, cache: &Path) -> Settings {
     }
 }
 
+/// Settings whose mirror is a port nothing listens on: out of reach.
+fn out_of_reach(anchor: &Path, cache: &Path) -> Settings {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    Settings {
+        mirror: Some(format!("http://127.0.0.1:{port}").parse().unwrap()),
+        anchor: Some(std::fs::read(anchor).unwrap()),
+        cache: Some(cache.to_path_buf()),
+    }
+}
+
 #[tokio::test]
 #[ignore = "needs tufrepo: make e2e-signatures"]
-async fn the_trusted_root_is_read_through_tuf_and_kept() {
+async fn the_trusted_root_is_read_through_tuf_kept_and_verified_again_after_a_restart() {
     for flags in [&[][..], &["rotate"][..]] {
         let (repo, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let mirror = Mirror::make(repo.path(), flags);
         let anchor = repo.path().join("anchor.json");
         let roots = PublicGoodRoot::new(settings(&mirror, &anchor, cache.path()));
-        assert_eq!(roots.current().source, Source::Embedded);
+        assert_eq!(
+            roots.current().source,
+            Source::Nothing,
+            "another anchor, nothing read"
+        );
         let current = roots.refresh().await;
         assert_eq!(
             (current.source, current.stale.clone()),
             (Source::Mirror, None),
             "{flags:?}"
         );
-        assert_eq!(&*current.bytes, ROOT);
+        assert_eq!(current.bytes.as_deref(), Some(ROOT));
+        // Until the timestamp role expires, a day on.
+        let expires = current.expires.unwrap();
+        let day = SystemTime::now() + Duration::from_secs(24 * 3600);
+        assert!(
+            expires <= day && expires > day - Duration::from_secs(120),
+            "{flags:?}"
+        );
         assert_eq!(std::fs::read(cache.path().join(TARGET)).unwrap(), ROOT);
-        // With `rotate`, 2.root.json replaces the timestamp key too: a client that did not
-        // follow the rotation refuses the timestamp.
-        // A restart starts from the kept root.
-        let again = PublicGoodRoot::new(settings(&mirror, &anchor, cache.path()));
-        assert_eq!(again.current().source, Source::Cached);
+        // A restart with the mirror out of reach: the kept copy, verified again by TUF.
+        let again = PublicGoodRoot::new(out_of_reach(&anchor, cache.path()));
+        let current = again.refresh().await;
+        assert_eq!(current.source, Source::Cached, "{:?}", current.stale);
+        assert_eq!(
+            (current.bytes.as_deref(), current.expires),
+            (Some(ROOT), Some(expires))
+        );
+        let why = current.stale.clone().unwrap();
+        assert!(why.contains("could not be read"), "{why}");
+        assert!(
+            why.contains("verified again from the TUF metadata kept in the store"),
+            "{why}"
+        );
     }
 }
 
+/// The kept copy stands in only until its metadata expires: then there is no root (another
+/// anchor: never the embedded one).
 #[tokio::test]
 #[ignore = "needs tufrepo: make e2e-signatures"]
-async fn an_expired_timestamp_or_another_anchor_leaves_the_kept_root() {
-    let cache = tempfile::tempdir().unwrap();
-    let (good, expired) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let good_mirror = Mirror::make(good.path(), &[]);
-    let anchor = good.path().join("anchor.json");
-    let roots = PublicGoodRoot::new(settings(&good_mirror, &anchor, cache.path()));
-    assert_eq!(roots.refresh().await.source, Source::Mirror);
-
-    // The same cache, a repository whose timestamp role expired an hour ago.
-    let stale_mirror = Mirror::make(expired.path(), &["expired-timestamp"]);
-    let stale_anchor = expired.path().join("anchor.json");
-    let roots = PublicGoodRoot::new(settings(
-        &stale_mirror,
-        &stale_anchor,
-        &cache.path().join("x"),
-    ));
-    let current = roots.refresh().await;
-    assert_eq!(current.source, Source::Embedded);
-    let why = current.stale.clone().unwrap();
-    assert!(why.contains("could not be read"), "{why}");
-    assert!(why.to_lowercase().contains("expired"), "{why}");
-
-    // A repository signed by keys the anchor does not trust.
-    let other = tempfile::tempdir().unwrap();
-    let other_mirror = Mirror::make(other.path(), &[]);
-    let roots = PublicGoodRoot::new(settings(&other_mirror, &anchor, cache.path()));
-    assert_eq!(roots.current().source, Source::Cached);
-    let current = roots.refresh().await;
-    assert_eq!(current.source, Source::Cached);
+async fn a_kept_copy_stands_in_only_until_its_metadata_expires() {
+    let (repo, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mirror = Mirror::make(repo.path(), &["expires-in=3s"]);
+    let anchor = repo.path().join("anchor.json");
+    let read = PublicGoodRoot::new(settings(&mirror, &anchor, cache.path()))
+        .refresh()
+        .await;
+    assert_eq!(read.source, Source::Mirror, "{:?}", read.stale);
+    drop(mirror);
+    let kept = PublicGoodRoot::new(out_of_reach(&anchor, cache.path()));
+    assert_eq!(kept.refresh().await.source, Source::Cached);
+    while !read.expired(SystemTime::now()) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let current = kept.refresh().await;
+    assert_eq!(
+        (current.source, current.bytes.is_none()),
+        (Source::Nothing, true)
+    );
     let why = current.stale.clone().unwrap();
     assert!(
-        why.ends_with("the root kept in the store is in use"),
+        why.contains("no root verified under the --sigstore-tuf-root anchor"),
         "{why}"
     );
+    assert!(why.to_lowercase().contains("expired"), "{why}");
+}
+
+/// Each state go-tuf refuses, served by the mirror a client has read before: nothing it
+/// served is trusted, the kept copy is forgotten, and after a restart with the mirror out of
+/// reach there is still no root.
+#[tokio::test]
+#[ignore = "needs tufrepo: make e2e-signatures"]
+async fn a_refused_mirror_is_trusted_for_nothing_across_a_restart() {
+    let states: [(&str, &[&str], &[&str]); 7] = [
+        ("freeze", &[], &["expired-timestamp"]),
+        ("expired snapshot", &[], &["expired-snapshot"]),
+        ("expired targets", &[], &["expired-targets"]),
+        ("threshold", &[], &["threshold"]),
+        ("wrong key", &[], &["wrong-key"]),
+        ("hash mismatch", &[], &["hash-mismatch"]),
+        ("rollback", &["version=2"], &["version=1"]),
+    ];
+    for (state, first, then) in states {
+        let (repo, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mirror = Mirror::make(repo.path(), first);
+        let anchor = repo.path().join("anchor.json");
+        let read = PublicGoodRoot::new(settings(&mirror, &anchor, cache.path()))
+            .refresh()
+            .await;
+        assert_eq!(read.source, Source::Mirror, "{state}: {:?}", read.stale);
+        mirror.remake(repo.path(), then);
+        // The threshold lives in the root: a client given the new one as its anchor.
+        let anchor = repo.path().join("anchor.json");
+        let roots = PublicGoodRoot::new(settings(&mirror, &anchor, cache.path()));
+        let current = roots.refresh().await;
+        assert_eq!(
+            current.source,
+            Source::Nothing,
+            "{state}: {:?}",
+            current.stale
+        );
+        assert!(current.bytes.is_none(), "{state}");
+        let why = current.stale.clone().unwrap();
+        let refused = format!("the TUF mirror {}/ served what TUF refuses (", mirror.url);
+        assert!(why.starts_with(&refused), "{state}: {why}");
+        assert!(!cache.path().join(TARGET).exists(), "{state}: forgotten");
+        drop(mirror);
+        let restarted = PublicGoodRoot::new(out_of_reach(&anchor, cache.path()));
+        let current = restarted.refresh().await;
+        assert_eq!(current.source, Source::Nothing, "{state} after a restart");
+    }
 }
 
 /// The target is read up to 256 KiB (a trusted root's bound): a bigger one, though TUF vouches
-/// for it, is not used.
+/// for it, is refused, and nothing is kept.
 #[tokio::test]
 #[ignore = "needs tufrepo: make e2e-signatures"]
-async fn a_target_over_256_kib_is_not_used() {
+async fn a_target_over_256_kib_is_refused() {
     let (repo, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let big = format!("{{\"padding\": \"{}\"}}", "x".repeat(256 << 10));
     let mirror = Mirror::serving(repo.path(), big.as_bytes(), &[]);
     let anchor = repo.path().join("anchor.json");
     let roots = PublicGoodRoot::new(settings(&mirror, &anchor, cache.path()));
     let current = roots.refresh().await;
-    assert_eq!(current.source, Source::Embedded);
+    assert_eq!(current.source, Source::Nothing);
     let why = current.stale.clone().unwrap();
     assert!(
         why.contains("its trusted_root.json is over 262144 bytes"),

@@ -335,8 +335,31 @@ async fn keyless_with_no_secret_reads_the_trusted_root_through_tuf() {
         .unwrap()
         .to_string();
     assert!(
-        ready.ends_with("keyless signatures are checked with Sigstore's public-good trusted root: no TUF mirror is set (--sigstore-tuf-mirror)"),
+        ready.ends_with("keyless signatures are checked with Sigstore's public-good trusted root: no TUF mirror is set (--sigstore-tuf-mirror); the root embedded in the binary is in use"),
         "{ready}"
     );
     offline.assert_held("dev", "1.1.0", "its log is not one of the trusted root's");
+
+    // The mirror then serves what TUF refuses (a freeze: its timestamp expired): nothing it
+    // served is trusted, the root kept in the store included, and the policy waits, saying
+    // which mirror refused what.
+    mirror.remake(repo.path(), &["expired-timestamp"]);
+    let refused = Scanned::run_with(&file, &dir.path().join("store"), &flags);
+    assert_eq!(refused.elected("dev"), "", "{}", refused.text());
+    let ready = refused.status("dev")["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap()
+        .clone();
+    assert_eq!(ready["reason"], "GateCheckFailed", "{ready}");
+    let message = ready["message"].as_str().unwrap();
+    let expected = format!(
+        "keyless signatures cannot be checked with Sigstore's public-good trusted root: the TUF \
+         mirror {}/ served what TUF refuses (",
+        mirror.url
+    );
+    assert!(message.starts_with(&expected), "{message}");
+    assert!(!dir.path().join("store/sigstore/trusted_root.json").exists());
 }

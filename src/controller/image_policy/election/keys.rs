@@ -21,6 +21,9 @@ pub(super) enum KeysError {
     /// `secret`: where the trust came from (the Secret, or the public-good root).
     #[error("{secret}: {reason}")]
     Invalid { secret: String, reason: String },
+    /// No public-good root may be used now (registry/sigstore_root/): the election waits.
+    #[error("keyless signatures cannot be checked with Sigstore's public-good trusted root: {0}")]
+    NoRoot(String),
 }
 
 /// What `spec.verify` trusts: the `*.pub` keys of its Secret (in the policy's namespace) and,
@@ -60,12 +63,17 @@ pub(super) async fn trusted_keys<R: PolicyReader>(
     let mut notice = None;
     if needs_public_good(keyless, &data) {
         let root = env.sigstore_root.fresh().await;
+        let why = || root.stale.clone().unwrap_or_default();
+        let bytes = root
+            .bytes
+            .as_ref()
+            .ok_or_else(|| KeysError::NoRoot(why()))?;
         notice = root.stale.as_ref().map(|why| {
             format!(
                 "keyless signatures are checked with Sigstore's public-good trusted root: {why}"
             )
         });
-        data.insert(TRUSTED_ROOT.to_string(), root.bytes.to_vec());
+        data.insert(TRUSTED_ROOT.to_string(), bytes.to_vec());
     }
     let require_tlog = verify.requires_tlog();
     let trust = match verify.provider {
