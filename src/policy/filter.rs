@@ -147,6 +147,24 @@ fn starts_anchored(pattern: &str) -> bool {
         .is_ok_and(|hir| hir.properties().look_set_prefix().contains(Look::Start))
 }
 
+/// The one tag a pattern admits, when it admits exactly one (`^latest$`): anchored at both
+/// ends around a single literal. A policy filtering with it can only ever see that tag.
+pub fn only_tag(pattern: &str) -> Option<String> {
+    use regex_syntax::hir::literal::Extractor;
+    use regex_syntax::hir::Look;
+    let hir = regex_syntax::Parser::new().parse(pattern).ok()?;
+    let looks = hir.properties();
+    let anchored = looks.look_set_prefix().contains(Look::Start)
+        && looks.look_set_suffix().contains(Look::End);
+    let literals = Extractor::new().extract(&hir);
+    match literals.literals()? {
+        [only] if anchored && literals.is_exact() => {
+            String::from_utf8(only.as_bytes().to_vec()).ok()
+        }
+        _ => None,
+    }
+}
+
 /// The literal prefixes of a pattern that can only match at the start of the text, if there
 /// are a few (`^main-[a-f0-9]+-(\d+)$` gives `main-`). `None` when any start is possible.
 fn required_prefixes(pattern: &str) -> Option<Vec<Box<[u8]>>> {
@@ -167,6 +185,26 @@ fn required_prefixes(pattern: &str) -> Option<Vec<Box<[u8]>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pattern_anchored_around_one_literal_admits_only_that_tag() {
+        assert_eq!(only_tag("^latest$").as_deref(), Some("latest"));
+        assert_eq!(only_tag(r"^v1\.2$").as_deref(), Some("v1.2"));
+        assert_eq!(only_tag(r"\Alatest\z").as_deref(), Some("latest"));
+        for more in [
+            "latest",
+            "^latest",
+            "latest$",
+            "^(latest|stable)$",
+            "^latest.*$",
+            "(?i)^latest$",
+            "^$x",
+            "[",
+            r"^\d+$",
+        ] {
+            assert_eq!(only_tag(more), None, "{more}");
+        }
+    }
 
     fn extract(pattern: &str, template: &str, tag: &str) -> Option<String> {
         let f = Filter::new(pattern, template).expect("pattern compiles");

@@ -21,7 +21,7 @@ mod version;
 pub use best::Order;
 pub use constraint::Constraints;
 pub use error::{InvalidPolicy, NotElected, MAX_RANGE_BYTES};
-pub use filter::Filter;
+pub use filter::{only_tag, Filter};
 pub use gates::{
     gate, short_age, Fact, Facts, Gate, Gates, Hold, ImageView, Judgement, MinAge, Missing, Need,
     Passed, Platform, Platforms, Ruling, SignatureView, Undated, Verify, MAX_MIN_AGE,

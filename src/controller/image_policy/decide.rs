@@ -7,6 +7,7 @@ use super::downgrade::Floor;
 use super::election::{elect, Candidates, Mode, Subject};
 pub use super::election::{MAX_INSPECTIONS, MAX_WALK};
 pub use super::env::{PolicyEnv, PolicyReader};
+use super::frozen;
 use super::record::record;
 pub use super::record::CONTINUE_WALK;
 use super::repository::find_repository;
@@ -102,9 +103,13 @@ async fn run_steps<R: PolicyReader>(
     };
     let (election, notice) = elect(policy, &subject, candidates, status, env).await?;
     let recorded = record(status, c, election);
-    match notice {
-        Some(notice) => noticed(recorded, &notice),
-        None => recorded,
+    let notices: Vec<String> = notice
+        .into_iter()
+        .chain(frozen::notice(&policy.spec))
+        .collect();
+    match notices.is_empty() {
+        true => recorded,
+        false => noticed(recorded, &notices.join("; ")),
     }
 }
 

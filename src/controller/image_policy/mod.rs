@@ -10,6 +10,7 @@ pub mod decide;
 pub mod downgrade;
 mod election;
 pub mod env;
+pub mod frozen;
 pub mod index;
 pub mod migrate;
 pub mod reader;

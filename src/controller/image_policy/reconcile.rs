@@ -198,7 +198,9 @@ impl Reconciled for ImagePolicy {
     }
 
     fn notes(old: &ImagePolicyStatus, new: &ImagePolicyStatus) -> Vec<EventSpec> {
-        held_events(old, new)
+        let mut events = held_events(old, new);
+        events.extend(super::frozen::event(old, new));
+        events
     }
 
     /// Nothing is stored per policy; per-object state goes.

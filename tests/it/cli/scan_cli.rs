@@ -296,3 +296,60 @@ fn scan_reads_a_file_of_ten_thousand_objects() {
     assert_eq!(rows, 10_000);
     assert!(table.contains("app-9999"));
 }
+
+/// `scan` says of a policy that can never move what the controller says (`^latest$` with no
+/// digest followed), against a real registry.
+#[tokio::test]
+async fn scan_says_when_a_policy_can_never_move() {
+    let registry = Distribution::start(Variant::default());
+    let tags: Vec<String> = ["latest", "1.0.0"].iter().map(|t| t.to_string()).collect();
+    registry.push_image("team/app", &tags).await;
+    let host = &registry.host;
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "frozen.yaml",
+        &format!(
+            "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
+             spec: {{image: {host}/team/app, interval: 5m}}\n---\n\
+             apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: floating, namespace: team}}\n\
+             spec: {{imageRepositoryRef: {{name: app}}, policy: {{alphabetical: {{}}}}, filterTags: {{pattern: '^latest$'}}}}\n"
+        ),
+    );
+    let storage = dir.path().join("store");
+    let args = [
+        "scan",
+        "-f",
+        &file,
+        "--storage-path",
+        storage.to_str().unwrap(),
+        "-o",
+        "yaml",
+    ];
+    let out = run_bin(&args, None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let policy = docs
+        .iter()
+        .find(|d| d["metadata"]["name"] == "floating")
+        .unwrap();
+    assert_eq!(policy["status"]["latestRef"]["tag"], "latest");
+    let ready = &policy["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap()
+        .clone();
+    assert_eq!(ready["status"], "True");
+    let message = ready["message"].as_str().unwrap();
+    assert!(
+        message.ends_with("; the election can never change: spec.filterTags.pattern admits only the tag 'latest', and its digest is not followed; to follow what 'latest' points at, set digestReflectionPolicy: Always (with an interval), or use a pattern that admits versions"),
+        "{message}"
+    );
+}

@@ -1014,3 +1014,46 @@ async fn kube_is_told_to_await_changes_and_the_next_run_waits_in_the_work_queue(
         "the retry waits in the queue"
     );
 }
+
+/// A policy whose pattern admits one tag and whose digest is not followed can never move
+/// (`^latest$`, IRC #932): Ready stays True and says so, and one Normal event says it.
+#[tokio::test]
+async fn a_policy_that_can_never_move_says_so_once() {
+    let mut spec = json!({"imageRepositoryRef": {"name": "app"}, "policy": {"alphabetical": {}}});
+    spec["filterTags"] = json!({"pattern": "^latest$"});
+    let obj = policy(spec, json!({"observedGeneration": -1}));
+    let run = run(
+        &obj,
+        &[scanned_repo()],
+        vec![get(&obj), patch(&obj), Expect::event(NS), Expect::event(NS)],
+        store_with(NS, &["latest", "1.0.0", "2.0.0"]),
+    )
+    .await;
+    assert!(run.result.is_ok(), "{:?}", run.result);
+    let (status, reason, message) = ready(&run.calls[1]);
+    assert_eq!((status.as_str(), reason.as_str()), ("True", "Succeeded"));
+    let note = "the election can never change: spec.filterTags.pattern admits only the tag 'latest', and its digest is not followed; to follow what 'latest' points at, set digestReflectionPolicy: Always (with an interval), or use a pattern that admits versions";
+    assert_eq!(
+        message,
+        format!("Latest image tag for {IMAGE} resolved to latest; {note}")
+    );
+    assert_eq!(run.calls[2].body["reason"], "ElectionFrozen");
+    assert_eq!(run.calls[2].body["type"], "Normal");
+    assert_eq!(run.calls[2].body["message"], note);
+    assert_eq!(run.calls[3].body["reason"], "Succeeded");
+    // Reconciled again, nothing changes: no write, no second event.
+    let mut settled = obj.clone();
+    settled["status"] = run.calls[1].body["status"].clone();
+    let again = super::policy_reconcile::run(
+        &settled,
+        &[scanned_repo()],
+        vec![],
+        store_with(NS, &["latest"]),
+    )
+    .await;
+    assert!(
+        again.result.is_ok() && again.calls.is_empty(),
+        "{:?}",
+        again.calls
+    );
+}
