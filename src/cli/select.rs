@@ -63,6 +63,7 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
         Some(floor.tag.clone())
     };
     let gates = gate_names(&spec)?;
+    let frozen = crate::controller::image_policy::frozen::notice(&spec);
     let text = read_tags(&args.tags_file)?;
     let mut tags: Vec<&str> = text
         .lines()
@@ -89,6 +90,9 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
                 if !held.is_empty() {
                     json["heldBack"] = serde_json::json!(held);
                 }
+                if let Some(frozen) = &frozen {
+                    json["cannotMove"] = serde_json::json!(frozen);
+                }
                 let json = serde_json::to_string_pretty(&json).map_err(CliError::failed)?;
                 writeln!(out, "{json}").map_err(write_err)?;
             }
@@ -99,6 +103,9 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
                         .map_err(write_err)?;
                 }
                 write_gates(out, &gates, &held).map_err(write_err)?;
+                if let Some(frozen) = &frozen {
+                    writeln!(out, "note: {frozen}").map_err(write_err)?;
+                }
             }
         }
         return match (&x.elected, x.error) {
@@ -119,6 +126,9 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
             "note: the gates ({}) are not checked offline; `image-reflector scan` checks them against the registry",
             gates.join(", ")
         );
+    }
+    if let Some(frozen) = &frozen {
+        eprintln!("note: {frozen}");
     }
     writeln!(out, "{tag}").map_err(write_err)
 }

@@ -333,3 +333,37 @@ status:
         "a new generation does not lift it"
     );
 }
+
+/// `select` says of a policy that can never move what the controller says, in each output.
+#[test]
+fn a_policy_that_can_never_move_is_said_so_in_every_output() {
+    let frozen = r#"
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: p}
+spec:
+  imageRepositoryRef: {name: repo}
+  policy: {alphabetical: {}}
+  filterTags: {pattern: '^latest$'}
+"#;
+    let note =
+        "the election can never change: spec.filterTags.pattern admits only the tag 'latest'";
+    let (code, out, err) = select(frozen, "latest\n1.0.0\n", &[]);
+    assert_eq!((code, out.as_str()), (0, "latest\n"));
+    assert!(err.starts_with(&format!("note: {note}")), "{err}");
+    let (_, out, _) = select(frozen, "latest\n", &["--explain"]);
+    assert!(out.contains(&format!("\nnote: {note}")), "{out}");
+    let (_, out, _) = select(frozen, "latest\n", &["-o", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        json["cannotMove"].as_str().unwrap().starts_with(note),
+        "{json}"
+    );
+    // Followed by digest: it can move.
+    let followed = frozen.replace(
+        "filterTags: {pattern: '^latest$'}",
+        "filterTags: {pattern: '^latest$'}\n  digestReflectionPolicy: Always\n  interval: 5m",
+    );
+    let (_, _, err) = select(&followed, "latest\n", &[]);
+    assert!(!err.contains("can never change"), "{err}");
+}
