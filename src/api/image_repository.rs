@@ -10,6 +10,12 @@ use std::collections::BTreeMap;
 /// The exclusion list used when `spec.exclusionList` is absent or empty (Flux §1.6).
 pub const DEFAULT_EXCLUSION_LIST: &[&str] = &["^.*\\.sig$"];
 
+/// Beyond Flux, applied with its default list (absent, empty, or exactly Flux's, which the
+/// API server writes as the default): the tags cosign and the OCI referrers fallback keep
+/// signatures, attestations and SBOMs under (`sha256-<digest hex>`, with or without a
+/// `.att`-like suffix), which no policy should elect (an `alphabetical` one would).
+pub const REFERRERS_TAG_EXCLUSION: &str = "^sha256-[0-9a-f]{64}(\\.[a-z]+)?$";
+
 /// Scans an image repository's tags on an interval and stores them for ImagePolicies.
 // kube's `printcolumn(...)` arguments repeat `type_ = ...`, which clippy mistakes for
 // duplicated attributes.

@@ -29,7 +29,7 @@ pub use image_policy::{
 };
 pub use image_repository::{
     AccessFrom, ImageRepository, ImageRepositorySpec, ImageRepositoryStatus, NamespaceSelector,
-    Provider, ScanResult, DEFAULT_EXCLUSION_LIST,
+    Provider, ScanResult, DEFAULT_EXCLUSION_LIST, REFERRERS_TAG_EXCLUSION,
 };
 pub use names::{check_namespace_name, check_object_name};
 pub use refs::{LocalObjectReference, NamespacedObjectReference};

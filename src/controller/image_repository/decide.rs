@@ -8,6 +8,7 @@ use super::scan::{scan, ScanError};
 use super::should_scan::{should_scan, ScanInputs, ScanReason};
 use crate::api::{
     format_go_duration, ImageRepository, ImageRepositoryStatus, ScanResult, DEFAULT_EXCLUSION_LIST,
+    REFERRERS_TAG_EXCLUSION,
 };
 use crate::controller::access::credentials::{client_options, ObjectReader, WorkloadIdentity};
 use crate::controller::frame::apply::Decision;
@@ -332,7 +333,9 @@ pub fn effective_exclusions(repo: &ImageRepository) -> Vec<String> {
 /// Flux's default list, compiled once for the process: nearly every repository has it, and
 /// compiling it at every reconcile was part of the 2.7% of a cold start's CPU spent compiling
 /// regular expressions (docs/benchmarks.md). A list of the tenant's own is compiled each time:
-/// kept, such lists (each up to the 10 MiB bound) could hold any amount of memory.
+/// kept, such lists (each up to the 10 MiB bound) could hold any amount of memory. With the
+/// default, the referrers tag schema is excluded too ([`REFERRERS_TAG_EXCLUSION`]; reported
+/// in `observedExclusionList` as Flux reports it, the list alone).
 fn default_exclusions(list: &[String]) -> Option<Exclusions> {
     static DEFAULT: std::sync::OnceLock<Exclusions> = std::sync::OnceLock::new();
     let is_default = list
@@ -342,6 +345,7 @@ fn default_exclusions(list: &[String]) -> Option<Exclusions> {
     let compile = || {
         let list: Vec<String> = DEFAULT_EXCLUSION_LIST
             .iter()
+            .chain(&[REFERRERS_TAG_EXCLUSION])
             .map(|p| p.to_string())
             .collect();
         compile_exclusions(&list).expect("Flux's default exclusion list compiles")
@@ -362,7 +366,19 @@ mod tests {
     fn only_fluxs_default_exclusion_list_is_kept_compiled() {
         let default = default_exclusions(&[r"^.*\.sig$".to_string()]).expect("kept");
         assert!(default.excludes("sha256-abc.sig") && !default.excludes("1.0.0"));
-        assert_eq!(default.len(), 1);
+        assert_eq!(default.len(), 2, "Flux's rule and the referrers tag schema");
+        let digest = "a".repeat(64);
+        for referrer in [format!("sha256-{digest}"), format!("sha256-{digest}.att")] {
+            assert!(default.excludes(&referrer), "{referrer}");
+        }
+        for kept in [
+            "sha256-abc",
+            "sha256-latest",
+            "v-sha256-x",
+            &format!("sha256-{digest}-1"),
+        ] {
+            assert!(!default.excludes(kept), "{kept}");
+        }
         assert!(default_exclusions(&[r"^.*\.sig$".into(), "^v".into()]).is_none());
         assert!(default_exclusions(&["^v".to_string()]).is_none());
     }

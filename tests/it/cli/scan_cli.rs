@@ -353,3 +353,79 @@ async fn scan_says_when_a_policy_can_never_move() {
         "{message}"
     );
 }
+
+/// The referrers tag schema (`sha256-<hex>`, cosign's signature index on a registry without
+/// the referrers API, and its `.att` kin) is excluded with Flux's default list: an
+/// `alphabetical` policy would elect it. A list of one's own keeps it.
+#[tokio::test]
+async fn scan_never_elects_a_referrers_tag_with_the_default_exclusions() {
+    let registry = Distribution::start(Variant::default());
+    let hex = "b".repeat(64);
+    let tags: Vec<String> = [
+        "1.0.0".to_string(),
+        format!("sha256-{hex}"),
+        format!("sha256-{hex}.att"),
+    ]
+    .to_vec();
+    registry.push_image("team/app", &tags).await;
+    let host = &registry.host;
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = |exclusions: &str| {
+        format!(
+            "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
+             spec: {{image: {host}/team/app, interval: 5m{exclusions}}}\n---\n\
+             apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: abc, namespace: team}}\n\
+             spec: {{imageRepositoryRef: {{name: app}}, policy: {{alphabetical: {{}}}}}}\n"
+        )
+    };
+    let scan = |name: &str, exclusions: &str| {
+        let file = write(dir.path(), name, &manifests(exclusions));
+        let storage = dir.path().join(name).with_extension("store");
+        let args = [
+            "scan",
+            "-f",
+            &file,
+            "--storage-path",
+            storage.to_str().unwrap(),
+            "-o",
+            "yaml",
+        ];
+        let out = run_bin(&args, None);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let docs: Vec<serde_json::Value> =
+            serde_saphyr::from_multiple(&String::from_utf8_lossy(&out.stdout)).unwrap();
+        let by = |n: &str| {
+            docs.iter()
+                .find(|d| d["metadata"]["name"] == n)
+                .unwrap()
+                .clone()
+        };
+        (
+            by("app")["status"].clone(),
+            by("abc")["status"]["latestRef"]["tag"].clone(),
+        )
+    };
+    for (name, exclusions) in [
+        ("absent.yaml", ""),
+        ("fluxs.yaml", ", exclusionList: ['^.*\\.sig$']"),
+    ] {
+        let (repository, elected) = scan(name, exclusions);
+        assert_eq!(
+            repository["lastScanResult"]["tagCount"], 1,
+            "{name}: {repository}"
+        );
+        assert_eq!(
+            repository["observedExclusionList"],
+            serde_json::json!(["^.*\\.sig$"]),
+            "{name}"
+        );
+        assert_eq!(elected, "1.0.0", "{name}");
+    }
+    let (repository, elected) = scan("own.yaml", ", exclusionList: ['^v']");
+    assert_eq!(repository["lastScanResult"]["tagCount"], 3, "{repository}");
+    assert_eq!(elected, format!("sha256-{hex}.att"));
+}
