@@ -2,8 +2,7 @@
 //! reader of the store) and a copy of every file the mirror served for it (tuf.rs verifies it
 //! again from them), each written whole or not at all; and forgotten when the mirror is refused.
 
-use super::tuf::{Verified, MIRROR_COPY};
-use super::TARGET;
+use super::tuf::{Verified, MIRROR_COPY, TARGET};
 use std::path::Path;
 
 /// Keeps `verified` in `dir`: the copy replaced whole (written beside, then renamed over).

@@ -24,6 +24,7 @@ mod transport;
 pub mod tuf;
 
 use tuf::{Failure, Trust, Verified};
+pub use tuf::{MAX_ROOT_BYTES, TARGET};
 
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -37,10 +38,6 @@ pub const REFRESH_EVERY: Duration = Duration::from_secs(24 * 3600);
 pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(10 * 60);
 /// A whole read of the mirror (several files, each within the transport's 30 s).
 pub const READ_DEADLINE: Duration = Duration::from_secs(60);
-/// A trusted root is at most this large (`verify::keyless::MAX_ROOT_BYTES`).
-pub const MAX_ROOT_BYTES: usize = crate::verify::keyless::MAX_ROOT_BYTES;
-/// The TUF target that holds the trusted root.
-pub const TARGET: &str = "trusted_root.json";
 
 /// The public-good TUF root (its metadata, the trust anchor) and trusted root as shipped.
 const EMBEDDED_ANCHOR: &[u8] = include_bytes!("public-good/root.json");

@@ -10,10 +10,14 @@
 //! match, an unusable target): then nothing that mirror served is trusted.
 
 use super::transport;
-use super::{MAX_ROOT_BYTES, TARGET};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 use url::Url;
+
+/// A trusted root is at most this large (`verify::keyless::MAX_ROOT_BYTES`).
+pub const MAX_ROOT_BYTES: usize = crate::verify::keyless::MAX_ROOT_BYTES;
+/// The TUF target that holds the trusted root.
+pub const TARGET: &str = "trusted_root.json";
 
 /// The kept copy of the mirror's files, under the store's `sigstore/` directory.
 pub const MIRROR_COPY: &str = "tuf-mirror";

@@ -462,7 +462,7 @@ async fn keyless_needs_valid_identities_a_missing_secret_is_named_and_no_root_me
     let (_, reason, message) = ready(&rootless);
     assert_eq!(reason, "NoEligibleTag");
     assert!(
-        message.ends_with("; keyless signatures are checked with Sigstore's public-good trusted root: no TUF mirror is set (--sigstore-tuf-mirror)"),
+        message.ends_with("; keyless signatures are checked with Sigstore's public-good trusted root: no TUF mirror is set (--sigstore-tuf-mirror); the root embedded in the binary is in use"),
         "{message}"
     );
     // With no Secret at all, too.
