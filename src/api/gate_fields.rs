@@ -22,6 +22,15 @@ pub struct ImageVerification {
     /// Sigstore trusted root their certificates must chain to. Required.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<LocalObjectReference>,
+    /// Source-controller's field (v1.9): a Secret in the policy's namespace whose
+    /// `trusted_root.json` is the Sigstore trusted root keyless signatures are checked with,
+    /// instead of `secretRef`'s or Sigstore's public-good one.
+    #[serde(
+        default,
+        rename = "trustedRootSecretRef",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub trusted_root_secret_ref: Option<LocalObjectReference>,
     /// Keyless identities: a keyless signature counts when its certificate's OIDC issuer and
     /// one of its subject alternative names match one entry's regular expressions.
     #[serde(
@@ -104,6 +113,7 @@ mod tests {
         let verify = |provider, identities: usize| ImageVerification {
             provider,
             secret_ref: None,
+            trusted_root_secret_ref: None,
             match_oidc_identity: (identities > 0).then(|| {
                 let id = OidcIdentityMatch {
                     issuer: "^https://issuer$".into(),

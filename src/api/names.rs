@@ -96,12 +96,21 @@ impl ImagePolicySpec {
     pub fn check_references(&self) -> Result<(), String> {
         let r = &self.image_repository_ref;
         field("spec.imageRepositoryRef.name", &r.name, check_object_name)?;
-        if let Some(secret) = self.verify.as_ref().and_then(|v| v.secret_ref.as_ref()) {
-            field(
+        let verify = self.verify.as_deref();
+        let secrets = [
+            (
                 "spec.verify.secretRef.name",
-                &secret.name,
-                check_object_name,
-            )?;
+                verify.and_then(|v| v.secret_ref.as_ref()),
+            ),
+            (
+                "spec.verify.trustedRootSecretRef.name",
+                verify.and_then(|v| v.trusted_root_secret_ref.as_ref()),
+            ),
+        ];
+        for (path, secret) in secrets {
+            if let Some(secret) = secret {
+                field(path, &secret.name, check_object_name)?;
+            }
         }
         match r.namespace.as_deref() {
             Some(ns) if !ns.is_empty() => field(

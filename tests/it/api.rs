@@ -369,6 +369,14 @@ fn gate_fields_are_bounded_and_name_the_field() {
         .check_references()
         .unwrap_err()
         .contains("spec.verify.secretRef.name"));
+    let bad_root = spec(
+        json!({"verify": {"provider": "cosign", "trustedRootSecretRef": {"name": "../x"},
+        "matchOIDCIdentity": [{"issuer": "^i$", "subject": "^s$"}]}}),
+    );
+    assert!(bad_root
+        .check_references()
+        .unwrap_err()
+        .contains("spec.verify.trustedRootSecretRef.name"));
     let crd = crd_json("ImagePolicy");
     let spec_schema =
         &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];

@@ -26,6 +26,12 @@ fn policy(name: &str, range: &str, secret: &str, subject: &str) -> String {
     )
 }
 
+/// The same policy, its trusted root named by source-controller's `trustedRootSecretRef`
+/// alone (no `secretRef`).
+fn rooted_policy(name: &str, range: &str, secret: &str, subject: &str) -> String {
+    policy(name, range, secret, subject).replace("secretRef:", "trustedRootSecretRef:")
+}
+
 fn secret(name: &str, root: &serde_json::Value) -> String {
     format!(
         "---\napiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: team}}\n\
@@ -76,12 +82,13 @@ async fn signatures_logged_in_rekor_v2_and_timestamped_are_elected_under_their_i
     untimed["timestampAuthorities"] = serde_json::json!([]);
     let manifests = format!(
         "{}{}---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
-         spec: {{image: {image}, interval: 5m}}\n{}{}{}",
+         spec: {{image: {image}, interval: 5m}}\n{}{}{}{}",
         secret("sigstore", &root),
         secret("untimed", &untimed),
         policy("dev", ">=1.0.0", "sigstore", "^dev@example\\.com$"),
         policy("ops", ">=1.0.0", "sigstore", "^ops@example\\.com$"),
         policy("untimed", ">=1.0.0", "untimed", "^dev@example\\.com$"),
+        rooted_policy("rooted", ">=1.0.0", "sigstore", "^dev@example\\.com$"),
     );
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "rekor-v2.yaml", &manifests);
@@ -93,7 +100,12 @@ async fn signatures_logged_in_rekor_v2_and_timestamped_are_elected_under_their_i
         scan.text()
     );
     judge(&scan);
-    let want = [("dev", "1.1.0"), ("ops", "1.2.0"), ("untimed", "")];
+    let want = [
+        ("dev", "1.1.0"),
+        ("ops", "1.2.0"),
+        ("untimed", ""),
+        ("rooted", "1.1.0"),
+    ];
     judge(&InCluster::run(&manifests, &want));
 
     // sigstore-go judges the same bundles, as the library fetched them, as we do.
@@ -126,6 +138,9 @@ fn judge(run: &impl Judged) {
     run.assert_held("dev", "1.3.0", "at its timestamp's time");
     run.assert_held("dev", "1.3.0", "the signing certificate expired at");
     run.assert_elected("ops", "1.2.0", None);
+    // trustedRootSecretRef alone: the same root, the same verdicts.
+    run.assert_elected("rooted", "1.1.0", None);
+    run.assert_held("rooted", "1.2.0", &mismatch);
     assert!(
         run.status("untimed")["latestRef"].is_null(),
         "{}",

@@ -16,8 +16,9 @@ use thiserror::Error;
 pub(super) enum KeysError {
     #[error(transparent)]
     Read(#[from] ReadError),
-    #[error("secret '{0}' (spec.verify.secretRef) not found")]
-    NotFound(String),
+    /// The Secret (`namespace/name`) and the field naming it.
+    #[error("secret '{0}' ({1}) not found")]
+    NotFound(String, &'static str),
     /// `secret`: where the trust came from (the Secret, or the public-good root).
     #[error("{secret}: {reason}")]
     Invalid { secret: String, reason: String },
@@ -46,11 +47,11 @@ pub(super) async fn trusted_keys<R: PolicyReader>(
     let keyless = verify.keyless();
     let namespace = policy.namespace().unwrap_or_default();
     let name = verify.secret_ref.as_ref().map(|r| r.name.as_str());
-    let (mut data, source) = match name {
+    let (mut data, mut source) = match name {
         Some(name) => {
             let secret = env.reader.secret(&namespace, name).await?;
-            let secret =
-                secret.ok_or_else(|| KeysError::NotFound(format!("{namespace}/{name}")))?;
+            let missing = || KeysError::NotFound(format!("{namespace}/{name}"), SECRET_REF);
+            let secret = secret.ok_or_else(missing)?;
             let source = format!("secret '{namespace}/{name}' (spec.verify.secretRef)");
             (secret_data(&secret), source)
         }
@@ -60,6 +61,16 @@ pub(super) async fn trusted_keys<R: PolicyReader>(
         ),
         None => return Ok((None, None)),
     };
+    if let Some(root) = verify.trusted_root_secret_ref.as_ref().filter(|_| keyless) {
+        let trusted_root = own_root(&namespace, &root.name, env).await?;
+        data.insert(TRUSTED_ROOT.to_string(), trusted_root);
+        if name.is_none() {
+            source = format!(
+                "secret '{namespace}/{}' ({TRUSTED_ROOT_SECRET_REF})",
+                root.name
+            );
+        }
+    }
     let mut notice = None;
     if needs_public_good(keyless, &data) {
         let root = env.sigstore_root.fresh().await;
@@ -85,6 +96,24 @@ pub(super) async fn trusted_keys<R: PolicyReader>(
         reason,
     })?;
     Ok((Some(Arc::new(keys)), notice))
+}
+
+const SECRET_REF: &str = "spec.verify.secretRef";
+const TRUSTED_ROOT_SECRET_REF: &str = "spec.verify.trustedRootSecretRef";
+
+/// The `trusted_root.json` of the Secret `namespace/name` that `trustedRootSecretRef` names.
+async fn own_root<R: PolicyReader>(
+    namespace: &str,
+    name: &str,
+    env: &PolicyEnv<'_, R>,
+) -> Result<Vec<u8>, KeysError> {
+    let secret = env.reader.secret(namespace, name).await?;
+    let missing = || KeysError::NotFound(format!("{namespace}/{name}"), TRUSTED_ROOT_SECRET_REF);
+    let mut data = secret_data(&secret.ok_or_else(missing)?);
+    data.remove(TRUSTED_ROOT).ok_or_else(|| KeysError::Invalid {
+        secret: format!("secret '{namespace}/{name}' ({TRUSTED_ROOT_SECRET_REF})"),
+        reason: format!("it has no {TRUSTED_ROOT}"),
+    })
 }
 
 /// Whether Sigstore's public-good root is added to the Secret's data: a keyless policy whose
