@@ -165,6 +165,13 @@ mod tests {
         assert_eq!(hidden(&odd), None);
         let long = format!("4:{}", "downgrade,".repeat(20));
         assert_eq!(hidden(&policy(4, Some(&long), json!({}))), None);
+        // Read up to 128 bytes, not one more.
+        let exact = format!("{}4:downgrade", "0".repeat(117));
+        assert_eq!(exact.len(), 128);
+        let read = hidden(&policy(4, Some(&exact), json!({})));
+        assert_eq!(read, Some(vec!["downgrade"]));
+        let over = format!("0{exact}");
+        assert_eq!(hidden(&policy(4, Some(&over), json!({}))), None);
         assert_eq!(hidden(&policy(4, Some("four:downgrade"), json!({}))), None);
         assert_eq!(hidden(&policy(4, Some("downgrade"), json!({}))), None);
     }
