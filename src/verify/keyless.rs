@@ -39,9 +39,12 @@ pub struct TrustedRoot {
     pub logs: super::tlog::LogKeys,
     /// Its timestamp authorities.
     pub timestamps: Vec<super::timestamp::Authority>,
-    /// Its certificate transparency logs: when it names some, a signing certificate must carry
-    /// an SCT of one.
+    /// Its certificate transparency logs whose keys can be read.
     pub ctlogs: super::tlog::LogKeys,
+    /// Whether it names any CT log: then a signing certificate must carry an SCT of one of
+    /// [`TrustedRoot::ctlogs`], even when no key it names can be read (sigstore-go: "only able
+    /// to verify 0 SCT entries"), never none at all.
+    pub ctlogs_named: bool,
 }
 
 /// Whether a certificate's basic constraints make it a CA.
@@ -113,6 +116,7 @@ impl TrustedRoot {
             authorities: Vec::new(),
             logs: super::tlog::LogKeys::from_written(root.tlogs)?,
             timestamps: Vec::new(),
+            ctlogs_named: !root.ctlogs.is_empty(),
             ctlogs: super::tlog::LogKeys::from_written(root.ctlogs)?,
         };
         // A chain as DER certificates, each checked to be one.
@@ -289,7 +293,7 @@ impl Keyless {
             }
         }
         let authority = chained.map_err(chain_error)?;
-        if !self.root.ctlogs.is_empty() {
+        if self.root.ctlogs_named {
             let mut issuers: Vec<&[u8]> = authority.intermediates.iter().map(|c| &c[..]).collect();
             issuers.push(&authority.anchor);
             super::sct::verify(leaf, &issuers, &self.root.ctlogs)?;

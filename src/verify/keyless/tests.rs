@@ -83,6 +83,7 @@ fn a_signature_chain_is_bounded() {
             logs: Default::default(),
             timestamps: Vec::new(),
             ctlogs: Default::default(),
+            ctlogs_named: false,
         },
         identities: Vec::new(),
     };

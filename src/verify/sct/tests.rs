@@ -152,6 +152,45 @@ fn judged(keyless: &Keyless, leaf: Vec<u8>) -> Result<String, String> {
     keyless.signer(&[leaf], at).map(|(_, who)| who)
 }
 
+/// A root whose CT logs' keys cannot be read (P-384, RSA: the verifier reads P-256) still asks
+/// an SCT, and none can verify: refused, as sigstore-go refuses ("only able to verify 0 SCT
+/// entries"), never taken for a root that names no CT log.
+#[test]
+fn a_root_whose_ct_log_keys_cannot_be_read_still_asks_an_sct() {
+    let ca = Ca::new();
+    let log = SigningKey::from_slice(&[7; 32]).unwrap();
+    // A root naming one CT log, with a P-384 key: parsed, named, and no key read.
+    let p384 = p384::SecretKey::from_slice(&[9; 48]).unwrap().public_key();
+    let der = p384.to_public_key_der().unwrap();
+    let root = serde_json::json!({"certificateAuthorities": [{
+        "certChain": {"certificates": [{"rawBytes": enc(ca.issuer.der())}]},
+        "validFor": {"start": "2020-01-01T00:00:00Z"}}],
+        "ctlogs": [{"baseUrl": "https://ctfe.example", "hashAlgorithm": "SHA2_384",
+            "publicKey": {"rawBytes": enc(der.as_bytes()), "keyDetails": "PKIX_ECDSA_P384_SHA_384",
+                "validFor": {"start": "2020-01-01T00:00:00Z"}},
+            "logId": {"keyId": enc(&Sha256::digest(der.as_bytes()))}}]});
+    let parsed = TrustedRoot::parse(root.to_string().as_bytes()).unwrap();
+    assert!(parsed.ctlogs_named && parsed.ctlogs.is_empty());
+    let mut trusted = ca.keyless(&[(&log, "2020-01-01T00:00:00Z")]);
+    trusted.root = parsed;
+    let err = judged(&trusted, ca.leaf(&log, Sct::Good)).unwrap_err();
+    assert!(
+        err.contains("none of its SCTs is of a CT log of trusted_root.json"),
+        "{err}"
+    );
+    let err = judged(&trusted, ca.leaf(&log, Sct::None)).unwrap_err();
+    assert!(
+        err.contains("carries no signed certificate timestamp (SCT)"),
+        "{err}"
+    );
+    let unnamed = ca.keyless(&[]);
+    assert!(!unnamed.root.ctlogs_named);
+    assert!(
+        judged(&unnamed, ca.leaf(&log, Sct::None)).is_ok(),
+        "no CT log named, none asked"
+    );
+}
+
 #[test]
 fn a_root_with_ct_logs_asks_an_sct_of_one() {
     let ca = Ca::new();
