@@ -107,8 +107,8 @@ struct WrittenId {
 #[serde(rename_all = "camelCase")]
 struct WrittenKey {
     raw_bytes: String,
-    #[serde(default)]
-    valid_for: ValidFor,
+    /// Required, with its start: sigstore-go refuses a root whose log has none.
+    valid_for: Option<ValidFor>,
 }
 
 /// An entry, as far as its promise and body are checked.
@@ -167,6 +167,14 @@ impl LogKeys {
         }
         let mut logs = Vec::new();
         for log in tlogs {
+            let valid = log.public_key.valid_for.filter(ValidFor::has_start);
+            let valid = valid.ok_or_else(|| {
+                format!(
+                    "trusted_root.json: the log {:.256} has no validFor start (the period its key \
+                     vouches for, which sigstore-go requires)",
+                    log.base_url
+                )
+            })?;
             let der = b64(&log.public_key.raw_bytes)?;
             // Other key types are not Rekor's: such a log's entries do not verify.
             let Some(key) = LogKey::from_der(&der) else {
@@ -183,7 +191,7 @@ impl LogKeys {
                 id,
                 key,
                 der,
-                valid: log.public_key.valid_for,
+                valid,
                 origin,
             });
         }

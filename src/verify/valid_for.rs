@@ -41,6 +41,11 @@ impl TryFrom<Written> for ValidFor {
 }
 
 impl ValidFor {
+    /// Whether the period has a start (a log's must: sigstore-go refuses a root without one).
+    pub fn has_start(&self) -> bool {
+        self.start.is_some()
+    }
+
     /// Whether `seconds` (Unix time) is inside the period.
     pub fn contains(&self, seconds: i64) -> bool {
         self.start.is_none_or(|s| s <= seconds) && self.end.is_none_or(|e| seconds <= e)
@@ -69,5 +74,40 @@ mod tests {
         assert!(read("{}").unwrap().contains(0));
         let err = read(r#"{"start": "yesterday"}"#).unwrap_err();
         assert!(err.contains("not RFC 3339: yesterday"), "{err}");
+    }
+
+    /// A log whose key has no `validFor`, or one without a start, makes the whole root
+    /// refused, as sigstore-go refuses it ("tlog missing public key validity period"): a
+    /// transparency log and a CT log alike.
+    #[test]
+    fn a_log_without_a_validity_start_refuses_the_root() {
+        let entry = |period: Option<serde_json::Value>| {
+            let mut key =
+                serde_json::json!({"rawBytes": "AAAA", "keyDetails": "PKIX_ECDSA_P256_SHA_256"});
+            if let Some(period) = period {
+                key["validFor"] = period;
+            }
+            serde_json::json!({"baseUrl": "https://rekor.invalid", "publicKey": key})
+        };
+        for period in [
+            None,
+            Some(serde_json::json!({"end": "2030-01-01T00:00:00Z"})),
+        ] {
+            for logs in ["tlogs", "ctlogs"] {
+                let root = serde_json::json!({logs: [entry(period.clone())]}).to_string();
+                let err = crate::verify::keyless::TrustedRoot::parse(root.as_bytes()).unwrap_err();
+                let want = "the log https://rekor.invalid has no validFor start";
+                assert!(err.contains(want), "{logs} {period:?}: {err}");
+            }
+        }
+        // With a start, the log passes this check (and the root fails later, for naming no
+        // certificate authority).
+        let started = Some(serde_json::json!({"start": "2020-01-01T00:00:00Z"}));
+        let root = serde_json::json!({"tlogs": [entry(started)]}).to_string();
+        let parsed = crate::verify::keyless::TrustedRoot::parse(root.as_bytes());
+        assert_eq!(
+            parsed.map(|_| ()),
+            Err("trusted_root.json names no certificate authority".to_string())
+        );
     }
 }

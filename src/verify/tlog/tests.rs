@@ -31,7 +31,8 @@ impl Log {
 
     fn root_entry(&self) -> serde_json::Value {
         serde_json::json!({"baseUrl": "https://rekor.invalid", "hashAlgorithm": "SHA2_256",
-            "publicKey": {"rawBytes": enc(&self.der()), "keyDetails": "PKIX_ECDSA_P256_SHA_256"},
+            "publicKey": {"rawBytes": enc(&self.der()), "keyDetails": "PKIX_ECDSA_P256_SHA_256",
+                "validFor": {"start": "2020-01-01T00:00:00Z"}},
             "logId": {"keyId": enc(&Sha256::digest(self.der()))}})
     }
 
@@ -185,12 +186,14 @@ fn a_promise_and_a_body_that_record_the_signature_verify() {
         .unwrap_err()
         .contains("does not verify with the log's key"));
     let for_other =
-        Entry::from_bundle(&[log.entry(&dsse_body(b"other", &signature, cert), 1)]).unwrap();
+        Entry::from_bundle(&[log.entry(&dsse_body(b"other", &signature, cert), 1_700_000_000)])
+            .unwrap();
     assert!(keys
         .verify(&for_other[0], &signing)
         .unwrap_err()
         .contains("records another payload"));
-    let resigned = Entry::from_bundle(&[log.entry(&dsse_body(&payload, &[9], cert), 1)]).unwrap();
+    let resigned =
+        Entry::from_bundle(&[log.entry(&dsse_body(&payload, &[9], cert), 1_700_000_000)]).unwrap();
     assert!(keys
         .verify(&resigned[0], &signing)
         .unwrap_err()
@@ -202,7 +205,7 @@ fn a_promise_and_a_body_that_record_the_signature_verify() {
     rekord["spec"] = serde_json::json!({
         "data": {"hash": {"algorithm": "sha256", "value": format!("{:x}", Sha256::digest(&payload))}},
         "signature": {"content": enc(&signature), "publicKey": {"content": enc(cert.as_bytes())}}});
-    let rekord = Entry::from_bundle(&[log.entry(&rekord, 1)]).unwrap();
+    let rekord = Entry::from_bundle(&[log.entry(&rekord, 1_700_000_000)]).unwrap();
     let err = keys.verify(&rekord[0], &signing).unwrap_err();
     assert_eq!(
         err,
@@ -279,7 +282,8 @@ fn a_logged_keyless_signature_is_judged_at_its_signing_time() {
         let mut root = root.clone();
         root["certificateAuthorities"][0]["validFor"] =
             serde_json::json!({"start": "2020-01-01T00:00:00Z", "end": ca_end});
-        root["tlogs"][0]["publicKey"]["validFor"] = serde_json::json!({"end": log_end});
+        root["tlogs"][0]["publicKey"]["validFor"] =
+            serde_json::json!({"start": "2020-01-01T00:00:00Z", "end": log_end});
         let secret = BTreeMap::from([(TRUSTED_ROOT.to_string(), root.to_string().into_bytes())]);
         let trust = TrustedKeys::from_secret(&secret, &identity, true).unwrap();
         let verified = trust.verify(&[bundle(vec![entry.clone()])], &image, DIGEST, now);
