@@ -247,6 +247,12 @@ mod tests {
         }
     }
 
+    /// The document's bound, written out (about 130 KiB for our two kinds).
+    #[test]
+    fn a_document_is_read_up_to_8_mib() {
+        assert_eq!(MAX_DOCUMENT, 8_388_608);
+    }
+
     #[test]
     fn a_changed_schema_restarts_its_kinds_watch_and_tells_each_policy_once() {
         let schema = ServedSchema::default();
@@ -267,6 +273,12 @@ mod tests {
             Some(vec!["verify"])
         );
         assert_eq!(schema.news_for("ImagePolicy/team/app"), None, "told once");
+        schema.forget("ImagePolicy/team/app");
+        assert_eq!(
+            schema.news_for("ImagePolicy/team/app"),
+            Some(vec!["verify"]),
+            "a policy deleted and made again is told again"
+        );
         assert!(schema.detail().unwrap().contains("without spec.verify"));
         schema.take(served(8, vec!["verify"]));
         assert_eq!(*policies.borrow(), 1, "unchanged: no restart");
