@@ -293,6 +293,7 @@ impl Keyless {
             }
         }
         let authority = chained.map_err(chain_error)?;
+        super::anchor::valid_at(&authority.anchor, seconds.as_secs() as i64)?;
         if self.root.ctlogs_named {
             let mut issuers: Vec<&[u8]> = authority.intermediates.iter().map(|c| &c[..]).collect();
             issuers.push(&authority.anchor);

@@ -14,6 +14,7 @@
 //! envelopes are [`notation`]; [`trust`] judges them against what the policy trusts, and
 //! [`refusal`] says why a signature does not count.
 
+pub mod anchor;
 pub mod bundle;
 #[doc(hidden)]
 pub mod fuzz;

@@ -235,6 +235,7 @@ impl Token {
         .map_err(|e| {
             format!("{uri}: the token's signer does not chain to it at the token's time ({e:?})")
         })?;
+        super::anchor::valid_at(&authority.anchor, self.time).map_err(|e| format!("{uri}: {e}"))?;
         // webpki required time stamping of the intermediates that list usages, too.
         only_time_stamping(&signer).map_err(|e| format!("{uri}: {e}"))?;
         if !self.signature_verifies(&signer) {

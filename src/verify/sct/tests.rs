@@ -40,8 +40,16 @@ enum Sct {
 
 impl Ca {
     fn new() -> Ca {
+        Ca::until(None)
+    }
+
+    /// A CA whose own certificate is valid only until `(year, month, day)`.
+    fn until(until: Option<(i32, u8, u8)>) -> Ca {
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        if let Some((year, month, day)) = until {
+            params.not_after = rcgen::date_time_ymd(year, month, day);
+        }
         let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
         Ca { issuer }
     }
@@ -189,6 +197,21 @@ fn a_root_whose_ct_log_keys_cannot_be_read_still_asks_an_sct() {
         judged(&unnamed, ca.leaf(&log, Sct::None)).is_ok(),
         "no CT log named, none asked"
     );
+}
+
+/// A Fulcio root certificate that expired before the signing time vouches for nothing then, as
+/// Go's x509 checks a root for sigstore-go (webpki takes an anchor as a bare name and key).
+#[test]
+fn an_expired_root_certificate_vouches_for_no_signing_certificate() {
+    let log = SigningKey::from_slice(&[7; 32]).unwrap();
+    let expired = Ca::until(Some((2025, 6, 1)));
+    let trusted = expired.keyless(&[(&log, "2020-01-01T00:00:00Z")]);
+    let err = judged(&trusted, expired.leaf(&log, Sct::Good)).unwrap_err();
+    assert!(err.contains("the trusted root's certificate"), "{err}");
+    assert!(err.contains("is not valid at"), "{err}");
+    let lasting = Ca::until(Some((2030, 1, 1)));
+    let trusted = lasting.keyless(&[(&log, "2020-01-01T00:00:00Z")]);
+    assert!(judged(&trusted, lasting.leaf(&log, Sct::Good)).is_ok());
 }
 
 #[test]

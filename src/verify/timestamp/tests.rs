@@ -258,3 +258,19 @@ fn the_signers_certificate_is_for_time_stamping_alone() {
         }
     }
 }
+
+/// An authority whose root certificate expired before the timestamp's time vouches for
+/// nothing then, as Go's x509 checks a root for sigstore-go (webpki takes an anchor as a bare
+/// name and key).
+#[test]
+fn an_expired_root_certificate_vouches_for_no_timestamp() {
+    let tsa = Tsa::with_root_until(Key::P256, (2025, 6, 1));
+    let err = verified(&tsa, Key::P256, Made::default(), true).unwrap_err();
+    assert!(err.contains("the trusted root's certificate"), "{err}");
+    assert!(err.contains("is not valid at"), "{err}");
+    let lasting = Tsa::with_root_until(Key::P256, (2030, 1, 1));
+    assert_eq!(
+        verified(&lasting, Key::P256, Made::default(), true),
+        Ok(AT as i64)
+    );
+}

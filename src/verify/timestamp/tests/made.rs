@@ -61,8 +61,20 @@ pub struct Tsa {
 
 impl Tsa {
     pub fn new(key: Key, purposes: &[&str], critical: bool) -> Tsa {
+        Tsa::rooted(key, purposes, critical, None)
+    }
+
+    /// A good authority whose root certificate is valid only until `(year, month, day)`.
+    pub fn with_root_until(key: Key, until: (i32, u8, u8)) -> Tsa {
+        Tsa::rooted(key, &[TIME_STAMPING_OID], true, Some(until))
+    }
+
+    fn rooted(key: Key, purposes: &[&str], critical: bool, until: Option<(i32, u8, u8)>) -> Tsa {
         let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
         ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        if let Some((year, month, day)) = until {
+            ca.not_after = rcgen::date_time_ymd(year, month, day);
+        }
         let root = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
         let key = match key {
             Key::P256 => KeyPair::generate().unwrap(),
