@@ -261,6 +261,11 @@ fn a_logged_keyless_signature_is_judged_at_its_signing_time() {
         trust.verify(&[bundle(vec![entry.clone()])], &image, DIGEST, now),
         Ok("dev@example.com (https://issuer.example)".into())
     );
+    // Every entry must verify (sigstore-go): a broken one beside a good one refuses.
+    let broken = log.entry(&dsse_body(b"o", &signature, &leaf.pem()), 1_700_000_000);
+    let two = vec![entry.clone(), broken];
+    let err = format!("{:?}", trust.verify(&[bundle(two)], &image, DIGEST, now));
+    assert!(err.contains("records another payload"), "{err}");
     let err = trust
         .verify(&[bundle(vec![])], &image, DIGEST, now)
         .unwrap_err();

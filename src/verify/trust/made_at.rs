@@ -53,25 +53,30 @@ pub fn made_at(
         signatures: signing.signatures,
         leaf,
     };
-    let untimed = entries.iter().all(Entry::untimed);
-    let mut why = String::new();
+    // Every entry must verify, as sigstore-go asks: one that does not (a broken proof, an
+    // entry of another signature) refuses the signature, whatever verifies beside it.
+    let mut times = Vec::new();
     for entry in entries {
         match keyless.root.logs.verify(entry, &recorded) {
-            Ok(Logged::At(time)) => {
-                return Ok(MadeAt {
-                    times: vec![time],
-                    stamped: false,
-                })
-            }
-            Ok(Logged::Untimed) if untimed => return stamped(keyless, signing),
-            // cosign asks a bundle with a Rekor v1 entry for its integrated time.
-            Ok(Logged::Untimed) => {
-                why = "a Rekor v2 entry verifies, and no Rekor v1 entry beside it".into()
-            }
-            Err(e) => why = format!("its log entry does not verify: {e}"),
+            Ok(Logged::At(time)) => times.push(time),
+            Ok(Logged::Untimed) => {}
+            Err(e) => return Err(not_logged(&format!("its log entry does not verify: {e}"))),
         }
     }
-    Err(not_logged(&why))
+    if !times.is_empty() {
+        return Ok(MadeAt {
+            times,
+            stamped: false,
+        });
+    }
+    // cosign asks a bundle whose entry carries an integrated time for its promise.
+    if !entries.iter().all(Entry::untimed) {
+        return Err(not_logged(
+            "a Rekor v2 entry verifies, and no Rekor v1 entry beside it",
+        ));
+    }
+    // Only Rekor v2 entries: the times come from the bundle's RFC 3161 timestamps.
+    stamped(keyless, signing)
 }
 
 /// The times the bundle's timestamps vouch for, one per authority (sigstore-go counts an
