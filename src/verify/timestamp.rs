@@ -196,6 +196,13 @@ impl Token {
     /// Whether `authority` vouches for this token.
     fn verify(&self, authority: &Authority) -> Result<(), String> {
         let uri = &authority.uri;
+        // Certificates, but not the signer's: digitorus/pkcs7 refuses that ("no certificate
+        // for signer"); the authority's leaf stands in only for a token with none at all.
+        if self.signer.is_empty() && !self.certificates.is_empty() {
+            return Err(format!(
+                "{uri}: the token's signer is not among the certificates it carries"
+            ));
+        }
         // A token without certificates is signed by the authority's own leaf.
         let signer = match (&authority.leaf, self.signer.is_empty()) {
             (Some(leaf), true) => leaf.clone(),
