@@ -10,7 +10,8 @@
 //! A parked decision belongs to the object as it was when it started: a change of what the
 //! reconcile depends on (its trigger: generation and spec, a requested reconcile, deletion)
 //! aborts it and decides again. The spec counts apart from the generation: a served schema
-//! prunes it, or stops pruning it, with no new generation (controller/schema/). Deleting the object aborts it too, so its registry requests stop.
+//! prunes it, or stops pruning it, with no new generation (controller/schema/). Deleting the
+//! object aborts it too, so its registry requests stop.
 
 use crate::controller::object::keys::{object_key, trigger_hash};
 use futures::channel::mpsc;
@@ -84,7 +85,7 @@ impl<K: Resource<DynamicType = ()>, T> Default for Handoffs<K, T> {
 
 impl<K, T> Handoffs<K, T>
 where
-    K: Resource<DynamicType = ()> + serde::Serialize + 'static,
+    K: Resource<DynamicType = ()> + kube::core::object::HasSpec<Spec: serde::Serialize> + 'static,
     T: Send + 'static,
 {
     /// The objects to reconcile because their background decision ended (the controller's

@@ -55,6 +55,7 @@ pub enum Prepared<'a, K: Clone> {
 /// What differs between ImageRepository and ImagePolicy.
 pub trait Reconciled:
     Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+    + kube::core::object::HasSpec<Spec: Serialize>
     + Clone
     + DeserializeOwned
     + Serialize

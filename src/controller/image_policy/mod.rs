@@ -30,7 +30,7 @@ use crate::controller::object::changed::changed;
 use crate::controller::object::keys::{key_of, trigger_hash};
 use crate::controller::object::slim::slim;
 use crate::controller::outcome::error::Error;
-use crate::controller::schema::restart::restarting;
+use crate::controller::schema::restart::restarting_watch;
 use futures::TryStreamExt;
 use index::PolicyIndex;
 use k8s_openapi::api::core::v1::Namespace;
@@ -95,21 +95,19 @@ pub fn controller(
     let order_ctx = ctx.clone();
     // Listed again whenever the served schema of ImagePolicy changes (controller/schema/).
     let restarts = ctx.schema.policy_restarts();
-    let policy_triggers = restarting(restarts, move || {
-        watcher(policies.clone(), watch.clone()).default_backoff()
-    })
-    .modify(slim)
-    .inspect_ok(move |event| {
-        staged.apply(event);
-        observed.observe(event);
-        if matches!(event, watcher::Event::InitDone) {
-            order_ctx
-                .scan_order
-                .prioritize(observed.referenced_repositories());
-            policies_synced.set_ready();
-        }
-    })
-    .applied_objects();
+    let policy_triggers = restarting_watch(policies, watch, restarts)
+        .modify(slim)
+        .inspect_ok(move |event| {
+            staged.apply(event);
+            observed.observe(event);
+            if matches!(event, watcher::Event::InitDone) {
+                order_ctx
+                    .scan_order
+                    .prioritize(observed.referenced_repositories());
+                policies_synced.set_ready();
+            }
+        })
+        .applied_objects();
     let policy_triggers = changed(policy_triggers, trigger_hash);
     let (repo_reader, synced, changes) = repositories.into_parts();
     let repository_changes = changed(changes, repository_change_hash);

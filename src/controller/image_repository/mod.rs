@@ -19,7 +19,7 @@ use crate::controller::object::changed::changed;
 use crate::controller::object::keys::{object_key, trigger_hash};
 use crate::controller::object::slim::slim;
 use crate::controller::outcome::error::Error;
-use crate::controller::schema::restart::restarting;
+use crate::controller::schema::restart::restarting_watch;
 use crate::store::RepoKey;
 use futures::TryStreamExt;
 use kube::runtime::controller::{Action, Config, Controller};
@@ -70,10 +70,8 @@ pub fn controller(
     let wakes = ctx.handoffs.wakes().expect("one controller per context");
     let order = ctx.shared.clone();
     let restarts = ctx.shared.schema.repository_restarts();
-    let triggers = restarting(restarts, move || {
-        watcher(api.clone(), watch.clone()).default_backoff()
-    })
-    .modify(slim)
+    let triggers = restarting_watch(api, watch, restarts)
+        .modify(slim)
     .inspect_ok(move |event| {
         staged.apply(event);
         forward.event(event);

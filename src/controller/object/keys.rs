@@ -3,6 +3,7 @@
 //! what of it triggers a reconcile.
 
 use crate::telemetry::metrics::ObjectLabels;
+use kube::core::object::HasSpec;
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 
@@ -42,7 +43,7 @@ pub fn key_of(kind: &str, namespace: &str, name: &str) -> String {
 /// spec changes without a new generation when a served schema prunes it, or stops pruning
 /// it (controller/schema/): a policy held for that is reconciled when it arrives whole, and a
 /// decision parked in the background is never taken for another spec (frame/handoff.rs).
-pub fn trigger_hash<K: Resource + Serialize>(obj: &K) -> Option<u64> {
+pub fn trigger_hash<K: Resource + HasSpec<Spec: Serialize>>(obj: &K) -> Option<u64> {
     use std::hash::{DefaultHasher, Hash, Hasher};
     let mut h = DefaultHasher::new();
     spec_version(obj).hash(&mut h);
@@ -52,16 +53,15 @@ pub fn trigger_hash<K: Resource + Serialize>(obj: &K) -> Option<u64> {
     Some(h.finish())
 }
 
-/// The generation and the `spec` of `obj`, as the API server would serialise them.
-pub fn spec_version<K: Resource + Serialize>(obj: &K) -> u64 {
+/// The generation and the `spec` of `obj`: its spec alone is serialised (a watch event of a
+/// repository carries its status too, which no trigger reads).
+pub fn spec_version<K: Resource + HasSpec<Spec: Serialize>>(obj: &K) -> u64 {
     use std::hash::{DefaultHasher, Hash, Hasher};
-    let spec = serde_json::to_value(obj)
-        .ok()
-        .and_then(|mut v| v.get_mut("spec").map(serde_json::Value::take))
-        .unwrap_or_default();
     let mut hasher = DefaultHasher::new();
     obj.meta().generation.hash(&mut hasher);
-    spec.to_string().hash(&mut hasher);
+    serde_json::to_vec(obj.spec())
+        .unwrap_or_default()
+        .hash(&mut hasher);
     hasher.finish()
 }
 

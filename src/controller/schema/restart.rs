@@ -3,7 +3,25 @@
 //! serving objects as that schema decoded them.
 
 use futures::stream::{BoxStream, Stream, StreamExt};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Api, Resource};
+use serde::de::DeserializeOwned;
 use tokio::sync::watch;
+
+/// A kind's watch, as both controllers run it (kube's watcher, its default backoff), listed
+/// again whenever `restarts` changes.
+pub fn restarting_watch<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    restarts: watch::Receiver<u64>,
+) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    restarting(restarts, move || {
+        watcher(api.clone(), config.clone()).default_backoff()
+    })
+}
 
 /// The stream `start()` makes, made again each time `restarts` changes. A restart drops the
 /// running stream and begins the new one (for a kube watcher: `Init`, the list, `InitDone`,

@@ -110,13 +110,7 @@ async fn scan_reconciles_manifests_with_their_secrets_and_prints_the_status() {
         serde_json::json!({"name": format!("{host}/team/app"), "tag": "1.1.0", "digest": digest})
     );
     let anonymous = by_name("anonymous");
-    let ready = &anonymous["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["type"] == "Ready")
-        .unwrap()
-        .clone();
+    let ready = ready_of(&anonymous);
     assert_eq!(ready["reason"], "ReadOperationFailed");
     let message = ready["message"].as_str().unwrap();
     assert!(
@@ -297,6 +291,34 @@ fn scan_reads_a_file_of_ten_thousand_objects() {
     assert!(table.contains("app-9999"));
 }
 
+/// `scan -f file -o yaml` with its store at `storage`, which must succeed: the documents.
+fn scanned(file: &str, storage: &std::path::Path) -> Vec<serde_json::Value> {
+    let storage = storage.to_str().unwrap();
+    let out = run_bin(
+        &["scan", "-f", file, "--storage-path", storage, "-o", "yaml"],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    serde_saphyr::from_multiple(&String::from_utf8_lossy(&out.stdout)).unwrap()
+}
+
+/// The document named `name`.
+fn by_name(docs: &[serde_json::Value], name: &str) -> serde_json::Value {
+    let found = docs.iter().find(|d| d["metadata"]["name"] == name);
+    found.unwrap_or_else(|| panic!("no {name}")).clone()
+}
+
+/// The Ready condition of an object's status.
+fn ready_of(object: &serde_json::Value) -> serde_json::Value {
+    let conditions = object["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let ready = conditions.into_iter().find(|c| c["type"] == "Ready");
+    ready.expect("a Ready condition")
+}
+
 /// `scan` says of a policy that can never move what the controller says (`^latest$` with no
 /// digest followed), against a real registry.
 #[tokio::test]
@@ -316,36 +338,10 @@ async fn scan_says_when_a_policy_can_never_move() {
              spec: {{imageRepositoryRef: {{name: app}}, policy: {{alphabetical: {{}}}}, filterTags: {{pattern: '^latest$'}}}}\n"
         ),
     );
-    let storage = dir.path().join("store");
-    let args = [
-        "scan",
-        "-f",
-        &file,
-        "--storage-path",
-        storage.to_str().unwrap(),
-        "-o",
-        "yaml",
-    ];
-    let out = run_bin(&args, None);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let docs: Vec<serde_json::Value> =
-        serde_saphyr::from_multiple(&String::from_utf8_lossy(&out.stdout)).unwrap();
-    let policy = docs
-        .iter()
-        .find(|d| d["metadata"]["name"] == "floating")
-        .unwrap();
+    let docs = scanned(&file, &dir.path().join("store"));
+    let policy = by_name(&docs, "floating");
     assert_eq!(policy["status"]["latestRef"]["tag"], "latest");
-    let ready = &policy["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["type"] == "Ready")
-        .unwrap()
-        .clone();
+    let ready = ready_of(&policy);
     assert_eq!(ready["status"], "True");
     let message = ready["message"].as_str().unwrap();
     assert!(
@@ -380,34 +376,9 @@ async fn scan_never_elects_a_referrers_tag_with_the_default_exclusions() {
     };
     let scan = |name: &str, exclusions: &str| {
         let file = write(dir.path(), name, &manifests(exclusions));
-        let storage = dir.path().join(name).with_extension("store");
-        let args = [
-            "scan",
-            "-f",
-            &file,
-            "--storage-path",
-            storage.to_str().unwrap(),
-            "-o",
-            "yaml",
-        ];
-        let out = run_bin(&args, None);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let docs: Vec<serde_json::Value> =
-            serde_saphyr::from_multiple(&String::from_utf8_lossy(&out.stdout)).unwrap();
-        let by = |n: &str| {
-            docs.iter()
-                .find(|d| d["metadata"]["name"] == n)
-                .unwrap()
-                .clone()
-        };
-        (
-            by("app")["status"].clone(),
-            by("abc")["status"]["latestRef"]["tag"].clone(),
-        )
+        let docs = scanned(&file, &dir.path().join(name).with_extension("store"));
+        let elected = by_name(&docs, "abc")["status"]["latestRef"]["tag"].clone();
+        (by_name(&docs, "app")["status"].clone(), elected)
     };
     for (name, exclusions) in [
         ("absent.yaml", ""),

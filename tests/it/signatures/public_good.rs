@@ -30,38 +30,15 @@ impl Mirror {
 
     /// The repository in `dir` made again with `flags` (its keys kept), still served.
     pub(super) fn remake(&self, dir: &Path, flags: &[&str]) {
-        let made = Command::new(bin_dir().join("tufrepo"))
-            .arg("make")
-            .arg(dir)
-            .arg(dir.join("source.json"))
-            .args(flags)
-            .output()
-            .unwrap();
-        assert!(
-            made.status.success(),
-            "{}",
-            String::from_utf8_lossy(&made.stderr)
-        );
+        make_repository(dir, flags);
     }
 
     /// A repository whose target trusted_root.json is `root`, made in `dir` with `flags` and
     /// served; its anchor is `dir/anchor.json`.
     pub(super) fn serving(dir: &Path, root_json: &[u8], flags: &[&str]) -> Mirror {
         let tool = bin_dir().join("tufrepo");
-        let root = dir.join("source.json");
-        std::fs::write(&root, root_json).unwrap();
-        let made = Command::new(&tool)
-            .arg("make")
-            .arg(dir)
-            .arg(&root)
-            .args(flags)
-            .output()
-            .unwrap();
-        assert!(
-            made.status.success(),
-            "{}",
-            String::from_utf8_lossy(&made.stderr)
-        );
+        std::fs::write(dir.join("source.json"), root_json).unwrap();
+        make_repository(dir, flags);
         let mut server = Command::new(&tool)
             .arg("serve")
             .arg(dir)
@@ -77,6 +54,19 @@ impl Mirror {
             server,
         }
     }
+}
+
+/// `tufrepo make` of `dir/source.json` into `dir` with `flags`, which must succeed.
+fn make_repository(dir: &Path, flags: &[&str]) {
+    let made = Command::new(bin_dir().join("tufrepo"))
+        .arg("make")
+        .arg(dir)
+        .arg(dir.join("source.json"))
+        .args(flags)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&made.stderr);
+    assert!(made.status.success(), "{stderr}");
 }
 
 impl Drop for Mirror {
