@@ -1,8 +1,9 @@
 //! Checkpoints: signed notes (the C2SP `signed-note` format Go's `golang.org/x/mod/sumdb/note`
 //! reads) in which a log commits to a tree size and root hash. The note's text is its lines up
 //! to the last blank line; each signature line after it is `— <name> <base64(key hash || sig)>`.
-//! A line counts when its name and 4-byte key hash are the log's and its signature verifies;
-//! lines of other signers (witnesses) are skipped, as `note.Open` skips unknown keys.
+//! A Rekor v2 checkpoint is read as `note.Open` reads it (other signers' lines, witnesses,
+//! skipped); a Rekor v1 checkpoint as rekor's `SignedCheckpoint` reads it (every line the
+//! log's), as sigstore-go reads each.
 
 use super::b64;
 use super::LogKey;
@@ -10,7 +11,8 @@ use sha2::{Digest, Sha256};
 
 /// A checkpoint is a few lines; its signatures, one per witness.
 pub const MAX_CHECKPOINT_BYTES: usize = 16 << 10;
-pub const MAX_CHECKPOINT_SIGNATURES: usize = 16;
+/// Signature lines, as Go's note.Open bounds them.
+pub const MAX_CHECKPOINT_SIGNATURES: usize = 100;
 
 /// What a verified checkpoint commits to.
 #[derive(Debug, PartialEq, Eq)]
@@ -50,8 +52,9 @@ impl NoteKey<'_> {
     }
 }
 
-/// The checkpoint `envelope` commits to, once a line of `signer` verifies over its text; with a
-/// name, the checkpoint's origin (its first line) must be that name, as `ParseCheckpoint` checks.
+/// The checkpoint `envelope` commits to, once its signature lines are as the log's verifier
+/// reads them ([`rekor_v1_signed`] or [`note_signed`]); with a name, the checkpoint's origin (its
+/// first line) must be that name, as `ParseCheckpoint` checks.
 pub fn open(envelope: &str, signer: &NoteKey<'_>) -> Result<Checkpoint, String> {
     if envelope.len() > MAX_CHECKPOINT_BYTES {
         return Err(format!(
@@ -61,22 +64,14 @@ pub fn open(envelope: &str, signer: &NoteKey<'_>) -> Result<Checkpoint, String> 
     let split = envelope
         .rfind("\n\n")
         .ok_or("its checkpoint is not a signed note")?;
-    // The text keeps its last newline; the signatures follow the blank line.
-    let (text, rest) = envelope.split_at(split + 1);
-    let signatures = rest.strip_prefix('\n').unwrap_or(rest);
-    let signed = signatures
-        .lines()
-        .take(MAX_CHECKPOINT_SIGNATURES)
-        .filter_map(|line| line.strip_prefix("\u{2014} ")?.split_once(' '))
-        .filter(|(name, _)| signer.name.is_none_or(|n| n == *name))
-        .filter_map(|(_, sig)| b64(sig).ok())
-        // A line whose key hash is another key's is another signer's.
-        .any(|sig| match sig.split_at_checked(4) {
-            Some((hash, sig)) => hash == signer.hash && signer.key.verifies(text.as_bytes(), sig),
-            None => false,
-        });
-    if !signed {
-        return Err("its checkpoint is not signed by its log".into());
+    // The text keeps its last newline; the signatures follow the blank line, and end with one.
+    let (text, signatures) = (&envelope[..split + 1], &envelope[split + 2..]);
+    if !signatures.ends_with('\n') {
+        return Err("its checkpoint's signatures do not end with a newline".into());
+    }
+    match signer.name {
+        None => rekor_v1_signed(text, signatures, signer)?,
+        Some(name) => note_signed(envelope, text, signatures, signer, name)?,
     }
     let mut lines = text.lines();
     let origin = lines.next().unwrap_or_default().to_string();
@@ -92,5 +87,83 @@ pub fn open(envelope: &str, signer: &NoteKey<'_>) -> Result<Checkpoint, String> 
     match (size, root) {
         (Some(size), Some(root)) => Ok(Checkpoint { origin, size, root }),
         _ => Err("its checkpoint does not name a tree size and root".into()),
+    }
+}
+
+/// A signature line `— <name> <base64>`: its name, key hash and signature, when well formed.
+fn line_parts(line: &str) -> Option<(&str, [u8; 4], Vec<u8>)> {
+    let (name, encoded) = line.strip_prefix("\u{2014} ")?.split_once(' ')?;
+    let signed = b64(encoded).ok().filter(|s| s.len() >= 5)?;
+    let (hash, signature) = signed.split_at(4);
+    Some((name, hash.try_into().ok()?, signature.to_vec()))
+}
+
+/// Rekor v1's reading (rekor's `SignedCheckpoint`, which sigstore-go verifies a v1 entry's
+/// checkpoint with): every line is the log's (its key hash, whatever its name) and verifies;
+/// one line of anyone else, or one that does not parse, refuses the checkpoint.
+fn rekor_v1_signed(text: &str, signatures: &str, signer: &NoteKey<'_>) -> Result<(), String> {
+    let mut verified = std::collections::HashSet::new();
+    for line in signatures.lines() {
+        let (name, hash, signature) = line_parts(line)
+            .filter(|(name, _, _)| !name.is_empty() && !name.contains(char::is_whitespace))
+            .ok_or("its checkpoint has a signature line that does not parse")?;
+        if hash != signer.hash {
+            return Err(format!(
+                "its checkpoint carries a signature of another key ({name}), which a Rekor v1 \
+                 checkpoint may not"
+            ));
+        }
+        // The same line twice is one verification.
+        if verified.contains(line) || signer.key.verifies(text.as_bytes(), &signature) {
+            verified.insert(line);
+            continue;
+        }
+        return Err("its checkpoint is not signed by its log".into());
+    }
+    match verified.is_empty() {
+        true => Err("its checkpoint is not signed by its log".into()),
+        false => Ok(()),
+    }
+}
+
+/// Go's `note.Open`, which sigstore-go reads a Rekor v2 checkpoint with: UTF-8 without control
+/// characters but newlines; each line well formed (a name without spaces or `+`, a signature
+/// of at least 5 bytes); at most [`MAX_CHECKPOINT_SIGNATURES`] lines; other signers' lines
+/// (witnesses) skipped, the log's first line verified (a failure refuses the note), and at
+/// least one of the log's.
+fn note_signed(
+    envelope: &str,
+    text: &str,
+    signatures: &str,
+    signer: &NoteKey<'_>,
+    origin: &str,
+) -> Result<(), String> {
+    if envelope.chars().any(|c| c < ' ' && c != '\n') {
+        return Err("its checkpoint holds control characters".into());
+    }
+    let mut verified = false;
+    for (count, line) in signatures.split_terminator('\n').enumerate() {
+        let (name, hash, signature) = line_parts(line)
+            .filter(|(name, _, _)| {
+                !name.is_empty() && !name.contains(char::is_whitespace) && !name.contains('+')
+            })
+            .ok_or("its checkpoint has a signature line that does not parse")?;
+        if count == MAX_CHECKPOINT_SIGNATURES {
+            return Err(format!(
+                "its checkpoint has over {MAX_CHECKPOINT_SIGNATURES} signature lines"
+            ));
+        }
+        // Another signer's (a witness), or the log's again: skipped, as note.Open skips them.
+        if name != origin || hash != signer.hash || verified {
+            continue;
+        }
+        if !signer.key.verifies(text.as_bytes(), &signature) {
+            return Err("its checkpoint's signature by its log does not verify".into());
+        }
+        verified = true;
+    }
+    match verified {
+        true => Ok(()),
+        false => Err("its checkpoint is not signed by its log".into()),
     }
 }

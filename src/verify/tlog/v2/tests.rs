@@ -98,7 +98,8 @@ fn the_entry_must_be_in_a_checkpoint_the_trusted_log_signed() {
         .unwrap()
         .replace("rekor.local uvblMuqL", "rekor.local uvblMuqM")
         .into();
-    assert!(refused(&signature, &root).contains("its checkpoint is not signed by its log"));
+    assert!(refused(&signature, &root)
+        .contains("its checkpoint's signature by its log does not verify"));
 }
 
 #[test]
@@ -346,4 +347,30 @@ fn a_reason_is_said_once() {
     *twice.pointer_mut(stamps).unwrap() = Value::Array(vec![theirs.clone(), theirs]);
     let err = refused(&twice, &root);
     assert_eq!(err.matches("of another signature").count(), 1, "{err}");
+}
+
+/// A Rekor v2 checkpoint as Go's note.Open reads it, which sigstore-go reads one with:
+/// witnesses' lines skipped, up to 100 lines, each well formed.
+#[test]
+fn a_rekor_v2_checkpoint_is_read_as_note_open_reads_it() {
+    let (bundle, root) = (json(BUNDLE), json(ROOT));
+    let pointer = "/verificationMaterial/tlogEntries/0/inclusionProof/checkpoint/envelope";
+    let with = |witnesses: &str| {
+        let mut changed = bundle.clone();
+        let note = changed.pointer_mut(pointer).unwrap();
+        let (text, own) = note.as_str().unwrap().split_once("\n\n").unwrap();
+        *note = format!("{text}\n\n{witnesses}{own}").into();
+        judge(&changed, &root, "^dev@example\\.com$")
+    };
+    let witness = "\u{2014} witness AAAAAAAA\n";
+    // 99 witnesses and the log: the 100th line, read.
+    assert_eq!(with(&witness.repeat(99)), Ok(WHO.into()));
+    let err = with(&witness.repeat(100)).unwrap_err();
+    assert!(err.contains("over 100 signature lines"), "{err}");
+    for malformed in ["\u{2014} wit+ness AAAAAAAA\n", "\u{2014} witness AAAA\n", "witness\n"] {
+        let err = with(malformed).unwrap_err();
+        assert!(err.contains("a signature line that does not parse"), "{err}");
+    }
+    let err = with("\u{2014} witness\tx AAAAAAAA\n").unwrap_err();
+    assert!(err.contains("control characters"), "{err}");
 }
