@@ -21,6 +21,8 @@ mod images;
 #[path = "../tests/it/support/policy_cluster.rs"]
 #[allow(dead_code)]
 mod policy_cluster;
+#[path = "gates/roots.rs"]
+mod roots;
 
 use distribution::{Distribution, Variant};
 use image_reflector::api::{ImagePolicy, ImageRepository};
@@ -39,6 +41,12 @@ const TAGS: usize = 8;
 const STEADY_ROUNDS: usize = 5;
 
 fn main() {
+    // GATES_BENCH=roots: the verification costs alone, without a registry.
+    if std::env::var("GATES_BENCH").as_deref() == Ok("roots") {
+        hostile_verification();
+        roots::hostile_roots();
+        return;
+    }
     if !std::path::Path::new("/usr/bin/docker-registry").exists() {
         eprintln!("gates: /usr/bin/docker-registry is missing: run `make deps`");
         std::process::exit(1);
@@ -209,6 +217,7 @@ async fn run() {
     );
     assert_eq!(steady, 0, "a steady state costs no request");
     hostile_verification();
+    roots::hostile_roots();
 }
 
 /// The CPU one digest's signatures can cost at worst: 16 legacy signatures (the per-image

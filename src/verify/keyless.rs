@@ -5,11 +5,13 @@
 //! each matched by a regular expression, as cosign and Flux match them.
 
 use super::key::PublicKey;
+use super::path::{Budget, Pool, Verification};
 use super::valid_for::ValidFor;
 use base64::Engine;
 use regex::Regex;
 use rustls_pki_types::{CertificateDer, UnixTime};
 use serde::Deserialize;
+use std::sync::Arc;
 use std::time::SystemTime;
 use x509_cert::der::Decode;
 use x509_cert::ext::pkix::name::GeneralName;
@@ -61,7 +63,7 @@ fn is_ca(cert: &x509_cert::Certificate) -> bool {
 #[derive(Debug, Clone)]
 struct Authority {
     anchor: CertificateDer<'static>,
-    intermediates: Vec<CertificateDer<'static>>,
+    intermediates: Arc<Pool>,
     valid: ValidFor,
 }
 
@@ -148,7 +150,7 @@ impl TrustedRoot {
             if let Some(anchor) = ders.pop() {
                 trusted.authorities.push(Authority {
                     anchor,
-                    intermediates: ders,
+                    intermediates: Arc::new(Pool::new(ders.iter().map(|c| c.as_ref()))),
                     valid: authority.valid_for,
                 });
             }
@@ -165,9 +167,10 @@ impl TrustedRoot {
                 _ => None,
             };
             let skip = usize::from(leaf.is_some());
+            let intermediates = ders.iter().skip(skip).map(|c| c.0.as_ref());
             trusted.timestamps.push(super::timestamp::Authority {
                 anchor,
-                intermediates: ders.into_iter().skip(skip).map(|c| c.0).collect(),
+                intermediates: Arc::new(Pool::new(intermediates)),
                 leaf,
                 valid: authority.valid_for,
                 uri: authority.uri,
@@ -185,27 +188,25 @@ impl TrustedRoot {
     /// never lists, or one of an authority whose `validFor` had ended, let a leaf through).
     fn chain(
         &self,
-        leaf: &webpki::EndEntityCert<'_>,
+        leaf: (&webpki::EndEntityCert<'_>, &[u8]),
         trusted: impl Fn(&&Authority) -> bool,
         time: std::time::Duration,
+        budget: &Budget,
     ) -> Result<&Authority, webpki::Error> {
         let mut refusal = webpki::Error::UnknownIssuer;
         for authority in self.authorities.iter().filter(trusted) {
-            let Ok(anchor) = webpki::anchor_from_trusted_cert(&authority.anchor) else {
-                continue;
-            };
-            let anchors = [anchor];
-            let verified = leaf.verify_for_usage(
-                webpki::ALL_VERIFICATION_ALGS,
-                &anchors,
-                &authority.intermediates,
-                UnixTime::since_unix_epoch(time),
+            let verification = Verification {
+                time: UnixTime::since_unix_epoch(time),
                 // As Go's x509 (sigstore-go) checks it: a certificate with no extended key
-                // usage allows any; one with some must allow code signing.
-                webpki::KeyUsage::required_if_present(CODE_SIGNING),
-                None,
-                None,
-            );
+                // usage allows any; one with some must allow code signing, or any.
+                usage: super::path::Usage {
+                    oid: CODE_SIGNING,
+                    arcs: &[1, 3, 6, 1, 5, 5, 7, 3, 3],
+                },
+                pools: &[&authority.intermediates],
+                budget,
+            };
+            let verified = super::path::verify(leaf.0, leaf.1, &authority.anchor, &verification);
             match verified {
                 Ok(_) => return Ok(authority),
                 // What an authority that issued the leaf says (expired, not yet valid) says
@@ -266,6 +267,16 @@ impl Keyless {
         chain: &[Vec<u8>],
         now: SystemTime,
     ) -> Result<(PublicKey, String), String> {
+        self.signer_within(chain, now, &Budget::default())
+    }
+
+    /// [`Keyless::signer`], its paths built within `budget`, the signature's.
+    pub fn signer_within(
+        &self,
+        chain: &[Vec<u8>],
+        now: SystemTime,
+        budget: &Budget,
+    ) -> Result<(PublicKey, String), String> {
         let Some(leaf) = chain.first() else {
             return Err("a keyless signature carries no certificate".into());
         };
@@ -282,10 +293,12 @@ impl Keyless {
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default();
         let valid_then = |a: &&Authority| a.valid.contains(seconds.as_secs() as i64);
-        let chained = self.root.chain(&end_entity, valid_then, seconds);
+        let leaf_pair = (&end_entity, leaf.as_slice());
+        let chained = self.root.chain(leaf_pair, valid_then, seconds, budget);
         if let Err(webpki::Error::UnknownIssuer) = chained {
             // Say so when only an authority the root no longer trusted then would vouch.
-            if self.root.chain(&end_entity, |_| true, seconds).is_ok() {
+            let others = |a: &&Authority| !valid_then(a);
+            if self.root.chain(leaf_pair, others, seconds, budget).is_ok() {
                 return Err(format!(
                     "the signing certificate chains to a certificate authority the trusted root did not trust at {} (its validFor)",
                     httpdate::fmt_http_date(now)
@@ -295,9 +308,9 @@ impl Keyless {
         let authority = chained.map_err(chain_error)?;
         super::anchor::valid_at(&authority.anchor, seconds.as_secs() as i64)?;
         if self.root.ctlogs_named {
-            let mut issuers: Vec<&[u8]> = authority.intermediates.iter().map(|c| &c[..]).collect();
+            let mut issuers: Vec<&[u8]> = authority.intermediates.ders().collect();
             issuers.push(&authority.anchor);
-            super::sct::verify(leaf, &issuers, &self.root.ctlogs)?;
+            super::sct::verify(leaf, &issuers, &self.root.ctlogs, budget)?;
         }
         let (issuer, subject, key) = read_leaf(leaf)?;
         let matched = self.identities.iter().any(|id| {
@@ -339,6 +352,7 @@ fn chain_error(e: webpki::Error) -> String {
         webpki::Error::UnknownIssuer => {
             "the signing certificate does not chain to the trusted root".into()
         }
+        webpki::Error::MaximumSignatureChecksExceeded => super::path::OVER_BUDGET.into(),
         other => format!("the signing certificate does not verify: {other:?}"),
     }
 }

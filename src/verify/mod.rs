@@ -21,6 +21,8 @@ pub mod fuzz;
 pub mod key;
 pub mod keyless;
 pub mod notation;
+pub mod path;
+pub(crate) mod prehashed;
 pub mod refusal;
 pub mod sct;
 pub mod simple;

@@ -5,6 +5,7 @@
 //! signature verifies over the precertificate entry: the issuer's key hash and the leaf's
 //! TBSCertificate without the SCT list. At least one must; SCTs of one log count once.
 
+use super::path::{Budget, OVER_BUDGET};
 use super::tlog::LogKeys;
 use sha2::{Digest, Sha256};
 use x509_cert::der::asn1::OctetString;
@@ -12,14 +13,20 @@ use x509_cert::der::{Decode, Encode};
 
 /// The SCT list extension (1.3.6.1.4.1.11129.2.4.2).
 const SCT_LIST: &str = "1.3.6.1.4.1.11129.2.4.2";
-/// SCTs read per certificate: Fulcio embeds one, a public certificate two or three.
-pub const MAX_SCTS: usize = 16;
 /// TLS's `hash: sha256(4)` and `signature: ecdsa(3)`, the one pair Sigstore's CT logs sign with.
 const SHA256_ECDSA: [u8; 2] = [4, 3];
 
 /// Checks that `leaf` carries an SCT of a log of `logs` over its precertificate as `issuers`
 /// (DER; the certificates of the authority it chained to) could have issued it.
-pub fn verify(leaf: &[u8], issuers: &[&[u8]], logs: &LogKeys) -> Result<(), String> {
+///
+/// Every SCT of the list is read (its encoding bounds it to 64 KiB), as sigstore-go reads them;
+/// each verification of one of a trusted log is charged to the signature's `budget`.
+pub fn verify(
+    leaf: &[u8],
+    issuers: &[&[u8]],
+    logs: &LogKeys,
+    budget: &Budget,
+) -> Result<(), String> {
     let cert = x509_cert::Certificate::from_der(leaf)
         .map_err(|e| format!("the signing certificate is not X.509 DER ({e})"))?;
     let mut tbs = cert.tbs_certificate.clone();
@@ -47,7 +54,12 @@ pub fn verify(leaf: &[u8], issuers: &[&[u8]], logs: &LogKeys) -> Result<(), Stri
         .map(|spki| Sha256::digest(spki).into())
         .collect();
     let mut why = "none of its SCTs is of a CT log of trusted_root.json".to_string();
+    let mut seen = std::collections::HashSet::new();
     for sct in &scts {
+        // The same SCT twice is one verification.
+        if !seen.insert((sct.log_id, sct.timestamp, sct.signature)) {
+            continue;
+        }
         let Some((key, valid)) = logs.find(sct.log_id) else {
             continue;
         };
@@ -60,11 +72,13 @@ pub fn verify(leaf: &[u8], issuers: &[&[u8]], logs: &LogKeys) -> Result<(), Stri
             continue;
         }
         let signed = |hash: &[u8; 32]| sct.signed(hash, &tbs);
-        if key_hashes
-            .iter()
-            .any(|h| key.verifies(&signed(h), sct.signature))
-        {
-            return Ok(());
+        for hash in &key_hashes {
+            if !budget.check() {
+                return Err(format!("the signing certificate's SCTs: {OVER_BUDGET}"));
+            }
+            if key.verifies(&signed(hash), sct.signature) {
+                return Ok(());
+            }
         }
         why = "its SCT does not verify with its CT log's key".into();
     }
@@ -117,11 +131,11 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// The SCTs of a SignedCertificateTimestampList, at most [`MAX_SCTS`]; version 1 only.
+/// The SCTs of a SignedCertificateTimestampList; version 1 only.
 fn parse_list(bytes: &[u8]) -> Result<Vec<Sct<'_>>, String> {
     let mut list = Reader(Reader(bytes).field()?);
     let mut scts = Vec::new();
-    while !list.0.is_empty() && scts.len() < MAX_SCTS {
+    while !list.0.is_empty() {
         let mut sct = Reader(list.field()?);
         if sct.take(1)? != [0] {
             continue;

@@ -249,13 +249,13 @@ fn signatures_and_keys_are_bounded_by_their_documented_numbers() {
     );
     assert_eq!(MAX_BUNDLE_BYTES, 262_144);
     // Keyless: a root of 256 KiB with 16 authorities of at most 8 certificates (a signature's
-    // chain too), 16 identities of 1 KiB expressions, 16 logs, 4 entries a signature.
+    // chain too), 16 identities of 1 KiB expressions, 16 logs, 32 entries a signature.
     assert_eq!(
         (MAX_ROOT_BYTES, MAX_AUTHORITIES, MAX_CHAIN),
         (262_144, 16, 8)
     );
     assert_eq!((MAX_IDENTITIES, MAX_PATTERN_BYTES), (16, 1024));
-    assert_eq!((MAX_LOGS, MAX_ENTRIES), (16, 4));
+    assert_eq!((MAX_LOGS, MAX_ENTRIES), (16, 32));
     // Notation: a trust policy and each entry 256 KiB, 32 statements, 32 certificates, an
     // envelope 256 KiB.
     assert_eq!(

@@ -10,11 +10,13 @@
 //! lies in the authority's `validFor`. Parsing is RustCrypto's `x509-tsp` and `cms`; the chain
 //! is rustls-webpki's, as for signing certificates.
 
+use super::path::{Budget, Pool, Verification};
 use super::valid_for::ValidFor;
 use cms::cert::CertificateChoices;
 use cms::signed_data::{SignedData, SignerIdentifier};
 use rustls_pki_types::{CertificateDer, UnixTime};
 use sha2::{Digest, Sha256, Sha384, Sha512};
+use std::sync::Arc;
 use x509_cert::der::asn1::OctetString;
 use x509_cert::der::{Decode, Encode};
 use x509_tsp::{TimeStampResp, TstInfo};
@@ -29,12 +31,14 @@ const EKU_EXTENSION: &str = "2.5.29.37";
 const SIGNED_DATA: &str = "1.2.840.113549.1.7.2";
 const TST_INFO: &str = "1.2.840.113549.1.9.16.1.4";
 const MESSAGE_DIGEST: &str = "1.2.840.113549.1.9.4";
+const SIGNING_TIME: &str = "1.2.840.113549.1.9.5";
 
 /// One timestamp authority of the trusted root.
 #[derive(Debug, Clone)]
 pub struct Authority {
     pub anchor: CertificateDer<'static>,
-    pub intermediates: Vec<CertificateDer<'static>>,
+    /// The chain's certificates between its leaf and its anchor, read once.
+    pub intermediates: Arc<Pool>,
     /// The chain's first certificate when it is not a CA: the one certificate that may sign.
     pub leaf: Option<Vec<u8>>,
     pub valid: ValidFor,
@@ -43,7 +47,7 @@ pub struct Authority {
 
 /// The hashes a message imprint or digest may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Hash {
+pub(in crate::verify) enum Hash {
     Sha256,
     Sha384,
     Sha512,
@@ -70,16 +74,19 @@ impl Hash {
 }
 
 /// The time (Unix seconds) `response` vouches `signature` existed at, and the authority's URI,
-/// by the first authority of `authorities` it verifies with; else why each refused.
+/// by the first authority of `authorities` it verifies with; else why each refused. Paths to
+/// the authorities' roots are built within `budget`, the signature's.
 pub fn verify(
     authorities: &[Authority],
     response: &[u8],
     signature: &[u8],
+    budget: &Budget,
 ) -> Result<(i64, String), String> {
     let token = Token::parse(response, signature)?;
+    let carried = Pool::new(token.certificates.iter().map(Vec::as_slice));
     let mut why = Vec::new();
     for authority in authorities {
-        match token.verify(authority) {
+        match token.verify(authority, &carried, budget) {
             Ok(()) => return Ok((token.time, authority.uri.clone())),
             Err(e) => why.push(e),
         }
@@ -99,6 +106,8 @@ struct Token {
     signed: Vec<u8>,
     signature: Vec<u8>,
     hash: Hash,
+    /// The signed attributes' signingTime (Unix seconds), when there and readable.
+    signing_time: Option<i64>,
 }
 
 impl Token {
@@ -134,7 +143,14 @@ impl Token {
             .decode_as::<OctetString>()
             .map_err(malformed("a timestamp's TSTInfo is not an octet string"))?
             .into_bytes();
+        // RFC 3161 allows fractions of a second in genTime (Go reads them; der does not): read
+        // the same TSTInfo with the whole second. The signed bytes stay `info_der`.
         let info = TstInfo::from_der(&info_der)
+            .or_else(|e| {
+                whole_second(&info_der)
+                    .ok_or(e)
+                    .and_then(|d| TstInfo::from_der(&d))
+            })
             .map_err(malformed("a timestamp's TSTInfo does not parse"))?;
         let imprint = &info.message_imprint;
         let imprint_hash = Hash::of_oid(&imprint.hash_algorithm.oid.to_string())?;
@@ -183,8 +199,19 @@ impl Token {
                 attributes.to_der().map_err(|e| e.to_string())?
             }
         };
+        // As digitorus/pkcs7 reads it: a signingTime that does not parse is none.
+        let signing_time = signer_info
+            .signed_attrs
+            .iter()
+            .flat_map(|attributes| attributes.iter())
+            .find(|a| a.oid.to_string() == SIGNING_TIME)
+            .and_then(|a| a.values.iter().next())
+            .and_then(|v| v.to_der().ok())
+            .and_then(|der| x509_cert::time::Time::from_der(&der).ok())
+            .map(|t| t.to_unix_duration().as_secs() as i64);
         Ok(Token {
             time,
+            signing_time,
             signer,
             certificates,
             signed,
@@ -193,8 +220,9 @@ impl Token {
         })
     }
 
-    /// Whether `authority` vouches for this token.
-    fn verify(&self, authority: &Authority) -> Result<(), String> {
+    /// Whether `authority` vouches for this token, through its own certificates and those the
+    /// token carries (`carried`).
+    fn verify(&self, authority: &Authority, carried: &Pool, budget: &Budget) -> Result<(), String> {
         let uri = &authority.uri;
         // Certificates, but not the signer's: digitorus/pkcs7 refuses that ("no certificate
         // for signer"); the authority's leaf stands in only for a token with none at all.
@@ -221,29 +249,35 @@ impl Token {
         let der = CertificateDer::from(signer.as_slice());
         let leaf = webpki::EndEntityCert::try_from(&der)
             .map_err(|e| format!("{uri}: the token's signer is not a usable certificate ({e})"))?;
-        let mut intermediates = authority.intermediates.clone();
-        intermediates.extend(
-            self.certificates
-                .iter()
-                .map(|c| CertificateDer::from(c.clone())),
-        );
-        let anchor = webpki::anchor_from_trusted_cert(&authority.anchor)
+        webpki::anchor_from_trusted_cert(&authority.anchor)
             .map_err(|e| format!("{uri}: its root certificate is not usable ({e})"))?;
         let at = std::time::Duration::from_secs(self.time.max(0) as u64);
-        leaf.verify_for_usage(
-            webpki::ALL_VERIFICATION_ALGS,
-            &[anchor],
-            &intermediates,
-            UnixTime::since_unix_epoch(at),
-            webpki::KeyUsage::required(TIME_STAMPING),
-            None,
-            None,
-        )
-        .map_err(|e| {
-            format!("{uri}: the token's signer does not chain to it at the token's time ({e:?})")
-        })?;
+        // The authority's certificates first, then the token's, as sigstore-go pools them.
+        let verification = Verification {
+            time: UnixTime::since_unix_epoch(at),
+            // Go's reading, for the signer and its intermediates: none, time stamping, or any;
+            // the signer's own is then time stamping alone (`only_time_stamping`).
+            usage: super::path::Usage {
+                oid: TIME_STAMPING,
+                arcs: &[1, 3, 6, 1, 5, 5, 7, 3, 8],
+            },
+            pools: &[&authority.intermediates, carried],
+            budget,
+        };
+        super::path::verify(&leaf, &signer, &authority.anchor, &verification).map_err(
+            |e| match e {
+                webpki::Error::MaximumSignatureChecksExceeded => {
+                    format!("{uri}: {}", super::path::OVER_BUDGET)
+                }
+                e => format!(
+                    "{uri}: the token's signer does not chain to it at the token's time ({e:?})"
+                ),
+            },
+        )?;
         super::anchor::valid_at(&authority.anchor, self.time).map_err(|e| format!("{uri}: {e}"))?;
-        // webpki required time stamping of the intermediates that list usages, too.
+        self.signed_within_validity(&signer)
+            .map_err(|e| format!("{uri}: {e}"))?;
+        // Sigstore's timestamp-authority: the signer's one usage is time stamping, critical.
         only_time_stamping(&signer).map_err(|e| format!("{uri}: {e}"))?;
         if !self.signature_verifies(&signer) {
             return Err(format!("{uri}: the token's signature does not verify"));
@@ -257,7 +291,26 @@ impl Token {
         Ok(())
     }
 
-    /// The signer's key (ECDSA P-256 or P-384, or RSA PKCS #1 v1.5) verifies the signature.
+    /// A signingTime within the signer's validity, bounds included, as digitorus/pkcs7 asks
+    /// it of a token whose signed attributes carry one.
+    fn signed_within_validity(&self, signer: &[u8]) -> Result<(), String> {
+        let Some(at) = self.signing_time else {
+            return Ok(());
+        };
+        let cert = x509_cert::Certificate::from_der(signer).map_err(|e| e.to_string())?;
+        let validity = &cert.tbs_certificate.validity;
+        let seconds = |t: x509_cert::time::Time| t.to_unix_duration().as_secs() as i64;
+        let (from, to) = (seconds(validity.not_before), seconds(validity.not_after));
+        match (from..=to).contains(&at) {
+            true => Ok(()),
+            false => Err(format!(
+                "the token's signingTime {at} is outside its signer's validity ({from} to {to})"
+            )),
+        }
+    }
+
+    /// The signer's key (ECDSA P-256 or P-384 with SHA-256, -384 or -512, or RSA PKCS #1 v1.5)
+    /// verifies the signature.
     fn signature_verifies(&self, signer: &[u8]) -> bool {
         use ring::signature as s;
         let Ok(cert) = x509_cert::Certificate::from_der(signer) else {
@@ -283,6 +336,12 @@ impl Token {
             }
             ("1.2.840.10045.2.1", Some("1.3.132.0.34"), Hash::Sha256) => &s::ECDSA_P384_SHA256_ASN1,
             ("1.2.840.10045.2.1", Some("1.3.132.0.34"), Hash::Sha384) => &s::ECDSA_P384_SHA384_ASN1,
+            // Go verifies a digest longer than the curve, truncated; ring has no such pair.
+            ("1.2.840.10045.2.1", Some(curve), Hash::Sha512) => {
+                let digest = Hash::Sha512.digest(&self.signed);
+                let key = spki.subject_public_key.raw_bytes();
+                return super::prehashed::ecdsa_verifies(curve, key, &digest, &self.signature);
+            }
             ("1.2.840.113549.1.1.1", _, Hash::Sha256) => &s::RSA_PKCS1_2048_8192_SHA256,
             ("1.2.840.113549.1.1.1", _, Hash::Sha384) => &s::RSA_PKCS1_2048_8192_SHA384,
             ("1.2.840.113549.1.1.1", _, Hash::Sha512) => &s::RSA_PKCS1_2048_8192_SHA512,
@@ -292,6 +351,44 @@ impl Token {
             .verify(&self.signed, &self.signature)
             .is_ok()
     }
+}
+
+/// `info` (a TSTInfo's DER) with its genTime's fraction of a second dropped (`...SS.fffZ` read
+/// as `...SSZ`, the time truncated as Go's time compares it to the second's start), when it has
+/// one; the rest as it was.
+fn whole_second(info: &[u8]) -> Option<Vec<u8>> {
+    use x509_cert::der::{Header, Length, Reader, SliceReader, Tag};
+    let mut outer = SliceReader::new(info).ok()?;
+    let header = outer.peek_header().ok()?;
+    let whole = outer.tlv_bytes().ok()?;
+    let contents = &whole[whole.len() - usize::try_from(header.length).ok()?..];
+    let mut fields = SliceReader::new(contents).ok()?;
+    let mut before = Vec::new();
+    // version, policy, messageImprint, serialNumber; then genTime.
+    for _ in 0..4 {
+        before.extend_from_slice(fields.tlv_bytes().ok()?);
+    }
+    let time = fields.peek_header().ok()?;
+    if time.tag != Tag::GeneralizedTime {
+        return None;
+    }
+    let time_tlv = fields.tlv_bytes().ok()?;
+    let value = &time_tlv[time_tlv.len() - usize::try_from(time.length).ok()?..];
+    let (seconds, fraction) = value.split_at_checked(14)?;
+    let digits = fraction.strip_prefix(b".")?.strip_suffix(b"Z")?;
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let rest = &contents[before.len() + time_tlv.len()..];
+    let mut time = vec![0x18, 15];
+    time.extend_from_slice(seconds);
+    time.push(b'Z');
+    let length = Length::try_from(before.len() + time.len() + rest.len()).ok()?;
+    let mut out = Header::new(Tag::Sequence, length).ok()?.to_der().ok()?;
+    out.extend(before);
+    out.extend(time);
+    out.extend_from_slice(rest);
+    Some(out)
 }
 
 /// The extended key usages of a certificate: whether the extension is there, critical, and its
@@ -323,4 +420,4 @@ fn only_time_stamping(der: &[u8]) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -31,7 +31,8 @@ use x509_cert::spki::SubjectPublicKeyInfoOwned;
 
 /// Logs a trusted root names, entries read per signature.
 pub const MAX_LOGS: usize = 16;
-pub const MAX_ENTRIES: usize = 4;
+/// sigstore-go's bound (`MaxAllowedTlogEntries`).
+pub const MAX_ENTRIES: usize = 32;
 /// id-Ed25519 (RFC 8410), the key Rekor v2 logs sign checkpoints with.
 const ED25519: &str = "1.3.101.112";
 
@@ -264,9 +265,14 @@ impl Entry {
 
     /// The entries of a bundle's `verificationMaterial.tlogEntries`.
     pub fn from_bundle(entries: &[serde_json::Value]) -> Result<Vec<Entry>, String> {
+        // Each must verify: none past the bound is left unread, the bundle is refused.
+        if entries.len() > MAX_ENTRIES {
+            return Err(format!(
+                "the bundle has over {MAX_ENTRIES} log entries (sigstore-go's bound)"
+            ));
+        }
         entries
             .iter()
-            .take(MAX_ENTRIES)
             .map(|e| {
                 let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
                 let body_text = text(&e["canonicalizedBody"]);

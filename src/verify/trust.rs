@@ -11,6 +11,7 @@ use super::bundle::{check_statement, Bundle};
 use super::key::PublicKey;
 use super::keyless::{Identity, Keyless, TrustedRoot, MAX_IDENTITIES};
 use super::notation::NotationTrust;
+use super::path::Budget;
 use super::refusal::{Check, Refusal, Refused};
 use super::simple::check_payload;
 use super::tlog::Entry;
@@ -303,29 +304,30 @@ impl CosignTrust {
                  (spec.verify.matchOIDCIdentity names none)",
             ));
         };
-        let made = made_at(keyless, self.require_tlog, signing, leaf)?;
-        let times = match made.times.is_empty() {
-            true => vec![now],
-            false => made
-                .times
-                .iter()
-                .map(|t| SystemTime::UNIX_EPOCH + Duration::from_secs((*t).max(0) as u64))
-                .collect(),
-        };
+        // One budget for every path this signature's certificates make us build.
+        let budget = Budget::default();
+        let made = made_at(keyless, self.require_tlog, signing, leaf, &budget)?;
+        // Every established time, the timestamps' said so when the certificate fails there.
+        let at = |t: &i64| SystemTime::UNIX_EPOCH + Duration::from_secs((*t).max(0) as u64);
+        let mut times: Vec<(SystemTime, bool)> =
+            made.logged.iter().map(|t| (at(t), false)).collect();
+        times.extend(made.stamped.iter().map(|t| (at(t), true)));
+        if times.is_empty() {
+            times.push((now, false));
+        }
         let mut signer = None;
-        for at in times {
-            let vouched =
-                keyless
-                    .signer(signing.certificates, at)
-                    .map_err(|e| match made.stamped {
-                        // The certificate must be valid when the authority says the signature
-                        // was made.
-                        true if !e.starts_with("certificate identity mismatch") => format!(
-                            "at its timestamp's time {}: {e}",
-                            httpdate::fmt_http_date(at)
-                        ),
-                        _ => e,
-                    });
+        for (at, stamped) in times {
+            let vouched = keyless
+                .signer_within(signing.certificates, at, &budget)
+                .map_err(|e| match stamped {
+                    // The certificate must be valid when the authority says the signature
+                    // was made.
+                    true if !e.starts_with("certificate identity mismatch") => format!(
+                        "at its timestamp's time {}: {e}",
+                        httpdate::fmt_http_date(at)
+                    ),
+                    _ => e,
+                });
             signer = Some(vouched.map_err(Check::Authenticity.because())?);
         }
         let (key, who) = signer.expect("one time at least");

@@ -36,6 +36,8 @@ enum Sct {
     /// Signed with SHA-384 and said so.
     OtherHash,
     Truncated,
+    /// After this many SCTs of the log whose signatures do not verify, each another.
+    AfterBogus(u8),
 }
 
 impl Ca {
@@ -112,9 +114,22 @@ impl Ca {
         });
         one.extend_from_slice(&(signature.len() as u16).to_be_bytes());
         one.extend_from_slice(&signature);
-        let mut list = ((one.len() + 2) as u16).to_be_bytes().to_vec();
-        list.extend_from_slice(&(one.len() as u16).to_be_bytes());
-        list.extend_from_slice(&one);
+        let bogus = match sct {
+            Sct::AfterBogus(n) => n,
+            _ => 0,
+        };
+        let mut entries = Vec::new();
+        for i in 0..bogus {
+            let mut spoiled = one.clone();
+            let last = spoiled.len() - 1;
+            spoiled[last - 1] ^= i.wrapping_add(1);
+            entries.extend_from_slice(&(spoiled.len() as u16).to_be_bytes());
+            entries.extend_from_slice(&spoiled);
+        }
+        entries.extend_from_slice(&(one.len() as u16).to_be_bytes());
+        entries.extend_from_slice(&one);
+        let mut list = (entries.len() as u16).to_be_bytes().to_vec();
+        list.extend_from_slice(&entries);
         if sct == Sct::Truncated {
             list.truncate(list.len() - 1);
         }
@@ -252,9 +267,10 @@ fn a_root_with_ct_logs_asks_an_sct_of_one() {
     );
 }
 
-/// At most [`super::MAX_SCTS`] are read: a certificate's list of thousands costs no more.
+/// Every SCT is read, as sigstore-go reads them (the list's encoding bounds it to 64 KiB); what
+/// they cost is the signature's budget (`keyless::tests`).
 #[test]
-fn the_list_is_read_up_to_its_bound() {
+fn the_whole_list_is_read() {
     let mut list = Vec::new();
     for _ in 0..1000 {
         let mut one = vec![0];
@@ -264,6 +280,25 @@ fn the_list_is_read_up_to_its_bound() {
         list.extend_from_slice(&one);
     }
     let list = [(list.len() as u16).to_be_bytes().to_vec(), list].concat();
-    assert_eq!(super::parse_list(&list).unwrap().len(), super::MAX_SCTS);
-    assert_eq!(super::MAX_SCTS, 16);
+    assert_eq!(super::parse_list(&list).unwrap().len(), 1000);
+}
+
+/// A good SCT after others of its log that do not verify counts, as sigstore-go reads every
+/// one; past the signature's budget of checks, the signature is refused, saying so.
+#[test]
+fn a_good_sct_counts_wherever_it_is_in_the_list_within_the_budget() {
+    let (ca, log) = (Ca::new(), SigningKey::from_slice(&[7; 32]).unwrap());
+    let trusted = ca.keyless(&[(&log, "2020-01-01T00:00:00Z")]);
+    let who = "dev@example.com (https://issuer.example)";
+    assert_eq!(
+        judged(&trusted, ca.leaf(&log, Sct::AfterBogus(20))),
+        Ok(who.into())
+    );
+    let err = judged(&trusted, ca.leaf(&log, Sct::AfterBogus(40))).unwrap_err();
+    assert!(
+        err.contains(
+            "the signing certificate's SCTs: its certificates took over the 32 signature checks"
+        ),
+        "{err}"
+    );
 }

@@ -3,14 +3,21 @@
 //! with one thing spoiled. The real timestamp-server's are judged in `tlog/v2/tests.rs` and
 //! `signatures::rekor_v2`.
 
-mod made;
+pub(in crate::verify) mod made;
 
 use super::*;
+use crate::verify::path::Budget;
 use made::{eku, hash_oid, response, Key, Made, Tsa, AT, SIGNATURE};
 use rcgen::{CertificateParams, CertifiedIssuer, CustomExtension, KeyPair};
 
 fn verified(tsa: &Tsa, key: Key, made: Made, leaf: bool) -> Result<i64, String> {
-    verify(&[tsa.authority(leaf)], &response(tsa, key, made), SIGNATURE).map(|(time, _)| time)
+    verify(
+        &[tsa.authority(leaf)],
+        &response(tsa, key, made),
+        SIGNATURE,
+        &Budget::default(),
+    )
+    .map(|(time, _)| time)
 }
 
 #[test]
@@ -20,6 +27,9 @@ fn every_key_and_hash_an_authority_signs_with_verifies() {
         (Key::P256, Hash::Sha384),
         (Key::P384, Hash::Sha384),
         (Key::P384, Hash::Sha256),
+        // A digest longer than the curve, truncated as Go verifies it.
+        (Key::P256, Hash::Sha512),
+        (Key::P384, Hash::Sha512),
         (Key::Rsa, Hash::Sha256),
         (Key::Rsa, Hash::Sha384),
         (Key::Rsa, Hash::Sha512),
@@ -61,7 +71,13 @@ fn every_key_and_hash_an_authority_signs_with_verifies() {
         }) {
             named[at + 10] = to;
         }
-        assert!(verify(&[tsa.authority(true)], &named, SIGNATURE).is_err());
+        assert!(verify(
+            &[tsa.authority(true)],
+            &named,
+            SIGNATURE,
+            &Budget::default()
+        )
+        .is_err());
     }
     // Without signed attributes the signature is over the TSTInfo itself.
     let tsa = Tsa::good(Key::P256);
@@ -106,7 +122,13 @@ fn the_response_and_its_token_are_refused_as_sigstore_refuses_them() {
     assert_eq!(err, "a timestamp's token has not exactly one signer");
     // Of another signature.
     let answer = response(&tsa, Key::P256, Made::default());
-    let err = verify(&[tsa.authority(true)], &answer, b"another").unwrap_err();
+    let err = verify(
+        &[tsa.authority(true)],
+        &answer,
+        b"another",
+        &Budget::default(),
+    )
+    .unwrap_err();
     assert_eq!(
         err,
         "a timestamp is of another signature (its message imprint)"
@@ -123,12 +145,12 @@ fn the_response_and_its_token_are_refused_as_sigstore_refuses_them() {
             ..Made::default()
         },
     );
-    let err = verify(&[named], &carried, SIGNATURE).unwrap_err();
+    let err = verify(&[named], &carried, SIGNATURE, &Budget::default()).unwrap_err();
     assert!(
         err.ends_with("the token's signer is not the authority's certificate"),
         "{err}"
     );
-    assert!(verify(&[], &answer, SIGNATURE).is_err());
+    assert!(verify(&[], &answer, SIGNATURE, &Budget::default()).is_err());
     // The signer is named by issuer and serial: a certificate of the same issuer and key under
     // another serial is not it.
     let twin = Made {
@@ -215,18 +237,18 @@ fn the_signers_certificate_is_for_time_stamping_alone() {
     // Code signing only: no chain for time stamping at all.
     let err = refused(&["1.3.6.1.5.5.7.3.3"], true);
     assert!(err.contains("does not chain to it"), "{err}");
-    // An intermediate that lists usages must list time stamping.
-    for (purpose, allowed) in [
-        (rcgen::ExtendedKeyUsagePurpose::ServerAuth, false),
-        (rcgen::ExtendedKeyUsagePurpose::TimeStamping, true),
-        // Go's x509 lets anyExtendedKeyUsage stand for time stamping; webpki does not
-        // (docs/compatibility.md).
-        (rcgen::ExtendedKeyUsagePurpose::Any, false),
+    // An intermediate that lists usages must list time stamping or any, as Go's x509 and
+    // timestamp-authority read it; one without the extension allows any.
+    for (purposes, allowed) in [
+        (vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth], false),
+        (vec![rcgen::ExtendedKeyUsagePurpose::TimeStamping], true),
+        (vec![rcgen::ExtendedKeyUsagePurpose::Any], true),
+        (vec![], true),
     ] {
         let mut tsa = Tsa::good(Key::P256);
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        params.extended_key_usages = vec![purpose.clone()];
+        params.extended_key_usages = purposes.clone();
         // A name of its own: rcgen's default is the root's too.
         params.distinguished_name = rcgen::DistinguishedName::new();
         params
@@ -247,14 +269,14 @@ fn the_signers_certificate_is_for_time_stamping_alone() {
             .der()
             .to_vec();
         let mut authority = tsa.authority(true);
-        authority.intermediates = vec![CertificateDer::from(intermediate.der().to_vec())];
+        authority.intermediates = std::sync::Arc::new(Pool::new([intermediate.der().as_ref()]));
         let response = response(&tsa, Key::P256, Made::default());
-        let verdict = verify(&[authority], &response, SIGNATURE);
+        let verdict = verify(&[authority], &response, SIGNATURE, &Budget::default());
         match allowed {
             true => assert_eq!(verdict.map(|v| v.0), Ok(AT as i64)),
             false => {
                 let err = verdict.unwrap_err();
-                assert!(err.contains("does not chain to it"), "{purpose:?}: {err}");
+                assert!(err.contains("does not chain to it"), "{purposes:?}: {err}");
             }
         }
     }
@@ -274,4 +296,59 @@ fn an_expired_root_certificate_vouches_for_no_timestamp() {
         verified(&lasting, Key::P256, Made::default(), true),
         Ok(AT as i64)
     );
+}
+
+#[test]
+fn a_signing_time_outside_the_signers_validity_is_refused_as_pkcs7_refuses_it() {
+    // The leaf is valid from 2025-01-01 to 2027-01-01, bounds included.
+    let (from, to) = (1_735_689_600, 1_798_761_600);
+    let tsa = Tsa::good(Key::P256);
+    let at = |signing_time: u64| {
+        let made = Made {
+            signing_time: Some(signing_time),
+            ..Made::default()
+        };
+        (
+            verified(&tsa, Key::P256, made, true),
+            verified(
+                &tsa,
+                Key::P256,
+                Made {
+                    certificates: true,
+                    ..made
+                },
+                false,
+            ),
+        )
+    };
+    for inside in [from, AT, to] {
+        assert_eq!(at(inside), (Ok(AT as i64), Ok(AT as i64)), "{inside}");
+    }
+    for outside in [from - 1, to + 1] {
+        let (named, carried) = at(outside);
+        for err in [named.unwrap_err(), carried.unwrap_err()] {
+            assert!(err.ends_with(&format!("the token's signingTime {outside} is outside its signer's validity ({from} to {to})")), "{err}");
+        }
+    }
+}
+
+/// RFC 3161 allows a fraction of a second in genTime, and Go reads it (cosign accepts such a
+/// timestamp): read here too, as its whole second.
+#[test]
+fn a_time_with_a_fraction_of_a_second_is_read() {
+    let tsa = Tsa::good(Key::P256);
+    let made = Made {
+        fraction: true,
+        ..Made::default()
+    };
+    assert_eq!(verified(&tsa, Key::P256, made, true), Ok(AT as i64));
+    // Spoiled, it still does not verify: the fraction is read, the signed bytes kept.
+    let other = Made {
+        fraction: true,
+        other_digest: true,
+        ..Made::default()
+    };
+    assert!(verified(&tsa, Key::P256, other, true).is_err());
+    // What is no time stays refused.
+    assert_eq!(whole_second(b"not der"), None);
 }

@@ -347,11 +347,17 @@ fn logs_and_entries_are_bounded() {
     let err = LogKeys::from_root(many.to_string().as_bytes()).unwrap_err();
     assert!(err.contains("over 16 transparency logs"), "{err}");
     let entry = log.entry(&serde_json::json!({}), 1);
-    let read = Entry::from_bundle(&vec![entry; MAX_ENTRIES + 1]).unwrap();
+    let read = Entry::from_bundle(&vec![entry.clone(); MAX_ENTRIES]).unwrap();
     assert_eq!(
         read.len(),
         MAX_ENTRIES,
-        "entries past the bound are not read"
+        "every entry up to the bound is read"
+    );
+    // Past it, the bundle is refused: an entry left unread might be one that does not verify.
+    let err = Entry::from_bundle(&vec![entry; MAX_ENTRIES + 1]).unwrap_err();
+    assert_eq!(
+        err,
+        "the bundle has over 32 log entries (sigstore-go's bound)"
     );
 }
 
@@ -415,6 +421,54 @@ fn intermediates_the_signature_carries_are_not_used() {
     let whole_chain = trust(vec![intermediate.der(), root_ca.der()]);
     assert_eq!(
         whole_chain.verify(&[bundle], &image, DIGEST, now),
+        Ok("dev@example.com (https://issuer.example)".into())
+    );
+}
+
+/// Every established time counts, as sigstore-go's observer timestamps and sigstore-python
+/// count them (sigstore-conformance's intoto-tsa-timestamp-outside-cert-validity_fail): a
+/// timestamp of a trusted authority beside a Rekor v1 entry is a time the certificate must be
+/// valid at; one that does not verify is no time.
+#[test]
+fn a_timestamp_beside_a_logged_time_is_a_time_the_certificate_must_be_valid_at() {
+    use crate::verify::timestamp::tests::made::{response_over, Key, Made, Tsa};
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+    let (leaf, signer) = keyless_leaf(&ca, Some([(2023, 11, 14), (2023, 11, 15)]));
+    let (payload, signature) = signed_statement(&signer);
+    let log = Log::new(9);
+    let entry = log.entry(&dsse_body(&payload, &signature, &leaf.pem()), 1_700_000_000);
+    // A timestamp of 2026-01-01, after the certificate's one day.
+    let tsa = Tsa::good(Key::P256);
+    let stamp = response_over(&tsa, Key::P256, Made::default(), &signature);
+    let bundle = Signed::Bundle(serde_json::to_vec(&serde_json::json!({
+        "mediaType": "application/vnd.dev.sigstore.bundle+json;version=0.1",
+        "verificationMaterial": {"certificate": {"rawBytes": enc(leaf.der())}, "tlogEntries": [entry],
+            "timestampVerificationData": {"rfc3161Timestamps": [{"signedTimestamp": enc(&stamp)}]}},
+        "dsseEnvelope": {"payload": enc(&payload), "payloadType": "application/vnd.in-toto+json",
+                         "signatures": [{"sig": enc(&signature)}]}})).unwrap());
+    let judged = |authorities: serde_json::Value| {
+        let root = serde_json::json!({"tlogs": [log.root_entry()], "certificateAuthorities": [
+            {"certChain": {"certificates": [{"rawBytes": enc(ca.der())}]}}],
+            "timestampAuthorities": authorities});
+        let secret = BTreeMap::from([(TRUSTED_ROOT.to_string(), root.to_string().into_bytes())]);
+        let trust = TrustedKeys::from_secret(&secret, &trusted_identity(), true).unwrap();
+        let image = ImageReference::parse("registry.example/team/app", false).unwrap();
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        trust.verify(std::slice::from_ref(&bundle), &image, DIGEST, now)
+    };
+    let authority = serde_json::json!([{"uri": "https://tsa.example", "certChain": {"certificates": [
+        {"rawBytes": enc(&tsa.leaf)}, {"rawBytes": enc(tsa.root.der())}]},
+        "validFor": {"start": "2020-01-01T00:00:00Z"}}]);
+    let err = judged(authority).unwrap_err().to_string();
+    let want =
+        "at its timestamp's time Thu, 01 Jan 2026 00:00:00 GMT: the signing certificate expired";
+    assert!(err.contains(want), "{err}");
+    // Of no trusted authority: not a time, the log's alone counts.
+    assert_eq!(
+        judged(serde_json::json!([])),
         Ok("dev@example.com (https://issuer.example)".into())
     );
 }

@@ -5,6 +5,7 @@
 //! is then checked at each of those times.
 
 use super::super::keyless::Keyless;
+use super::super::path::Budget;
 use super::super::refusal::{Check, Refused};
 use super::super::tlog::{Entry, Logged, Signing};
 
@@ -35,6 +36,7 @@ pub fn made_at(
     require_tlog: bool,
     signing: &Evidence<'_>,
     leaf: &[u8],
+    budget: &Budget,
 ) -> Result<MadeAt, Refused> {
     let not_logged = |why: &str| Check::Log.refused(format!("not in the transparency log: {why}"));
     let entries = signing.log.as_ref().map_err(|e| not_logged(e))?;
@@ -64,9 +66,15 @@ pub fn made_at(
         }
     }
     if !times.is_empty() {
+        // The timestamps a bundle carries beside, too, as sigstore-go's observer timestamps
+        // and sigstore-python count every established time: the certificate must be valid at
+        // each that verifies (those that do not are not times; cosign v3, which reads only the
+        // log's time then, is the difference docs/compatibility.md lists).
+        let stamps = verified_stamps(keyless, signing, budget)
+            .map_err(|e| Check::Log.refused(format!("its timestamps are unreadable: {e}")))?;
         return Ok(MadeAt {
-            times,
-            stamped: false,
+            logged: times,
+            stamped: stamps.times,
         });
     }
     // cosign asks a bundle whose entry carries an integrated time for its promise.
@@ -76,57 +84,86 @@ pub fn made_at(
         ));
     }
     // Only Rekor v2 entries: the times come from the bundle's RFC 3161 timestamps.
-    stamped(keyless, signing)
+    stamped(keyless, signing, budget)
 }
 
 /// The times the bundle's timestamps vouch for, one per authority (sigstore-go counts an
 /// authority once); at least one must verify.
-fn stamped(keyless: &Keyless, signing: &Evidence<'_>) -> Result<MadeAt, Refused> {
+fn stamped(keyless: &Keyless, signing: &Evidence<'_>, budget: &Budget) -> Result<MadeAt, Refused> {
     let untimed = |why: String| {
         Check::Log.refused(format!(
             "not in the transparency log with a time: its Rekor v2 entry has no integrated \
              time, and {why}"
         ))
     };
-    let responses = signing
-        .timestamps
-        .as_ref()
-        .map_err(|e| untimed(e.clone()))?;
+    let stamps = verified_stamps(keyless, signing, budget).map_err(untimed)?;
+    match (stamps.times.is_empty(), stamps.carried) {
+        (false, _) => Ok(MadeAt {
+            logged: Vec::new(),
+            stamped: stamps.times,
+        }),
+        (true, false) => Err(untimed(
+            "the bundle carries no timestamp of a timestamp authority".into(),
+        )),
+        (true, true) => Err(untimed(format!(
+            "no timestamp verifies with a timestamp authority of trusted_root.json: {}",
+            stamps.why.join("; ")
+        ))),
+    }
+}
+
+/// The bundle's timestamps that verify (their times, one per authority), whether it carries
+/// any, and why the others did not.
+struct Stamps {
+    times: Vec<i64>,
+    carried: bool,
+    why: Vec<String>,
+}
+
+fn verified_stamps(
+    keyless: &Keyless,
+    signing: &Evidence<'_>,
+    budget: &Budget,
+) -> Result<Stamps, String> {
+    let responses = signing.timestamps.as_ref().map_err(String::clone)?;
     let signature = signing
         .signatures
         .first()
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let (mut made, mut authorities, mut why) = (MadeAt::default(), Vec::new(), Vec::new());
-    made.stamped = true;
+    let (mut times, mut authorities, mut why) = (Vec::new(), Vec::new(), Vec::new());
     for response in responses {
-        match super::super::timestamp::verify(&keyless.root.timestamps, response, signature) {
+        // Spent, no other timestamp can verify: they are not read.
+        if budget.spent() {
+            why.push(format!(
+                "the timestamps: {}",
+                super::super::path::OVER_BUDGET
+            ));
+            break;
+        }
+        let verified =
+            super::super::timestamp::verify(&keyless.root.timestamps, response, signature, budget);
+        match verified {
             Ok((_, uri)) if authorities.contains(&uri) => {}
             Ok((time, uri)) => {
-                made.times.push(time);
+                times.push(time);
                 authorities.push(uri);
             }
             Err(e) if !why.contains(&e) => why.push(e),
             Err(_) => {}
         }
     }
-    match (made.times.is_empty(), responses.is_empty()) {
-        (false, _) => Ok(made),
-        (true, true) => Err(untimed(
-            "the bundle carries no timestamp of a timestamp authority".into(),
-        )),
-        (true, false) => Err(untimed(format!(
-            "no timestamp verifies with a timestamp authority of trusted_root.json: {}",
-            why.join("; ")
-        ))),
-    }
+    Ok(Stamps {
+        times,
+        carried: !responses.is_empty(),
+        why,
+    })
 }
 
-/// When a keyless signature was made: no time (judged now), a log's integrated time, or the
+/// When a keyless signature was made: no time (judged now), logs' integrated times, and the
 /// times of timestamp authorities.
 #[derive(Default)]
 pub struct MadeAt {
-    pub times: Vec<i64>,
-    /// The times are timestamp authorities'.
-    pub stamped: bool,
+    pub logged: Vec<i64>,
+    pub stamped: Vec<i64>,
 }

@@ -110,7 +110,7 @@ impl Tsa {
     pub fn authority(&self, leaf: bool) -> Authority {
         Authority {
             anchor: CertificateDer::from(self.root.der().to_vec()),
-            intermediates: Vec::new(),
+            intermediates: Default::default(),
             leaf: leaf.then(|| self.leaf.clone()),
             valid: ValidFor::default(),
             uri: "https://tsa.example".into(),
@@ -133,6 +133,10 @@ pub struct Made {
     pub signers: usize,
     /// The token carries the leaf's twin (another serial) instead of the leaf.
     pub twin: bool,
+    /// A signingTime signed attribute (Unix seconds).
+    pub signing_time: Option<u64>,
+    /// genTime with a fraction of a second (`...00.25Z`), as RFC 3161 allows.
+    pub fraction: bool,
 }
 
 impl Default for Made {
@@ -147,6 +151,8 @@ impl Default for Made {
             status: 0,
             signers: 1,
             twin: false,
+            signing_time: None,
+            fraction: false,
         }
     }
 }
@@ -156,22 +162,22 @@ fn sign(tsa: &Tsa, key: Key, hash: Hash, message: &[u8]) -> Vec<u8> {
     use p256::ecdsa::signature::hazmat::PrehashSigner;
     use rcgen::SigningKey;
     match (key, hash) {
-        (Key::P256, Hash::Sha384) => {
+        (Key::P256, Hash::Sha384 | Hash::Sha512) => {
             let der = tsa.key.serialize_der();
             let key =
                 <p256::ecdsa::SigningKey as p256::pkcs8::DecodePrivateKey>::from_pkcs8_der(&der)
                     .unwrap();
             let signature: p256::ecdsa::Signature =
-                key.sign_prehash(&Hash::Sha384.digest(message)).unwrap();
+                key.sign_prehash(&hash.digest(message)).unwrap();
             signature.to_der().as_bytes().to_vec()
         }
-        (Key::P384, Hash::Sha256) => {
+        (Key::P384, Hash::Sha256 | Hash::Sha512) => {
             let der = tsa.key.serialize_der();
             let key =
                 <p384::ecdsa::SigningKey as p384::pkcs8::DecodePrivateKey>::from_pkcs8_der(&der)
                     .unwrap();
             let signature: p384::ecdsa::Signature =
-                key.sign_prehash(&Hash::Sha256.digest(message)).unwrap();
+                key.sign_prehash(&hash.digest(message)).unwrap();
             signature.to_der().as_bytes().to_vec()
         }
         (Key::Rsa, Hash::Sha384 | Hash::Sha512) => {
@@ -218,27 +224,47 @@ pub fn response_over(tsa: &Tsa, key: Key, made: Made, signature: &[u8]) -> Vec<u
         tsa: None,
         extensions: None,
     };
-    let info = info.to_der().unwrap();
+    let mut info = info.to_der().unwrap();
+    if made.fraction {
+        info = with_fraction(&info);
+    }
     let leaf = x509_cert::Certificate::from_der(&tsa.leaf).unwrap();
     let digested = if made.other_digest {
         b"other".to_vec()
     } else {
         info.clone()
     };
-    let attributes: SetOfVec<Attribute> = SetOfVec::try_from(vec![
-        Attribute {
-            oid: oid("1.2.840.113549.1.9.3"),
-            values: SetOfVec::try_from(vec![Any::encode_from(&oid(TST_INFO)).unwrap()]).unwrap(),
-        },
-        Attribute {
-            oid: oid(MESSAGE_DIGEST),
-            values: SetOfVec::try_from(vec![Any::encode_from(
-                &OctetString::new(made.digest.digest(&digested)).unwrap(),
+    let signing_time = made.signing_time.map(|at| Attribute {
+        oid: oid(SIGNING_TIME),
+        values: SetOfVec::try_from(vec![Any::encode_from(
+            &x509_cert::time::Time::try_from(
+                std::time::UNIX_EPOCH + std::time::Duration::from_secs(at),
             )
-            .unwrap()])
             .unwrap(),
-        },
-    ])
+        )
+        .unwrap()])
+        .unwrap(),
+    });
+    let attributes: SetOfVec<Attribute> = SetOfVec::try_from(
+        signing_time
+            .into_iter()
+            .chain([
+                Attribute {
+                    oid: oid("1.2.840.113549.1.9.3"),
+                    values: SetOfVec::try_from(vec![Any::encode_from(&oid(TST_INFO)).unwrap()])
+                        .unwrap(),
+                },
+                Attribute {
+                    oid: oid(MESSAGE_DIGEST),
+                    values: SetOfVec::try_from(vec![Any::encode_from(
+                        &OctetString::new(made.digest.digest(&digested)).unwrap(),
+                    )
+                    .unwrap()])
+                    .unwrap(),
+                },
+            ])
+            .collect::<Vec<_>>(),
+    )
     .unwrap();
     let signed = match made.signed_attributes {
         true => attributes.to_der().unwrap(),
@@ -294,5 +320,26 @@ pub fn response_over(tsa: &Tsa, key: Key, made: Made, signature: &[u8]) -> Vec<u
     let mut out = vec![0x30, 0x82];
     out.extend_from_slice(&(body.len() as u16).to_be_bytes());
     out.extend(body);
+    out
+}
+
+/// `info` (a TSTInfo) with its genTime given a quarter of a second.
+fn with_fraction(info: &[u8]) -> Vec<u8> {
+    use x509_cert::der::{Header, Length, Reader, SliceReader, Tag};
+    let mut outer = SliceReader::new(info).unwrap();
+    let header = Header::decode(&mut outer).unwrap();
+    let contents = outer.read_slice(header.length).unwrap();
+    let at = contents.windows(2).position(|w| w == [0x18, 15]).unwrap();
+    let mut changed = contents[..at].to_vec();
+    changed.extend_from_slice(&[0x18, 18]);
+    changed.extend_from_slice(&contents[at + 2..at + 16]);
+    changed.extend_from_slice(b".25Z");
+    changed.extend_from_slice(&contents[at + 17..]);
+    let length = Length::try_from(changed.len()).unwrap();
+    let mut out = Header::new(Tag::Sequence, length)
+        .unwrap()
+        .to_der()
+        .unwrap();
+    out.extend(changed);
     out
 }

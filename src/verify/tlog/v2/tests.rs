@@ -367,9 +367,16 @@ fn a_rekor_v2_checkpoint_is_read_as_note_open_reads_it() {
     assert_eq!(with(&witness.repeat(99)), Ok(WHO.into()));
     let err = with(&witness.repeat(100)).unwrap_err();
     assert!(err.contains("over 100 signature lines"), "{err}");
-    for malformed in ["\u{2014} wit+ness AAAAAAAA\n", "\u{2014} witness AAAA\n", "witness\n"] {
+    for malformed in [
+        "\u{2014} wit+ness AAAAAAAA\n",
+        "\u{2014} witness AAAA\n",
+        "witness\n",
+    ] {
         let err = with(malformed).unwrap_err();
-        assert!(err.contains("a signature line that does not parse"), "{err}");
+        assert!(
+            err.contains("a signature line that does not parse"),
+            "{err}"
+        );
     }
     let err = with("\u{2014} witness\tx AAAAAAAA\n").unwrap_err();
     assert!(err.contains("control characters"), "{err}");

@@ -1,0 +1,209 @@
+//! What a tenant's own trusted root can make one digest's keyless signatures cost (issue 70):
+//! 16 bundles (the per-image bound), each with 32 RFC 3161 timestamps (sigstore-go's bound),
+//! each token carrying its signer and 24 certificates that all bear its issuer's name and
+//! issue each other. Judged under the root the bundles were made for (one Fulcio CA, one
+//! timestamp authority naming its leaf, one log: the public-good root's shape), and under a
+//! tenant's root of 16 certificate and 16 timestamp authorities, none naming a leaf, each with
+//! 7 intermediates named as the signers' issuers, beside the same log. Thread CPU time.
+
+use base64::Engine;
+use cms::cert::CertificateChoices;
+use cms::content_info::ContentInfo;
+use cms::signed_data::{CertificateSet, SignedData};
+use image_reflector::registry::ImageReference;
+use image_reflector::verify::{Signed, TrustedKeys, TRUSTED_ROOT};
+use rcgen::{BasicConstraints, CertificateParams, DnType, DnValue, IsCa, Issuer, KeyPair};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+use x509_cert::der::{Decode, Encode};
+
+const BUNDLE: &str = include_str!("../../src/verify/fixtures/rekor-v2/bundle.json");
+const ROOT: &str = include_str!("../../src/verify/fixtures/rekor-v2/trusted_root.json");
+const DIGEST: &str = "sha256:93e9bcb2d9531b8be7b6ad2c1c63e9872050a265031eafaa0243e57078fdfd74";
+const CARRIED: usize = 24;
+const AUTHORITIES: usize = 16;
+const INTERMEDIATES: usize = 7;
+const TIMESTAMPS: usize = 32;
+const BUNDLES: usize = 16;
+
+fn b64() -> base64::engine::GeneralPurpose {
+    base64::engine::general_purpose::STANDARD
+}
+
+/// The names a hostile certificate bears: the timestamp authority's intermediate (printable
+/// strings, as the real one), or the Fulcio CA (UTF-8).
+#[derive(Clone, Copy)]
+enum Name {
+    TsaIntermediate,
+    FulcioRoot,
+}
+
+fn params(name: Name) -> CertificateParams {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    let printable = |s: &str| DnValue::PrintableString(s.try_into().unwrap());
+    match name {
+        Name::TsaIntermediate => {
+            params
+                .distinguished_name
+                .push(DnType::OrganizationName, printable("local"));
+            params
+                .distinguished_name
+                .push(DnType::CommonName, printable("Test TSA Intermediate"));
+        }
+        Name::FulcioRoot => params.distinguished_name.push(DnType::CommonName, "testca"),
+    }
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2040, 1, 1);
+    params
+}
+
+/// `count` CAs of one name, each issued by an earlier one (the first by itself).
+fn same_named(name: Name, count: usize) -> Vec<Vec<u8>> {
+    let mut issuers: Vec<Issuer<'static, KeyPair>> = Vec::new();
+    let mut ders = Vec::new();
+    for i in 0..count {
+        let key = KeyPair::generate().unwrap();
+        let der = match issuers.get(i / 2) {
+            Some(by) => params(name).signed_by(&key, by),
+            None => params(name).self_signed(&key),
+        };
+        ders.push(der.unwrap().der().to_vec());
+        issuers.push(Issuer::new(params(name), key));
+    }
+    ders
+}
+
+/// A self-signed root of its own name.
+fn anchor(i: usize) -> Vec<u8> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, format!("tenant root {i}"));
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let key = KeyPair::generate().unwrap();
+    params.self_signed(&key).unwrap().der().to_vec()
+}
+
+/// The response `der` with `certificates` added to its token.
+fn carrying(der: &[u8], certificates: &[Vec<u8>]) -> Vec<u8> {
+    let mut response = x509_tsp::TimeStampResp::from_der(der).unwrap();
+    let token = response.time_stamp_token.as_mut().unwrap();
+    let mut data: SignedData = token.content.decode_as().unwrap();
+    let mut all: Vec<CertificateChoices> = data
+        .certificates
+        .map(|set| set.0.into_vec())
+        .unwrap_or_default();
+    all.extend(
+        certificates
+            .iter()
+            .map(|c| CertificateChoices::Certificate(x509_cert::Certificate::from_der(c).unwrap())),
+    );
+    data.certificates = Some(CertificateSet(all.try_into().unwrap()));
+    *token = ContentInfo {
+        content_type: token.content_type,
+        content: x509_cert::der::Any::encode_from(&data).unwrap(),
+    };
+    response.to_der().unwrap()
+}
+
+fn chain(certificates: impl IntoIterator<Item = Vec<u8>>) -> Value {
+    let raw: Vec<Value> = certificates
+        .into_iter()
+        .map(|c| json!({"rawBytes": b64().encode(c)}))
+        .collect();
+    json!({"certificates": raw})
+}
+
+/// The tenant's root: the fixture's log, and authorities that vouch for nothing.
+fn tenant_root(fixture: &Value) -> Value {
+    let mut root = fixture.clone();
+    let authorities = |name: Name, uri: bool| -> Vec<Value> {
+        (0..AUTHORITIES)
+            .map(|i| {
+                let mut certificates = same_named(name, INTERMEDIATES);
+                certificates.push(anchor(i));
+                let mut authority = json!({"certChain": chain(certificates),
+                    "validFor": {"start": "2020-01-01T00:00:00Z"}});
+                if uri {
+                    authority["uri"] = format!("https://tsa-{i}.example").into();
+                }
+                authority
+            })
+            .collect()
+    };
+    root["certificateAuthorities"] = authorities(Name::FulcioRoot, false).into();
+    root["timestampAuthorities"] = authorities(Name::TsaIntermediate, true).into();
+    root
+}
+
+fn thread_cpu() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes the struct it is given.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()) };
+    // SAFETY: initialised by getrusage above (zeroed before).
+    let usage = unsafe { usage.assume_init() };
+    Duration::from_secs(usage.ru_utime.tv_sec as u64)
+        + Duration::from_micros(usage.ru_utime.tv_usec as u64)
+}
+
+/// The CPU one digest's `signed` costs under `root`, and the verdict.
+fn measured(root: &Value, signed: &[Signed]) -> (Duration, Result<String, String>) {
+    let data = BTreeMap::from([(TRUSTED_ROOT.to_string(), root.to_string().into_bytes())]);
+    let identity = [(
+        "^https://token\\.actions\\.githubusercontent\\.com$".to_string(),
+        "^dev@example\\.com$".to_string(),
+    )];
+    let trust = TrustedKeys::from_secret(&data, &identity, true).unwrap();
+    let image = ImageReference::parse("registry.example/team/app", false).unwrap();
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(4_102_444_800);
+    let rounds = 3;
+    let started = thread_cpu();
+    let mut verdict = Err(String::new());
+    for _ in 0..rounds {
+        verdict = trust
+            .verify(signed, &image, DIGEST, now)
+            .map_err(|r| r.to_string());
+    }
+    ((thread_cpu() - started) / rounds, verdict)
+}
+
+/// Prints both costs; fails when the tenant's root costs over twice the public shape's.
+pub fn hostile_roots() {
+    let fixture: Value = serde_json::from_str(ROOT).unwrap();
+    let mut bundle: Value = serde_json::from_str(BUNDLE).unwrap();
+    let stamps = "/verificationMaterial/timestampVerificationData/rfc3161Timestamps";
+    let real = bundle.pointer(stamps).unwrap()[0]["signedTimestamp"].clone();
+    let real = b64().decode(real.as_str().unwrap()).unwrap();
+    let signer = fixture["timestampAuthorities"][0]["certChain"]["certificates"][0]["rawBytes"]
+        .as_str()
+        .unwrap();
+    let mut carried = vec![b64().decode(signer).unwrap()];
+    carried.extend(same_named(Name::TsaIntermediate, CARRIED));
+    let token = b64().encode(carrying(&real, &carried));
+    *bundle.pointer_mut(stamps).unwrap() =
+        vec![json!({"signedTimestamp": token}); TIMESTAMPS].into();
+    let signed = vec![Signed::Bundle(bundle.to_string().into_bytes()); BUNDLES];
+    let (public, verdict) = measured(&fixture, &signed);
+    assert!(
+        verdict.is_ok(),
+        "the public-shaped root elects: {verdict:?}"
+    );
+    let (tenant, verdict) = measured(&tenant_root(&fixture), &signed);
+    assert!(verdict.is_err(), "the tenant's root vouches for nothing");
+    println!(
+        "\nhostile trusted root: {BUNDLES} bundles of {TIMESTAMPS} timestamps carrying {CARRIED} \
+         same-named certificates; {AUTHORITIES} certificate and {AUTHORITIES} timestamp \
+         authorities of {INTERMEDIATES} same-named intermediates: {:.1} ms of CPU per digest \
+         (the public-good shape: {:.1} ms, x{:.2})",
+        tenant.as_secs_f64() * 1e3,
+        public.as_secs_f64() * 1e3,
+        tenant.as_secs_f64() / public.as_secs_f64()
+    );
+    assert!(
+        tenant <= public * 2,
+        "a tenant's trusted root costs over twice the public-good shape's"
+    );
+}
