@@ -9,10 +9,9 @@
 //! authentic timestamp checks them ([`valid_at`]), and authenticity looks the chain's
 //! certificates up in the trust store ([`authentic`]).
 
-use ring::signature::{self, UnparsedPublicKey, VerificationAlgorithm};
 use std::time::SystemTime;
 use x509_cert::der::asn1::ObjectIdentifier;
-use x509_cert::der::{Decode, Encode};
+use x509_cert::der::Decode;
 use x509_cert::ext::pkix::{BasicConstraints, ExtendedKeyUsage, KeyUsage, KeyUsages};
 use x509_cert::Certificate;
 
@@ -80,31 +79,11 @@ impl Cert {
         named && issuer.signed(self)
     }
 
-    /// Whether this certificate's key made `child`'s signature.
+    /// Whether this certificate's key made `child`'s signature, by every algorithm Go's x509
+    /// verifies (RSA PKCS #1 v1.5 and PSS, ECDSA with SHA-256, -384 or -512 on P-256, P-384 or
+    /// P-521, Ed25519), as notation-go checks a chain.
     fn signed(&self, child: &Cert) -> bool {
-        let Ok(tbs) = child.cert.tbs_certificate.to_der() else {
-            return false;
-        };
-        let Some(signature) = child.cert.signature.as_bytes() else {
-            return false;
-        };
-        let algorithm = child.cert.signature_algorithm.oid.to_string();
-        let spki = &self.cert.tbs_certificate.subject_public_key_info;
-        let key = spki.subject_public_key.raw_bytes();
-        let verifier: &dyn VerificationAlgorithm =
-            match (algorithm.as_str(), curve(self).as_deref()) {
-                ("1.2.840.10045.4.3.2", Some(P256)) => &signature::ECDSA_P256_SHA256_ASN1,
-                ("1.2.840.10045.4.3.3", Some(P256)) => &signature::ECDSA_P256_SHA384_ASN1,
-                ("1.2.840.10045.4.3.2", Some(P384)) => &signature::ECDSA_P384_SHA256_ASN1,
-                ("1.2.840.10045.4.3.3", Some(P384)) => &signature::ECDSA_P384_SHA384_ASN1,
-                ("1.2.840.113549.1.1.11", None) => &signature::RSA_PKCS1_2048_8192_SHA256,
-                ("1.2.840.113549.1.1.12", None) => &signature::RSA_PKCS1_2048_8192_SHA384,
-                ("1.2.840.113549.1.1.13", None) => &signature::RSA_PKCS1_2048_8192_SHA512,
-                _ => return false,
-            };
-        UnparsedPublicKey::new(verifier, key)
-            .verify(&tbs, signature)
-            .is_ok()
+        crate::verify::path::signed(&child.der, &self.der)
     }
 }
 

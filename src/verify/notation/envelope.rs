@@ -84,8 +84,8 @@ impl Envelope {
             "PS512" => &signature::RSA_PSS_2048_8192_SHA512,
             "ES256" => &signature::ECDSA_P256_SHA256_FIXED,
             "ES384" => &signature::ECDSA_P384_SHA384_FIXED,
-            // notation signs with P-521 too; ring, the process's crypto, cannot verify it.
-            "ES512" => return Err("ECDSA P-521 (ES512) signatures are not verified here".into()),
+            // notation signs with P-521 too, which ring cannot verify: RustCrypto's p521 does.
+            "ES512" => return self.check_es512(leaf),
             other => {
                 return Err(format!(
                     "the signature algorithm '{other}' is not one notation signs with"
@@ -104,6 +104,31 @@ impl Envelope {
             .map_err(|_| "signature does not verify with its certificate's key".to_string())
     }
 }
+
+impl Envelope {
+    /// An ES512 signature (r and s, 66 bytes each) over SHA-512 by the leaf's P-521 key.
+    fn check_es512(&self, leaf: &[u8]) -> Result<(), String> {
+        use sha2::Digest;
+        let cert = x509_cert::Certificate::from_der(leaf)
+            .map_err(|e| format!("a notation signature's certificate is not X.509 DER ({e})"))?;
+        let key = cert
+            .tbs_certificate
+            .subject_public_key_info
+            .subject_public_key
+            .raw_bytes();
+        let der = p521::ecdsa::Signature::from_slice(&self.signature)
+            .map(|s| s.to_der().as_bytes().to_vec())
+            .unwrap_or_default();
+        let digest = sha2::Sha512::digest(&self.signed);
+        match crate::verify::prehashed::ecdsa_verifies(P521_CURVE, key, &digest, &der) {
+            true => Ok(()),
+            false => Err("signature does not verify with its certificate's key".into()),
+        }
+    }
+}
+
+/// secp521r1, the curve ES512 signs on.
+const P521_CURVE: &str = "1.3.132.0.35";
 
 /// Checks the headers both envelopes share.
 fn check_headers(content_type: &str, scheme: &str, critical: &[String]) -> Result<(), String> {
@@ -247,6 +272,7 @@ fn parse_cose(bytes: &[u8]) -> Result<Envelope, String> {
             -39 => "PS512",
             -7 => "ES256",
             -35 => "ES384",
+            -36 => "ES512",
             other => {
                 return Err(format!(
                     "the COSE algorithm {other} is not one notation signs with"
@@ -295,4 +321,51 @@ fn parse_cose(bytes: &[u8]) -> Result<Envelope, String> {
         expiry,
         signing_time,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use p256::ecdsa::signature::hazmat::PrehashSigner;
+    use sha2::Digest;
+    use x509_cert::der::asn1::{Any, BitString, ObjectIdentifier};
+    use x509_cert::der::Encode;
+
+    /// An ES512 signature, as notation signs with a P-521 key, verifies with the leaf's key, and
+    /// not over other bytes (the certificate around the key is rcgen's, its key replaced).
+    #[test]
+    fn an_es512_signature_verifies_with_a_p521_key() {
+        let signer = p521::ecdsa::SigningKey::from_slice(&[1; 66]).unwrap();
+        let point = p521::ecdsa::VerifyingKey::from(&signer).to_encoded_point(false);
+        let key = KeyPair::generate().unwrap();
+        let params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        let mut cert =
+            x509_cert::Certificate::from_der(params.self_signed(&key).unwrap().der()).unwrap();
+        let curve = ObjectIdentifier::new(P521_CURVE).unwrap();
+        cert.tbs_certificate
+            .subject_public_key_info
+            .algorithm
+            .parameters = Some(Any::encode_from(&curve).unwrap());
+        cert.tbs_certificate
+            .subject_public_key_info
+            .subject_public_key = BitString::from_bytes(point.as_bytes()).unwrap();
+        let leaf = cert.to_der().unwrap();
+        let signed = b"protected.payload".to_vec();
+        let signature: p521::ecdsa::Signature =
+            signer.sign_prehash(&sha2::Sha512::digest(&signed)).unwrap();
+        let envelope = |signed: &[u8]| Envelope {
+            signed: signed.to_vec(),
+            payload: Vec::new(),
+            signature: signature.to_bytes().to_vec(),
+            alg: "ES512".into(),
+            chain: Vec::new(),
+            expiry: None,
+            signing_time: None,
+        };
+        assert_eq!(envelope(&signed).check_signature(&leaf), Ok(()));
+        let err = envelope(b"other").check_signature(&leaf).unwrap_err();
+        assert_eq!(err, "signature does not verify with its certificate's key");
+    }
+
+    use rcgen::KeyPair;
 }

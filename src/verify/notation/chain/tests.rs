@@ -4,7 +4,7 @@
 //! issuer's key only, each key maps to the algorithm notation signs with.
 
 use super::*;
-use x509_cert::der::DecodePem;
+use x509_cert::der::{DecodePem, Encode};
 
 const FIXTURES: [(&str, &str, Option<&str>); 5] = [
     (
@@ -49,9 +49,10 @@ fn every_signature_algorithm_verifies_with_its_issuers_key_only() {
         assert!(certs[i].issued_by(&certs[i]), "{what}");
         let other = &certs[(i + 1) % certs.len()];
         assert!(!other.signed(&certs[i]), "{what} by another key");
-        let mut tampered = cert(FIXTURES[i].1);
-        tampered.cert.tbs_certificate.serial_number =
+        let mut changed = Certificate::from_pem(FIXTURES[i].1).unwrap();
+        changed.tbs_certificate.serial_number =
             x509_cert::serial_number::SerialNumber::new(&[1, 2, 3]).unwrap();
+        let tampered = read(&[changed.to_der().unwrap()]).unwrap().remove(0);
         assert!(!certs[i].signed(&tampered), "{what} changed");
         // Named by its issuer is not enough: the issuer's key must have signed it.
         assert!(!tampered.issued_by(&certs[i]), "{what} changed, same names");
@@ -250,4 +251,32 @@ fn a_p384_certificate_signed_with_sha384_verifies() {
     let cert = &ders(&[root.der()])[0];
     assert!(cert.signed(cert));
     assert_eq!(signing_algorithm(cert), Ok("ES384"));
+}
+
+/// CA certificates signed as Go's x509 verifies them and ring alone does not: ECDSA with a
+/// digest longer than the curve, RSASSA-PSS, a P-521 key (made once with openssl,
+/// `fixtures/`); each self-signature verifies, and not once changed.
+#[test]
+fn certificates_go_verifies_beyond_rings_pairs_verify() {
+    for (what, pem) in [
+        ("P-256, SHA-512", include_str!("fixtures/p256-sha512.crt")),
+        (
+            "RSA-PSS 2048, SHA-256",
+            include_str!("fixtures/rsa2048-pss-sha256.crt"),
+        ),
+        ("P-521, SHA-512", include_str!("fixtures/p521-sha512.crt")),
+    ] {
+        let ca = cert(pem);
+        assert!(ca.signed(&ca), "{what}");
+        let mut changed = Certificate::from_pem(pem).unwrap();
+        changed.tbs_certificate.serial_number =
+            x509_cert::serial_number::SerialNumber::new(&[1, 2, 3]).unwrap();
+        let tampered = read(&[changed.to_der().unwrap()]).unwrap().remove(0);
+        assert!(!ca.signed(&tampered), "{what} changed");
+        let other = cert(FIXTURES[0].1);
+        assert!(!other.signed(&ca), "{what} by another key");
+    }
+    // A P-521 key signs as ES512, which envelope.rs verifies.
+    let p521 = cert(include_str!("fixtures/p521-sha512.crt"));
+    assert_eq!(signing_algorithm(&p521), Ok("ES512"));
 }
