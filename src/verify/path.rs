@@ -21,9 +21,9 @@ use std::collections::{HashMap, HashSet};
 use x509_cert::der::{Decode, Reader, SliceReader, Tag, TagNumber};
 
 /// Signature checks one signature's paths (and SCTs) may make, each certificate and key once. Go's
-/// x509 allows 100 per chain it builds; a signature here needs 2 to 6 (a public-good one: a
-/// Fulcio chain, a timestamp's chain, an SCT, 5), and what a tenant's root or a registry's bundle
-/// can make one cost stays within twice the public-good root's (`cargo bench --bench gates`).
+/// x509 allows 100 per chain it builds; a Sigstore signature needs a few (a Fulcio chain, a
+/// timestamp's chain, an SCT), and what a tenant's root or a registry's bundle can make one cost
+/// stays within twice a root of the public-good shape's (`cargo bench --bench gates`).
 pub const MAX_SIGNATURE_CHECKS: usize = 32;
 /// Intermediates in a path: webpki's bound (`MAX_SUB_CA_COUNT`).
 pub const MAX_DEPTH: usize = 6;
