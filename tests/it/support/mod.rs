@@ -13,6 +13,7 @@ pub mod images;
 pub mod oidc;
 pub mod policy_bench;
 pub mod policy_cluster;
+pub mod same_named;
 pub mod sigstack;
 pub mod sigtools;
 pub mod slow_relay;

@@ -8,6 +8,7 @@
 mod bundles;
 mod cosign;
 mod envelopes;
+mod families;
 mod log;
 mod notation;
 mod pki;
@@ -141,6 +142,7 @@ fn every_case_is_judged_as_sigstore_go_and_notation_go_judge_it() {
     cases.extend(sct::cases());
     cases.extend(rekor_v2::cases());
     cases.extend(notation::cases());
+    cases.extend(families::cases());
     let theirs = judged(&cases);
     assert_eq!(theirs.len(), cases.len(), "one verdict per case");
     let mut agree = 0;
@@ -176,6 +178,21 @@ fn every_case_is_judged_as_sigstore_go_and_notation_go_judge_it() {
         deliberate.len()
     );
     assert!(cases.len() >= 500, "the corpus has {} cases", cases.len());
+    // Each family of issue 70 as the reference verifier judges it: accepted, refused.
+    for (family, accepted, refused) in families::FAMILIES {
+        let prefix = format!("rekor-v2/{family}/");
+        let judged: Vec<bool> = theirs
+            .iter()
+            .filter(|(id, _)| id.starts_with(&prefix))
+            .map(|(_, (valid, _))| *valid)
+            .collect();
+        let valid = judged.iter().filter(|v| **v).count();
+        assert_eq!(
+            (valid, judged.len() - valid),
+            (*accepted, *refused),
+            "{family}: accepted and refused"
+        );
+    }
     assert!(
         wrong.is_empty(),
         "{} disagreements:\n{}",

@@ -7,14 +7,14 @@ use base64::Engine;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-const BUNDLE: &str = include_str!("../../../../src/verify/fixtures/rekor-v2/bundle.json");
+pub(super) const BUNDLE: &str = include_str!("../../../../src/verify/fixtures/rekor-v2/bundle.json");
 const OTHER: &str = include_str!("../../../../src/verify/fixtures/rekor-v2/other-bundle.json");
-const ROOT: &str = include_str!("../../../../src/verify/fixtures/rekor-v2/trusted_root.json");
+pub(super) const ROOT: &str = include_str!("../../../../src/verify/fixtures/rekor-v2/trusted_root.json");
 /// The subject of the bundle's statement (what attest-blob signed).
 const DIGEST: &str = "sha256:93e9bcb2d9531b8be7b6ad2c1c63e9872050a265031eafaa0243e57078fdfd74";
 const ISSUER: &str = "^https://token\\.actions\\.githubusercontent\\.com$";
 
-fn case(name: &str, bundle: &Value, root: &Value, subject: &str) -> Case {
+pub(super) fn case(name: &str, bundle: &Value, root: &Value, subject: &str) -> Case {
     let identities = vec![(ISSUER.to_string(), subject.to_string())];
     let (bundle, root) = (bundle.to_string(), root.to_string());
     let judge = json!({"cosign": {"bundle": bundle, "trustedRoot": root, "keys": [],
@@ -34,7 +34,7 @@ fn case(name: &str, bundle: &Value, root: &Value, subject: &str) -> Case {
 }
 
 /// A copy of `value` with the field at `pointer` set (added when absent).
-fn with(value: &Value, pointer: &str, new: Value) -> Value {
+pub(super) fn with(value: &Value, pointer: &str, new: Value) -> Value {
     let mut changed = value.clone();
     let (parent, field) = pointer.rsplit_once('/').unwrap();
     let parent = changed.pointer_mut(parent).unwrap();
