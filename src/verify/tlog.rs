@@ -257,6 +257,24 @@ impl LogKeys {
     }
 }
 
+/// `entries`, none twice: sigstore-go refuses two entries of one log at one index ("duplicate
+/// tlog entries found"), which could count one entry twice toward a threshold.
+fn no_twice(entries: Vec<Entry>) -> Result<Vec<Entry>, String> {
+    for (i, entry) in entries.iter().enumerate() {
+        let twice = entries[..i]
+            .iter()
+            .any(|e| e.log_id == entry.log_id && e.log_index == entry.log_index);
+        if twice {
+            return Err(format!(
+                "the bundle has two log entries of one log at index {} (sigstore-go refuses \
+                 duplicate entries)",
+                entry.log_index
+            ));
+        }
+    }
+    Ok(entries)
+}
+
 impl Entry {
     /// Whether cosign reads this entry as Rekor v2's: it has no integrated time.
     pub fn untimed(&self) -> bool {
@@ -294,7 +312,8 @@ impl Entry {
                     proof: proof::InclusionProof::from_entry(e)?,
                 })
             })
-            .collect()
+            .collect::<Result<Vec<Entry>, String>>()
+            .and_then(no_twice)
     }
 
     /// The entry of the legacy layout's `dev.sigstore.cosign/bundle` annotation.

@@ -43,12 +43,22 @@ impl Log {
 
     /// A bundle's entry for `body` at `time`, promised by this log.
     pub(super) fn entry(&self, body: &serde_json::Value, time: i64) -> serde_json::Value {
+        self.entry_at(body, time, 7)
+    }
+
+    /// An entry at the log's `index`.
+    pub(super) fn entry_at(
+        &self,
+        body: &serde_json::Value,
+        time: i64,
+        index: u64,
+    ) -> serde_json::Value {
         let body_text = enc(body.to_string().as_bytes());
         let id = Sha256::digest(self.der()).to_vec();
         let signed = serde_json::json!({"body": body_text, "integratedTime": time,
-            "logID": id.iter().map(|b| format!("{b:02x}")).collect::<String>(), "logIndex": 7});
+            "logID": id.iter().map(|b| format!("{b:02x}")).collect::<String>(), "logIndex": index});
         let promise: Signature = self.0.sign(&serde_json::to_vec(&signed).unwrap());
-        serde_json::json!({"logIndex": "7", "logId": {"keyId": enc(&id)},
+        serde_json::json!({"logIndex": index.to_string(), "logId": {"keyId": enc(&id)},
             "kindVersion": {"kind": "dsse", "version": "0.0.1"},
             "integratedTime": time.to_string(),
             "inclusionPromise": {"signedEntryTimestamp": enc(promise.to_der().as_bytes())},
@@ -262,7 +272,7 @@ fn a_logged_keyless_signature_is_judged_at_its_signing_time() {
         Ok("dev@example.com (https://issuer.example)".into())
     );
     // Every entry must verify (sigstore-go): a broken one beside a good one refuses.
-    let broken = log.entry(&dsse_body(b"o", &signature, &leaf.pem()), 1_700_000_000);
+    let broken = log.entry_at(&dsse_body(b"o", &signature, &leaf.pem()), 1_700_000_000, 8);
     let two = vec![entry.clone(), broken];
     let err = format!("{:?}", trust.verify(&[bundle(two)], &image, DIGEST, now));
     assert!(err.contains("records another payload"), "{err}");
@@ -347,14 +357,22 @@ fn logs_and_entries_are_bounded() {
     let err = LogKeys::from_root(many.to_string().as_bytes()).unwrap_err();
     assert!(err.contains("over 16 transparency logs"), "{err}");
     let entry = log.entry(&serde_json::json!({}), 1);
-    let read = Entry::from_bundle(&vec![entry.clone(); MAX_ENTRIES]).unwrap();
+    let at = |index: usize| {
+        let mut entry = entry.clone();
+        entry["logIndex"] = index.to_string().into();
+        entry
+    };
+    let read = Entry::from_bundle(&(0..MAX_ENTRIES).map(at).collect::<Vec<_>>()).unwrap();
     assert_eq!(
         read.len(),
         MAX_ENTRIES,
         "every entry up to the bound is read"
     );
+    // One entry twice (one log, one index): refused, as sigstore-go refuses it.
+    let err = Entry::from_bundle(&[at(3), at(4), at(3)]).unwrap_err();
+    assert!(err.contains("two log entries of one log at index"), "{err}");
     // Past it, the bundle is refused: an entry left unread might be one that does not verify.
-    let err = Entry::from_bundle(&vec![entry; MAX_ENTRIES + 1]).unwrap_err();
+    let err = Entry::from_bundle(&(0..=MAX_ENTRIES).map(at).collect::<Vec<_>>()).unwrap_err();
     assert_eq!(
         err,
         "the bundle has over 32 log entries (sigstore-go's bound)"
