@@ -73,9 +73,11 @@ pub fn carrying(der: &[u8], certificates: &[Vec<u8>]) -> Vec<u8> {
         .certificates
         .map(|set| set.0.into_vec())
         .unwrap_or_default();
-    all.extend(certificates.iter().map(|c| {
-        CertificateChoices::Certificate(x509_cert::Certificate::from_der(c).unwrap())
-    }));
+    all.extend(
+        certificates
+            .iter()
+            .map(|c| CertificateChoices::Certificate(x509_cert::Certificate::from_der(c).unwrap())),
+    );
     data.certificates = Some(CertificateSet(all.try_into().unwrap()));
     *token = ContentInfo {
         content_type: token.content_type,

@@ -46,7 +46,10 @@ fn checkpoint_lines(bundle: &Value, root: &Value) -> Vec<Case> {
         ("name-with-plus", "\u{2014} wit+ness AAAAAAAA\n".into()),
         ("short-signature", "\u{2014} witness AAAA\n".into()),
         ("no-prefix", "witness AAAAAAAA\n".into()),
-        ("control-character", "\u{2014} wit\u{1}ness AAAAAAAA\n".into()),
+        (
+            "control-character",
+            "\u{2014} wit\u{1}ness AAAAAAAA\n".into(),
+        ),
     ];
     lines
         .iter()
@@ -79,7 +82,12 @@ fn carried_certificates(bundle: &Value, root: &Value) -> Vec<Case> {
         case("carried-certificates/0", &stamped(0), root, DEV),
         case("carried-certificates/8", &stamped(8), root, DEV),
         case("carried-certificates/24", &stamped(24), root, DEV),
-        case("carried-certificates/24-no-leaf", &stamped(24), &without_leaf, DEV),
+        case(
+            "carried-certificates/24-no-leaf",
+            &stamped(24),
+            &without_leaf,
+            DEV,
+        ),
     ]
 }
 

@@ -7,9 +7,11 @@ use base64::Engine;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-pub(super) const BUNDLE: &str = include_str!("../../../../src/verify/fixtures/rekor-v2/bundle.json");
+pub(super) const BUNDLE: &str =
+    include_str!("../../../../src/verify/fixtures/rekor-v2/bundle.json");
 const OTHER: &str = include_str!("../../../../src/verify/fixtures/rekor-v2/other-bundle.json");
-pub(super) const ROOT: &str = include_str!("../../../../src/verify/fixtures/rekor-v2/trusted_root.json");
+pub(super) const ROOT: &str =
+    include_str!("../../../../src/verify/fixtures/rekor-v2/trusted_root.json");
 /// The subject of the bundle's statement (what attest-blob signed).
 const DIGEST: &str = "sha256:93e9bcb2d9531b8be7b6ad2c1c63e9872050a265031eafaa0243e57078fdfd74";
 const ISSUER: &str = "^https://token\\.actions\\.githubusercontent\\.com$";
