@@ -10,10 +10,13 @@
 //! lies in the authority's `validFor`. Parsing is RustCrypto's `x509-tsp` and `cms`; the chain
 //! is rustls-webpki's, as for signing certificates.
 
+mod fraction;
+
 use super::path::{Budget, Pool, Verification};
 use super::valid_for::ValidFor;
 use cms::cert::CertificateChoices;
 use cms::signed_data::{SignedData, SignerIdentifier};
+use fraction::whole_second;
 use rustls_pki_types::{CertificateDer, UnixTime};
 use sha2::{Digest, Sha256, Sha384, Sha512};
 use std::sync::Arc;
@@ -351,44 +354,6 @@ impl Token {
             .verify(&self.signed, &self.signature)
             .is_ok()
     }
-}
-
-/// `info` (a TSTInfo's DER) with its genTime's fraction of a second dropped (`...SS.fffZ` read
-/// as `...SSZ`, the time truncated as Go's time compares it to the second's start), when it has
-/// one; the rest as it was.
-fn whole_second(info: &[u8]) -> Option<Vec<u8>> {
-    use x509_cert::der::{Header, Length, Reader, SliceReader, Tag};
-    let mut outer = SliceReader::new(info).ok()?;
-    let header = outer.peek_header().ok()?;
-    let whole = outer.tlv_bytes().ok()?;
-    let contents = &whole[whole.len() - usize::try_from(header.length).ok()?..];
-    let mut fields = SliceReader::new(contents).ok()?;
-    let mut before = Vec::new();
-    // version, policy, messageImprint, serialNumber; then genTime.
-    for _ in 0..4 {
-        before.extend_from_slice(fields.tlv_bytes().ok()?);
-    }
-    let time = fields.peek_header().ok()?;
-    if time.tag != Tag::GeneralizedTime {
-        return None;
-    }
-    let time_tlv = fields.tlv_bytes().ok()?;
-    let value = &time_tlv[time_tlv.len() - usize::try_from(time.length).ok()?..];
-    let (seconds, fraction) = value.split_at_checked(14)?;
-    let digits = fraction.strip_prefix(b".")?.strip_suffix(b"Z")?;
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let rest = &contents[before.len() + time_tlv.len()..];
-    let mut time = vec![0x18, 15];
-    time.extend_from_slice(seconds);
-    time.push(b'Z');
-    let length = Length::try_from(before.len() + time.len() + rest.len()).ok()?;
-    let mut out = Header::new(Tag::Sequence, length).ok()?.to_der().ok()?;
-    out.extend(before);
-    out.extend(time);
-    out.extend_from_slice(rest);
-    Some(out)
 }
 
 /// The extended key usages of a certificate: whether the extension is there, critical, and its
