@@ -370,3 +370,14 @@ fn usages_are_read_as_go_reads_them_none_the_purpose_or_any() {
         }
     }
 }
+
+#[test]
+fn a_pool_shows_its_certificates_in_order_and_says_how_many() {
+    let (a, b) = (ca("a", None), ca("b", None));
+    let pool = Pool::new([a.der.as_slice(), b.der.as_slice(), a.der.as_slice()]);
+    // The SCT check reads an authority's intermediates through this.
+    let ders: Vec<&[u8]> = pool.ders().collect();
+    assert_eq!(ders, [a.der.as_slice(), b.der.as_slice()]);
+    // A trusted root is logged with its pools: their size, not their bytes.
+    assert_eq!(format!("{pool:?}"), "Pool(2 certificates)");
+}
