@@ -195,7 +195,6 @@ struct Search<'a> {
     pools: &'a [&'a Pool],
     at: i64,
     budget: &'a Budget,
-    exhausted: bool,
     paths: Vec<Vec<Step>>,
 }
 
@@ -207,12 +206,9 @@ impl<'a> Search<'a> {
         }
     }
 
-    /// Whether `issuer` signed `child`, from the budget; false (and the search exhausted) once
-    /// it is spent.
+    /// Whether `issuer` signed `child`, from the budget; false once it is spent.
     fn signed(&mut self, child: &Parsed, issuer: &Parsed) -> bool {
-        let signed = self.budget.signed(child, issuer);
-        self.exhausted |= signed.is_none();
-        signed == Some(true)
+        self.budget.signed(child, issuer) == Some(true)
     }
 
     /// Depth first from `path`'s last certificate, as Go's buildChains goes: the anchor first,
@@ -234,7 +230,7 @@ impl<'a> Search<'a> {
                 .get(&child.issuer)
                 .map_or(&[][..], Vec::as_slice);
             for &i in candidates {
-                if self.paths.len() == MAX_PATHS || self.exhausted {
+                if self.paths.len() == MAX_PATHS || self.budget.spent() {
                     return;
                 }
                 let cert = &pool.certs[i];
@@ -278,7 +274,6 @@ pub fn verify(
         pools: verification.pools,
         at: verification.time.as_secs() as i64,
         budget: verification.budget,
-        exhausted: false,
         paths: Vec::new(),
     };
     search.extend(&mut Vec::new());

@@ -61,7 +61,6 @@ fn search(leaf: &[u8], anchor: &[u8], pool: &Pool) -> (Vec<Vec<usize>>, usize) {
         pools: &[pool],
         at: AT as i64,
         budget: &budget,
-        exhausted: false,
         paths: Vec::new(),
     };
     search.extend(&mut Vec::new());
@@ -380,4 +379,36 @@ fn a_pool_shows_its_certificates_in_order_and_says_how_many() {
     assert_eq!(ders, [a.der.as_slice(), b.der.as_slice()]);
     // A trusted root is logged with its pools: their size, not their bytes.
     assert_eq!(format!("{pool:?}"), "Pool(2 certificates)");
+}
+
+#[test]
+fn at_most_eight_paths_are_handed_to_webpki_and_the_leaf_is_never_its_own_issuer() {
+    // Ten twins of a CA that may not sign certificates (no CA): ten paths of names and
+    // signatures, each refused by webpki; eight are looked at.
+    let root = ca("root", None);
+    let key = KeyPair::generate().unwrap();
+    let der = key.serialize_der();
+    let twins: Vec<Ca> = (0..10u8)
+        .map(|serial| {
+            let mut p = params("issuing", false);
+            p.serial_number = Some(rcgen::SerialNumber::from(vec![serial + 1]));
+            ca_with(p, KeyPair::try_from(der.as_slice()).unwrap(), Some(&root))
+        })
+        .collect();
+    let leaf = leaf(&twins[0]);
+    let pool = Pool::new(twins.iter().map(|c| c.der.as_slice()));
+    assert_eq!(search(&leaf, &root.der, &pool).0.len(), MAX_PATHS);
+    // A twin of the leaf itself (its name and key) is no candidate issuer of it.
+    let leaf_key = KeyPair::generate().unwrap();
+    let named = |serial: u8| {
+        let mut p = params("issuing", true);
+        p.serial_number = Some(rcgen::SerialNumber::from(vec![serial]));
+        p
+    };
+    let issuing = ca_with(named(1), KeyPair::generate().unwrap(), Some(&root));
+    let own = named(2).signed_by(&leaf_key, &issuing.issuer).unwrap();
+    let twin = named(3).signed_by(&leaf_key, &issuing.issuer).unwrap();
+    let pool = Pool::new([twin.der().as_ref(), issuing.der.as_slice()]);
+    // The issuer's signature, then the anchor's: the twin is not checked.
+    assert_eq!(search(own.der(), &root.der, &pool), (vec![vec![1]], 2));
 }
