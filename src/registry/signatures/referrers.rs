@@ -1,10 +1,12 @@
 //! Signatures attached to an image as OCI 1.1 referrers (docs/imagepolicy.md, "spec.verify"):
 //! the referrers API (`GET /v2/<name>/referrers/<digest>`, asking for one artifact type), or,
-//! where a registry has no such API (404), the referrers tag schema (`sha256-<hex>`, an index
+//! where a registry has none or answers otherwise (400, 404, 406, or a 200 that is no OCI
+//! index, as go-containerregistry reads it), the referrers tag schema (`sha256-<hex>`, an index
 //! the signing tool keeps up to date). Each signature artifact is a manifest whose first layer
-//! holds the signature (a Sigstore bundle, a notation envelope). Bounded: the first page, at
-//! most [`super::MAX_SIGNATURES`] signatures, at most `MAX_FETCHED` artifact manifests fetched
-//! to find them, each layer at most `limit` bytes.
+//! holds the signature (a Sigstore bundle, a notation envelope). Bounded: [`MAX_REFERRER_PAGES`]
+//! pages of at most [`MAX_REFERRER_ENTRIES`] entries in all, at most
+//! [`super::MAX_SIGNATURES`] signatures, at most `MAX_FETCHED` artifact manifests fetched to
+//! find them, each layer at most `limit` bytes.
 
 use super::super::access::{AskedFor, Route};
 use super::super::body::status_error;
@@ -24,6 +26,10 @@ pub const NOTATION_SIGNATURE: &str = "application/vnd.cncf.notary.signature";
 /// artifact type (not the manifest's `artifactType`, as the spec asks) reports this.
 const EMPTY_CONFIG: &str = "application/vnd.oci.empty.v1+json";
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+/// Pages of a referrers listing followed (its `Link: <...>; rel="next"`, on the registry's
+/// own origin), and the entries they may list in all.
+pub const MAX_REFERRER_PAGES: usize = 8;
+pub const MAX_REFERRER_ENTRIES: usize = 1024;
 /// Artifact manifests fetched per image, signatures or not.
 pub(crate) const MAX_FETCHED: usize = 2 * MAX_SIGNATURES;
 
@@ -163,6 +169,9 @@ impl RegistryClient {
     }
 
     /// The referrers of `digest`, and whether the registry applied the artifact type filter.
+    /// As go-containerregistry (which cosign, Flux and Kyverno use) reads them: a 200 that is
+    /// an OCI index is the listing; a 400, 404 or 406, or a 200 of another type (ghcr.io
+    /// answers `application/json` with an empty list), sends to the referrers tag schema.
     async fn listing(
         &self,
         image: &ImageReference,
@@ -184,36 +193,72 @@ impl RegistryClient {
             image.repository(),
             artifact_type.replace('+', "%2B")
         );
-        let (url, response) = self
-            .send(Method::GET, image, Target::Path(&path), Some(OCI_INDEX))
-            .await?;
-        let host = url_host(&url);
-        match response.status() {
-            StatusCode::OK => {
-                let filtered = response
-                    .headers()
-                    .get("OCI-Filters-Applied")
-                    .and_then(|v| v.to_str().ok())
-                    .is_some_and(|v| v.split(',').any(|f| f.trim() == "artifactType"));
-                let limit = super::super::digest::MAX_MANIFEST_BYTES;
-                let bytes = self.read_budgeted(&url, &host, response, limit).await?;
-                let listing: Listing =
-                    serde_json::from_slice(&bytes).map_err(|e| RegistryError::InvalidResponse {
-                        method: "GET",
-                        url: url.to_string(),
-                        host,
-                        detail: format!("the referrers answer is not an image index: {e}"),
-                    })?;
-                Ok((listing.manifests, filtered))
+        let mut target = Target::Path(&path);
+        let (mut entries, mut filtered) = (Vec::new(), true);
+        for page in 0..MAX_REFERRER_PAGES {
+            let (url, response) = self
+                .send(Method::GET, image, target, Some(OCI_INDEX))
+                .await?;
+            let host = url_host(&url);
+            let is_index = response
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.split(';').next())
+                .is_some_and(|v| v.trim() == OCI_INDEX);
+            match response.status() {
+                StatusCode::OK if is_index => {}
+                // No referrers API (or not one that answers as one): the tag schema, which
+                // the signing tool keeps. A later page's odd answer is the registry's error.
+                StatusCode::OK
+                | StatusCode::BAD_REQUEST
+                | StatusCode::NOT_FOUND
+                | StatusCode::NOT_ACCEPTABLE
+                    if page == 0 =>
+                {
+                    drop(response); // its slot of the host, before the tag schema asks for one
+                    self.shared.no_referrers_api.put(route, Instant::now());
+                    return Ok((self.tag_schema(image, digest).await?, false));
+                }
+                _ => {
+                    return Err(
+                        status_error(Method::GET, &url, &host, response, &self.options).await,
+                    )
+                }
             }
-            // No referrers API: the tag schema, which the signing tool keeps.
-            StatusCode::NOT_FOUND => {
-                drop(response); // its slot of the host, before the tag schema asks for one
-                self.shared.no_referrers_api.put(route, Instant::now());
-                Ok((self.tag_schema(image, digest).await?, false))
+            filtered &= response
+                .headers()
+                .get("OCI-Filters-Applied")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.split(',').any(|f| f.trim() == "artifactType"));
+            let next = super::super::tags::next_link(&url, response.headers());
+            let limit = super::super::digest::MAX_MANIFEST_BYTES;
+            let bytes = self.read_budgeted(&url, &host, response, limit).await?;
+            let invalid = |detail: String| RegistryError::InvalidResponse {
+                method: "GET",
+                url: url.to_string(),
+                host: host.clone(),
+                detail,
+            };
+            let listing: Listing = serde_json::from_slice(&bytes)
+                .map_err(|e| invalid(format!("the referrers answer is not an image index: {e}")))?;
+            entries.extend(listing.manifests);
+            if entries.len() > MAX_REFERRER_ENTRIES {
+                return Err(invalid(format!(
+                    "the referrers listing has over {MAX_REFERRER_ENTRIES} entries"
+                )));
             }
-            _ => Err(status_error(Method::GET, &url, &host, response, &self.options).await),
+            match next.map_err(invalid)? {
+                Some(next) => target = Target::Url(next),
+                None => return Ok((entries, filtered)),
+            }
         }
+        Err(RegistryError::InvalidResponse {
+            method: "GET",
+            url: path,
+            host: image.registry().to_string(),
+            detail: format!("the referrers listing has over {MAX_REFERRER_PAGES} pages"),
+        })
     }
 
     /// The referrers tag schema's index of `digest`, when there is one.

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-fn digest(bytes: &[u8]) -> String {
+pub(super) fn digest(bytes: &[u8]) -> String {
     format!("sha256:{:x}", Sha256::digest(bytes))
 }
 
@@ -17,7 +17,7 @@ const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 
 /// A registry serving exactly `paths` (path → content type, body); everything else is a 404.
-async fn serve(paths: HashMap<String, (String, Vec<u8>)>) -> FaultServer {
+pub(super) async fn serve(paths: HashMap<String, (String, Vec<u8>)>) -> FaultServer {
     let paths = Arc::new(paths);
     FaultServer::start(move |seen: &Seen| match paths.get(seen.path()) {
         Some((kind, body)) => Reply::status(200)
@@ -28,7 +28,7 @@ async fn serve(paths: HashMap<String, (String, Vec<u8>)>) -> FaultServer {
     .await
 }
 
-fn client() -> RegistryClient {
+pub(super) fn client() -> RegistryClient {
     RegistryClient::new(
         ClientOptions::default(),
         Registries::new(Default::default()),
@@ -36,7 +36,7 @@ fn client() -> RegistryClient {
     .unwrap()
 }
 
-fn image(server: &FaultServer) -> ImageReference {
+pub(super) fn image(server: &FaultServer) -> ImageReference {
     ImageReference::parse(&format!("{}/app", server.host()), true).unwrap()
 }
 
@@ -57,7 +57,7 @@ fn blobs(server_paths: &mut HashMap<String, (String, Vec<u8>)>, bytes: &[u8]) {
     );
 }
 
-fn count(server: &FaultServer, prefix: &str) -> usize {
+pub(super) fn count(server: &FaultServer, prefix: &str) -> usize {
     server
         .seen()
         .iter()
@@ -247,11 +247,11 @@ async fn configs_and_manifests_must_be_what_they_claim() {
     assert!(err.to_string().contains(&server.host()), "{err}");
 }
 
-const BUNDLE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+pub(super) const BUNDLE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
 
 /// A bundle artifact over `bundle` (its manifest, and the blob), attached to nothing in
 /// particular: the listing says what it refers to.
-fn bundle_artifact(
+pub(super) fn bundle_artifact(
     paths: &mut HashMap<String, (String, Vec<u8>)>,
     artifact_type: &str,
     bundle: &[u8],
@@ -271,7 +271,7 @@ fn bundle_artifact(
     json!({"mediaType": OCI_MANIFEST, "digest": at, "size": body.len(), "artifactType": artifact_type})
 }
 
-fn listing(entries: Vec<Value>) -> (String, Vec<u8>) {
+pub(super) fn listing(entries: Vec<Value>) -> (String, Vec<u8>) {
     let body = json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries});
     (OCI_INDEX.into(), serde_json::to_vec(&body).unwrap())
 }

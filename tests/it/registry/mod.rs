@@ -5,6 +5,7 @@ pub mod cloud_identity;
 pub mod cloud_login;
 pub mod gate_answers;
 pub mod redirects;
+pub mod referrers_answers;
 pub mod registry_faults;
 pub mod registry_real;
 pub mod shares;
