@@ -116,12 +116,31 @@ pub fn requeue_after(
 /// its meaning deserves: a failure (retried with backoff) or a stall (no retry until the spec
 /// changes) at error, a registry's rate limit at warn, the rest at info. [`retry_delay`] then
 /// logs only the errors that happened around the reconcile (an API write, the finalizer).
+///
+/// Its target says what happened (`image_reflector::reconcile::failed`, `::rate_limited`,
+/// `::stalled`, `::done`), not the module that logs it: a successful scan was logged under
+/// `...::outcome::error`. [`result_target`] names it.
 pub fn log_result(next: &Next, stalled: bool, summary: &str) {
+    match result_target(next, stalled) {
+        FAILED => tracing::error!(target: FAILED, "{summary}"),
+        RATE_LIMITED => tracing::warn!(target: RATE_LIMITED, "{summary}"),
+        STALLED => tracing::error!(target: STALLED, "{summary}"),
+        _ => tracing::info!(target: DONE, "{summary}"),
+    }
+}
+
+const FAILED: &str = "image_reflector::reconcile::failed";
+const RATE_LIMITED: &str = "image_reflector::reconcile::rate_limited";
+const STALLED: &str = "image_reflector::reconcile::stalled";
+const DONE: &str = "image_reflector::reconcile::done";
+
+/// The log target of a reconcile that decided `next` (`stalled`: the spec must change).
+pub fn result_target(next: &Next, stalled: bool) -> &'static str {
     match next {
-        Next::Retry(_) => tracing::error!("{summary}"),
-        Next::RetryAt(_) => tracing::warn!("{summary}"),
-        Next::AwaitChange if stalled => tracing::error!("{summary}"),
-        _ => tracing::info!("{summary}"),
+        Next::Retry(_) => FAILED,
+        Next::RetryAt(_) => RATE_LIMITED,
+        Next::AwaitChange if stalled => STALLED,
+        _ => DONE,
     }
 }
 
@@ -160,4 +179,39 @@ fn finalizer_text(err: &kube::runtime::finalizer::Error<Error>) -> String {
 /// 409 Conflict, or 422 from a JSON patch `test` op that lost a race.
 fn is_conflict(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(status) if status.code == 409 || status.code == 422)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::outcome::conditions::Reason;
+    use crate::controller::outcome::next::Failure;
+
+    /// What a reconcile decided is what its log line's target says, whatever module logs it.
+    #[test]
+    fn a_reconciles_log_target_names_what_happened() {
+        let failure = Failure {
+            reason: Reason::Failed,
+            message: "x".into(),
+        };
+        let done = Next::After(Duration::from_secs(60));
+        assert_eq!(
+            result_target(&done, false),
+            "image_reflector::reconcile::done"
+        );
+        assert_eq!(result_target(&Next::AwaitChange, false), DONE);
+        assert_eq!(
+            result_target(&Next::AwaitChange, true),
+            "image_reflector::reconcile::stalled"
+        );
+        assert_eq!(
+            result_target(&Next::Retry(failure), false),
+            "image_reflector::reconcile::failed"
+        );
+        let later = Next::RetryAt(SystemTime::now());
+        assert_eq!(
+            result_target(&later, false),
+            "image_reflector::reconcile::rate_limited"
+        );
+    }
 }
