@@ -16,25 +16,37 @@ pub enum InvalidPolicy {
          spec.policy sets none of semver, alphabetical or numerical; set one"
     )]
     NoPolicy,
-    /// The semver range does not follow the constraint grammar.
-    #[error("invalid policy: improper constraint: {}", go_quote(.0))]
+    /// The semver range does not follow the constraint grammar. Flux's words, then the field
+    /// and the fix.
+    #[error(
+        "invalid policy: improper constraint: {}\n{}",
+        go_quote(.0),
+        range_fix(.0)
+    )]
     ImproperConstraint(String),
     /// Beyond Flux (docs/security.md): a range longer than [`MAX_RANGE_BYTES`]. Upstream's
     /// hyphen-range rewrite is quadratic in the range's length.
     #[error(
-        "invalid policy: improper constraint: the range is {0} bytes long; the limit is {max} bytes",
+        "invalid policy: improper constraint: the range is {0} bytes long; the limit is {max} bytes\n\
+         spec.policy.semver.range: shorten it",
         max = MAX_RANGE_BYTES
     )]
     RangeTooLong(usize),
     /// A comparator's version is not a version (e.g. `1x`). Flux's words, then which
-    /// comparator and why.
-    #[error("invalid policy: constraint parser error\n{}: {why}", go_quote(.comparator))]
+    /// comparator, why, and the field.
+    #[error(
+        "invalid policy: constraint parser error\n{}: {why} (spec.policy.semver.range)",
+        go_quote(.comparator)
+    )]
     ConstraintParser {
         comparator: String,
         why: &'static str,
     },
-    /// `filterTags.pattern` does not compile.
-    #[error("failed to filter tags: invalid regular expression pattern '{pattern}': {reason}")]
+    /// `filterTags.pattern` does not compile. Flux's words, then the field and the fix.
+    #[error(
+        "failed to filter tags: invalid regular expression pattern '{pattern}': {reason}\n\
+         spec.filterTags.pattern is a Go (RE2) regular expression: fix it, or remove filterTags"
+    )]
     Filter { pattern: String, reason: String },
 }
 
@@ -59,6 +71,24 @@ pub enum NotElected {
     /// Tags exist but none parses and satisfies the policy.
     #[error("unable to determine latest version from provided list")]
     NoMatch,
+}
+
+/// What to write in `spec.policy.semver.range` instead of `range`: a tag name (`latest`) is
+/// followed by another policy, anything else is a range to rewrite.
+fn range_fix(range: &str) -> String {
+    let field = "spec.policy.semver.range";
+    let named = !range.is_empty() && range.chars().all(|c| c.is_ascii_alphabetic());
+    match named {
+        true => format!(
+            "{field} is a semver range, not a tag: to follow the tag '{range}', use \
+             spec.policy.alphabetical with spec.filterTags.pattern '^{range}$' and \
+             spec.digestReflectionPolicy: Always"
+        ),
+        false => format!(
+            "{field} is not a semver range: write comparators such as '>=1.0.0 <2.0.0', \
+             '~1.2' or '1.x'"
+        ),
+    }
 }
 
 /// Go's `%q`: a double-quoted string with Go escapes.
@@ -95,10 +125,22 @@ mod tests {
             "invalid policy: given ImagePolicyChoice object is invalid\n\
              spec.policy sets none of semver, alphabetical or numerical; set one"
         );
+        // Flux's line, then the field and what to write instead.
         assert_eq!(
             InvalidPolicy::ImproperConstraint("a\"b\t".into()).to_string(),
-            r#"invalid policy: improper constraint: "a\"b\t""#
+            "invalid policy: improper constraint: \"a\\\"b\\t\"\n\
+             spec.policy.semver.range is not a semver range: write comparators such as \
+             '>=1.0.0 <2.0.0', '~1.2' or '1.x'"
         );
+        assert_eq!(
+            InvalidPolicy::ImproperConstraint("latest".into()).to_string(),
+            "invalid policy: improper constraint: \"latest\"\n\
+             spec.policy.semver.range is a semver range, not a tag: to follow the tag 'latest', \
+             use spec.policy.alphabetical with spec.filterTags.pattern '^latest$' and \
+             spec.digestReflectionPolicy: Always"
+        );
+        let first = InvalidPolicy::ImproperConstraint("latest".into()).constraint_text();
+        assert_eq!(first, r#"improper constraint: "latest""#);
         assert_eq!(
             NotElected::EmptyList.to_string(),
             "version list argument cannot be empty"

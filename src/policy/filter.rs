@@ -342,15 +342,17 @@ mod tests {
 
     #[test]
     fn invalid_pattern_reads_like_go() {
+        // Go's words on the first line (Flux's message), the field and the fix on the second.
+        let fix = "spec.filterTags.pattern is a Go (RE2) regular expression: fix it, or remove filterTags";
         let err = Filter::new("(abc", "").expect_err("unclosed group");
         assert_eq!(
             err.to_string(),
-            "failed to filter tags: invalid regular expression pattern '(abc': error parsing regexp: missing closing ): `(abc`"
+            format!("failed to filter tags: invalid regular expression pattern '(abc': error parsing regexp: missing closing ): `(abc`\n{fix}")
         );
         let err = Filter::new("^v\\d++$", "").expect_err("nested repetition");
         assert_eq!(
             err.to_string(),
-            "failed to filter tags: invalid regular expression pattern '^v\\d++$': error parsing regexp: invalid nested repetition operator: `++`"
+            format!("failed to filter tags: invalid regular expression pattern '^v\\d++$': error parsing regexp: invalid nested repetition operator: `++`\n{fix}")
         );
     }
 }

@@ -116,7 +116,7 @@ fn the_vague_parser_error_says_which_comparator_and_why() {
         let err = Constraints::parse(range).expect_err(range).to_string();
         assert_eq!(
             err,
-            format!("invalid policy: constraint parser error\n{second}"),
+            format!("invalid policy: constraint parser error\n{second} (spec.policy.semver.range)"),
             "{range}"
         );
     }
@@ -157,6 +157,7 @@ fn ranges_are_bounded() {
     let long = " ".repeat(MAX_RANGE_BYTES + 1);
     assert_eq!(
         Constraints::parse(&long).unwrap_err().to_string(),
-        "invalid policy: improper constraint: the range is 65537 bytes long; the limit is 65536 bytes"
+        "invalid policy: improper constraint: the range is 65537 bytes long; the limit is 65536 bytes\n\
+         spec.policy.semver.range: shorten it"
     );
 }

@@ -63,12 +63,21 @@ fn exits_2_on_an_invalid_range_regex_or_manifest() {
         err.contains(r#"invalid policy: improper constraint: "latest""#),
         "{err}"
     );
+    // The field and the fix, after Flux's words.
+    assert!(
+        err.contains("to follow the tag 'latest', use spec.policy.alphabetical with spec.filterTags.pattern '^latest$'"),
+        "{err}"
+    );
 
     let bad_regex = format!("{SEMVER_V1}  filterTags: {{pattern: '(x'}}\n");
     let (code, _, err) = select(&bad_regex, "1.0.0\n", &[]);
     assert_eq!(code, 2);
     assert!(
         err.contains("failed to filter tags: invalid regular expression pattern '(x'"),
+        "{err}"
+    );
+    assert!(
+        err.contains("spec.filterTags.pattern is a Go (RE2) regular expression"),
         "{err}"
     );
 

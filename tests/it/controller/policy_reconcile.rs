@@ -355,7 +355,10 @@ async fn an_invalid_range_or_regex_after_a_good_election_stalls_and_keeps_latest
     let mut bad_regex = semver("1.x");
     bad_regex["filterTags"] = json!({"pattern": "(", "extract": ""});
     for (spec, expected) in [
-        (bad_range, "invalid policy: improper constraint: \"^^1\""),
+        (
+            bad_range,
+            "invalid policy: improper constraint: \"^^1\"\nspec.policy.semver.range is not a semver range",
+        ),
         (
             bad_regex,
             "failed to filter tags: invalid regular expression pattern '(': ",
