@@ -3,6 +3,7 @@
 
 use super::error::CliError;
 use super::Output;
+use crate::reference::ReferenceError;
 use crate::registry::ImageReference;
 use std::io::Write;
 
@@ -22,7 +23,7 @@ pub struct RefArgs {
 /// Runs `ref`, writing the result to `out`.
 pub fn run(args: &RefArgs, out: &mut impl Write) -> Result<(), CliError> {
     let reference = ImageReference::parse(&args.image, args.insecure)
-        .map_err(|err| CliError::invalid(with_hint(&err.to_string(), &args.image)))?;
+        .map_err(|err| CliError::invalid(with_hint(&err, &args.image)))?;
     let written = match args.output {
         Output::Text => {
             writeln!(out, "{}\n{}", reference.canonical(), reference.scheme())
@@ -38,9 +39,11 @@ pub fn run(args: &RefArgs, out: &mut impl Write) -> Result<(), CliError> {
 
 /// Flux's message (which the controller's condition keeps as it is), then, on the command
 /// line, what a reference looks like and the first character that cannot be in one.
-fn with_hint(message: &str, image: &str) -> String {
-    if !message.starts_with("could not parse reference") || message.ends_with(')') {
-        return message.to_string();
+fn with_hint(err: &ReferenceError, image: &str) -> String {
+    let message = err.to_string();
+    // Only a reference that does not parse, and whose error names no fix of its own.
+    if !matches!(err, ReferenceError::Unparsable(_)) {
+        return message;
     }
     let allowed = |c: char| c.is_ascii_alphanumeric() || "._-/:@".contains(c);
     let first = image.char_indices().find(|(_, c)| !allowed(*c));
@@ -62,12 +65,15 @@ mod tests {
     #[test]
     fn an_unparsable_reference_names_what_cannot_be_in_one() {
         let err = ImageReference::parse("Not A/Valid::ref", false).unwrap_err();
-        let text = with_hint(&err.to_string(), "Not A/Valid::ref");
+        let text = with_hint(&err, "Not A/Valid::ref");
         assert!(
             text.starts_with("could not parse reference: Not A/Valid::ref\nhint: ' ' at byte 3"),
             "{text}"
         );
         let err = ImageReference::parse("host:1::x/app", false).unwrap_err();
-        assert!(with_hint(&err.to_string(), "host:1::x/app").contains("'::' is not a host:port"));
+        assert!(with_hint(&err, "host:1::x/app").contains("'::' is not a host:port"));
+        // An error that names its own fix gets no hint.
+        let err = ImageReference::parse("ghcr.io/org/app:1.0", false).unwrap_err();
+        assert!(!with_hint(&err, "ghcr.io/org/app:1.0").contains("hint:"));
     }
 }

@@ -37,9 +37,19 @@ pub fn is_valid_tag(tag: &str) -> bool {
             .all(|b| word(b) || *b == b'.' || *b == b'-')
 }
 
+/// Why a page was not read: what the registry sent is malformed (the registry's fault), or
+/// the budget refused what it held (ours to stop).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PageError {
+    #[error("the tag list is not valid JSON ({0})")]
+    Malformed(String),
+    #[error("{0}")]
+    Refused(String),
+}
+
 /// Parses a `{"name": ..., "tags": [...]}` body (`null` or missing tags is an empty page),
 /// keeping the valid tags `keep` accepts.
-pub fn parse_page(body: &[u8], keep: &dyn Fn(&str) -> bool) -> Result<PageTags, String> {
+pub fn parse_page(body: &[u8], keep: &dyn Fn(&str) -> bool) -> Result<PageTags, PageError> {
     parse_page_charged(body, keep, &mut |_| Ok(()))
 }
 
@@ -49,7 +59,7 @@ pub fn parse_page_charged(
     body: &[u8],
     keep: &dyn Fn(&str) -> bool,
     charge: &mut dyn FnMut(usize) -> Result<(), String>,
-) -> Result<PageTags, String> {
+) -> Result<PageTags, PageError> {
     let mut page = PageTags::default();
     let mut refused = None;
     let mut de = serde_json::Deserializer::from_slice(body);
@@ -62,9 +72,9 @@ pub fn parse_page_charged(
     .deserialize(&mut de)
     .and_then(|()| de.end());
     if let Some(reason) = refused {
-        return Err(reason);
+        return Err(PageError::Refused(reason));
     }
-    parsed.map_err(|e| format!("the tag list is not valid JSON ({e})"))?;
+    parsed.map_err(|e| PageError::Malformed(e.to_string()))?;
     Ok(page)
 }
 
@@ -256,7 +266,15 @@ mod tests {
             }
         })
         .unwrap_err();
-        assert_eq!(err, "over the limit");
+        assert_eq!(err, PageError::Refused("over the limit".into()));
+        assert_eq!(err.to_string(), "over the limit");
+        let err = parse_page(b"{\"tags\": [1]", &|_| true).unwrap_err();
+        assert!(matches!(err, PageError::Malformed(_)), "{err:?}");
+        assert!(
+            err.to_string()
+                .starts_with("the tag list is not valid JSON ("),
+            "{err}"
+        );
     }
 
     /// A page of 100 000 tags of 1000 bytes (100 MB) keeps nothing and allocates no tag.

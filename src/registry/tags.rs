@@ -9,7 +9,7 @@ use super::budget::{Held, MAX_KEPT_BYTES};
 use super::client::{RegistryClient, Target};
 use super::describe::url_host;
 use super::tag_buf::TagBuf;
-use super::tag_page::parse_page_charged;
+use super::tag_page::{parse_page_charged, PageError};
 use super::{ImageReference, RegistryError};
 use reqwest::header::LINK;
 use reqwest::{Method, StatusCode, Url};
@@ -174,7 +174,9 @@ impl RegistryClient {
                 };
                 let page = parse_page_charged(&body, &keep, &mut charge);
                 let page = page.and_then(|page| {
-                    budget.reserve(&mut held, pending)?;
+                    budget
+                        .reserve(&mut held, pending)
+                        .map_err(PageError::Refused)?;
                     Ok(page)
                 });
                 (page, held)
@@ -183,14 +185,14 @@ impl RegistryClient {
             drop(body_held);
             let (parsed, held) = parsed.map_err(|e| stop(e.to_string()))?;
             listing.held = held;
-            let page = parsed.map_err(|detail| match detail.starts_with("the tag list") {
-                true => RegistryError::InvalidResponse {
+            let page = parsed.map_err(|err| match err {
+                PageError::Malformed(_) => RegistryError::InvalidResponse {
                     method: "GET",
                     url: url.to_string(),
                     host: host.clone(),
-                    detail,
+                    detail: err.to_string(),
                 },
-                false => stop(detail),
+                PageError::Refused(reason) => stop(reason),
             })?;
             listing.listed += page.listed;
             listing.invalid += page.invalid;
