@@ -329,3 +329,78 @@ fn the_cycle_check_finds_a_cycle() {
         ["super::a", "super::b::c", "super::b::d", "super"]
     );
 }
+
+/// What a room's code (its files, outside their tests) may not name: docs/development.md's
+/// boundaries. The store knows no async and no Kubernetes; the registry, verification and
+/// selection know no Kubernetes.
+const FORBIDDEN: &[(&str, &[&str])] = &[
+    (
+        "store",
+        &["async fn", ".await", "tokio", "kube::", "k8s_openapi"],
+    ),
+    (
+        "registry",
+        &["kube::", "k8s_openapi", "crate::controller", "crate::api"],
+    ),
+    (
+        "verify",
+        &[
+            "kube::",
+            "k8s_openapi",
+            "crate::controller",
+            "crate::registry",
+        ],
+    ),
+    (
+        "policy",
+        &[
+            "kube::",
+            "k8s_openapi",
+            "crate::controller",
+            "crate::registry",
+        ],
+    ),
+];
+
+/// `(file, word)` for each forbidden word a room's code names.
+fn boundary_violations(files: &BTreeMap<Vec<String>, String>) -> Vec<(String, &'static str)> {
+    let mut found = Vec::new();
+    for (path, text) in files {
+        let Some(room) = path.first() else { continue };
+        for (forbidden_room, words) in FORBIDDEN {
+            if room != forbidden_room {
+                continue;
+            }
+            let code = code(text);
+            for word in *words {
+                if code.contains(word) {
+                    found.push((path.join("/"), *word));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn rooms_keep_their_boundaries() {
+    let files: BTreeMap<Vec<String>, String> = modules()
+        .into_iter()
+        .map(|(path, file)| (path, std::fs::read_to_string(file).unwrap()))
+        .collect();
+    assert_eq!(boundary_violations(&files), Vec::new());
+    // Each rule finds its violation once planted.
+    for (room, words) in FORBIDDEN {
+        for word in *words {
+            let planted = BTreeMap::from([(
+                vec![room.to_string(), "planted".to_string()],
+                format!("fn f() {{ {word} }}\n"),
+            )]);
+            assert_eq!(
+                boundary_violations(&planted),
+                [(format!("{room}/planted"), *word)],
+                "{room}: {word}"
+            );
+        }
+    }
+}
