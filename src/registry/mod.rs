@@ -26,6 +26,7 @@ pub mod fuzz;
 mod inspect;
 mod keyring;
 mod login;
+mod options;
 mod proxy;
 mod redirect;
 mod registries;
@@ -50,49 +51,12 @@ pub use error::{ConfigError, Fixes, RegistryError};
 pub use fetch::Manifest;
 pub use inspect::{Inspected, InspectedPlatform, MAX_DATED_PLATFORMS};
 pub use keyring::{Credentials, Keyring};
+pub use options::{ClientOptions, ListLimits};
 pub use proxy::{ProxySettings, MAX_PROXY_URL_LEN};
 pub use registries::{Kept, Registries, IDLE_AFTER};
 pub use retry_after::parse_retry_after;
 pub use scheduler::{Scheduler, SchedulerConfig};
 pub use tag_buf::TagBuf;
 pub use tag_page::{is_valid_tag, MAX_TAG_LEN};
-pub use tags::{ListLimits, Listing};
+pub use tags::Listing;
 pub use tls::{KeyNames, TlsMaterial};
-
-use std::time::Duration;
-
-/// How a [`RegistryClient`] talks to registries.
-#[derive(Clone, Debug)]
-pub struct ClientOptions {
-    /// `None`: anonymous (a registry's challenge is still answered with a token when it allows).
-    pub credentials: Option<Credentials>,
-    /// Cloud login (`spec.provider`): credentials fetched from the provider when the registry
-    /// first asks for them; `credentials` is then unused.
-    pub login: Option<cloud::CloudLogin>,
-    pub tls: Option<TlsMaterial>,
-    /// `None`: `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` from the environment.
-    pub proxy: Option<ProxySettings>,
-    /// Per request, connection included.
-    pub timeout: Duration,
-    pub limits: ListLimits,
-    /// How errors name the settings to change (`spec.*` or flags).
-    pub fixes: &'static Fixes,
-    /// Whose reads these are (the object's namespace): each tenant holds at most its share of
-    /// the memory budget (budget.rs). `None`: the process budget only (the command line).
-    pub tenant: Option<String>,
-}
-
-impl Default for ClientOptions {
-    fn default() -> Self {
-        ClientOptions {
-            credentials: None,
-            login: None,
-            tls: None,
-            proxy: None,
-            timeout: Duration::from_secs(60),
-            limits: ListLimits::default(),
-            fixes: &Fixes::NEUTRAL,
-            tenant: None,
-        }
-    }
-}

@@ -5,7 +5,7 @@
 //! A listing never returns part of the tags as if it were all of them.
 
 use super::body::{read_limited_with, status_error};
-use super::budget::{Held, MAX_KEPT_BYTES};
+use super::budget::Held;
 use super::client::{RegistryClient, Target};
 use super::describe::url_host;
 use super::tag_buf::TagBuf;
@@ -14,34 +14,6 @@ use super::{ImageReference, RegistryError};
 use reqwest::header::LINK;
 use reqwest::{Method, StatusCode, Url};
 use std::collections::HashSet;
-
-/// Bounds on one listing.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ListLimits {
-    /// `n` on the first request (ECR rejects more than 1000).
-    pub page_size: u32,
-    /// Page size after the registry rejected `page_size`.
-    pub small_page_size: u32,
-    pub max_pages: usize,
-    pub max_tags: usize,
-    /// Per page.
-    pub max_body_bytes: usize,
-    /// Bytes of tags kept (text and ends, `tag_buf::tag_cost`), for the whole listing.
-    pub max_kept_bytes: usize,
-}
-
-impl Default for ListLimits {
-    fn default() -> Self {
-        ListLimits {
-            page_size: 1000,
-            small_page_size: 100,
-            max_pages: 10_000,
-            max_tags: 1_000_000,
-            max_body_bytes: 64 << 20,
-            max_kept_bytes: MAX_KEPT_BYTES,
-        }
-    }
-}
 
 /// Statistics of a listing, for logs and benchmarks.
 #[derive(Debug, Default)]
