@@ -224,7 +224,7 @@ async fn run() {
 /// bound) over 64 KiB payloads (their bound), none by any of 16 trusted keys (the Secret's
 /// bound), so every key is tried against every signature. Thread CPU time, not wall time.
 fn hostile_verification() {
-    use image_reflector::registry::ImageReference;
+    use image_reflector::reference::ImageReference;
     use image_reflector::verify::{Signed, SignedPayload, TrustedKeys};
     let secret: std::collections::BTreeMap<String, Vec<u8>> = (0..16u8)
         .map(|i| (format!("k{i}.pub"), public_pem(&key(100 + i)).into_bytes()))

@@ -10,7 +10,8 @@ mod fault_server;
 
 use common::{peak_rss_kib, run_scenarios, timed};
 use fault_server::{FaultServer, Reply, Seen};
-use image_reflector::registry::{ClientOptions, ImageReference, Registries, RegistryClient};
+use image_reflector::reference::ImageReference;
+use image_reflector::registry::{ClientOptions, Registries, RegistryClient};
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -10,7 +10,7 @@
 mod same_named;
 
 use base64::Engine;
-use image_reflector::registry::ImageReference;
+use image_reflector::reference::ImageReference;
 use image_reflector::verify::{Signed, TrustedKeys, TRUSTED_ROOT};
 use same_named::{anchor, carrying, same_named, Name};
 use serde_json::{json, Value};

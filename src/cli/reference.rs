@@ -3,8 +3,8 @@
 
 use super::error::CliError;
 use super::Output;
+use crate::reference::ImageReference;
 use crate::reference::ReferenceError;
-use crate::registry::ImageReference;
 use std::io::Write;
 
 /// Options of `ref`.

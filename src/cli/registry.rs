@@ -9,10 +9,11 @@ use super::error::CliError;
 use super::Output;
 use crate::api::parse_go_duration;
 use crate::policy::compile_exclusions;
+use crate::reference::ImageReference;
 use crate::registry::cloud::{CloudLogin, CloudProvider};
 use crate::registry::{
-    ClientOptions, Fixes, ImageReference, Keyring, ProxySettings, Registries, RegistryClient,
-    RegistryError, SchedulerConfig, TlsMaterial,
+    ClientOptions, Fixes, Keyring, ProxySettings, Registries, RegistryClient, RegistryError,
+    SchedulerConfig, TlsMaterial,
 };
 use std::io::Write;
 use std::time::Duration;

@@ -7,7 +7,8 @@
 use super::body::status_error;
 use super::client::{RegistryClient, Target};
 use super::describe::url_host;
-use super::{ImageReference, RegistryError};
+use super::RegistryError;
+use crate::reference::ImageReference;
 use reqwest::{Method, Response, StatusCode};
 use sha2::{Digest, Sha256};
 

@@ -7,7 +7,8 @@ use super::budget::Held;
 use super::client::{RegistryClient, Target};
 use super::describe::url_host;
 use super::digest::{check_manifest, MAX_MANIFEST_BYTES};
-use super::{ImageReference, RegistryError, MANIFEST_ACCEPT};
+use super::{RegistryError, MANIFEST_ACCEPT};
+use crate::reference::ImageReference;
 use reqwest::{Method, StatusCode};
 use sha2::{Digest, Sha256};
 

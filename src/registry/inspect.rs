@@ -9,7 +9,8 @@
 //! without; for an index, one plus one or two per platform image.
 
 use super::fetch::Manifest;
-use super::{ImageReference, RegistryClient, RegistryError};
+use super::{RegistryClient, RegistryError};
+use crate::reference::ImageReference;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 

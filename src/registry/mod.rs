@@ -41,7 +41,6 @@ mod tags;
 mod tls;
 mod token_auth;
 
-pub use crate::reference::{ImageReference, ReferenceError, Scheme, DEFAULT_REGISTRY};
 pub use budget::{Held, MemoryBudget, MAX_KEPT_BYTES, PROCESS_BUDGET_BYTES, TENANT_SHARE_BYTES};
 pub use client::{install_crypto_provider, RegistryClient};
 /// An error with its causes (`error sending request` alone says nothing of DNS or connect).

@@ -5,7 +5,8 @@
 use super::access::Route;
 use super::client::{RegistryClient, Target};
 use super::describe::method_name;
-use super::{ImageReference, RegistryError, Scheme};
+use super::RegistryError;
+use crate::reference::{ImageReference, Scheme};
 use reqwest::{Method, Response, Url};
 
 impl RegistryClient {

@@ -23,7 +23,7 @@ use crate::controller::outcome::status::finish_status;
 use crate::controller::outcome::stop::Stop;
 use crate::controller::outcome::summary::Outcome;
 use crate::policy::{Gates, NotElected};
-use crate::registry::ImageReference;
+use crate::reference::ImageReference;
 use crate::store::{RepoKey, StoreError, TagList, TagStore};
 use kube::ResourceExt;
 use std::sync::Arc;

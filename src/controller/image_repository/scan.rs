@@ -4,7 +4,8 @@
 use crate::api::{format_go_duration, ScanResult};
 use crate::controller::outcome::conditions::whole_seconds;
 use crate::policy::Exclusions;
-use crate::registry::{ImageReference, RegistryClient, RegistryError};
+use crate::reference::ImageReference;
+use crate::registry::{RegistryClient, RegistryError};
 use crate::store::{RepoKey, TagList, TagStore};
 use k8s_openapi::jiff::Timestamp;
 use std::sync::Arc;

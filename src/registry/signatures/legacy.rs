@@ -3,8 +3,9 @@
 //! signature of the payload's bytes and, for a keyless signature, the certificate, its chain
 //! and the transparency-log bundle.
 
+use crate::reference::ImageReference;
 use crate::registry::fetch::is_sha256;
-use crate::registry::{ImageReference, RegistryClient, RegistryError};
+use crate::registry::{RegistryClient, RegistryError};
 use crate::verify::{signature_tag, Signed, SignedPayload, MAX_PAYLOAD_BYTES, MAX_SIGNATURES};
 use base64::Engine;
 use serde::Deserialize;

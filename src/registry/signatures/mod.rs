@@ -6,7 +6,8 @@
 pub mod legacy;
 pub mod referrers;
 
-use super::{ImageReference, RegistryClient, RegistryError};
+use super::{RegistryClient, RegistryError};
+use crate::reference::ImageReference;
 use crate::verify::{bundle, notation, Signed, Subject, MAX_SIGNATURES};
 
 impl RegistryClient {

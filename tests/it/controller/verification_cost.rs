@@ -6,7 +6,7 @@
 use crate::support::distribution::{Distribution, Variant};
 use crate::support::images::{key, payload, public_pem, sign};
 use crate::support::policy_bench::{elected, held, policy, Bench};
-use image_reflector::registry::ImageReference;
+use image_reflector::reference::ImageReference;
 use image_reflector::verify::{Signed, SignedPayload, TrustedKeys};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::json;

@@ -11,12 +11,12 @@ use crate::support::connect_proxy::ConnectProxy;
 use crate::support::distribution::Pki;
 use crate::support::fault_server::{FaultServer, Reply};
 use futures::future::BoxFuture;
+use image_reflector::reference::ImageReference;
 use image_reflector::registry::cloud::{
     AccountError, CloudLogin, CloudProvider, ServiceAccount, ServiceAccountSource,
 };
 use image_reflector::registry::{
-    ClientOptions, ImageReference, ProxySettings, Registries, RegistryClient, SchedulerConfig,
-    TlsMaterial,
+    ClientOptions, ProxySettings, Registries, RegistryClient, SchedulerConfig, TlsMaterial,
 };
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

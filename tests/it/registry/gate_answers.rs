@@ -3,7 +3,8 @@
 //! must hash to it.
 
 use crate::support::fault_server::{FaultServer, Reply, Seen};
-use image_reflector::registry::{ClientOptions, ImageReference, Registries, RegistryClient};
+use image_reflector::reference::ImageReference;
+use image_reflector::registry::{ClientOptions, Registries, RegistryClient};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;

@@ -5,7 +5,7 @@
 
 use super::registry_faults::{client, shared};
 use crate::support::fault_server::{FaultServer, Reply, Seen};
-use image_reflector::registry::ImageReference;
+use image_reflector::reference::ImageReference;
 use serde_json::json;
 
 fn image(server: &FaultServer) -> ImageReference {

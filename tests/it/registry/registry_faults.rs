@@ -2,9 +2,10 @@
 //! the token flow, proxies and timeouts.
 
 use crate::support::fault_server::{FaultServer, Reply, Seen};
+use image_reflector::reference::ImageReference;
 use image_reflector::registry::{
-    ClientOptions, Credentials, ImageReference, ListLimits, ProxySettings, Registries,
-    RegistryClient, RegistryError, SchedulerConfig, MANIFEST_ACCEPT,
+    ClientOptions, Credentials, ListLimits, ProxySettings, Registries, RegistryClient,
+    RegistryError, SchedulerConfig, MANIFEST_ACCEPT,
 };
 use serde_json::json;
 use sha2::{Digest, Sha256};

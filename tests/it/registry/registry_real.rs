@@ -3,9 +3,9 @@
 //! from a docker config Secret, TLS with an extra CA, and mTLS.
 
 use crate::support::distribution::{Distribution, Pki, Variant};
+use image_reflector::reference::ImageReference;
 use image_reflector::registry::{
-    ClientOptions, ImageReference, Keyring, Registries, RegistryClient, RegistryError,
-    SchedulerConfig, TlsMaterial,
+    ClientOptions, Keyring, Registries, RegistryClient, RegistryError, SchedulerConfig, TlsMaterial,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

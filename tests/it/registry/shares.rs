@@ -4,7 +4,8 @@
 
 use super::registry_faults::{client, shared};
 use crate::support::fault_server::{FaultServer, Reply};
-use image_reflector::registry::{ImageReference, PROCESS_BUDGET_BYTES};
+use image_reflector::reference::ImageReference;
+use image_reflector::registry::PROCESS_BUDGET_BYTES;
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

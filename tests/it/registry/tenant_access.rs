@@ -6,7 +6,8 @@
 
 use super::registry_faults::{client, shared};
 use crate::support::fault_server::{FaultServer, Reply, Seen};
-use image_reflector::registry::{Credentials, ImageReference, ProxySettings};
+use image_reflector::reference::ImageReference;
+use image_reflector::registry::{Credentials, ProxySettings};
 use serde_json::json;
 
 fn creds(username: &str, password: &str) -> Credentials {

@@ -213,7 +213,8 @@ fn judge(run: &impl Judged, digests: &BTreeMap<&str, String>, fallback: &str) {
 
 /// The bundles attached to `digest` in `repository`, as the controller fetches them.
 pub(super) async fn fetched_bundles(repository: &str, digest: &str) -> Vec<Vec<u8>> {
-    use image_reflector::registry::{ClientOptions, ImageReference, Registries, RegistryClient};
+    use image_reflector::reference::ImageReference;
+    use image_reflector::registry::{ClientOptions, Registries, RegistryClient};
     let client = RegistryClient::new(
         ClientOptions::default(),
         Registries::new(Default::default()),

@@ -137,7 +137,8 @@ fn judge(run: &impl Judged, digests: &BTreeMap<&str, String>) {
 
 /// The notation signatures attached to `digest` of `image`, as the controller fetches them.
 async fn fetched_envelopes(image: &str, digest: &str) -> Vec<image_reflector::verify::Signed> {
-    use image_reflector::registry::{ClientOptions, ImageReference, Registries, RegistryClient};
+    use image_reflector::reference::ImageReference;
+    use image_reflector::registry::{ClientOptions, Registries, RegistryClient};
     let client = RegistryClient::new(
         ClientOptions::default(),
         Registries::new(Default::default()),

@@ -1,7 +1,8 @@
 //! The signature gate's verdict for one digest: its signatures read from the registry,
 //! verified off the async workers, and kept (in the image facts) for as long as it holds.
 
-use crate::registry::{ImageReference, RegistryClient, RegistryError};
+use crate::reference::ImageReference;
+use crate::registry::{RegistryClient, RegistryError};
 use crate::store::SignatureVerdict;
 use crate::verify::{Refusal, Signed, TrustedKeys};
 use std::sync::Arc;

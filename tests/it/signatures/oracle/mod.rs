@@ -15,7 +15,7 @@ mod pki;
 mod rekor_v2;
 mod sct;
 
-use image_reflector::registry::ImageReference;
+use image_reflector::reference::ImageReference;
 use image_reflector::verify::{Signed, Subject, TrustedKeys};
 use serde_json::Value;
 use std::collections::BTreeMap;
