@@ -4,9 +4,9 @@
 
 use super::error::{read_input, CliError};
 use crate::api::{ImagePolicy, ImageRepository};
-use crate::controller::access::api_read::ReadError;
-use crate::controller::access::credentials::ObjectReader;
 use crate::controller::image_policy::decide::PolicyReader;
+use crate::controller::lookup::api_read::ReadError;
+use crate::controller::lookup::credentials::ObjectReader;
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use kube::ResourceExt;
 use serde_json::Value;

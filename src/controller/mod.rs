@@ -20,12 +20,12 @@
 //! `verify`, `telemetry` and `runtime`; nothing there uses this module. docs/development.md
 //! walks one reconcile through these files.
 
-pub mod access;
 pub mod events;
 pub mod feed;
 pub mod frame;
 pub mod image_policy;
 pub mod image_repository;
+pub mod lookup;
 pub mod object;
 pub mod outcome;
 pub mod schema;

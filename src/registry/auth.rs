@@ -2,12 +2,12 @@
 //! send the credentials, `Bearer` means get a token from the realm for the scope
 //! `repository:<repo>:pull` (with the credentials, if any) and send that. Tokens are cached
 //! until they expire, and each route's challenge is remembered so later requests authenticate
-//! up front instead of paying a 401 round trip every time. Whose state is whose: access.rs.
+//! up front instead of paying a 401 round trip every time. Whose state is whose: scope.rs.
 
-use super::access::{identity, NetworkPath, RepositoryRoute};
 use super::bounded::Bounded;
 pub(super) use super::cloud::MAX_TOKEN_LIFE;
 use super::keyring::Credentials;
+use super::scope::{identity, NetworkPath, RepositoryRoute};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -135,7 +135,7 @@ impl AuthCache {
         self.challenges.get(route)
     }
 
-    /// Only a challenge `access::admit_challenge` let through is remembered.
+    /// Only a challenge `scope::admit_challenge` let through is remembered.
     pub(super) fn remember_challenge(&self, route: RepositoryRoute, challenge: Challenge) {
         self.challenges.put(route, challenge);
     }

@@ -6,12 +6,12 @@
 //! Accept list on HEAD with no GET fallback. The requests here are few and simple; owning them
 //! costs less than working around those gaps. (oci-client pushes the images in the tests.)
 
-use super::access::{scheduler_key, NetworkPath};
 use super::describe::{chain, method_name};
 use super::keyring::Credentials;
 use super::registries::Registries;
 use super::retry_after::parse_retry_after;
 use super::scheduler::Slot;
+use super::scope::{scheduler_key, NetworkPath};
 use super::{ClientOptions, RegistryError};
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Method, Response, Url};
@@ -77,7 +77,7 @@ impl RegistryClient {
         (host, repository): (&str, &str),
     ) -> Result<(Response, Option<Instant>), RegistryError> {
         let scheduler = &self.shared.scheduler;
-        // Throttling learnt through this client's own proxy stays on that path (access.rs).
+        // Throttling learnt through this client's own proxy stays on that path (scope.rs).
         let key = scheduler_key(host, &self.options);
         let slot = scheduler.acquire_for(&key, Some(repository)).await?;
         let span = tracing::info_span!(

@@ -5,10 +5,10 @@
 //! the targets in `fuzz/` and replayed over the checked-in corpora by `tests/it/policy/fuzz_replay.rs`.
 //! Not an API.
 
-use super::access::NetworkPath;
 use super::auth::{parse_challenge, AuthCache, Challenge, TokenKey, TokenResponse};
 use super::digest::check_manifest;
 use super::proxy::without_credentials;
+use super::scope::NetworkPath;
 use super::tag_page::parse_page;
 use super::tags::next_link;
 use super::{parse_retry_after, Keyring, ProxySettings};

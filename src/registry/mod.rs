@@ -10,7 +10,6 @@
 //! - `cloud`: logging in to cloud registries with the provider's identity;
 //! - `sigstore_root`: Sigstore's public-good trusted root, kept current through TUF.
 
-mod access;
 mod auth;
 mod body;
 mod bounded;
@@ -33,6 +32,7 @@ mod registries;
 mod request;
 mod retry_after;
 mod scheduler;
+mod scope;
 pub mod signatures;
 pub mod sigstore_root;
 mod tag_buf;

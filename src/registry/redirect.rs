@@ -12,9 +12,9 @@
 //! Whether an answer from another origin may be used at all is the caller's: a tag list page
 //! may not (tags.rs), a blob or manifest checked by its digest may.
 
-use super::access::scheduler_key;
 use super::client::{hold_slot, RegistryClient};
 use super::describe::{method_name, url_host};
+use super::scope::scheduler_key;
 use super::RegistryError;
 use reqwest::header::{HeaderMap, AUTHORIZATION, COOKIE, LOCATION, PROXY_AUTHORIZATION};
 use reqwest::{Method, Response, Url};
@@ -71,7 +71,7 @@ impl RegistryClient {
             }
             let mut forwarded = headers.clone();
             if !same_origin {
-                // Credentials go only to the registry's origin (access.rs).
+                // Credentials go only to the registry's origin (scope.rs).
                 for sensitive in [AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION] {
                     forwarded.remove(sensitive);
                 }

@@ -2,13 +2,13 @@
 //! challenges, the scheme each host speaks, the HTTP clients, the cloud token cache and the
 //! memory budget of tag listings.
 
-use super::access::{AskedFor, NetworkPath, Route};
 use super::auth::AuthCache;
 use super::bounded::Bounded;
 use super::budget::MemoryBudget;
 use super::cloud::TokenCache;
 use super::describe::chain;
 use super::scheduler::{Scheduler, SchedulerConfig};
+use super::scope::{AskedFor, NetworkPath, Route};
 use super::{ClientOptions, RegistryError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 /// State shared by every client of the process: the per-host scheduler, tokens and challenges,
 /// and which scheme each HTTPS-then-HTTP host speaks (a property of the host over a network
 /// path, so a reconcile's fresh client does not try HTTPS again on a plain-HTTP registry). What
-/// is learnt from a registry is kept per route and identity (access.rs).
+/// is learnt from a registry is kept per route and identity (scope.rs).
 #[derive(Debug, Default)]
 pub struct Registries {
     pub(super) scheduler: Arc<Scheduler>,

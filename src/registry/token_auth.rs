@@ -2,12 +2,12 @@
 //! host's challenge, and the bearer token fetched from its realm, cached per scope and
 //! credentials.
 
-use super::access::{admit_challenge, RepositoryRoute};
 use super::auth::{parse_challenge, Challenge, TokenKey, TokenResponse};
 use super::body::{read_limited, status_error};
 use super::client::{rate_limited, release_slot, RegistryClient};
 use super::describe::{method_name, url_host};
 use super::keyring::Credentials;
+use super::scope::{admit_challenge, RepositoryRoute};
 use super::RegistryError;
 use crate::reference::ImageReference;
 use base64::Engine;

@@ -13,7 +13,7 @@
 //! kind's guards (controller/schema/marker.rs), for a schema swapped in between.
 
 use super::reconciled::Reconciled;
-use crate::controller::access::api_read::{read_named, ReadError, API_READ_DEADLINE};
+use crate::controller::lookup::api_read::{read_named, ReadError, API_READ_DEADLINE};
 use crate::controller::object::keys::{object_key, spec_version};
 use crate::controller::outcome::error::Error;
 use kube::{Api, ResourceExt};

@@ -3,11 +3,11 @@
 //! [`Context::new`].
 
 use super::queue::{QueueSource, WorkQueue};
-use crate::controller::access::api_read::{read_named, ReadError};
-use crate::controller::access::credentials::ObjectReader;
 use crate::controller::events::notify::Notifier;
 use crate::controller::events::recorder::EventRecorder;
 use crate::controller::feed::scan_order::ScanOrder;
+use crate::controller::lookup::api_read::{read_named, ReadError};
+use crate::controller::lookup::credentials::ObjectReader;
 use crate::controller::object::seen::SeenSet;
 use crate::controller::outcome::backoff::Backoff;
 use crate::registry::Registries;
@@ -49,8 +49,8 @@ impl Settings {
     /// The gate and default ServiceAccount, as the reconcilers take them.
     pub fn workload_identity(
         &self,
-    ) -> crate::controller::access::credentials::WorkloadIdentity<'_> {
-        crate::controller::access::credentials::WorkloadIdentity {
+    ) -> crate::controller::lookup::credentials::WorkloadIdentity<'_> {
+        crate::controller::lookup::credentials::WorkloadIdentity {
             enabled: self.object_level_workload_identity,
             default_service_account: self.default_service_account.as_deref(),
         }
@@ -169,7 +169,7 @@ impl ObjectReader for ApiReader {
         name: &str,
     ) -> std::sync::Arc<dyn crate::registry::cloud::ServiceAccountSource> {
         std::sync::Arc::new(
-            crate::controller::access::token_request::KubeServiceAccount {
+            crate::controller::lookup::token_request::KubeServiceAccount {
                 client: self.0.clone(),
                 namespace: namespace.to_string(),
                 name: name.to_string(),

@@ -2,8 +2,8 @@
 //! labels, Secrets), the registries, the store, the clock and the controller's settings.
 
 use crate::api::ImageRepository;
-use crate::controller::access::api_read::ReadError;
-use crate::controller::access::credentials::{ObjectReader, WorkloadIdentity};
+use crate::controller::lookup::api_read::ReadError;
+use crate::controller::lookup::credentials::{ObjectReader, WorkloadIdentity};
 use crate::registry::Registries;
 use crate::store::{RepoKey, TagStore};
 use k8s_openapi::jiff::Timestamp;

@@ -5,13 +5,13 @@
 //! [`index`], from the repository watch's [`Feed`]; and when a namespace's labels change, for
 //! the policies they admit.
 
-pub mod access;
 pub mod decide;
 pub mod downgrade;
 mod election;
 pub mod env;
 pub mod frozen;
 pub mod index;
+pub mod may_read;
 pub mod migrate;
 pub mod reader;
 pub mod reconcile;

@@ -3,9 +3,9 @@
 
 use super::decide::PolicyReader;
 use crate::api::ImageRepository;
-use crate::controller::access::api_read::{read_named, ReadError};
-use crate::controller::access::credentials::ObjectReader;
 use crate::controller::frame::context::ApiReader;
+use crate::controller::lookup::api_read::{read_named, ReadError};
+use crate::controller::lookup::credentials::ObjectReader;
 use crate::controller::object::cache::ObjectCache;
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use kube::{Api, ResourceExt};

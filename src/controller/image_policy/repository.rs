@@ -2,10 +2,10 @@
 //! the repositories' cache in the controller, from the files offline), and the repository's
 //! `accessFrom` against the policy's namespace labels ([`super::access`]).
 
-use super::access::{check_acl, check_cross_namespace, AccessError, NamespaceError};
 use super::env::{PolicyEnv, PolicyReader};
+use super::may_read::{check_acl, check_cross_namespace, AccessError, NamespaceError};
 use crate::api::{ImagePolicy, ImageRepository};
-use crate::controller::access::api_read::ReadError;
+use crate::controller::lookup::api_read::ReadError;
 use crate::controller::outcome::conditions::Reason;
 use crate::controller::outcome::stop::Stop;
 use kube::ResourceExt;

@@ -10,8 +10,8 @@ use crate::api::{
     format_go_duration, ImageRepository, ImageRepositoryStatus, ScanResult, DEFAULT_EXCLUSION_LIST,
     REFERRERS_TAG_EXCLUSION,
 };
-use crate::controller::access::credentials::{client_options, ObjectReader, WorkloadIdentity};
 use crate::controller::frame::apply::Decision;
+use crate::controller::lookup::credentials::{client_options, ObjectReader, WorkloadIdentity};
 use crate::controller::object::intervals::intervals;
 use crate::controller::object::keys::REQUESTED_AT_ANNOTATION;
 use crate::controller::outcome::conditions::{ConditionType, Conditions, Reason};

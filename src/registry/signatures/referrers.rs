@@ -8,12 +8,12 @@
 //! [`super::MAX_SIGNATURES`] signatures, at most `MAX_FETCHED` artifact manifests fetched to
 //! find them, each layer at most `limit` bytes.
 
-use super::super::access::{AskedFor, Route};
 use super::super::body::status_error;
 use super::super::client::{RegistryClient, Target};
 use super::super::describe::url_host;
 use super::super::fetch::is_sha256;
 use super::super::registries::IDLE_AFTER;
+use super::super::scope::{AskedFor, Route};
 use super::super::RegistryError;
 use super::MAX_SIGNATURES;
 use crate::reference::ImageReference;

@@ -5,11 +5,11 @@
 
 use crate::support::distribution::{Distribution, Variant};
 use image_reflector::api::{ImagePolicy, ImageRef, ImageRepository};
-use image_reflector::controller::access::api_read::ReadError;
-use image_reflector::controller::access::credentials::ObjectReader;
 use image_reflector::controller::image_policy::decide::{
     reconcile_policy, PolicyEnv, PolicyReader,
 };
+use image_reflector::controller::lookup::api_read::ReadError;
+use image_reflector::controller::lookup::credentials::ObjectReader;
 use image_reflector::controller::outcome::next::Next;
 use image_reflector::registry::Registries;
 use image_reflector::store::{MemoryStore, RepoKey, TagList, TagStore};

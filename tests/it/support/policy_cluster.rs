@@ -3,9 +3,9 @@
 //! `cosign-keys`. The gate tests and `benches/gates.rs` share it.
 
 use image_reflector::api::ImageRepository;
-use image_reflector::controller::access::api_read::ReadError;
-use image_reflector::controller::access::credentials::ObjectReader;
 use image_reflector::controller::image_policy::decide::PolicyReader;
+use image_reflector::controller::lookup::api_read::ReadError;
+use image_reflector::controller::lookup::credentials::ObjectReader;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::ByteString;
 use std::collections::BTreeMap;

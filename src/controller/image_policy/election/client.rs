@@ -3,7 +3,7 @@
 
 use super::super::env::{PolicyEnv, PolicyReader};
 use crate::api::ImageRepository;
-use crate::controller::access::credentials::{client_options, AuthError};
+use crate::controller::lookup::credentials::{client_options, AuthError};
 use crate::controller::object::intervals::IntervalError;
 use crate::reference::ImageReference;
 use crate::registry::{RegistryClient, RegistryError};

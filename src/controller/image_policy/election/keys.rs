@@ -3,8 +3,8 @@
 
 use super::super::env::{PolicyEnv, PolicyReader};
 use crate::api::{ImagePolicy, VerificationProvider};
-use crate::controller::access::api_read::ReadError;
-use crate::controller::access::credentials::secret_data;
+use crate::controller::lookup::api_read::ReadError;
+use crate::controller::lookup::credentials::secret_data;
 use crate::verify::{TrustedKeys, TRUSTED_ROOT};
 use kube::ResourceExt;
 use std::collections::BTreeMap;

@@ -26,7 +26,7 @@ pub enum AccessError {
 #[derive(Debug, thiserror::Error)]
 pub enum NamespaceError {
     #[error(transparent)]
-    Read(#[from] crate::controller::access::api_read::ReadError),
+    Read(#[from] crate::controller::lookup::api_read::ReadError),
     #[error("namespaces \"{0}\" not found")]
     Missing(String),
 }
