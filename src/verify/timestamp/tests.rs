@@ -337,18 +337,34 @@ fn a_signing_time_outside_the_signers_validity_is_refused_as_pkcs7_refuses_it() 
 #[test]
 fn a_time_with_a_fraction_of_a_second_is_read() {
     let tsa = Tsa::good(Key::P256);
-    let made = Made {
-        fraction: true,
-        ..Made::default()
-    };
-    assert_eq!(verified(&tsa, Key::P256, made, true), Ok(AT as i64));
+    for (fraction, nonce) in [(".25", false), (".5", true), (".123456789", true)] {
+        let made = Made {
+            fraction: Some(fraction),
+            nonce,
+            ..Made::default()
+        };
+        assert_eq!(
+            verified(&tsa, Key::P256, made, true),
+            Ok(AT as i64),
+            "{fraction}"
+        );
+    }
     // Spoiled, it still does not verify: the fraction is read, the signed bytes kept.
     let other = Made {
-        fraction: true,
+        fraction: Some(".25"),
         other_digest: true,
         ..Made::default()
     };
     assert!(verified(&tsa, Key::P256, other, true).is_err());
+    // No digits, or not only digits: not a time.
+    for fraction in [".", ".2a"] {
+        let made = Made {
+            fraction: Some(fraction),
+            ..Made::default()
+        };
+        let err = verified(&tsa, Key::P256, made, true).unwrap_err();
+        assert!(err.contains("TSTInfo does not parse"), "{fraction}: {err}");
+    }
     // What is no time stays refused.
     assert_eq!(whole_second(b"not der"), None);
 }

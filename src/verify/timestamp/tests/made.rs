@@ -135,8 +135,10 @@ pub struct Made {
     pub twin: bool,
     /// A signingTime signed attribute (Unix seconds).
     pub signing_time: Option<u64>,
-    /// genTime with a fraction of a second (`...00.25Z`), as RFC 3161 allows.
-    pub fraction: bool,
+    /// genTime with a fraction of a second (`...00<this>Z`, e.g. `.25`), as RFC 3161 allows.
+    pub fraction: Option<&'static str>,
+    /// A nonce after genTime.
+    pub nonce: bool,
 }
 
 impl Default for Made {
@@ -152,7 +154,8 @@ impl Default for Made {
             signers: 1,
             twin: false,
             signing_time: None,
-            fraction: false,
+            fraction: None,
+            nonce: false,
         }
     }
 }
@@ -220,13 +223,15 @@ pub fn response_over(tsa: &Tsa, key: Key, made: Made, signature: &[u8]) -> Vec<u
         gen_time: GeneralizedTime::from_unix_duration(std::time::Duration::from_secs(AT)).unwrap(),
         accuracy: None,
         ordering: false,
-        nonce: None,
+        nonce: made
+            .nonce
+            .then(|| x509_cert::der::asn1::Int::new(&[0x2a, 0x17]).unwrap()),
         tsa: None,
         extensions: None,
     };
     let mut info = info.to_der().unwrap();
-    if made.fraction {
-        info = with_fraction(&info);
+    if let Some(fraction) = made.fraction {
+        info = with_fraction(&info, fraction);
     }
     let leaf = x509_cert::Certificate::from_der(&tsa.leaf).unwrap();
     let digested = if made.other_digest {
@@ -323,17 +328,18 @@ pub fn response_over(tsa: &Tsa, key: Key, made: Made, signature: &[u8]) -> Vec<u
     out
 }
 
-/// `info` (a TSTInfo) with its genTime given a quarter of a second.
-fn with_fraction(info: &[u8]) -> Vec<u8> {
+/// `info` (a TSTInfo) with `fraction` after its genTime's seconds.
+fn with_fraction(info: &[u8], fraction: &str) -> Vec<u8> {
     use x509_cert::der::{Header, Length, Reader, SliceReader, Tag};
     let mut outer = SliceReader::new(info).unwrap();
     let header = Header::decode(&mut outer).unwrap();
     let contents = outer.read_slice(header.length).unwrap();
     let at = contents.windows(2).position(|w| w == [0x18, 15]).unwrap();
     let mut changed = contents[..at].to_vec();
-    changed.extend_from_slice(&[0x18, 18]);
+    changed.extend_from_slice(&[0x18, (15 + fraction.len()) as u8]);
     changed.extend_from_slice(&contents[at + 2..at + 16]);
-    changed.extend_from_slice(b".25Z");
+    changed.extend_from_slice(fraction.as_bytes());
+    changed.push(b'Z');
     changed.extend_from_slice(&contents[at + 17..]);
     let length = Length::try_from(changed.len()).unwrap();
     let mut out = Header::new(Tag::Sequence, length)
