@@ -405,5 +405,7 @@ fn read_leaf(leaf: &[u8]) -> Result<(Option<String>, Option<String>, PublicKey),
     Ok((issuer, uri.or(email).or(other), key))
 }
 
+mod kept;
+
 #[cfg(test)]
 mod tests;

@@ -134,7 +134,7 @@ impl TrustedKeys {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let in_root = |e: String| format!("entry '{TRUSTED_ROOT}': {e}");
-            let root = TrustedRoot::parse(root).map_err(in_root)?;
+            let root = TrustedRoot::parse_kept(root).map_err(in_root)?;
             Some(Keyless { root, identities })
         };
         if keys.is_empty() && keyless.is_none() {
