@@ -7,10 +7,8 @@
 use super::key::PublicKey;
 use super::path::{Budget, Pool, Verification};
 use super::valid_for::ValidFor;
-use base64::Engine;
 use regex::Regex;
 use rustls_pki_types::{CertificateDer, UnixTime};
-use serde::Deserialize;
 use std::sync::Arc;
 use std::time::SystemTime;
 use x509_cert::der::Decode;
@@ -68,114 +66,21 @@ struct Authority {
 }
 
 impl TrustedRoot {
+    /// A `trusted_root.json`, read in named steps (`written.rs`): the document within its
+    /// bounds, its logs, its certificate and timestamp authorities as sigstore-go splits them.
     pub fn parse(bytes: &[u8]) -> Result<TrustedRoot, String> {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Root {
-            #[serde(default)]
-            certificate_authorities: Vec<Written>,
-            #[serde(default)]
-            tlogs: Vec<super::tlog::WrittenLog>,
-            #[serde(default)]
-            timestamp_authorities: Vec<Written>,
-            #[serde(default)]
-            ctlogs: Vec<super::tlog::WrittenLog>,
-        }
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Written {
-            cert_chain: Chain,
-            #[serde(default)]
-            valid_for: ValidFor,
-            #[serde(default)]
-            uri: String,
-        }
-        #[derive(Deserialize)]
-        struct Chain {
-            #[serde(default)]
-            certificates: Vec<Raw>,
-        }
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Raw {
-            raw_bytes: String,
-        }
-        let root: Root = super::trust_document(
-            bytes,
-            "trusted_root.json",
-            MAX_ROOT_BYTES,
-            "a Sigstore trusted root",
-        )?;
-        if root.certificate_authorities.len() > MAX_AUTHORITIES
-            || root.timestamp_authorities.len() > MAX_AUTHORITIES
-        {
-            return Err(format!(
-                "trusted_root.json has over {MAX_AUTHORITIES} certificate or timestamp authorities"
-            ));
-        }
-        // One bounded read for the authorities and the logs.
-        let mut trusted = TrustedRoot {
-            authorities: Vec::new(),
-            logs: super::tlog::LogKeys::from_written(root.tlogs)?,
-            timestamps: Vec::new(),
-            ctlogs_named: !root.ctlogs.is_empty(),
-            ctlogs: super::tlog::LogKeys::from_written(root.ctlogs)?,
+        let root = written::read(bytes)?;
+        let ctlogs_named = !root.ctlogs.is_empty();
+        // The logs first, then the authorities: the order their refusals were always told in.
+        let logs = super::tlog::LogKeys::from_written(root.tlogs)?;
+        let ctlogs = super::tlog::LogKeys::from_written(root.ctlogs)?;
+        let trusted = TrustedRoot {
+            authorities: written::certificate_authorities(root.certificate_authorities)?,
+            logs,
+            timestamps: written::timestamp_authorities(root.timestamp_authorities)?,
+            ctlogs_named,
+            ctlogs,
         };
-        // A chain as DER certificates, each checked to be one.
-        let chain = |written: &Chain| {
-            if written.certificates.len() > MAX_CHAIN {
-                return Err(format!(
-                    "a certificate or timestamp authority's chain is over {MAX_CHAIN} certificates"
-                ));
-            }
-            written
-                .certificates
-                .iter()
-                .map(|c| {
-                    let der = base64::engine::general_purpose::STANDARD
-                        .decode(c.raw_bytes.trim())
-                        .map_err(|_| "an authority's certificate is not base64")?;
-                    let cert = x509_cert::Certificate::from_der(&der).map_err(|e| {
-                        format!("an authority's certificate is not X.509 DER ({e})")
-                    })?;
-                    Ok::<_, String>((CertificateDer::from(der), is_ca(&cert)))
-                })
-                .collect::<Result<Vec<_>, _>>()
-        };
-        for authority in root.certificate_authorities {
-            let mut ders: Vec<_> = chain(&authority.cert_chain)?
-                .into_iter()
-                .map(|c| c.0)
-                .collect();
-            if let Some(anchor) = ders.pop() {
-                trusted.authorities.push(Authority {
-                    anchor,
-                    intermediates: Arc::new(Pool::new(ders.iter().map(|c| c.as_ref()))),
-                    valid: authority.valid_for,
-                });
-            }
-        }
-        for authority in root.timestamp_authorities {
-            let mut ders = chain(&authority.cert_chain)?;
-            let Some((anchor, _)) = ders.pop() else {
-                continue;
-            };
-            // As sigstore-go splits a chain: the first certificate, when not a CA, is the one
-            // leaf that may sign; the rest up to the root are intermediates.
-            let leaf = match ders.first() {
-                Some((leaf, false)) => Some(leaf.to_vec()),
-                _ => None,
-            };
-            let skip = usize::from(leaf.is_some());
-            let intermediates = ders.iter().skip(skip).map(|c| c.0.as_ref());
-            trusted.timestamps.push(super::timestamp::Authority {
-                anchor,
-                intermediates: Arc::new(Pool::new(intermediates)),
-                leaf,
-                valid: authority.valid_for,
-                uri: authority.uri,
-            });
-        }
         if trusted.authorities.is_empty() {
             return Err("trusted_root.json names no certificate authority".into());
         }
@@ -406,6 +311,7 @@ fn read_leaf(leaf: &[u8]) -> Result<(Option<String>, Option<String>, PublicKey),
 }
 
 mod kept;
+mod written;
 
 #[cfg(test)]
 mod tests;

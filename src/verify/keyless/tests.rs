@@ -2,6 +2,7 @@
 //! sigstore-go reads them.
 
 use super::*;
+use base64::Engine;
 
 fn root(authorities: usize, chain: usize) -> Vec<u8> {
     let authority = serde_json::json!({"certChain": {"certificates": vec![
