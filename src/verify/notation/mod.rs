@@ -104,98 +104,48 @@ impl NotationTrust {
         }
         let unreadable = Check::Format.because();
         let envelope = Envelope::parse(media_type, envelope).map_err(&unreadable)?;
-        // Integrity: the times, the chain, and the leaf's key signed the payload.
-        envelope.check_times().map_err(Check::Time.because())?;
-        let chain = chain::read(&envelope.chain).map_err(&unreadable)?;
-        let broken = Check::Integrity.because();
-        chain::check(&chain, envelope.alg()).map_err(&broken)?;
-        envelope
-            .check_signature(&envelope.chain[0])
-            .map_err(&broken)?;
-        let payload: Payload = serde_json::from_slice(&envelope.payload).map_err(|e| {
-            Check::Format.refused(format!(
-                "a notation payload is not a target descriptor ({e})"
-            ))
-        })?;
-        if payload.target_artifact.digest != digest {
-            return Err(Check::Subject.refused(format!(
-                "a signature is for {}, not this digest",
-                payload.target_artifact.digest
-            )));
-        }
-        let target = &payload.target_artifact;
-        if let Some(served) = subject {
-            if (target.media_type.as_str(), target.size)
-                != (served.media_type.as_str(), served.size)
-            {
-                return Err(Check::Subject.refused(format!(
-                    "a signature is for {digest} as {}, {} bytes; the registry serves {}, {} bytes",
-                    target.media_type, target.size, served.media_type, served.size
-                )));
-            }
-        }
+        let chain = integrity(&envelope)?;
+        target_of(&envelope, digest, subject)?;
         let enforced = statement.enforced;
         let subject = subject_of(&envelope.chain[0]).map_err(&unreadable)?;
         if enforced.authenticity {
-            if !chain::authentic(&chain, &self.store) {
-                return Err(Check::Authenticity
-                    .refused("the signing certificate does not chain to the trust store"));
-            }
-            if let Some(identities) = &statement.identities {
-                if !identities.iter().any(|want| dn::is_subset(want, &subject)) {
-                    let got: Vec<String> =
-                        subject.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    return Err(Check::Authenticity.refused(format!(
-                        "certificate identity mismatch: got x509.subject {}; want one of trust policy '{}''s trustedIdentities",
-                        got.join(", "),
-                        statement.name
-                    )));
-                }
-            }
+            self.authenticity(statement, &chain, &subject)?;
         }
-        let mut until = None;
-        if enforced.expiry {
-            if let Some(expiry) = envelope.expiry {
-                if now > expiry {
-                    return Err(Check::Time.refused(format!(
-                        "the signature expired at {}",
-                        httpdate::fmt_http_date(expiry)
-                    )));
-                }
-                until = Some(expiry);
-            }
-        }
-        if enforced.authentic_timestamp {
-            let valid = chain::valid_at(&chain, now);
-            // A tsa store makes notation-go require a countersignature, which is not read here:
-            // refused rather than elected on the certificates' dates alone.
-            let countersigned = match statement.timestamped {
-                None => false,
-                Some(VerifyTimestamp::AfterCertExpiry) => valid.is_err(),
-                Some(VerifyTimestamp::Always) => true,
-            };
-            if countersigned {
-                return Err(Check::Policy.refused(format!(
-                    "trust policy '{}' names a tsa trust store, so notation requires a timestamp countersignature, which this controller does not read",
-                    statement.name
-                )));
-            }
-            valid.map_err(Check::Time.because())?;
-            // A verdict kept past this would elect what the level refuses.
-            until = until.into_iter().chain(chain::not_after(&chain)).min();
-        }
+        let until = times(statement, &envelope, &chain, now)?;
         if !enforced.authenticity {
+            let level = level_name(statement.level);
             return Ok((
-                format!(
-                    "trust policy '{}' ({})",
-                    statement.name,
-                    level_name(statement.level)
-                ),
+                format!("trust policy '{}' ({level})", statement.name),
                 until,
             ));
         }
         let who: Vec<String> = subject.iter().map(|(k, v)| format!("{k}={v}")).collect();
         Ok((who.join(", "), until))
+    }
+
+    /// Authenticity: the chain ends in the trust store, and the leaf is a trusted identity.
+    fn authenticity(
+        &self,
+        statement: &Statement,
+        chain: &[chain::Cert],
+        subject: &dn::Dn,
+    ) -> Result<(), Refused> {
+        if !chain::authentic(chain, &self.store) {
+            return Err(Check::Authenticity
+                .refused("the signing certificate does not chain to the trust store"));
+        }
+        let Some(identities) = &statement.identities else {
+            return Ok(());
+        };
+        if identities.iter().any(|want| dn::is_subset(want, subject)) {
+            return Ok(());
+        }
+        let got: Vec<String> = subject.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        Err(Check::Authenticity.refused(format!(
+            "certificate identity mismatch: got x509.subject {}; want one of trust policy '{}''s trustedIdentities",
+            got.join(", "),
+            statement.name
+        )))
     }
 
     /// The statement that applies to `repository`: the one whose scopes name it, else `*`'s.
@@ -221,6 +171,92 @@ impl NotationTrust {
 }
 
 /// What a `skip` statement says in place of a signer.
+/// Integrity: the times, the chain, and the leaf's key signed the payload. The chain, read.
+fn integrity(envelope: &Envelope) -> Result<Vec<chain::Cert>, Refused> {
+    envelope.check_times().map_err(Check::Time.because())?;
+    let chain = chain::read(&envelope.chain).map_err(Check::Format.because())?;
+    let broken = Check::Integrity.because();
+    chain::check(&chain, envelope.alg()).map_err(&broken)?;
+    envelope
+        .check_signature(&envelope.chain[0])
+        .map_err(&broken)?;
+    Ok(chain)
+}
+
+/// The payload names this digest, and, when the registry's descriptor is known, its media
+/// type and size (notation-go compares the whole descriptor).
+fn target_of(
+    envelope: &Envelope,
+    digest: &str,
+    served: Option<&super::Subject>,
+) -> Result<(), Refused> {
+    let payload: Payload = serde_json::from_slice(&envelope.payload).map_err(|e| {
+        Check::Format.refused(format!(
+            "a notation payload is not a target descriptor ({e})"
+        ))
+    })?;
+    let target = &payload.target_artifact;
+    if target.digest != digest {
+        return Err(Check::Subject.refused(format!(
+            "a signature is for {}, not this digest",
+            target.digest
+        )));
+    }
+    match served {
+        Some(served)
+            if (target.media_type.as_str(), target.size)
+                != (served.media_type.as_str(), served.size) =>
+        {
+            Err(Check::Subject.refused(format!(
+                "a signature is for {digest} as {}, {} bytes; the registry serves {}, {} bytes",
+                target.media_type, target.size, served.media_type, served.size
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The times the level enforces: the signature's expiry, and the chain's validity now (a tsa
+/// store asks a countersignature, not read here). Until when the verdict holds.
+fn times(
+    statement: &Statement,
+    envelope: &Envelope,
+    chain: &[chain::Cert],
+    now: SystemTime,
+) -> Result<Option<SystemTime>, Refused> {
+    let enforced = statement.enforced;
+    let mut until = None;
+    if let (true, Some(expiry)) = (enforced.expiry, envelope.expiry) {
+        if now > expiry {
+            return Err(Check::Time.refused(format!(
+                "the signature expired at {}",
+                httpdate::fmt_http_date(expiry)
+            )));
+        }
+        until = Some(expiry);
+    }
+    if !enforced.authentic_timestamp {
+        return Ok(until);
+    }
+    let valid = chain::valid_at(chain, now);
+    // A tsa store makes notation-go require a countersignature, which is not read here:
+    // refused rather than elected on the certificates' dates alone.
+    let countersigned = match statement.timestamped {
+        None => false,
+        Some(VerifyTimestamp::AfterCertExpiry) => valid.is_err(),
+        Some(VerifyTimestamp::Always) => true,
+    };
+    if countersigned {
+        return Err(Check::Policy.refused(format!(
+            "trust policy '{}' names a tsa trust store, so notation requires a timestamp countersignature, which this controller does not read",
+            statement.name
+        )));
+    }
+    valid.map_err(Check::Time.because())?;
+    // A verdict kept past this would elect what the level refuses.
+    Ok(until.into_iter().chain(chain::not_after(chain)).min())
+}
+
 fn skip(statement: &Statement) -> Option<String> {
     (statement.level == Level::Skip).then(|| format!("trust policy '{}' (skip)", statement.name))
 }
