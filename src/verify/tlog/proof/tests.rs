@@ -226,7 +226,14 @@ fn a_rekor_v1_checkpoint_is_signed_by_its_log_alone() {
         );
     }
     // A line that does not parse, or too short a signature.
-    for line in ["garbage\n", "\u{2014} witness\n", "\u{2014} w AAAA\n"] {
+    for line in [
+        "garbage\n",
+        "\u{2014} witness\n",
+        "\u{2014} w AAAA\n",
+        // No name (two spaces), or a name with a tab: as Go's Fscanf reads "%s", none.
+        "\u{2014}  AAAAAAAA\n",
+        "\u{2014} wit\tness AAAAAAAA\n",
+    ] {
         let err = with_lines(line, true).unwrap_err();
         assert!(
             err.contains("a signature line that does not parse"),
