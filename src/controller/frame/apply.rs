@@ -34,51 +34,10 @@ pub(super) async fn apply<K: Reconciled>(
         tracing::info!("reconciliation is suspended for this object");
         return Ok(Some((Next::AwaitChange, String::new())));
     }
-    let shared: &Context = (**ctx).as_ref();
     let old = obj.status().cloned().unwrap_or_default();
-    let now = (shared.clock)();
-    let deciding = || {
-        let (obj, ctx) = (obj.clone(), ctx.clone());
-        async move {
-            // A panic in the decision fails this object alone (panic.rs), in the background too.
-            let deciding = super::panic::contained(obj.decide(&ctx, now));
-            match tokio::time::timeout(RECONCILE_DEADLINE, deciding).await {
-                Ok(Ok(decision)) => Ok(decision),
-                Ok(Err(panic)) => Err(Error::Panicked(panic)),
-                Err(_) => Err(Error::Deadline(RECONCILE_DEADLINE)),
-            }
-        }
-    };
-    let handed = K::handoffs(ctx).decide(obj.as_ref(), deciding).await;
-    let decision = match handed {
-        Handed::Decided {
-            outcome: Err(Error::Panicked(panic)),
-            ..
-        } => {
-            tracing::error!(panic = %panic, "the decision panicked: this object fails, no other");
-            // Ready=False `Failed`, retried with backoff, the last status kept.
-            let stop = Stop::Failed(Reason::Failed, super::panic::message(&panic));
-            stopped(obj.as_ref(), &old, stop, now)
-        }
-        Handed::Decided { outcome, rerun } => with_rerun(outcome?, rerun),
-        Handed::Busy(message) => {
-            tracing::warn!("{message}");
-            // Reconciling=True saying why it waits; tried again later, without backoff.
-            let stop = Stop::Progressing {
-                message,
-                next: BUSY_RETRY,
-                unknown: false,
-            };
-            stopped(obj.as_ref(), &old, stop, now)
-        }
-        Handed::Working => {
-            tracing::info!(
-                "still deciding after {}s: it goes on in the background, and the object is \
-                 reconciled again when it ends",
-                super::handoff::HANDOFF_AFTER.as_secs()
-            );
-            return Ok(None);
-        }
+    let now = ((**ctx).as_ref().clock)();
+    let Some(decision) = decided(&obj, ctx, &old, now).await? else {
+        return Ok(None);
     };
     let changes = old != decision.status;
     if confirm(obj.as_ref(), changes, api, &**ctx).await? == Confirmation::ReadAgain {
@@ -103,12 +62,78 @@ pub(super) async fn apply<K: Reconciled>(
         after_refusal(obj.as_ref(), refused, api, &**ctx).await?;
         return Ok(Some(read_again()));
     }
-    obj.record_metrics(&decision.status, &shared.metrics);
-    let metadata = K::event_metadata(&decision.status);
-    for note in K::notes(&old, &decision.status) {
+    obj.record_metrics(&decision.status, &(**ctx).as_ref().metrics);
+    publish(obj.as_ref(), (**ctx).as_ref(), &old, &decision.status, now).await;
+    Ok(Some((decision.next, decision.summary)))
+}
+
+/// The decision, taken through the kind's hand-off within the reconcile's deadline (a panic
+/// fails this object alone); `None` while it goes on in the background.
+async fn decided<K: Reconciled>(
+    obj: &Arc<K>,
+    ctx: &Arc<K::Ctx>,
+    old: &K::Status,
+    now: Timestamp,
+) -> Result<Option<Decision<K::Status>>, Error> {
+    let deciding = || {
+        let (obj, ctx) = (obj.clone(), ctx.clone());
+        async move {
+            // A panic in the decision fails this object alone (panic.rs), in the background too.
+            let deciding = super::panic::contained(obj.decide(&ctx, now));
+            match tokio::time::timeout(RECONCILE_DEADLINE, deciding).await {
+                Ok(Ok(decision)) => Ok(decision),
+                Ok(Err(panic)) => Err(Error::Panicked(panic)),
+                Err(_) => Err(Error::Deadline(RECONCILE_DEADLINE)),
+            }
+        }
+    };
+    let decision = match K::handoffs(ctx).decide(obj.as_ref(), deciding).await {
+        Handed::Decided {
+            outcome: Err(Error::Panicked(panic)),
+            ..
+        } => {
+            tracing::error!(panic = %panic, "the decision panicked: this object fails, no other");
+            // Ready=False `Failed`, retried with backoff, the last status kept.
+            let stop = Stop::Failed(Reason::Failed, super::panic::message(&panic));
+            stopped(obj.as_ref(), old, stop, now)
+        }
+        Handed::Decided { outcome, rerun } => with_rerun(outcome?, rerun),
+        Handed::Busy(message) => {
+            tracing::warn!("{message}");
+            // Reconciling=True saying why it waits; tried again later, without backoff.
+            let stop = Stop::Progressing {
+                message,
+                next: BUSY_RETRY,
+                unknown: false,
+            };
+            stopped(obj.as_ref(), old, stop, now)
+        }
+        Handed::Working => {
+            tracing::info!(
+                "still deciding after {}s: it goes on in the background, and the object is \
+                 reconciled again when it ends",
+                super::handoff::HANDOFF_AFTER.as_secs()
+            );
+            return Ok(None);
+        }
+    };
+    Ok(Some(decision))
+}
+
+/// The events of what changed between `old` and `new`: the kind's notes, then the transition.
+/// An event that cannot be recorded is logged, not fatal.
+async fn publish<K: Reconciled>(
+    obj: &K,
+    shared: &Context,
+    old: &K::Status,
+    new: &K::Status,
+    now: Timestamp,
+) {
+    let metadata = K::event_metadata(new);
+    for note in K::notes(old, new) {
         let published = shared
             .recorder
-            .publish(obj.as_ref(), &note, None, now, metadata.clone())
+            .publish(obj, &note, None, now, metadata.clone())
             .await;
         if let Err(err) = published {
             let error = crate::controller::outcome::error::describe_api_error(&err);
@@ -117,15 +142,8 @@ pub(super) async fn apply<K: Reconciled>(
     }
     shared
         .recorder
-        .publish_transition(
-            obj.as_ref(),
-            old.conditions(),
-            decision.status.conditions(),
-            now,
-            metadata,
-        )
+        .publish_transition(obj, old.conditions(), new.conditions(), now, metadata)
         .await;
-    Ok(Some((decision.next, decision.summary)))
 }
 
 /// Nothing written: the object is reconciled again at once, from the fresh read its kind's
