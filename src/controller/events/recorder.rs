@@ -102,34 +102,79 @@ impl EventRecorder {
         // The reconcile's own line already says it (error.rs, log_result): debug only here.
         tracing::debug!(reason = %event.reason, type_ = ?event.type_, "event: {}", event.message);
         let metadata = event_metadata(obj.annotations(), extra);
-        if let Some(notifier) = &self.notifier {
-            let involved = Involved {
-                kind: K::kind(&()).to_string(),
-                namespace: obj.namespace().unwrap_or_default(),
-                name: obj.name_any(),
-                uid: obj.uid().unwrap_or_default(),
-                resource_version: obj.resource_version().unwrap_or_default(),
-            };
-            notifier.spawn_send(notifier.payload(&involved, event, &metadata, now));
-        }
+        self.notify(obj, event, &metadata, now);
         let namespace = regarding
             .namespace
             .clone()
             .unwrap_or_else(|| "default".into());
         let api = Api::<Event>::namespaced(self.client.clone(), &namespace);
+        let Some((message, count)) = self.to_write(&api, &key, event, now).await? else {
+            return Ok(());
+        };
+        let name = format!(
+            "{}.{:x}",
+            regarding.name.as_deref().unwrap_or("object"),
+            now.as_nanosecond().wrapping_add(i128::from(
+                self.sequence
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ))
+        );
+        let meta = ObjectMeta {
+            name: Some(name.clone()),
+            namespace: Some(namespace),
+            annotations: (!metadata.is_empty()).then_some(metadata),
+            ..Default::default()
+        };
+        let body = self.event(meta, regarding, event, &message, count, now);
+        api.create(&PostParams::default(), &body).await?;
+        if count.is_some() {
+            let type_ = event.type_.as_str();
+            self.limits.merged_as(&key, type_, &event.reason, name);
+        }
+        Ok(())
+    }
+
+    /// Forwards `event` to notification-controller, when one is configured.
+    fn notify<K: Resource<DynamicType = ()>>(
+        &self,
+        obj: &K,
+        event: &EventSpec,
+        metadata: &BTreeMap<String, String>,
+        now: Timestamp,
+    ) {
+        let Some(notifier) = &self.notifier else {
+            return;
+        };
+        let involved = Involved {
+            kind: K::kind(&()).to_string(),
+            namespace: obj.namespace().unwrap_or_default(),
+            name: obj.name_any(),
+            uid: obj.uid().unwrap_or_default(),
+            resource_version: obj.resource_version().unwrap_or_default(),
+        };
+        notifier.spawn_send(notifier.payload(&involved, event, metadata, now));
+    }
+
+    /// What the object's rate leaves to write: a new Event's message and, for a merged one,
+    /// its count; `None` when nothing is (over the rate, or the merged Event updated in place).
+    async fn to_write(
+        &self,
+        api: &Api<Event>,
+        key: &str,
+        event: &EventSpec,
+        now: Timestamp,
+    ) -> Result<Option<(String, Option<i32>)>, kube::Error> {
         let type_ = event.type_.as_str();
-        let (message, count) = match self.limits.note(
-            &key,
-            type_,
-            &event.reason,
-            &event.message,
-            std::time::Instant::now(),
-        ) {
+        let instant = std::time::Instant::now();
+        match self
+            .limits
+            .note(key, type_, &event.reason, &event.message, instant)
+        {
             Verdict::Drop => {
                 tracing::debug!(reason = %event.reason, "event over the object's rate: not written");
-                return Ok(());
+                Ok(None)
             }
-            Verdict::Create(message) => (message, None),
+            Verdict::Create(message) => Ok(Some((message, None))),
             Verdict::Combine {
                 name: Some(name),
                 count,
@@ -143,38 +188,39 @@ impl EventRecorder {
                 });
                 let params = PatchParams::default();
                 match api.patch(&name, &params, &Patch::Merge(&patch)).await {
-                    Ok(_) => return Ok(()),
+                    Ok(_) => Ok(None),
                     // Gone (expired, deleted): a new merged Event.
-                    Err(kube::Error::Api(status)) if status.code == 404 => (message, Some(count)),
-                    Err(err) => return Err(err),
+                    Err(kube::Error::Api(status)) if status.code == 404 => {
+                        Ok(Some((message, Some(count))))
+                    }
+                    Err(err) => Err(err),
                 }
             }
             Verdict::Combine {
                 name: None,
                 count,
                 message,
-            } => (message, Some(count)),
-        };
-        let name = format!(
-            "{}.{:x}",
-            regarding.name.as_deref().unwrap_or("object"),
-            now.as_nanosecond().wrapping_add(i128::from(
-                self.sequence
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            ))
-        );
-        let body = Event {
-            metadata: ObjectMeta {
-                name: Some(name.clone()),
-                namespace: Some(namespace.clone()),
-                annotations: (!metadata.is_empty()).then_some(metadata),
-                ..Default::default()
-            },
+            } => Ok(Some((message, Some(count)))),
+        }
+    }
+
+    /// The Event written: Flux's shape, its message cut to a few KiB (limits.rs) and escaped
+    /// as a condition's message is.
+    fn event(
+        &self,
+        metadata: ObjectMeta,
+        regarding: k8s_openapi::api::core::v1::ObjectReference,
+        event: &EventSpec,
+        message: &str,
+        count: Option<i32>,
+        now: Timestamp,
+    ) -> Event {
+        Event {
+            metadata,
             involved_object: regarding,
             type_: Some(event.type_.as_str().into()),
             reason: Some(event.reason.clone()),
-            // Cut to a few KiB (event_limits.rs), escaped as a condition's message is.
-            message: Some(cut(&message, MAX_MESSAGE_LEN)),
+            message: Some(cut(message, MAX_MESSAGE_LEN)),
             first_timestamp: Some(whole_seconds(now)),
             last_timestamp: Some(whole_seconds(now)),
             count: Some(count.unwrap_or(1)),
@@ -185,11 +231,6 @@ impl EventRecorder {
             reporting_component: Some(REPORTING_CONTROLLER.into()),
             reporting_instance: Some(self.instance.clone()),
             ..Default::default()
-        };
-        api.create(&PostParams::default(), &body).await?;
-        if count.is_some() {
-            self.limits.merged_as(&key, type_, &event.reason, name);
         }
-        Ok(())
     }
 }
