@@ -363,6 +363,8 @@ fn a_rekor_v2_checkpoint_is_read_as_note_open_reads_it() {
         judge(&changed, &root, "^dev@example\\.com$")
     };
     let witness = "\u{2014} witness AAAAAAAA\n";
+    // The log's name with another key's hash: another verifier's line, skipped.
+    assert_eq!(with("\u{2014} rekor.local AAAAAAAA\n"), Ok(WHO.into()));
     // 99 witnesses and the log: the 100th line, read.
     assert_eq!(with(&witness.repeat(99)), Ok(WHO.into()));
     let err = with(&witness.repeat(100)).unwrap_err();
