@@ -50,6 +50,13 @@ struct Listing {
     manifests: Vec<Descriptor>,
 }
 
+/// One page of a referrers listing, as read.
+struct Page {
+    manifests: Vec<Descriptor>,
+    filtered: bool,
+    next: Option<reqwest::Url>,
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Descriptor {
@@ -227,29 +234,20 @@ impl RegistryClient {
                     )
                 }
             }
-            filtered &= response
-                .headers()
-                .get("OCI-Filters-Applied")
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.split(',').any(|f| f.trim() == "artifactType"));
-            let next = super::super::tags::next_link(&url, response.headers());
-            let limit = super::super::digest::MAX_MANIFEST_BYTES;
-            let bytes = self.read_budgeted(&url, &host, response, limit).await?;
-            let invalid = |detail: String| RegistryError::InvalidResponse {
-                method: "GET",
-                url: url.to_string(),
-                host: host.clone(),
-                detail,
-            };
-            let listing: Listing = serde_json::from_slice(&bytes)
-                .map_err(|e| invalid(format!("the referrers answer is not an image index: {e}")))?;
-            entries.extend(listing.manifests);
+            let page = self.read_page(&url, &host, response).await?;
+            filtered &= page.filtered;
+            entries.extend(page.manifests);
             if entries.len() > MAX_REFERRER_ENTRIES {
-                return Err(invalid(format!(
-                    "the referrers listing has over {MAX_REFERRER_ENTRIES} entries"
-                )));
+                return Err(RegistryError::InvalidResponse {
+                    method: "GET",
+                    url: url.to_string(),
+                    host,
+                    detail: format!(
+                        "the referrers listing has over {MAX_REFERRER_ENTRIES} entries"
+                    ),
+                });
             }
-            match next.map_err(invalid)? {
+            match page.next {
                 Some(next) => target = Target::Url(next),
                 None => return Ok((entries, filtered)),
             }
@@ -259,6 +257,37 @@ impl RegistryClient {
             url: path,
             host: image.registry().to_string(),
             detail: format!("the referrers listing has over {MAX_REFERRER_PAGES} pages"),
+        })
+    }
+
+    /// One page of a referrers listing (an OCI index answered with 200): its entries, whether
+    /// the registry applied the artifact type filter, and the next page on its origin.
+    async fn read_page(
+        &self,
+        url: &reqwest::Url,
+        host: &str,
+        response: reqwest::Response,
+    ) -> Result<Page, RegistryError> {
+        let filtered = response
+            .headers()
+            .get("OCI-Filters-Applied")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.split(',').any(|f| f.trim() == "artifactType"));
+        let next = super::super::tags::next_link(url, response.headers());
+        let limit = super::super::digest::MAX_MANIFEST_BYTES;
+        let bytes = self.read_budgeted(url, host, response, limit).await?;
+        let invalid = |detail: String| RegistryError::InvalidResponse {
+            method: "GET",
+            url: url.to_string(),
+            host: host.to_string(),
+            detail,
+        };
+        let listing: Listing = serde_json::from_slice(&bytes)
+            .map_err(|e| invalid(format!("the referrers answer is not an image index: {e}")))?;
+        Ok(Page {
+            manifests: listing.manifests,
+            filtered,
+            next: next.map_err(invalid)?,
         })
     }
 
