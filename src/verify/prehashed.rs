@@ -38,7 +38,11 @@ pub fn ecdsa_verifies(curve: &str, key: &[u8], digest: &[u8], signature: &[u8]) 
             ) else {
                 return false;
             };
-            key.verify_prehash(digest, &signature).is_ok()
+            // A digest shorter than half the field (SHA-256's 32 bytes against 66) is refused
+            // by the crate; as a number it is the same with leading zeros, as Go reads it.
+            let mut padded = vec![0u8; 66usize.saturating_sub(digest.len())];
+            padded.extend_from_slice(digest);
+            key.verify_prehash(&padded, &signature).is_ok()
         }
         _ => false,
     }

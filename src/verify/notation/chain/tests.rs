@@ -265,6 +265,8 @@ fn certificates_go_verifies_beyond_rings_pairs_verify() {
             include_str!("fixtures/rsa2048-pss-sha256.crt"),
         ),
         ("P-521, SHA-512", include_str!("fixtures/p521-sha512.crt")),
+        ("P-521, SHA-256", include_str!("fixtures/p521-sha256.crt")),
+        ("P-521, SHA-384", include_str!("fixtures/p521-sha384.crt")),
     ] {
         let ca = cert(pem);
         assert!(ca.signed(&ca), "{what}");
