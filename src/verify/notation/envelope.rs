@@ -78,14 +78,14 @@ impl Envelope {
 
     /// The signature verifies with the leaf certificate's key, by the header's algorithm.
     pub fn check_signature(&self, leaf: &[u8]) -> Result<(), String> {
-        let algorithm: &dyn VerificationAlgorithm = match self.alg.as_str() {
-            "PS256" => &signature::RSA_PSS_2048_8192_SHA256,
-            "PS384" => &signature::RSA_PSS_2048_8192_SHA384,
-            "PS512" => &signature::RSA_PSS_2048_8192_SHA512,
-            "ES256" => &signature::ECDSA_P256_SHA256_FIXED,
-            "ES384" => &signature::ECDSA_P384_SHA384_FIXED,
+        let algorithm: Option<&dyn VerificationAlgorithm> = match self.alg.as_str() {
+            "PS256" => Some(&signature::RSA_PSS_2048_8192_SHA256),
+            "PS384" => Some(&signature::RSA_PSS_2048_8192_SHA384),
+            "PS512" => Some(&signature::RSA_PSS_2048_8192_SHA512),
+            "ES256" => Some(&signature::ECDSA_P256_SHA256_FIXED),
+            "ES384" => Some(&signature::ECDSA_P384_SHA384_FIXED),
             // notation signs with P-521 too, which ring cannot verify: RustCrypto's p521 does.
-            "ES512" => return self.check_es512(leaf),
+            "ES512" => None,
             other => {
                 return Err(format!(
                     "the signature algorithm '{other}' is not one notation signs with"
@@ -99,31 +99,26 @@ impl Envelope {
             .subject_public_key_info
             .subject_public_key
             .raw_bytes();
-        UnparsedPublicKey::new(algorithm, key)
-            .verify(&self.signed, &self.signature)
-            .map_err(|_| "signature does not verify with its certificate's key".to_string())
+        let verified = match algorithm {
+            Some(algorithm) => UnparsedPublicKey::new(algorithm, key)
+                .verify(&self.signed, &self.signature)
+                .is_ok(),
+            None => self.es512_verifies(key),
+        };
+        match verified {
+            true => Ok(()),
+            false => Err("signature does not verify with its certificate's key".into()),
+        }
     }
-}
 
-impl Envelope {
-    /// An ES512 signature (r and s, 66 bytes each) over SHA-512 by the leaf's P-521 key.
-    fn check_es512(&self, leaf: &[u8]) -> Result<(), String> {
+    /// An ES512 signature (r and s, 66 bytes each) over SHA-512 by the P-521 `key`.
+    fn es512_verifies(&self, key: &[u8]) -> bool {
         use sha2::Digest;
-        let cert = x509_cert::Certificate::from_der(leaf)
-            .map_err(|e| format!("a notation signature's certificate is not X.509 DER ({e})"))?;
-        let key = cert
-            .tbs_certificate
-            .subject_public_key_info
-            .subject_public_key
-            .raw_bytes();
         let der = p521::ecdsa::Signature::from_slice(&self.signature)
             .map(|s| s.to_der().as_bytes().to_vec())
             .unwrap_or_default();
         let digest = sha2::Sha512::digest(&self.signed);
-        match crate::verify::prehashed::ecdsa_verifies(P521_CURVE, key, &digest, &der) {
-            true => Ok(()),
-            false => Err("signature does not verify with its certificate's key".into()),
-        }
+        crate::verify::prehashed::ecdsa_verifies(P521_CURVE, key, &digest, &der)
     }
 }
 
