@@ -7,7 +7,8 @@
 
 mod made_at;
 
-use super::bundle::{check_statement, Bundle};
+use super::bundle::statement::check_statement;
+use super::bundle::Bundle;
 use super::key::PublicKey;
 use super::keyless::{Identity, Keyless, TrustedRoot, MAX_IDENTITIES};
 use super::notation::NotationTrust;

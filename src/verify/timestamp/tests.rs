@@ -212,7 +212,7 @@ fn a_second_timestamp_of_one_authority_is_not_counted() {
     )];
     let trust = TrustedKeys::from_secret(&data, &identity, true).unwrap();
     let image = ImageReference::parse("registry.example/team/app", false).unwrap();
-    let digest = "sha256:93e9bcb2d9531b8be7b6ad2c1c63e9872050a265031eafaa0243e57078fdfd74";
+    let digest = "sha256:6f98f6a265c80a24252daa443bad61ee68dce67eb5f1ee79a273ae73922500e0";
     let signed = [Signed::Bundle(bundle.to_string().into_bytes())];
     let verdict = trust.verify(&signed, &image, digest, std::time::SystemTime::now());
     assert!(verdict.is_ok(), "{verdict:?}");

@@ -108,10 +108,19 @@ async fn scan_and_the_controller_elect_what_the_real_cosign_signed_in_every_layo
             ("1.5.0", "d"),
             ("2.0.1", "e"),
             ("3.0.1", "f"),
+            ("1.6.0", "i"),
         ],
     )
     .await;
     v3.sign_bundle(&trusted, &on(&referrers, &digests["1.2.0"]));
+    // An SBOM attested with the trusted key, and no signature: an attestation is not one.
+    let sbom = r#"{"spdxVersion": "SPDX-2.3", "name": "app"}"#;
+    v3.attest(
+        &trusted,
+        &on(&referrers, &digests["1.6.0"]),
+        "spdxjson",
+        sbom,
+    );
     v3.sign_bundle(&other, &on(&referrers, &digests["1.4.0"]));
     copy_referrer(&referrers, "team/app", &digests["1.2.0"], &digests["1.5.0"]).await;
     // The legacy `.sig` layout, by v3 with the old-format flags and by v2.
@@ -134,6 +143,7 @@ async fn scan_and_the_controller_elect_what_the_real_cosign_signed_in_every_layo
         (&referrers, "1.2.0", digests["1.2.0"].clone()),
         (&referrers, "1.4.0", digests["1.4.0"].clone()),
         (&referrers, "1.5.0", digests["1.5.0"].clone()),
+        (&referrers, "1.6.0", digests["1.6.0"].clone()),
         (&distribution, "1.0.1", fallback_good.clone()),
         (&distribution, "1.0.2", fallback_bad.clone()),
     ];
@@ -149,7 +159,7 @@ async fn scan_and_the_controller_elect_what_the_real_cosign_signed_in_every_layo
             cases.push(super::oracle::real_cosign(&id, bundle, &keys, image));
         }
     }
-    assert_eq!(cases.len(), 5, "one bundle each");
+    assert_eq!(cases.len(), 6, "one bundle each");
     let valid = super::oracle::agreeing(&cases);
     assert_eq!(valid, ["cosign 1.2.0 #0", "cosign 1.0.1 #0"]);
 
@@ -190,6 +200,9 @@ fn judge(run: &impl Judged, digests: &BTreeMap<&str, String>, fallback: &str) {
     let other = "signature does not verify with any trusted key";
     run.assert_held("bundle", "1.4.0", other);
     run.assert_held("bundle", "1.3.0", "no signature (");
+    let attested =
+        "a signed statement is an attestation ('https://spdx.dev/Document'), not a signature";
+    run.assert_held("bundle", "1.6.0", attested);
     let entry = run.status("bundle")["heldBack"]
         .as_array()
         .unwrap()

@@ -163,6 +163,30 @@ impl Cosign {
         self.run(&args);
     }
 
+    /// `cosign attest` with `key`: a statement of `predicate_type` (cosign's `--type`, a URI or
+    /// one of its short names) over `predicate` (JSON), kept as v3 keeps signatures (a bundle
+    /// referrer, or its tag schema), through the same signing config.
+    pub fn attest(&self, key: &CosignKey, reference: &str, predicate_type: &str, predicate: &str) {
+        let config = self.home.path().join("signing-config.json");
+        if !config.exists() {
+            self.run(&["signing-config", "create", "--out", path(&config)]);
+        }
+        let file = self.file("predicate.json", predicate);
+        self.run(&[
+            "attest",
+            "--key",
+            path(&key.private),
+            "--signing-config",
+            path(&config),
+            "--type",
+            predicate_type,
+            "--predicate",
+            path(&file),
+            "--yes",
+            reference,
+        ]);
+    }
+
     /// `cosign sign` with `key` in the legacy layout (the `sha256-<hex>.sig` tag, simple
     /// signing), no transparency log: cosign v2's default, v3's with the old-format flags.
     pub fn sign_legacy(&self, key: &CosignKey, reference: &str) {

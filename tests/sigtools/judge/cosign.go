@@ -90,8 +90,24 @@ func judgeCosign(c *CosignCase) error {
 		}
 		policy = append(policy, verify.WithCertificateIdentity(certID))
 	}
-	_, err = verifier.Verify(b, verify.NewPolicy(artifact, policy...))
-	return err
+	result, err := verifier.Verify(b, verify.NewPolicy(artifact, policy...))
+	if err != nil {
+		return err
+	}
+	return isSignature(result)
+}
+
+// signingPredicate is what `cosign sign` (v3) writes in its statement. The controller counts a
+// DSSE bundle as a signature only with this predicate (docs/compatibility.md: an attestation is
+// not a signature), where `cosign verify` takes any; the judge applies that documented rule
+// on top of sigstore-go's verdict.
+const signingPredicate = "https://sigstore.dev/cosign/sign/v1"
+
+func isSignature(result *verify.VerificationResult) error {
+	if result.Statement == nil || result.Statement.GetPredicateType() == signingPredicate {
+		return nil
+	}
+	return fmt.Errorf("an attestation (%q), not a signature", result.Statement.GetPredicateType())
 }
 
 // judgeKeyed: valid when one of the keys verifies, with the hash Sigstore pairs with its type
@@ -117,9 +133,9 @@ func judgeKeyed(b *bundle.Bundle, artifact verify.ArtifactPolicyOption, keys []s
 		if err != nil {
 			return err
 		}
-		_, err = verifier.Verify(b, verify.NewPolicy(artifact, verify.WithKey()))
+		result, err := verifier.Verify(b, verify.NewPolicy(artifact, verify.WithKey()))
 		if err == nil {
-			return nil
+			return isSignature(result)
 		}
 		why = append(why, err)
 	}

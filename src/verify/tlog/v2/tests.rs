@@ -2,7 +2,9 @@
 //! Ed25519 log key, origin `rekor.local`) and a real timestamp authority (Sigstore's
 //! timestamp-server, its in-memory signer), signed with a certificate of a CA made for it
 //! (`src/verify/fixtures/rekor-v2/`; tests/it/signatures/rekor_v2.rs makes such bundles anew on
-//! every run of make e2e-signatures). sigstore-go finds it valid under `trusted_root.json`;
+//! every run of make e2e-signatures). `cosign sign` signed three images in turn, each with a
+//! certificate valid for one day: `other-bundle.json` is the first entry (a tree of one),
+//! `bundle.json` the third; its statement is a signature's (`https://sigstore.dev/cosign/sign/v1`). sigstore-go finds it valid under `trusted_root.json`;
 //! each case spoils one thing it rests on.
 
 use super::super::{b64, Signing};
@@ -17,7 +19,7 @@ const BUNDLE: &str = include_str!("../../fixtures/rekor-v2/bundle.json");
 const OTHER: &str = include_str!("../../fixtures/rekor-v2/other-bundle.json");
 const ROOT: &str = include_str!("../../fixtures/rekor-v2/trusted_root.json");
 /// The subject of the bundle's in-toto statement.
-const DIGEST: &str = "sha256:93e9bcb2d9531b8be7b6ad2c1c63e9872050a265031eafaa0243e57078fdfd74";
+const DIGEST: &str = "sha256:6f98f6a265c80a24252daa443bad61ee68dce67eb5f1ee79a273ae73922500e0";
 const WHO: &str = "dev@example.com (https://token.actions.githubusercontent.com)";
 
 fn json(text: &str) -> Value {
@@ -96,7 +98,7 @@ fn the_entry_must_be_in_a_checkpoint_the_trusted_log_signed() {
     *note = note
         .as_str()
         .unwrap()
-        .replace("rekor.local uvblMuqL", "rekor.local uvblMuqM")
+        .replace("rekor.local Mk+tIjg+", "rekor.local Mk+tIjg/")
         .into();
     assert!(refused(&signature, &root)
         .contains("its checkpoint's signature by its log does not verify"));

@@ -12,8 +12,8 @@ pub(super) const BUNDLE: &str =
 const OTHER: &str = include_str!("../../../../src/verify/fixtures/rekor-v2/other-bundle.json");
 pub(super) const ROOT: &str =
     include_str!("../../../../src/verify/fixtures/rekor-v2/trusted_root.json");
-/// The subject of the bundle's statement (what attest-blob signed).
-const DIGEST: &str = "sha256:93e9bcb2d9531b8be7b6ad2c1c63e9872050a265031eafaa0243e57078fdfd74";
+/// The subject of the bundle's statement (what `cosign sign` signed).
+const DIGEST: &str = "sha256:6f98f6a265c80a24252daa443bad61ee68dce67eb5f1ee79a273ae73922500e0";
 const ISSUER: &str = "^https://token\\.actions\\.githubusercontent\\.com$";
 
 pub(super) fn case(name: &str, bundle: &Value, root: &Value, subject: &str) -> Case {
@@ -61,7 +61,7 @@ pub fn cases() -> Vec<Case> {
     let spoiled_note = note
         .as_str()
         .unwrap()
-        .replace("rekor.local uvblMuqL", "rekor.local uvblMuqM");
+        .replace("rekor.local Mk+tIjg+", "rekor.local Mk+tIjg/");
     let bundles = [
         ("valid", bundle.clone()),
         (
