@@ -27,6 +27,9 @@ pub const NOTATION_SIGNATURE: &str = "application/vnd.cncf.notary.signature";
 /// artifact type (not the manifest's `artifactType`, as the spec asks) reports this.
 const EMPTY_CONFIG: &str = "application/vnd.oci.empty.v1+json";
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+/// The annotation cosign v3 sets on each bundle artifact it writes: the statement's predicate
+/// type. Signatures and attestations share one artifact type; this tells them apart unread.
+const BUNDLE_PREDICATE: &str = "dev.sigstore.bundle.predicateType";
 /// Pages of a referrers listing followed (its `Link: <...>; rel="next"`, on the registry's
 /// own origin), and the entries they may list in all.
 pub const MAX_REFERRER_PAGES: usize = 8;
@@ -68,11 +71,15 @@ struct Descriptor {
     artifact_type: Option<String>,
     #[serde(default)]
     size: u64,
+    #[serde(default)]
+    annotations: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Artifact {
+    #[serde(default)]
+    annotations: std::collections::BTreeMap<String, String>,
     #[serde(default)]
     artifact_type: Option<String>,
     config: Option<Descriptor>,
@@ -88,6 +95,18 @@ fn unreadable(err: &RegistryError) -> bool {
         RegistryError::Status { status_code, .. } => matches!(status_code, 400 | 403 | 404 | 410),
         _ => false,
     }
+}
+
+/// An artifact its annotations say is an attestation (a bundle of another predicate than a
+/// signature's): skipped unread, so that an image's many attestations neither take the
+/// [`MAX_FETCHED`] requests nor the [`MAX_SIGNATURES`] places its signatures need. A shortcut
+/// that cannot elect: what an honest annotation skips would be refused by its statement
+/// (`verify/bundle/statement.rs`), what is read is judged by its statement whatever its
+/// annotation says, and a lying registry only hides a signature, as it could by not listing it.
+fn attestation(annotations: &std::collections::BTreeMap<String, String>) -> bool {
+    annotations
+        .get(BUNDLE_PREDICATE)
+        .is_some_and(|p| p != crate::verify::bundle::statement::SIGNING_PREDICATE)
 }
 
 /// The referrers tag schema's tag for `digest`: `sha256-<hex>`.
@@ -121,7 +140,7 @@ impl RegistryClient {
             let declared = entry.artifact_type.as_deref().unwrap_or_default();
             // Only an artifact whose listed type may be wrong is fetched to be sure.
             let unsure = !filtered && (declared.is_empty() || declared == EMPTY_CONFIG);
-            if declared != artifact_type && !unsure {
+            if (declared != artifact_type && !unsure) || attestation(&entry.annotations) {
                 continue;
             }
             if !is_sha256(&entry.digest) || !entry.media_type.contains("manifest") {
@@ -145,7 +164,9 @@ impl RegistryClient {
                 continue;
             };
             let config_type = artifact.config.as_ref().map(|c| c.media_type.as_str());
-            if artifact.artifact_type.as_deref().or(config_type) != Some(artifact_type) {
+            if artifact.artifact_type.as_deref().or(config_type) != Some(artifact_type)
+                || attestation(&artifact.annotations)
+            {
                 continue;
             }
             let Some(layer) = artifact.layers.first() else {

@@ -146,3 +146,66 @@ async fn a_paginated_listing_is_followed_within_its_bounds() {
         .to_string();
     assert!(err.contains("over 1024 entries"), "{err}");
 }
+
+/// An image with many attestations (cosign v3 keeps them as the same referrer type as its
+/// signatures) still has its signature found: artifacts annotated with another predicate than a
+/// signature's are skipped unread, in the listing and in the manifest (issue 73, item 5).
+#[tokio::test]
+async fn attestations_listed_before_a_signature_are_skipped_unread() {
+    let signed = digest(b"the image");
+    let annotated = |mut entry: Value, predicate: &str| {
+        entry["annotations"] = serde_json::json!({"dev.sigstore.bundle.predicateType": predicate});
+        entry
+    };
+    let mut paths = HashMap::new();
+    let mut entries: Vec<Value> = (0..40)
+        .map(|i| {
+            let bundle = format!("{{\"attestation\": {i}}}");
+            let entry = bundle_artifact(&mut paths, BUNDLE, bundle.as_bytes());
+            annotated(entry, "https://spdx.dev/Document")
+        })
+        .collect();
+    // One more, listed without its annotation, which its manifest carries: its blob unread.
+    let unlisted = bundle_artifact(&mut paths, BUNDLE, b"{\"unlisted\": 1}");
+    entries.push(annotate_manifest(&mut paths, unlisted));
+    let signature = bundle_artifact(&mut paths, BUNDLE, b"{\"signature\": 1}");
+    entries.push(annotated(signature, "https://sigstore.dev/cosign/sign/v1"));
+    let body = listing(entries).1;
+    let server = registry(paths, move |_| {
+        Reply::status(200)
+            .header("Content-Type", "application/vnd.oci.image.index.v1+json")
+            .body(body.clone())
+    })
+    .await;
+    let found = client()
+        .bundle_signatures(&image(&server), &signed)
+        .await
+        .unwrap();
+    let bodies: Vec<Vec<u8>> = found
+        .into_iter()
+        .map(|s| match s {
+            image_reflector::verify::Signed::Bundle(bytes) => bytes,
+            other => panic!("not a bundle: {other:?}"),
+        })
+        .collect();
+    assert_eq!(bodies, vec![b"{\"signature\": 1}".to_vec()]);
+    // Two manifests (the unlisted attestation's, the signature's), one blob.
+    assert_eq!(count(&server, "/v2/app/manifests/"), 2);
+    assert_eq!(count(&server, "/v2/app/blobs/"), 1);
+}
+
+/// `entry`'s manifest again, with cosign's annotation of an SBOM's predicate, kept under its
+/// new digest; the entry naming it.
+fn annotate_manifest(paths: &mut HashMap<String, (String, Vec<u8>)>, entry: Value) -> Value {
+    let at = format!("/v2/app/manifests/{}", entry["digest"].as_str().unwrap());
+    let (kind, body) = paths.remove(&at).unwrap();
+    let mut manifest: Value = serde_json::from_slice(&body).unwrap();
+    manifest["annotations"] =
+        serde_json::json!({"dev.sigstore.bundle.predicateType": "https://spdx.dev/Document"});
+    let body = serde_json::to_vec(&manifest).unwrap();
+    let mut entry = entry;
+    entry["digest"] = digest(&body).into();
+    entry["size"] = body.len().into();
+    paths.insert(format!("/v2/app/manifests/{}", digest(&body)), (kind, body));
+    entry
+}
