@@ -6,6 +6,7 @@
 //! on the store's descending byte order (see `docs/policy.md`).
 
 mod best;
+pub mod conditions;
 mod constraint;
 mod error;
 mod filter;

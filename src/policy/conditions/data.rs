@@ -1,0 +1,81 @@
+//! A verified statement as CEL values, bounded: what a condition may walk is what its cost
+//! estimate assumed ([`MAX_ITEMS`] entries a list or map, [`MAX_VALUES`] values in all, strings
+//! of [`MAX_STRING_BYTES`]). A statement over a bound is refused, never cut: a condition on
+//! part of it could pass where the whole would not.
+
+use cel::objects::{Key, Map, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The most entries of one list or map (a scan of four thousand findings).
+pub const MAX_ITEMS: usize = 4096;
+/// The most values of one statement, every list, map, string and number counted.
+pub const MAX_VALUES: usize = 65_536;
+/// The longest string.
+pub const MAX_STRING_BYTES: usize = 16 << 10;
+
+/// The bounds a statement is read within.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    pub items: usize,
+    pub values: usize,
+    pub string_bytes: usize,
+}
+
+impl Bounds {
+    pub const DEFAULT: Bounds = Bounds {
+        items: MAX_ITEMS,
+        values: MAX_VALUES,
+        string_bytes: MAX_STRING_BYTES,
+    };
+}
+
+/// `json` as CEL reads JSON (numbers are doubles, as cel-go's JSON values), within `bounds`.
+pub fn to_value(json: &serde_json::Value, bounds: &Bounds) -> Result<Value, String> {
+    let mut left = bounds.values;
+    convert(json, bounds, &mut left)
+}
+
+fn convert(json: &serde_json::Value, bounds: &Bounds, left: &mut usize) -> Result<Value, String> {
+    use serde_json::Value as J;
+    *left = left
+        .checked_sub(1)
+        .ok_or_else(|| format!("the statement holds over {} values", bounds.values))?;
+    let too_many = |n: usize| {
+        format!(
+            "the statement has a list or object of {n} entries; at most {} are read",
+            bounds.items
+        )
+    };
+    Ok(match json {
+        J::Null => Value::Null,
+        J::Bool(b) => Value::Bool(*b),
+        J::Number(n) => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        J::String(s) if s.len() > bounds.string_bytes => {
+            return Err(format!(
+                "the statement has a string of {} bytes; at most {} are read",
+                s.len(),
+                bounds.string_bytes
+            ))
+        }
+        J::String(s) => Value::String(Arc::new(s.clone())),
+        J::Array(items) if items.len() > bounds.items => return Err(too_many(items.len())),
+        J::Array(items) => Value::List(Arc::new(
+            items
+                .iter()
+                .map(|x| convert(x, bounds, left))
+                .collect::<Result<_, _>>()?,
+        )),
+        J::Object(fields) if fields.len() > bounds.items => return Err(too_many(fields.len())),
+        J::Object(fields) => {
+            let mut map = HashMap::with_capacity(fields.len());
+            for (k, v) in fields {
+                if k.len() > bounds.string_bytes {
+                    return Err(format!("the statement has a key of {} bytes", k.len()));
+                }
+                map.insert(Key::String(Arc::new(k.clone())), convert(v, bounds, left)?);
+            }
+            Value::Map(Map { map: Arc::new(map) })
+        }
+    })
+}

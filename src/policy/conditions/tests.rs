@@ -1,0 +1,185 @@
+use super::*;
+use serde_json::json;
+
+const NOW: i64 = 1_796_000_000; // 2026-11-29T...
+
+fn statement(predicate: serde_json::Value) -> serde_json::Value {
+    json!({"_type": "https://in-toto.io/Statement/v1",
+           "subject": [{"name": "app", "digest": {"sha256": "ab"}}],
+           "predicateType": "https://slsa.dev/provenance/v1", "predicate": predicate})
+}
+
+fn holds(expression: &str, predicate: serde_json::Value) -> Result<(), String> {
+    let condition = Condition::compile(expression, None).map_err(|e| e.reason)?;
+    let input = Input::new(&statement(predicate), "sha256:ab")?;
+    condition.holds(&input, NOW)
+}
+
+fn refused(expression: &str) -> String {
+    Condition::compile(expression, None).unwrap_err().reason
+}
+
+#[test]
+fn a_condition_passes_only_when_true() {
+    let provenance = json!({"buildDefinition": {"externalParameters": {"workflow": {
+        "repository": "https://github.com/acme/app", "ref": "refs/tags/v1.2.0"}}},
+        "runDetails": {"builder": {"id": "https://github.com/actions/runner"}}});
+    let source = "predicate.buildDefinition.externalParameters.workflow.repository == \
+                  'https://github.com/acme/app'";
+    assert_eq!(holds(source, provenance.clone()), Ok(()));
+    let tag = "predicate.buildDefinition.externalParameters.workflow.ref.startsWith('refs/tags/')";
+    assert_eq!(holds(tag, provenance.clone()), Ok(()));
+    assert_eq!(
+        holds(
+            "statement.subject.exists(s, 'sha256:' + s.digest.sha256 == digest)",
+            provenance.clone()
+        ),
+        Ok(())
+    );
+    let other = source.replace("acme/app", "evil/app");
+    let err = holds(&other, provenance.clone()).unwrap_err();
+    assert!(err.ends_with("is false"), "{err}");
+    // A missing field is an error, and holds; so is anything but a boolean.
+    let err = holds("predicate.nothing == 'x'", provenance.clone()).unwrap_err();
+    assert!(err.contains("failed") && err.contains("nothing"), "{err}");
+    assert!(holds("has(predicate.nothing)", provenance.clone()).is_err());
+    assert_eq!(holds("!has(predicate.nothing)", provenance.clone()), Ok(()));
+    let err = holds("predicate.runDetails.builder.id", provenance.clone()).unwrap_err();
+    assert!(err.contains("is not a boolean"), "{err}");
+    // A shape the evaluator does not support (a macro over a string) holds, without a panic
+    // reaching the caller.
+    let err = holds("predicate.runDetails.builder.id.all(x, true)", provenance).unwrap_err();
+    assert!(err.contains("failed"), "{err}");
+}
+
+#[test]
+fn a_condition_reads_now_and_timestamps() {
+    let scan = json!({"metadata": {"scanFinishedOn": "2026-11-28T00:00:00Z"}});
+    let fresh = "now - timestamp(predicate.metadata.scanFinishedOn) < duration('168h')";
+    assert_eq!(holds(fresh, scan.clone()), Ok(()));
+    let stale = "now - timestamp(predicate.metadata.scanFinishedOn) < duration('1h')";
+    assert!(holds(stale, scan).is_err());
+}
+
+#[test]
+fn the_message_names_a_false_condition() {
+    let condition = Condition::compile("false", Some("built from the release workflow")).unwrap();
+    let input = Input::new(&statement(json!({})), "sha256:ab").unwrap();
+    assert_eq!(
+        condition.holds(&input, NOW),
+        Err("built from the release workflow (is false)".into())
+    );
+    let quoted = Condition::compile("1 == 2", None).unwrap();
+    assert_eq!(
+        quoted.holds(&input, NOW),
+        Err("condition '1 == 2' is false".into())
+    );
+}
+
+#[test]
+fn what_cannot_be_evaluated_is_refused_at_compile() {
+    assert!(refused("").contains("empty"));
+    assert!(refused("predicate.x ==").contains("does not parse"));
+    let err = refused("tag == 'v1'");
+    assert!(err.contains("undeclared reference to 'tag'"), "{err}");
+    // A macro's variable is in scope in its body only.
+    assert!(refused("predicate.l.all(x, x > 0) && x > 0").contains("'x'"));
+    assert!(refused("type(predicate) == map").contains("'type' is not supported"));
+    assert!(refused("max(1, 2) == 2").contains("'max' is not supported"));
+    assert!(refused("predicate.s.matches(predicate.p)").contains("literal regular expression"));
+    assert!(refused("predicate.s.matches('(')").contains("does not compile"));
+    assert!(
+        refused("Foo{a: 1} == 1").contains("not supported"),
+        "{}",
+        refused("Foo{a: 1} == 1")
+    );
+    let long = format!("{} == 'x'", "a".repeat(MAX_EXPRESSION_BYTES));
+    assert!(refused(&long).contains("at most 4096"));
+}
+
+/// What would take the parser's, the check's or the evaluator's stack is refused before: deep
+/// brackets, ternaries, unary runs and long chains (each shape once, far over the bound).
+#[test]
+fn hostile_shapes_are_refused_without_a_crash() {
+    let shapes = [
+        format!("{}true{}", "(".repeat(2_000), ")".repeat(2_000)),
+        format!("{}1{}", "[".repeat(2_000), "]".repeat(2_000)),
+        format!("{}true", "!".repeat(4_000)),
+        format!("{}1 == 1", "- ".repeat(2_000)),
+        format!("{}true", "true ? true : ".repeat(250)),
+    ];
+    for shape in &shapes {
+        let err = refused(shape);
+        assert!(err.contains("nested over 32 deep"), "{err}");
+    }
+    let chain = vec!["1"; 900].join(" + ") + " > 0";
+    assert!(
+        refused(&chain).contains("over 64 deep"),
+        "{}",
+        refused(&chain)
+    );
+    // Within the bounds: accepted, and evaluated on a small stack.
+    let nested = format!("{}true{}", "(".repeat(32), ")".repeat(32));
+    let chain = vec!["true"; 400].join(" && ") + " && " + &vec!["1"; 40].join(" + ") + " > 0";
+    for expression in [nested, chain] {
+        let condition = Condition::compile(&expression, None).unwrap();
+        let input = Input::new(&statement(json!({})), "sha256:ab").unwrap();
+        let run = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || condition.holds(&input, NOW))
+            .unwrap();
+        assert_eq!(run.join().unwrap(), Ok(()));
+    }
+}
+
+#[test]
+fn the_cost_bound_refuses_nested_walks_of_independent_lists() {
+    // Each element of one list against each of another: MAX_ITEMS squared.
+    let err = refused("predicate.a.all(x, predicate.b.exists(y, y == x))");
+    assert!(err.contains("over the limit of 1000000"), "{err}");
+    // map() copies what it built at each element.
+    assert!(refused("size(predicate.a.map(x, x)) > 0").contains("over the limit"));
+    // Over the parts of each element: the statement's values, once.
+    let nested = "predicate.results.all(r, !has(r.vulnerabilities) || \
+                  r.vulnerabilities.all(v, v.severity != 'CRITICAL'))";
+    let cost = Condition::compile(nested, None).unwrap().cost;
+    assert!(cost <= COST_LIMIT, "{cost}");
+    let scan = json!({"results": [
+        {"vulnerabilities": [{"severity": "LOW"}, {"severity": "HIGH"}]}, {"target": "x"}]});
+    assert_eq!(holds(nested, scan.clone()), Ok(()));
+    let critical = json!({"results": [{"vulnerabilities": [{"severity": "CRITICAL"}]}]});
+    assert!(holds(nested, critical).is_err());
+    // Macros nested four deep are refused whatever they walk.
+    let four = "[1].all(a, [1].all(b, [1].all(c, [1].all(d, true))))";
+    assert!(refused(four).contains("nested over 3 deep"));
+}
+
+#[test]
+fn a_statement_is_read_within_its_bounds() {
+    let list = |n: usize| json!({"l": vec![1; n]});
+    assert!(holds("size(predicate.l) > 0", list(MAX_ITEMS)).is_ok());
+    let err = holds("size(predicate.l) > 0", list(MAX_ITEMS + 1)).unwrap_err();
+    assert!(err.contains("at most 4096 are read"), "{err}");
+    let long = json!({"s": "x".repeat(MAX_STRING_BYTES + 1)});
+    assert!(holds("true", long)
+        .unwrap_err()
+        .contains("a string of 16385 bytes"));
+    let many: Vec<serde_json::Value> = (0..20).map(|_| json!(vec![1; 4000])).collect();
+    let err = holds("true", json!({"m": many})).unwrap_err();
+    assert!(err.contains("over 65536 values"), "{err}");
+}
+
+#[test]
+fn a_compiled_expression_is_kept() {
+    let first = Condition::cached("1 == 1", Some("one")).unwrap();
+    let again = Condition::cached("1 == 1", None).unwrap();
+    assert!(Arc::ptr_eq(&first.program, &again.program));
+    assert_eq!(
+        (first.message.as_deref(), again.message.as_deref()),
+        (Some("one"), None)
+    );
+    assert_eq!(
+        Condition::cached("nope ==", None).unwrap_err(),
+        Condition::cached("nope ==", None).unwrap_err()
+    );
+}
