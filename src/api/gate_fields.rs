@@ -48,6 +48,10 @@ pub struct ImageVerification {
         skip_serializing_if = "Option::is_none"
     )]
     pub transparency_log: Option<TransparencyLog>,
+    /// Attestations a tag must also carry, each of an in-toto predicate type, signed by what
+    /// the policy trusts (or the entry's own identities), with CEL conditions on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attestations: Option<Vec<AttestationRequirement>>,
 }
 
 impl ImageVerification {
@@ -90,6 +94,37 @@ pub struct OidcIdentityMatch {
     pub subject: String,
 }
 
+/// An attestation a tag must carry.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttestationRequirement {
+    /// What the entry is called in reasons (`provenance`, `scan`): a DNS label, unique.
+    pub name: String,
+    /// The in-toto predicate type the attestation's statement must have, e.g.
+    /// `https://slsa.dev/provenance/v1` (cosign attest `--type slsaprovenance1`).
+    pub predicate_type: String,
+    /// CEL expressions over `statement`, `predicate`, `digest` and `now`, all true for one
+    /// attestation of this type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<AttestationCondition>,
+    /// Who must have signed it, when not the policy's keys or `matchOIDCIdentity` (provenance
+    /// is often signed by a builder's identity, not the release workflow's).
+    #[serde(
+        default,
+        rename = "matchOIDCIdentity",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub match_oidc_identity: Option<Vec<OidcIdentityMatch>>,
+}
+
+/// One condition and the message a false one is reported with.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+pub struct AttestationCondition {
+    pub expression: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
 /// A candidate ranked above the elected tag that a gate held back.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub struct HeldBackTag {
@@ -122,6 +157,7 @@ mod tests {
                 vec![id; identities]
             }),
             transparency_log: None,
+            attestations: None,
         };
         assert!(verify(VerificationProvider::Cosign, 1).keyless());
         assert!(!verify(VerificationProvider::Cosign, 0).keyless());

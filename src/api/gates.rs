@@ -82,6 +82,7 @@ impl ImagePolicySpec {
             Identity::new(&id.issuer, &id.subject)
                 .map_err(|e| format!("invalid spec.verify: {e}"))?;
         }
+        verify.check_attestations()?;
         // Keyless with no Secret checks with Sigstore's public-good trusted root.
         if verify.secret_ref.is_none() && !verify.keyless() {
             return Err(

@@ -3,6 +3,7 @@
 //! Owns the CRD types (one file per kind), the shared reference and condition types, and the
 //! generation of the CustomResourceDefinitions. Nothing here talks to a cluster or a registry.
 
+mod attestations;
 mod beyond_flux;
 mod conditions;
 mod crd;
@@ -14,13 +15,14 @@ mod image_repository;
 mod names;
 mod refs;
 
+pub use attestations::{MAX_ATTESTATIONS, MAX_CONDITIONS};
 pub use beyond_flux::{set_beyond_flux, spec_pointer, BEYOND_FLUX, FLUX_SPEC_FIELDS};
 pub use conditions::{Condition, ConditionStatus};
 pub use crd::{crds, crds_yaml, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION};
 pub use duration::{format_go_duration, parse_go_duration};
 pub use gate_fields::{
-    HeldBackTag, ImageVerification, OidcIdentityMatch, TransparencyLog, VerificationProvider,
-    MAX_HELD_BACK,
+    AttestationCondition, AttestationRequirement, HeldBackTag, ImageVerification,
+    OidcIdentityMatch, TransparencyLog, VerificationProvider, MAX_HELD_BACK,
 };
 pub use image_policy::{
     AlphabeticalPolicy, DowngradePolicy, ImagePolicy, ImagePolicyChoice, ImagePolicySpec,

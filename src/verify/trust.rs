@@ -5,6 +5,7 @@
 //! names one of the `matchOIDCIdentity` identities, and is in the transparency log unless the
 //! policy accepts that it is not.
 
+mod attested;
 mod made_at;
 
 use super::bundle::statement::check_statement;
@@ -181,6 +182,22 @@ impl TrustedKeys {
                 return Ok((skipped, None));
             }
         }
+        // Attestations are not signatures: those that say so are not verified as one (what a
+        // bundle claims can only spare it the verification it would fail).
+        let claimed = |s: &&Signed| match s {
+            Signed::Bundle(bytes) => attested::claimed_predicate(bytes)
+                .is_some_and(|p| p != super::bundle::statement::SIGNING_PREDICATE),
+            _ => false,
+        };
+        let attestations = signatures.iter().filter(claimed).count();
+        let signatures: Vec<&Signed> = signatures.iter().filter(|s| !claimed(s)).collect();
+        if signatures.is_empty() && attestations > 0 {
+            return Err(Refusal::Unsigned(format!(
+                "no cosign signature among its referrers, {attestations} attestation{}; no tag {}",
+                if attestations == 1 { "" } else { "s" },
+                signature_tag(digest)
+            )));
+        }
         if signatures.is_empty() {
             return Err(Refusal::Unsigned(match self.trust {
                 Trust::Notation(_) => "no notation signature among its referrers".into(),
@@ -191,31 +208,8 @@ impl TrustedKeys {
             }));
         }
         let mut why = Vec::new();
-        for signed in signatures {
-            let verified = match (&self.trust, signed) {
-                (Trust::Cosign(cosign), Signed::Simple(signed)) => cosign
-                    .verify_simple(signed, image, digest, now)
-                    .map(|w| (w, None)),
-                (Trust::Cosign(cosign), Signed::Bundle(bytes)) => {
-                    cosign.verify_bundle(bytes, digest, now).map(|w| (w, None))
-                }
-                (
-                    Trust::Notation(notation),
-                    Signed::Notation {
-                        media_type,
-                        bytes,
-                        subject,
-                    },
-                ) => {
-                    let target = (digest, subject.as_ref());
-                    notation.verify(&image.canonical(), media_type, bytes, target, now)
-                }
-                (Trust::Cosign(_), Signed::Notation { .. }) => Err(Check::Provider
-                    .refused("a notation signature, and the policy verifies cosign's")),
-                (Trust::Notation(_), _) => Err(Check::Provider
-                    .refused("a cosign signature, and the policy verifies notation's")),
-            };
-            match verified {
+        for signed in &signatures {
+            match self.verify_one(signed, image, digest, now) {
                 Ok(key) => return Ok(key),
                 Err(refused) if !why.contains(&refused) => why.push(refused),
                 Err(_) => {}
@@ -225,6 +219,43 @@ impl TrustedKeys {
             count: signatures.len(),
             refused: why,
         })
+    }
+
+    /// One signature, by its provider's rules.
+    fn verify_one(
+        &self,
+        signed: &Signed,
+        image: &ImageReference,
+        digest: &str,
+        now: SystemTime,
+    ) -> Result<(String, Option<SystemTime>), Refused> {
+        match (&self.trust, signed) {
+            (Trust::Cosign(cosign), Signed::Simple(signed)) => cosign
+                .verify_simple(signed, image, digest, now)
+                .map(|w| (w, None)),
+            (Trust::Cosign(cosign), Signed::Bundle(bytes)) => {
+                cosign.verify_bundle(bytes, digest, now).map(|w| (w, None))
+            }
+            (
+                Trust::Notation(notation),
+                Signed::Notation {
+                    media_type,
+                    bytes,
+                    subject,
+                },
+            ) => {
+                let target = (digest, subject.as_ref());
+                notation.verify(&image.canonical(), media_type, bytes, target, now)
+            }
+            (Trust::Cosign(_), Signed::Notation { .. }) => {
+                Err(Check::Provider
+                    .refused("a notation signature, and the policy verifies cosign's"))
+            }
+            (Trust::Notation(_), _) => {
+                Err(Check::Provider
+                    .refused("a cosign signature, and the policy verifies notation's"))
+            }
+        }
     }
 }
 
@@ -237,6 +268,19 @@ impl CosignTrust {
         digest: &str,
         now: SystemTime,
     ) -> Result<String, Refused> {
+        let (who, payload_type, payload) = self.verify_envelope(bytes, now)?;
+        // Only now is the statement trusted enough to be read.
+        check_statement(&payload_type, &payload, digest).map_err(Check::Subject.because())?;
+        Ok(who)
+    }
+
+    /// Who signed a bundle's DSSE envelope (a trusted key or identity), and its payload's type
+    /// and bytes, not yet read.
+    fn verify_envelope(
+        &self,
+        bytes: &[u8],
+        now: SystemTime,
+    ) -> Result<(String, String, Vec<u8>), Refused> {
         let unreadable = Check::Format.because();
         let bundle = Bundle::parse(bytes).map_err(&unreadable)?;
         let Some(envelope) = &bundle.dsse_envelope else {
@@ -258,10 +302,7 @@ impl CosignTrust {
             timestamps: bundle.timestamps(),
         };
         let who = self.signer(&signing, now)?;
-        // Only now is the statement trusted enough to be read.
-        check_statement(&envelope.payload_type, &decoded.payload, digest)
-            .map_err(Check::Subject.because())?;
-        Ok(who)
+        Ok((who, envelope.payload_type.clone(), decoded.payload))
     }
 
     /// A legacy simple-signing layer, signed by a trusted key or identity, whose payload names

@@ -127,6 +127,11 @@ impl Condition {
         })
     }
 
+    /// Whether it names `now` (then its answer may change with time alone).
+    pub fn reads_now(&self) -> bool {
+        self.program.references().has_variable("now")
+    }
+
     /// `Ok(())` when the condition is `true` for `input` at `now`; else why not, in a line.
     pub fn holds(&self, input: &Input, now: i64) -> Result<(), String> {
         let now = chrono::DateTime::from_timestamp(now, 0).unwrap_or_default();

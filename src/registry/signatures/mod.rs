@@ -18,7 +18,18 @@ impl RegistryClient {
         image: &ImageReference,
         digest: &str,
     ) -> Result<Vec<Signed>, RegistryError> {
-        let artifact = bundle::BUNDLE_MEDIA_TYPES[0];
+        self.bundles(image, digest, &[]).await
+    }
+
+    /// The cosign bundles attached to `digest`: its signatures and its attestations of the
+    /// `predicate_types` (`spec.verify.attestations`), within one bound of 16 bundles.
+    pub async fn bundles(
+        &self,
+        image: &ImageReference,
+        digest: &str,
+        predicate_types: &[String],
+    ) -> Result<Vec<Signed>, RegistryError> {
+        let artifact = (bundle::BUNDLE_MEDIA_TYPES[0], predicate_types);
         let found = self
             .referrers(image, digest, artifact, bundle::MAX_BUNDLE_BYTES)
             .await?;
@@ -31,7 +42,7 @@ impl RegistryClient {
         image: &ImageReference,
         digest: &str,
     ) -> Result<Vec<Signed>, RegistryError> {
-        let artifact = referrers::NOTATION_SIGNATURE;
+        let artifact = (referrers::NOTATION_SIGNATURE, &[][..]);
         let found = self
             .referrers(image, digest, artifact, notation::MAX_ENVELOPE_BYTES)
             .await?;

@@ -97,16 +97,19 @@ fn unreadable(err: &RegistryError) -> bool {
     }
 }
 
-/// An artifact its annotations say is an attestation (a bundle of another predicate than a
-/// signature's): skipped unread, so that an image's many attestations neither take the
+/// An artifact its annotations say is an attestation of a predicate not `wanted` (a bundle of
+/// another predicate than a signature's or those the policy's attestations name): skipped unread, so that an image's many attestations neither take the
 /// [`MAX_FETCHED`] requests nor the [`MAX_SIGNATURES`] places its signatures need. A shortcut
 /// that cannot elect: what an honest annotation skips would be refused by its statement
 /// (`verify/bundle/statement.rs`), what is read is judged by its statement whatever its
 /// annotation says, and a lying registry only hides a signature, as it could by not listing it.
-fn attestation(annotations: &std::collections::BTreeMap<String, String>) -> bool {
-    annotations
-        .get(BUNDLE_PREDICATE)
-        .is_some_and(|p| p != crate::verify::bundle::statement::SIGNING_PREDICATE)
+fn attestation(
+    annotations: &std::collections::BTreeMap<String, String>,
+    wanted: &[String],
+) -> bool {
+    annotations.get(BUNDLE_PREDICATE).is_some_and(|p| {
+        p != crate::verify::bundle::statement::SIGNING_PREDICATE && !wanted.contains(p)
+    })
 }
 
 /// The referrers tag schema's tag for `digest`: `sha256-<hex>`.
@@ -116,13 +119,14 @@ pub fn referrers_tag(digest: &str) -> String {
 
 impl RegistryClient {
     /// The signature artifacts of type `artifact_type` attached to `digest`, each as its first
-    /// layer. Requests: the listing (and its fallback tag when the API is absent), then one
-    /// manifest and one blob per artifact.
+    /// layer, with the attestations of the `wanted` predicate types. Requests: the listing
+    /// (and its fallback tag when the API is absent), then one manifest and one blob per
+    /// artifact.
     pub async fn referrers(
         &self,
         image: &ImageReference,
         digest: &str,
-        artifact_type: &str,
+        (artifact_type, wanted): (&str, &[String]),
         limit: usize,
     ) -> Result<Vec<Referrer>, RegistryError> {
         if !is_sha256(digest) {
@@ -140,7 +144,7 @@ impl RegistryClient {
             let declared = entry.artifact_type.as_deref().unwrap_or_default();
             // Only an artifact whose listed type may be wrong is fetched to be sure.
             let unsure = !filtered && (declared.is_empty() || declared == EMPTY_CONFIG);
-            if (declared != artifact_type && !unsure) || attestation(&entry.annotations) {
+            if (declared != artifact_type && !unsure) || attestation(&entry.annotations, wanted) {
                 continue;
             }
             if !is_sha256(&entry.digest) || !entry.media_type.contains("manifest") {
@@ -165,7 +169,7 @@ impl RegistryClient {
             };
             let config_type = artifact.config.as_ref().map(|c| c.media_type.as_str());
             if artifact.artifact_type.as_deref().or(config_type) != Some(artifact_type)
-                || attestation(&artifact.annotations)
+                || attestation(&artifact.annotations, wanted)
             {
                 continue;
             }

@@ -34,6 +34,39 @@ pub fn check_statement(payload_type: &str, payload: &[u8], digest: &str) -> Resu
     names_digest(&statement.subject, digest)
 }
 
+/// Checks a verified DSSE payload as an attestation: an in-toto statement of `predicate_type`
+/// whose subjects include `digest`; the statement itself, for the conditions on it.
+pub fn check_attestation(
+    payload_type: &str,
+    payload: &[u8],
+    digest: &str,
+    predicate_type: &str,
+) -> Result<serde_json::Value, String> {
+    if payload_type != IN_TOTO {
+        return Err(format!(
+            "a signed envelope holds '{payload_type}', not an in-toto statement"
+        ));
+    }
+    let statement: Statement = serde_json::from_slice(payload)
+        .map_err(|e| format!("a signed statement is not an in-toto statement ({e})"))?;
+    if !statement.kind.starts_with("https://in-toto.io/Statement/") {
+        return Err(format!(
+            "a signed statement has the type '{}'",
+            statement.kind
+        ));
+    }
+    if statement.predicate_type != predicate_type {
+        let shown: String = statement
+            .predicate_type
+            .chars()
+            .take(SHOWN_PREDICATE)
+            .collect();
+        return Err(format!("an attestation of another type ('{shown}')"));
+    }
+    names_digest(&statement.subject, digest)?;
+    serde_json::from_slice(payload).map_err(|e| format!("a signed statement does not read ({e})"))
+}
+
 #[derive(Deserialize)]
 struct Statement {
     #[serde(rename = "_type", default)]
@@ -110,6 +143,31 @@ mod tests {
         assert!(check_statement(IN_TOTO, &statement(&"1".repeat(63)), &digest).is_err());
         let err = check_statement("text/plain", &statement(&"1".repeat(64)), &digest).unwrap_err();
         assert!(err.contains("not an in-toto statement"), "{err}");
+    }
+
+    #[test]
+    fn an_attestation_is_of_its_type_and_names_the_digest() {
+        let digest = format!("sha256:{}", "1".repeat(64));
+        let statement = |predicate: &str, hex: &str| {
+            serde_json::to_vec(&serde_json::json!({
+                "_type": "https://in-toto.io/Statement/v1",
+                "subject": [{"digest": {"sha256": hex}}],
+                "predicateType": predicate, "predicate": {"a": 1}}))
+            .unwrap()
+        };
+        let slsa = "https://slsa.dev/provenance/v1";
+        let ones = "1".repeat(64);
+        let read = check_attestation(IN_TOTO, &statement(slsa, &ones), &digest, slsa).unwrap();
+        assert_eq!(read["predicate"]["a"], 1);
+        let err = check_attestation(IN_TOTO, &statement(SIGNING_PREDICATE, &ones), &digest, slsa)
+            .unwrap_err();
+        assert_eq!(
+            err,
+            format!("an attestation of another type ('{SIGNING_PREDICATE}')")
+        );
+        let other = check_attestation(IN_TOTO, &statement(slsa, &"2".repeat(64)), &digest, slsa);
+        assert!(other.unwrap_err().contains("is for sha256:2222"));
+        assert!(check_attestation("text/plain", &statement(slsa, &ones), &digest, slsa).is_err());
     }
 
     /// An SBOM, a scan or provenance signed by the release identity is an attestation, not a

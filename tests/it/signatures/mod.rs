@@ -6,6 +6,7 @@
 //! same outcomes on both). Ignored by default; their names hold no `e2e`, so `make e2e`
 //! does not run them.
 
+mod attestations;
 mod cosign;
 mod judged;
 mod keyless;

@@ -91,6 +91,18 @@ impl Cosign {
 
     /// Runs cosign in its home; panics with its output when it fails.
     pub fn run(&self, args: &[&str]) -> String {
+        succeed("cosign", args, self.command(args))
+    }
+
+    /// Runs cosign as a judge: whether it succeeded, and what it said.
+    pub fn judge(&self, args: &[&str]) -> (bool, String) {
+        let out = self.command(args).output().expect("cosign runs");
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(&self.bin);
         command
             .args(args)
@@ -99,7 +111,7 @@ impl Cosign {
             .env("COSIGN_PASSWORD", "")
             .env("TUF_ROOT", self.home.path().join("tuf"))
             .env_remove("SIGSTORE_ROOT_FILE");
-        succeed("cosign", args, command)
+        command
     }
 
     /// A new key pair, named `name` (`<name>.key`, `<name>.pub`).

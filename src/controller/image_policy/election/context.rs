@@ -4,6 +4,7 @@
 
 use super::super::downgrade::Floor;
 use super::super::env::{PolicyEnv, PolicyReader};
+use super::attested::Trust;
 use super::client::{registry_client, ClientError};
 use super::freshness::{requested, DigestRule, Occasion};
 use super::mode::Mode;
@@ -14,7 +15,6 @@ use crate::policy::Gates;
 use crate::reference::ImageReference;
 use crate::registry::RegistryClient;
 use crate::store::{RepoKey, TagStore};
-use crate::verify::TrustedKeys;
 use futures::future::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,7 +40,7 @@ pub(super) struct Context<'a> {
     pub store: &'a Arc<dyn TagStore>,
     pub gates: &'a Gates,
     pub mode: Mode,
-    pub keys: Option<&'a Arc<TrustedKeys>>,
+    pub keys: Option<&'a Arc<Trust>>,
     /// `digestReflectionPolicy`.
     pub reflection: ReflectionPolicy,
     /// `Always`'s `spec.interval`.
@@ -66,7 +66,7 @@ impl<'a> Context<'a> {
         subject: &'a Subject<'a>,
         status: &'a ImagePolicyStatus,
         env: &'a PolicyEnv<'a, R>,
-        keys: Option<&'a Arc<TrustedKeys>>,
+        keys: Option<&'a Arc<Trust>>,
     ) -> Result<Context<'a>, IntervalError> {
         let (scan_interval, timeout) = intervals(subject.repo)?;
         // Built at the first registry request: a steady state reads none of the repository's

@@ -120,7 +120,8 @@ impl FactSource for StoreAndRegistry<'_, '_> {
                 };
                 let client = ctx.client.get().await?;
                 let (image, digest) = (ctx.image, &facts.digest);
-                let verdict = check_signature(keys, client, image, digest, ctx.now).await?;
+                let at = (ctx.now, ctx.recheck);
+                let verdict = check_signature(keys, client, image, digest, at).await?;
                 facts.set_verdict(verdict);
             }
             // Read once per reconcile: a record that could not be read counts every tag as

@@ -2,6 +2,7 @@
 //! signature gate verifies with.
 
 use super::super::env::{PolicyEnv, PolicyReader};
+use super::attested::Trust;
 use crate::api::{ImagePolicy, VerificationProvider};
 use crate::controller::lookup::api_read::ReadError;
 use crate::controller::lookup::credentials::secret_data;
@@ -30,11 +31,12 @@ pub(super) enum KeysError {
 /// What `spec.verify` trusts: the `*.pub` keys of its Secret (in the policy's namespace) and,
 /// with `matchOIDCIdentity`, the Secret's `trusted_root.json` and those identities; a keyless
 /// policy with no Secret, or whose Secret has no `trusted_root.json`, checks with Sigstore's
-/// public-good root. When that root is not the mirror's, why (the election's notice).
+/// public-good root; with `attestations`, their rules. When that root is not the mirror's, why
+/// (the election's notice).
 pub(super) async fn trusted_keys<R: PolicyReader>(
     policy: &ImagePolicy,
     env: &PolicyEnv<'_, R>,
-) -> Result<(Option<Arc<TrustedKeys>>, Option<String>), KeysError> {
+) -> Result<(Option<Arc<Trust>>, Option<String>), KeysError> {
     let Some(verify) = policy.spec.verify.as_ref() else {
         return Ok((None, None));
     };
@@ -91,11 +93,13 @@ pub(super) async fn trusted_keys<R: PolicyReader>(
         VerificationProvider::Cosign => TrustedKeys::from_secret(&data, &identities, require_tlog),
         VerificationProvider::Notation => TrustedKeys::notation(&data),
     };
-    let keys = trust.map_err(|reason| KeysError::Invalid {
-        secret: source,
+    let invalid = |reason| KeysError::Invalid {
+        secret: source.clone(),
         reason,
-    })?;
-    Ok((Some(Arc::new(keys)), notice))
+    };
+    let keys = trust.map_err(invalid)?;
+    let trust = Trust::new(keys, verify, &data).map_err(invalid)?;
+    Ok((Some(Arc::new(trust)), notice))
 }
 
 const SECRET_REF: &str = "spec.verify.secretRef";

@@ -6,6 +6,7 @@
 //! looks at the best tag only and asks for its digest as Flux does; with gates, a registry error
 //! while checking a gate keeps the last `latestRef` (no downgrade to an unchecked tag).
 
+mod attested;
 mod candidates;
 mod client;
 mod context;

@@ -1,6 +1,7 @@
 //! The signature gate's verdict for one digest: its signatures read from the registry,
 //! verified off the async workers, and kept (in the image facts) for as long as it holds.
 
+use super::attested::Trust;
 use crate::reference::ImageReference;
 use crate::registry::{RegistryClient, RegistryError};
 use crate::store::SignatureVerdict;
@@ -71,20 +72,25 @@ pub(super) fn verdict_key(fingerprint: &str, image: &ImageReference) -> String {
 
 /// The signatures of `digest`, read and verified against the trusted keys now: the bundles
 /// attached as referrers first (cosign v3's default), then, when none of them verifies, the
-/// legacy `.sig` tag's.
+/// legacy `.sig` tag's; with `spec.verify.attestations`, each entry's attestation among the
+/// bundles too. A verdict whose conditions read the clock holds until `recheck` is over.
 pub(super) async fn check_signature(
-    keys: &Arc<TrustedKeys>,
+    trust: &Arc<Trust>,
     client: &RegistryClient,
     image: &ImageReference,
     digest: &str,
-    checked_at: i64,
+    (checked_at, recheck): (i64, Duration),
 ) -> Result<SignatureVerdict, RegistryError> {
-    let now = system_time(checked_at);
+    let (keys, now) = (&trust.keys, system_time(checked_at));
     let signatures = match keys.is_notation() {
         true => client.notation_signatures(image, digest).await?,
-        false => client.bundle_signatures(image, digest).await?,
+        false => {
+            client
+                .bundles(image, digest, &trust.predicate_types())
+                .await?
+        }
     };
-    let mut verified = verify(keys, signatures, image, digest, now).await;
+    let mut verified = verify(keys, signatures.clone(), image, digest, now).await;
     if let (Err(refusal), false) = (&verified, keys.is_notation()) {
         // Only the legacy signatures are judged now: the bundles were, once.
         let legacy = client.legacy_signatures(image, digest).await?;
@@ -98,16 +104,39 @@ pub(super) async fn check_signature(
         t.duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
     };
+    let mut verdict = match verified {
+        Ok((who, until)) => (Some(who), until.map(unix), String::new()),
+        Err(refusal) => (None, None, refusal.to_string()),
+    };
+    if verdict.0.is_some() && !trust.rules.is_empty() {
+        if let Err(why) = attested(trust, signatures, digest, now).await {
+            verdict = (None, None, why);
+        } else if trust.reads_now() {
+            let next = checked_at.saturating_add(recheck.as_secs() as i64);
+            verdict.1 = Some(verdict.1.map_or(next, |until| until.min(next)));
+        }
+    }
+    let (verified_by, valid_until, reason) = verdict;
     Ok(SignatureVerdict {
-        keys: verdict_key(&keys.fingerprint, image),
-        verified_by: verified.as_ref().ok().map(|(who, _)| who.clone()),
-        valid_until: verified
-            .as_ref()
-            .ok()
-            .and_then(|(_, until)| until.map(unix)),
-        reason: verified.err().map(|r| r.to_string()).unwrap_or_default(),
+        keys: verdict_key(&trust.fingerprint, image),
+        verified_by,
+        valid_until,
+        reason,
         checked_at,
     })
+}
+
+/// [`Trust::attested`] on the blocking pool: verification and conditions cost CPU.
+async fn attested(
+    trust: &Arc<Trust>,
+    signatures: Vec<Signed>,
+    digest: &str,
+    now: SystemTime,
+) -> Result<(), String> {
+    let (trust, digest) = (trust.clone(), digest.to_string());
+    tokio::task::spawn_blocking(move || trust.attested(&signatures, &digest, now))
+        .await
+        .unwrap_or_else(|e| Err(format!("verifying the attestations did not finish: {e}")))
 }
 
 #[cfg(test)]
