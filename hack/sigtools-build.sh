@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make sigtools: builds the signing tools the signature tests run (the cosign CLI v3 and the last
 # v2, the notation CLI), a registry that serves the OCI referrers API, the reference verifiers'
-# judge (sigstore-go, notation-go; tests/sigtools/judge) and Sigstore's services cosign signs
+# judge (sigstore-go, notation-go; tests/sigtools/judge), cel-go as the conditions' judge
+# (tests/sigtools/celjudge) and Sigstore's services cosign signs
 # through (Rekor v2, rekor-tiles' POSIX server; Rekor v1 over an in-memory Trillian of ours; the
 # timestamp authority; Fulcio), each pinned in
 # tests/sigtools/<tool>/go.mod, through the Go module proxy, into SIGTOOLS_BIN_DIR (outside the
@@ -15,7 +16,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SIGTOOLS_BIN_DIR=${SIGTOOLS_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/image-reflector-sigtools/bin}
 # directory under tests/sigtools -> binary name
-TOOLS="cosign:cosign cosign-v2:cosign-v2 notation:notation registry:referrers-registry judge:signature-judge rekor:rekor-server tsa:timestamp-server fulcio:fulcio tufrepo:tufrepo trillian:trillian rekor-v1:rekor-v1-server"
+TOOLS="cosign:cosign cosign-v2:cosign-v2 notation:notation registry:referrers-registry judge:signature-judge celjudge:cel-judge rekor:rekor-server tsa:timestamp-server fulcio:fulcio tufrepo:tufrepo trillian:trillian rekor-v1:rekor-v1-server"
 log() { echo "sigtools-build: $*" >&2; }
 die() { log "$*"; exit 1; }
 

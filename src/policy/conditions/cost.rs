@@ -134,7 +134,12 @@ impl Walk {
         self.node(&c.iter_range, runs)?;
         self.node(&c.accu_init, runs)?;
         let data = self.data_path(&c.iter_range);
-        let mut body = runs.saturating_mul(MAX_ITEMS as u64);
+        // A literal list is as long as it is written; anything else as a list may be.
+        let items = match &c.iter_range.expr {
+            Expr::List(list) => list.elements.len() as u64,
+            _ => MAX_ITEMS as u64,
+        };
+        let mut body = runs.saturating_mul(items);
         // Over a part of the innermost enclosing macro's element: disjoint parts of one
         // statement, MAX_VALUES elements in all for each run of that macro.
         if let (Some(Some(root)), Some(innermost)) = (&data, self.innermost_loop()) {

@@ -136,6 +136,8 @@ impl Condition {
     pub fn holds(&self, input: &Input, now: i64) -> Result<(), String> {
         let now = chrono::DateTime::from_timestamp(now, 0).unwrap_or_default();
         let mut context = Context::default();
+        // CEL's size of a string counts code points, as cel-go's; the crate's counts bytes.
+        context.add_function("size", size);
         context.add_variable_from_value("statement", input.statement.clone());
         context.add_variable_from_value("predicate", input.predicate.clone());
         context.add_variable_from_value("digest", input.digest.clone());
@@ -182,6 +184,21 @@ impl Input {
             digest: Value::String(Arc::new(digest.to_string())),
         })
     }
+}
+
+/// `size()` as CEL defines it: a string's code points, a list's or map's entries, bytes.
+fn size(
+    ftx: &cel::FunctionContext,
+    cel::extractors::This(this): cel::extractors::This<Value>,
+) -> Result<i64, cel::ExecutionError> {
+    let size = match this {
+        Value::List(l) => l.len(),
+        Value::Map(m) => m.map.len(),
+        Value::String(s) => s.chars().count(),
+        Value::Bytes(b) => b.len(),
+        value => return Err(ftx.error(format!("cannot determine the size of {value:?}"))),
+    };
+    Ok(size as i64)
 }
 
 /// A text in one line of at most 200 characters: what a refusal repeats.

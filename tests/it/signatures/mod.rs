@@ -7,6 +7,7 @@
 //! does not run them.
 
 mod attestations;
+mod conditions;
 mod cosign;
 mod judged;
 mod keyless;
