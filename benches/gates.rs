@@ -12,6 +12,8 @@
 //! rest pass. Also reports the wall time of a steady reconcile.
 
 // The tests' registry and image helpers (images.rs finds `super::distribution` here).
+#[path = "gates/conditions.rs"]
+mod conditions;
 #[path = "../tests/it/support/distribution.rs"]
 #[allow(dead_code)]
 mod distribution;
@@ -42,6 +44,10 @@ const STEADY_ROUNDS: usize = 5;
 
 fn main() {
     // GATES_BENCH=roots: the verification costs alone, without a registry.
+    if std::env::var("GATES_BENCH").as_deref() == Ok("conditions") {
+        conditions::hostile_conditions();
+        return;
+    }
     if std::env::var("GATES_BENCH").as_deref() == Ok("roots") {
         hostile_verification();
         roots::hostile_roots();
@@ -218,6 +224,7 @@ async fn run() {
     assert_eq!(steady, 0, "a steady state costs no request");
     hostile_verification();
     roots::hostile_roots();
+    conditions::hostile_conditions();
 }
 
 /// The CPU one digest's signatures can cost at worst: 16 legacy signatures (the per-image

@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime};
 
 const BUNDLE: &str = include_str!("../../src/verify/fixtures/rekor-v2/bundle.json");
 const ROOT: &str = include_str!("../../src/verify/fixtures/rekor-v2/trusted_root.json");
-const DIGEST: &str = "sha256:93e9bcb2d9531b8be7b6ad2c1c63e9872050a265031eafaa0243e57078fdfd74";
+const DIGEST: &str = "sha256:6f98f6a265c80a24252daa443bad61ee68dce67eb5f1ee79a273ae73922500e0";
 const CARRIED: usize = 24;
 const AUTHORITIES: usize = 16;
 const INTERMEDIATES: usize = 7;
@@ -60,7 +60,7 @@ fn tenant_root(fixture: &Value) -> Value {
     root
 }
 
-fn thread_cpu() -> Duration {
+pub fn thread_cpu() -> Duration {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: getrusage writes the struct it is given.
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()) };

@@ -8,7 +8,7 @@
 use super::gate_fields::{
     AttestationCondition, AttestationRequirement, ImageVerification, VerificationProvider,
 };
-use crate::policy::conditions::{Condition, MAX_EXPRESSION_BYTES};
+use crate::policy::conditions::{Condition, MAX_EXPRESSION_BYTES, POLICY_COST_LIMIT};
 use crate::verify::keyless::{Identity, MAX_IDENTITIES};
 
 /// The most entries of `spec.verify.attestations`.
@@ -43,19 +43,28 @@ impl ImageVerification {
                 entries.len()
             ));
         }
+        let mut total = 0u64;
         for (i, entry) in entries.iter().enumerate() {
             let field = format!("spec.verify.attestations[{i}]");
             if entries[..i].iter().any(|e| e.name == entry.name) {
                 return Err(format!("{field}.name: '{}' is used twice", entry.name));
             }
-            entry.check(&field)?;
+            total = total.saturating_add(entry.check(&field)?);
+        }
+        if total > POLICY_COST_LIMIT {
+            return Err(format!(
+                "spec.verify.attestations: the conditions' estimated costs add up to {total}, \
+                 over the {POLICY_COST_LIMIT} a policy may spend on one digest; prefer all() or \
+                 exists() over statement data, and comparisons with literals"
+            ));
         }
         Ok(())
     }
 }
 
 impl AttestationRequirement {
-    fn check(&self, field: &str) -> Result<(), String> {
+    /// Checks the entry; its conditions' estimated cost.
+    fn check(&self, field: &str) -> Result<u64, String> {
         super::check_object_name(&self.name)
             .ok()
             .filter(|_| self.name.len() <= 63 && !self.name.contains('.'))
@@ -93,6 +102,7 @@ impl AttestationRequirement {
                 self.conditions.len()
             ));
         }
+        let mut cost = 0u64;
         for (j, condition) in self.conditions.iter().enumerate() {
             let at = format!("{field}.conditions[{j}]");
             if condition
@@ -102,12 +112,13 @@ impl AttestationRequirement {
             {
                 return Err(format!("{at}.message is over {MAX_MESSAGE_BYTES} bytes"));
             }
-            condition.compile().map_err(|e| {
+            let compiled = condition.compile().map_err(|e| {
                 let cut: String = condition.expression.chars().take(120).collect();
                 format!("{at}.expression '{cut}': {e} (at most {MAX_EXPRESSION_BYTES} bytes of CEL over statement, predicate, digest and now)")
             })?;
+            cost = cost.saturating_add(compiled.cost);
         }
-        Ok(())
+        Ok(cost)
     }
 }
 

@@ -18,6 +18,11 @@ use cel::common::value::CelVal;
 
 /// The most a condition may cost, as Kubernetes bounds one CEL call (its `PerCallLimit`).
 pub const COST_LIMIT: u64 = 1_000_000;
+/// The most all the conditions of one policy may cost together, on one statement each.
+pub const POLICY_COST_LIMIT: u64 = 2 * COST_LIMIT;
+/// The statements of one type judged per digest: the first that verify (an image carries one
+/// of each type; a registry that lists sixteen makes no more work).
+pub const MAX_STATEMENTS_JUDGED: usize = 2;
 /// Macros nested in each other at most this deep.
 pub const MAX_COMPREHENSION_DEPTH: usize = 3;
 /// What a function that may walk a string costs: a node evaluation (the unit) is about 60 ns,
@@ -244,6 +249,14 @@ fn scalar(e: &IdedExpr) -> Option<u64> {
         },
         _ => None,
     }
+}
+
+/// `pattern` compiled as `matches()` runs it: at most 1 MiB compiled.
+pub(super) fn regex(pattern: &str) -> Result<regex::Regex, String> {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| format!("its regular expression '{pattern}' does not compile: {e}"))
 }
 
 /// What a call costs beyond its arguments, or why it is refused.

@@ -4,7 +4,7 @@
 //! condition true; the reason of a hold names the entry and its first false condition.
 
 use crate::api::{AttestationRequirement, ImageVerification};
-use crate::policy::conditions::{Condition, Input};
+use crate::policy::conditions::{Condition, Input, MAX_STATEMENTS_JUDGED};
 use crate::verify::{Signed, TrustedKeys};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -101,7 +101,7 @@ impl Rule {
         now: i64,
     ) -> Result<(), String> {
         let mut first = None;
-        for statement in statements {
+        for statement in statements.iter().take(MAX_STATEMENTS_JUDGED) {
             let checked = Input::new(statement, digest).and_then(|input| {
                 self.conditions
                     .iter()
@@ -163,4 +163,37 @@ fn rule(
         conditions,
         signers,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Of the statements of one type, the first two that verify are judged: a registry that
+    /// lists sixteen makes no more work (the third, good one, is not looked at).
+    #[test]
+    fn two_statements_of_a_type_are_judged_at_most() {
+        let rule = Rule {
+            name: "scan".into(),
+            predicate_type: "https://example.com/scan".into(),
+            conditions: vec![Condition::compile("predicate.ok", Some("clean")).unwrap()],
+            signers: None,
+        };
+        let statement = |ok: bool| serde_json::json!({"predicate": {"ok": ok}});
+        let digest = "sha256:ab";
+        assert_eq!(
+            rule.satisfied(&[statement(false), statement(true)], digest, 0),
+            Ok(())
+        );
+        let third = [statement(false), statement(false), statement(true)];
+        assert_eq!(
+            rule.satisfied(&third, digest, 0),
+            Err("clean (is false)".into())
+        );
+        assert_eq!(MAX_STATEMENTS_JUDGED, 2);
+        assert_eq!(
+            rule.refused("why"),
+            "attestation 'scan' (https://example.com/scan): why"
+        );
+    }
 }
