@@ -93,6 +93,9 @@ impl ImagePolicySpec {
                     .into(),
             );
         }
-        Ok(Some(Verify))
+        let attestations = verify.attestations().iter().map(|a| a.name.clone());
+        Ok(Some(Verify {
+            attestations: attestations.collect(),
+        }))
     }
 }

@@ -100,11 +100,25 @@ fn platforms_say_what_is_missing() {
 #[test]
 fn verify_judges_the_signature_check() {
     let facts = Facts::default();
-    assert_eq!(Verify.judge(&facts), Err(Missing(Fact::Signature)));
+    assert_eq!(
+        Verify::SIGNATURE.judge(&facts),
+        Err(Missing(Fact::Signature))
+    );
     let signed = facts.clone().with_signature(Ok("cosign.pub"));
-    assert_eq!(Verify.judge(&signed), PASS);
+    assert_eq!(Verify::SIGNATURE.judge(&signed), PASS);
     let unsigned = facts.with_signature(Err("no cosign signature"));
-    assert_eq!(held(Verify.judge(&unsigned)).reason, "no cosign signature");
+    assert_eq!(
+        held(Verify::SIGNATURE.judge(&unsigned)).reason,
+        "no cosign signature"
+    );
+    let attested = Verify {
+        attestations: vec!["provenance".into(), "scan".into()],
+    };
+    assert_eq!(
+        attested.describe(),
+        "verify cosign, attestations provenance, scan"
+    );
+    assert_eq!(Verify::SIGNATURE.describe(), "verify cosign");
 }
 
 #[test]
@@ -112,7 +126,11 @@ fn the_list_judges_in_order_and_asks_for_what_it_lacks() {
     // Given in any order, judged in theirs.
     let amd = vec![p("linux/amd64")];
     let week = week().for_platforms(amd.clone());
-    let gates = Gates::of([gate(Verify), gate(week), gate(Platforms::new(amd))]);
+    let gates = Gates::of([
+        gate(Verify::SIGNATURE),
+        gate(week),
+        gate(Platforms::new(amd)),
+    ]);
     assert_eq!(gates.names(), ["platforms", "minAge", "verify"]);
     assert_eq!(
         gates.describe(),
@@ -151,7 +169,7 @@ fn the_list_judges_in_order_and_asks_for_what_it_lacks() {
         other => panic!("{other:?}"),
     }
     assert!(gates.any() && gates.needs_image());
-    let verify_only = Gates::of([gate(Verify)]);
+    let verify_only = Gates::of([gate(Verify::SIGNATURE)]);
     assert!(verify_only.any() && !verify_only.needs_image());
     let none = Gates::default();
     assert!(!none.any() && !none.needs_image());

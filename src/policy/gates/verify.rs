@@ -3,9 +3,19 @@
 
 use super::{Fact, Facts, Gate, Hold, Judgement, Missing, Need};
 
-/// A valid cosign signature is required.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Verify;
+/// A valid signature is required (and, by name, the attestations `spec.verify` lists, which
+/// the signature check judges with it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verify {
+    pub attestations: Vec<String>,
+}
+
+impl Verify {
+    /// A signature alone.
+    pub const SIGNATURE: Verify = Verify {
+        attestations: Vec::new(),
+    };
+}
 
 impl Gate for Verify {
     fn name(&self) -> &'static str {
@@ -13,7 +23,10 @@ impl Gate for Verify {
     }
 
     fn describe(&self) -> String {
-        "verify cosign".into()
+        match self.attestations.as_slice() {
+            [] => "verify cosign".into(),
+            names => format!("verify cosign, attestations {}", names.join(", ")),
+        }
     }
 
     fn needs(&self) -> Need {

@@ -39,7 +39,7 @@ mod tests {
     fn only_an_empty_gate_list_elects_as_flux_does() {
         assert_eq!(Mode::of(&Gates::of([])), Mode::Flux);
         assert!(!Mode::Flux.walks_on());
-        let gated = Mode::of(&Gates::of([gate(Verify)]));
+        let gated = Mode::of(&Gates::of([gate(Verify::SIGNATURE)]));
         assert_eq!(gated, Mode::Gated);
         assert!(gated.walks_on());
     }

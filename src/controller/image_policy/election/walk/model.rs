@@ -184,7 +184,7 @@ fn gates(case: &Case) -> Gates {
     let list = [
         (case.gates & 1 != 0).then(|| gate(Platforms::new(amd.clone()))),
         (case.gates & 2 != 0).then(|| gate(week.for_platforms(amd))),
-        (case.gates & 4 != 0).then(|| gate(Verify)),
+        (case.gates & 4 != 0).then(|| gate(Verify::SIGNATURE)),
     ];
     Gates::of(list.into_iter().flatten())
 }

@@ -193,7 +193,12 @@ async fn each_gate_alone_holds_back_what_fails_it() {
     // verify: no image read at all.
     let mut table = Table::default();
     table.signed.insert("1.1.0".into());
-    let walked = run(&["1.2.0", "1.1.0"], &Gates::of([gate(Verify)]), &mut table).await;
+    let walked = run(
+        &["1.2.0", "1.1.0"],
+        &Gates::of([gate(Verify::SIGNATURE)]),
+        &mut table,
+    )
+    .await;
     assert_eq!(walked.elected.as_ref().unwrap().tag, "1.1.0");
     assert_eq!(held(&walked), [("1.2.0", "verify")]);
     assert_eq!(
@@ -223,7 +228,11 @@ async fn each_gate_alone_holds_back_what_fails_it() {
 async fn together_the_gates_judge_in_order_and_read_each_fact_once() {
     let amd = vec![platform("linux/amd64")];
     let week = week().for_platforms(amd.clone());
-    let gates = Gates::of([gate(Verify), gate(week), gate(Platforms::new(amd))]);
+    let gates = Gates::of([
+        gate(Verify::SIGNATURE),
+        gate(week),
+        gate(Platforms::new(amd)),
+    ]);
     let mut table = Table::default()
         .image("1.4.0", 9, &["linux/arm64"]) // platforms
         .image("1.3.0", 2, &["linux/amd64"]) // minAge
@@ -266,7 +275,7 @@ async fn together_the_gates_judge_in_order_and_read_each_fact_once() {
 
 #[tokio::test]
 async fn the_bounds_stop_the_walk_and_let_it_go_on() {
-    let gates = Gates::of([gate(Verify)]);
+    let gates = Gates::of([gate(Verify::SIGNATURE)]);
     let tags: Vec<String> = (0..80).map(|i| format!("1.{}.0", 100 - i)).collect();
     let ranked: Vec<&str> = tags.iter().map(String::as_str).collect();
     // Nothing is signed: ten candidates per reconcile need the registry, then it goes on.
@@ -341,7 +350,7 @@ async fn a_registry_failure_ends_the_walk_naming_the_tag() {
         }
         async fn keep(&mut self, _: ImageFacts) {}
     }
-    let gates = Gates::of([gate(Verify)]);
+    let gates = Gates::of([gate(Verify::SIGNATURE)]);
     let candidates = Candidates::listed(&["1.0.0"]);
     let err = walk(candidates, judge(&gates), &mut Failing)
         .await
@@ -356,7 +365,7 @@ async fn a_registry_failure_ends_the_walk_naming_the_tag() {
 /// elected above the floor, or a walk cut by its budget, refuses nothing.
 #[tokio::test]
 async fn a_refused_downgrade_counts_only_when_nothing_is_elected() {
-    let gates = Gates::of([gate(Verify)]);
+    let gates = Gates::of([gate(Verify::SIGNATURE)]);
     let mut table = Table::default();
     table.signed.insert("1.4.0".into());
     let walked = run(&["1.5.0", "1.4.0", "!1.2.0"], &gates, &mut table).await;
