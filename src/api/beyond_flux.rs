@@ -6,7 +6,9 @@
 //! classed here as Flux's or beyond, and a test checks both lists against the CRD we generate
 //! (and, under `make e2e-flux`, [`FLUX_SPEC_FIELDS`] against Flux's own CRD).
 
-use super::image_policy::{DowngradePolicy, ImagePolicySpec, TagFilter, UndatedPolicy};
+use super::image_policy::{
+    DowngradePolicy, ImagePolicySpec, SignedTimePolicy, TagFilter, UndatedPolicy,
+};
 
 /// The spec fields of Flux's ImagePolicy v1 (image-reflector-controller v1.2), as dotted paths.
 pub const FLUX_SPEC_FIELDS: [&str; 8] = [
@@ -21,9 +23,10 @@ pub const FLUX_SPEC_FIELDS: [&str; 8] = [
 ];
 
 /// The spec fields beyond Flux's, as dotted paths: every gate, and what tunes one.
-pub const BEYOND_FLUX: [&str; 5] = [
+pub const BEYOND_FLUX: [&str; 6] = [
     "downgrade",
     "filterTags.minAge",
+    "filterTags.minAgeSignedTime",
     "filterTags.minAgeUndated",
     "platforms",
     "verify",
@@ -45,18 +48,23 @@ pub fn set_beyond_flux(spec: &ImagePolicySpec) -> Vec<&'static str> {
         verify,
         downgrade,
     } = spec;
-    let (min_age, undated) = match filter_tags.as_deref() {
+    let (min_age, undated, signed) = match filter_tags.as_deref() {
         Some(TagFilter {
             pattern: _,
             extract: _,
             min_age,
             min_age_undated,
-        }) => (min_age.is_some(), *min_age_undated),
-        None => (false, None),
+            min_age_signed_time,
+        }) => (min_age.is_some(), *min_age_undated, *min_age_signed_time),
+        None => (false, None, None),
     };
     let set = [
         ("downgrade", *downgrade == Some(DowngradePolicy::Refuse)),
         ("filterTags.minAge", min_age),
+        (
+            "filterTags.minAgeSignedTime",
+            signed.is_some_and(|s| s != SignedTimePolicy::default()),
+        ),
         (
             "filterTags.minAgeUndated",
             undated.is_some_and(|u| u != UndatedPolicy::default()),
@@ -141,12 +149,13 @@ mod tests {
         // What our CRD's defaults fill in reads the same when missing.
         let defaults = serde_json::json!({
             "downgrade": "Allow", "platforms": [],
-            "filterTags": {"pattern": ".*", "minAgeUndated": "Hold"},
+            "filterTags": {"pattern": ".*", "minAgeUndated": "Hold", "minAgeSignedTime": "IfPresent"},
         });
         assert!(with(defaults).is_empty());
         let all = serde_json::json!({
             "downgrade": "Refuse", "platforms": ["linux/arm64"],
-            "filterTags": {"minAge": "1h", "minAgeUndated": "FirstSeen"},
+            "filterTags": {"minAge": "1h", "minAgeUndated": "FirstSeen",
+                           "minAgeSignedTime": "Required"},
             "verify": {"provider": "cosign"},
         });
         assert_eq!(with(all), BEYOND_FLUX.to_vec());

@@ -2,10 +2,11 @@
 //! each checking its own fields (`spec.filterTags.minAge`, `spec.platforms`, `spec.verify`);
 //! their types are `gate_fields.rs` and `image_policy.rs`.
 
-use super::image_policy::UndatedPolicy;
+use super::image_policy::{SignedTimePolicy, UndatedPolicy};
 use super::{parse_go_duration, ImagePolicySpec, VerificationProvider};
 use crate::policy::{
-    gate, Gates, MinAge, Platform, Platforms, Undated, Verify, MAX_MIN_AGE, MAX_PLATFORMS,
+    gate, Gates, MinAge, Platform, Platforms, SignedClock, Undated, Verify, MAX_MIN_AGE,
+    MAX_PLATFORMS,
 };
 use crate::verify::keyless::{Identity, MAX_IDENTITIES};
 
@@ -56,7 +57,31 @@ impl ImagePolicySpec {
             Some(UndatedPolicy::Hold) | None => Undated::Hold,
         };
         let min_age = MinAge::new(age, text.to_string(), undated);
+        let min_age = min_age.with_signed_clock(self.signed_clock()?);
         Ok(Some(min_age.for_platforms(platforms.to_vec())))
+    }
+
+    /// `spec.filterTags.minAgeSignedTime`: the signing time is read with `spec.verify`
+    /// (cosign's: notation signatures carry none here); `Required` asks for `spec.verify`.
+    fn signed_clock(&self) -> Result<SignedClock, String> {
+        let written = self
+            .filter_tags
+            .as_ref()
+            .and_then(|f| f.min_age_signed_time);
+        let cosign = self
+            .verify
+            .as_ref()
+            .is_some_and(|v| v.provider == VerificationProvider::Cosign);
+        match (written.unwrap_or_default(), cosign) {
+            (SignedTimePolicy::IfPresent, true) => Ok(SignedClock::IfPresent),
+            (SignedTimePolicy::Required, true) => Ok(SignedClock::Required),
+            (SignedTimePolicy::IfPresent, false) => Ok(SignedClock::Off),
+            (SignedTimePolicy::Required, false) => Err(
+                "spec.filterTags.minAgeSignedTime: Required reads the time of a cosign \
+                 signature: set spec.verify (provider: cosign), or remove it"
+                    .into(),
+            ),
+        }
     }
 
     /// `spec.verify`: its identities checked, its Secret required.

@@ -199,6 +199,27 @@ pub struct TagFilter {
     )]
     #[schemars(extend("default" = "Hold"))]
     pub min_age_undated: Option<UndatedPolicy>,
+    /// Beyond Flux: with `spec.verify`, `minAge` also holds until the valid signature's time,
+    /// as its transparency log or timestamp authority vouches, is old enough (a time a lost
+    /// store does not forget and no publisher can set): `IfPresent` (the default) reads it when
+    /// the signature carries one; `Required` also holds a signature that carries none.
+    #[serde(
+        default,
+        rename = "minAgeSignedTime",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(extend("default" = "IfPresent"))]
+    pub min_age_signed_time: Option<SignedTimePolicy>,
+}
+
+/// `spec.filterTags.minAgeSignedTime`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum SignedTimePolicy {
+    /// The signing time counts when the signature carries one.
+    #[default]
+    IfPresent,
+    /// A signature without one is held back too.
+    Required,
 }
 
 /// `spec.filterTags.minAgeUndated`.

@@ -25,7 +25,7 @@ pub use error::{InvalidPolicy, NotElected, MAX_RANGE_BYTES};
 pub use filter::{only_tag, Filter};
 pub use gates::{
     gate, short_age, Fact, Facts, Gate, Gates, Hold, ImageView, Judgement, MinAge, Missing, Need,
-    Passed, Platform, Platforms, Ruling, SignatureView, Undated, Verify, MAX_MIN_AGE,
+    Passed, Platform, Platforms, Ruling, SignatureView, SignedClock, Undated, Verify, MAX_MIN_AGE,
     MAX_PLATFORMS, MAX_PLATFORM_LEN,
 };
 pub use goregex::{translate as translate_go_regex, GoError, Translated};

@@ -67,6 +67,10 @@ pub struct SignatureVerdict {
     /// certificate's, at `strict`); `None`: for good.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valid_until: Option<i64>,
+    /// Unix seconds: when a trusted log or timestamp authority says the valid signature was
+    /// made (keyless signatures), the clock `minAge` also reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_at: Option<i64>,
 }
 
 impl ImageFacts {
@@ -200,6 +204,7 @@ mod tests {
                 verified_by: None,
                 reason: "x".repeat(10_000),
                 checked_at: i,
+                signed_at: None,
             });
         }
         assert_eq!(f.signatures.len(), MAX_VERDICTS);

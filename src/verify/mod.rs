@@ -32,7 +32,7 @@ pub mod trust;
 pub mod valid_for;
 
 pub use refusal::{Check, Refusal, Refused};
-pub use trust::{TrustedKeys, TRUSTED_ROOT};
+pub use trust::{TrustedKeys, Verified, TRUSTED_ROOT};
 
 /// Signatures read per image: a real image has one or two.
 pub const MAX_SIGNATURES: usize = 16;

@@ -27,6 +27,21 @@ use std::time::{Duration, SystemTime};
 /// The Secret entry that holds a Sigstore trusted root.
 pub const TRUSTED_ROOT: &str = "trusted_root.json";
 
+/// A signature that counts: who made it, until when the verdict holds (`None`: for good; a
+/// notation signature at `strict` holds until its expiry or its certificate's), and the
+/// earliest time a trusted log or timestamp authority vouches it was made at (Unix seconds; a
+/// keyless signature's only: a key's signature is not looked up in a log).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verified {
+    pub who: String,
+    pub until: Option<SystemTime>,
+    pub signed_at: Option<i64>,
+}
+
+/// Who signed (a key's entry name, or a keyless identity), and when the log or a timestamp
+/// authority says (the earliest of their times).
+type Who = (String, Option<i64>);
+
 /// What a policy trusts, and its fingerprint (what a cached verdict is keyed by: other keys,
 /// roots, identities or log rule, another verdict).
 pub struct TrustedKeys {
@@ -164,22 +179,26 @@ impl TrustedKeys {
         now: SystemTime,
     ) -> Result<String, Refusal> {
         self.verify_until(signatures, image, digest, now)
-            .map(|(who, _)| who)
+            .map(|verified| verified.who)
     }
 
-    /// [`TrustedKeys::verify`], with until when the verdict holds (`None`: for good): a
-    /// notation signature at `strict` holds until its expiry or its certificate's.
+    /// [`TrustedKeys::verify`], with until when the verdict holds and when it was signed.
     pub fn verify_until(
         &self,
         signatures: &[Signed],
         image: &ImageReference,
         digest: &str,
         now: SystemTime,
-    ) -> Result<(String, Option<SystemTime>), Refusal> {
+    ) -> Result<Verified, Refusal> {
         // At notation's `skip`, nothing is verified: an unsigned image passes too.
         if let Trust::Notation(notation) = &self.trust {
             if let Some(skipped) = notation.skipped(&image.canonical()) {
-                return Ok((skipped, None));
+                let (who, until, signed_at) = (skipped, None, None);
+                return Ok(Verified {
+                    who,
+                    until,
+                    signed_at,
+                });
             }
         }
         // Attestations are not signatures: those that say so are not verified as one (what a
@@ -228,13 +247,18 @@ impl TrustedKeys {
         image: &ImageReference,
         digest: &str,
         now: SystemTime,
-    ) -> Result<(String, Option<SystemTime>), Refused> {
+    ) -> Result<Verified, Refused> {
+        let cosign = |(who, signed_at): Who| Verified {
+            who,
+            until: None,
+            signed_at,
+        };
         match (&self.trust, signed) {
-            (Trust::Cosign(cosign), Signed::Simple(signed)) => cosign
-                .verify_simple(signed, image, digest, now)
-                .map(|w| (w, None)),
-            (Trust::Cosign(cosign), Signed::Bundle(bytes)) => {
-                cosign.verify_bundle(bytes, digest, now).map(|w| (w, None))
+            (Trust::Cosign(trust), Signed::Simple(signed)) => {
+                trust.verify_simple(signed, image, digest, now).map(cosign)
+            }
+            (Trust::Cosign(trust), Signed::Bundle(bytes)) => {
+                trust.verify_bundle(bytes, digest, now).map(cosign)
             }
             (
                 Trust::Notation(notation),
@@ -245,7 +269,12 @@ impl TrustedKeys {
                 },
             ) => {
                 let target = (digest, subject.as_ref());
-                notation.verify(&image.canonical(), media_type, bytes, target, now)
+                let verified = notation.verify(&image.canonical(), media_type, bytes, target, now);
+                verified.map(|(who, until)| Verified {
+                    who,
+                    until,
+                    signed_at: None,
+                })
             }
             (Trust::Cosign(_), Signed::Notation { .. }) => {
                 Err(Check::Provider
@@ -262,12 +291,7 @@ impl TrustedKeys {
 impl CosignTrust {
     /// A bundle's DSSE envelope, signed by a trusted key or a trusted identity, over a
     /// statement naming `digest`.
-    fn verify_bundle(
-        &self,
-        bytes: &[u8],
-        digest: &str,
-        now: SystemTime,
-    ) -> Result<String, Refused> {
+    fn verify_bundle(&self, bytes: &[u8], digest: &str, now: SystemTime) -> Result<Who, Refused> {
         let (who, payload_type, payload) = self.verify_envelope(bytes, now)?;
         // Only now is the statement trusted enough to be read.
         check_statement(&payload_type, &payload, digest).map_err(Check::Subject.because())?;
@@ -280,7 +304,7 @@ impl CosignTrust {
         &self,
         bytes: &[u8],
         now: SystemTime,
-    ) -> Result<(String, String, Vec<u8>), Refused> {
+    ) -> Result<(Who, String, Vec<u8>), Refused> {
         let unreadable = Check::Format.because();
         let bundle = Bundle::parse(bytes).map_err(&unreadable)?;
         let Some(envelope) = &bundle.dsse_envelope else {
@@ -313,7 +337,7 @@ impl CosignTrust {
         image: &ImageReference,
         digest: &str,
         now: SystemTime,
-    ) -> Result<String, Refused> {
+    ) -> Result<Who, Refused> {
         let log = match &signed.log_entry {
             Some(text) => Entry::from_annotation(text).map(|e| vec![e]),
             None => Ok(Vec::new()),
@@ -336,9 +360,9 @@ impl CosignTrust {
     /// Who made `signing`: a trusted key, or, with certificates, a trusted identity whose
     /// certificate's key verifies it, checked at every time the log or a timestamp authority
     /// says it was made (else now).
-    fn signer(&self, signing: &Evidence<'_>, now: SystemTime) -> Result<String, Refused> {
+    fn signer(&self, signing: &Evidence<'_>, now: SystemTime) -> Result<Who, Refused> {
         let Some(leaf) = signing.certificates.first() else {
-            return self.key_signer(signing);
+            return self.key_signer(signing).map(|who| (who, None));
         };
         let Some(keyless) = &self.keyless else {
             return Err(Check::Authenticity.refused(
@@ -351,6 +375,7 @@ impl CosignTrust {
         let made = made_at(keyless, self.require_tlog, signing, leaf, &budget)?;
         // Every established time, the timestamps' said so when the certificate fails there.
         let at = |t: &i64| SystemTime::UNIX_EPOCH + Duration::from_secs((*t).max(0) as u64);
+        let signed_at = made.logged.iter().chain(&made.stamped).min().copied();
         let mut times: Vec<(SystemTime, bool)> =
             made.logged.iter().map(|t| (at(t), false)).collect();
         times.extend(made.stamped.iter().map(|t| (at(t), true)));
@@ -383,7 +408,7 @@ impl CosignTrust {
                 Check::Integrity.refused("signature does not verify with its certificate's key")
             );
         }
-        Ok(who)
+        Ok((who, signed_at))
     }
 
     /// Which trusted key (`*.pub`) made `signing`.

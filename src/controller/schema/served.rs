@@ -102,7 +102,8 @@ mod tests {
     #[test]
     fn our_schema_lacks_nothing_and_fluxs_lacks_every_field_beyond() {
         let ours = json!({"properties": {
-            "filterTags": {"properties": {"pattern": {}, "minAge": {}, "minAgeUndated": {}}},
+            "filterTags": {"properties": {"pattern": {}, "minAge": {}, "minAgeUndated": {},
+                                          "minAgeSignedTime": {}}},
             "platforms": {}, "verify": {}, "downgrade": {},
         }});
         let served = read(&document(ours));

@@ -112,6 +112,9 @@ pub struct Facts<'a> {
     now: i64,
     image: Option<ImageView<'a>>,
     signature: Option<SignatureView<'a>>,
+    /// When a valid signature was made, as a log or timestamp authority vouches; known with
+    /// the signature.
+    signed_at: Option<i64>,
     first_seen: Option<i64>,
 }
 
@@ -132,6 +135,15 @@ impl<'a> Facts<'a> {
     pub fn with_signature(self, signature: SignatureView<'a>) -> Facts<'a> {
         let signature = Some(signature);
         Facts { signature, ..self }
+    }
+
+    /// When the valid signature was made (Unix seconds), as its log or timestamp authority
+    /// says: part of [`Fact::Signature`].
+    pub fn with_signed_at(self, at: Option<i64>) -> Facts<'a> {
+        Facts {
+            signed_at: at,
+            ..self
+        }
     }
 
     /// When the tag was first seen at its digest (Unix seconds; 0: before the controller).
@@ -155,6 +167,13 @@ impl<'a> Facts<'a> {
         self.signature.ok_or(Missing(Fact::Signature))
     }
 
+    /// When a log or timestamp authority says the valid signature was made: `None` when no
+    /// signature is valid or none carries such a time ([`Fact::Signature`]).
+    pub fn signed_at(&self) -> Result<Option<i64>, Missing> {
+        let signature = self.signature()?;
+        Ok(self.signed_at.filter(|_| signature.is_ok()))
+    }
+
     /// [`Fact::FirstSeen`]: a time the publisher does not write.
     pub fn first_seen(&self) -> Result<i64, Missing> {
         self.first_seen.ok_or(Missing(Fact::FirstSeen))
@@ -166,6 +185,7 @@ impl<'a> Facts<'a> {
             now: self.now,
             image: self.image.filter(|_| need.contains(Fact::Image)),
             signature: self.signature.filter(|_| need.contains(Fact::Signature)),
+            signed_at: self.signed_at.filter(|_| need.contains(Fact::Signature)),
             first_seen: self.first_seen.filter(|_| need.contains(Fact::FirstSeen)),
         }
     }

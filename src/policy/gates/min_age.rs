@@ -1,6 +1,8 @@
 //! `spec.filterTags.minAge`: the image is at least this old, by its creation time (which its
-//! publisher writes) and by when the controller first saw the tag at this digest (which no
-//! publisher can backdate); both must be old enough.
+//! publisher writes), by when the controller first saw the tag at this digest (which no
+//! publisher can backdate, but a lost store forgets), and, with `spec.verify`, by when its
+//! valid signature was made as a transparency log or timestamp authority vouches (which
+//! neither can change); each must be old enough.
 
 use super::{short_age, Fact, Facts, Gate, Hold, Judgement, Missing, Need, Platform};
 use std::time::Duration;
@@ -17,6 +19,20 @@ pub enum Undated {
     FirstSeen,
 }
 
+/// What `minAge` does with the signing time (`spec.filterTags.minAgeSignedTime`), when
+/// `spec.verify` is set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SignedClock {
+    /// Not read: no `spec.verify`.
+    #[default]
+    Off,
+    /// Held until the signing time is old enough, when the valid signature carries one.
+    IfPresent,
+    /// Also held when the valid signature carries none (a key's signature, a keyless one
+    /// without a log entry or timestamp).
+    Required,
+}
+
 /// A minimum age, as written, and the platforms whose images count for an index.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MinAge {
@@ -24,6 +40,7 @@ pub struct MinAge {
     written: String,
     undated: Undated,
     platforms: Vec<Platform>,
+    signed: SignedClock,
 }
 
 impl MinAge {
@@ -33,7 +50,13 @@ impl MinAge {
             written,
             undated,
             platforms: Vec::new(),
+            signed: SignedClock::Off,
         }
+    }
+
+    /// The signing time as a third clock (`spec.verify` set).
+    pub fn with_signed_clock(self, signed: SignedClock) -> MinAge {
+        MinAge { signed, ..self }
     }
 
     /// `spec.platforms`: an index is as young as the images serving them (all of its images
@@ -70,6 +93,36 @@ impl MinAge {
     }
 }
 
+impl MinAge {
+    /// The third clock, once the others passed: the signing time a log or timestamp authority
+    /// vouches for. A signature that is not valid passes here: the verify gate holds it, with
+    /// its own reason.
+    fn signed_clock(&self, facts: &Facts<'_>) -> Result<Judgement, Missing> {
+        if self.signed == SignedClock::Off || facts.signature()?.is_err() {
+            return Ok(Judgement::Pass);
+        }
+        let (written, now, needed) = (&self.written, facts.now(), self.age.as_secs() as i64);
+        match facts.signed_at()? {
+            Some(signed) if now.saturating_sub(signed) < needed => self.hold(
+                format!(
+                    "signed {} ago, as its transparency log or timestamp authority says, \
+                     minAge {written}",
+                    short_age(now.saturating_sub(signed))
+                ),
+                Some(signed.saturating_add(needed)),
+            ),
+            None if self.signed == SignedClock::Required => self.hold(
+                format!(
+                    "its signature carries no time a transparency log or timestamp authority \
+                     vouches for; minAge {written} with minAgeSignedTime: Required holds it"
+                ),
+                None,
+            ),
+            _ => Ok(Judgement::Pass),
+        }
+    }
+}
+
 impl Gate for MinAge {
     fn name(&self) -> &'static str {
         "minAge"
@@ -83,7 +136,11 @@ impl Gate for MinAge {
     }
 
     fn needs(&self) -> Need {
-        Need::of([Fact::Image, Fact::FirstSeen])
+        let need = Need::of([Fact::Image, Fact::FirstSeen]);
+        match self.signed {
+            SignedClock::Off => need,
+            _ => need.with(Fact::Signature),
+        }
     }
 
     fn order(&self) -> u8 {
@@ -125,7 +182,7 @@ impl Gate for MinAge {
         let seen = facts.first_seen()?;
         let age = now.saturating_sub(seen);
         if age >= needed {
-            return Ok(Judgement::Pass);
+            return self.signed_clock(facts);
         }
         let created = match created {
             Some(created) => format!("created {} ago", short_age(now.saturating_sub(created))),
@@ -140,3 +197,6 @@ impl Gate for MinAge {
         )
     }
 }
+
+#[cfg(test)]
+mod tests;

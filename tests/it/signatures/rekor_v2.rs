@@ -378,3 +378,86 @@ async fn keyless_with_no_secret_reads_the_trusted_root_through_tuf() {
     assert!(message.starts_with(&expected), "{message}");
     assert!(!dir.path().join("store/sigstore/trusted_root.json").exists());
 }
+
+/// The signing time as `minAge`'s third clock (issue 74): an image dated 2020, signed now
+/// through Rekor v2 and the timestamp authority. With a fresh store (a lost one: the first scan
+/// counts every tag as seen long ago), the creation time and the first sighting pass `minAge:
+/// 1h`; the time the authority vouches for holds it, in `scan` and in the controller. Without
+/// `spec.verify` the same tag is elected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the signing tools, Sigstore's services and a cluster: make e2e-signatures"]
+async fn a_fresh_signature_holds_min_age_after_a_store_loss() {
+    let stack = SigstoreStack::start();
+    let registry = referrers_registry();
+    let fulcio = Fulcio::new("trusted test fulcio");
+    let cosign = Cosign::v3();
+    let config = cosign.file("rekor-v2.json", &stack.signing_config());
+    let digest = registry
+        .push_dated(
+            "team/app",
+            "1.0.0",
+            "amd64",
+            Some("2020-01-01T00:00:00Z"),
+            "old",
+        )
+        .await;
+    let image = format!("{}/team/app", registry.host);
+    let signer = fulcio.signer(ISSUER, "dev@example.com", false);
+    let key = cosign.import_key("k", &signer.key_pem);
+    let cert = cosign.file("dev.crt", &signer.cert_pem);
+    let reference = format!("{image}@{digest}");
+    cosign.run(&[
+        "sign",
+        "--key",
+        key.private.to_str().unwrap(),
+        "--certificate",
+        cert.to_str().unwrap(),
+        "--signing-config",
+        config.to_str().unwrap(),
+        "--yes",
+        &reference,
+    ]);
+    let mut root: serde_json::Value = serde_json::from_str(&fulcio.trusted_root()).unwrap();
+    root["tlogs"] = serde_json::json!([stack.tlog()]);
+    root["timestampAuthorities"] = serde_json::json!([stack.timestamp_authority()]);
+    let aged = policy("aged", ">=1.0.0", "sigstore", "^dev@example\\.com$")
+        .replace("  verify:", "  filterTags: {minAge: 1h}\n  verify:");
+    let unverified = format!(
+        "---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: unverified, namespace: team}}\n\
+         spec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '>=1.0.0'}}}}\n  filterTags: {{minAge: 1h}}\n"
+    );
+    let manifests = format!(
+        "{}---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
+         spec: {{image: {image}, interval: 5m}}\n{aged}{unverified}",
+        secret("sigstore", &root),
+    );
+    assert!(aged.contains("minAge: 1h"), "{aged}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "aged.yaml", &manifests);
+    let judge_aged = |run: &dyn Fn(&str) -> (String, String)| {
+        let (elected, held) = run("aged");
+        assert_eq!(elected, "", "held by the signing time");
+        assert!(
+            held.starts_with("signed ")
+                && held.ends_with(
+                    "ago, as its transparency log or timestamp authority says, minAge 1h"
+                ),
+            "{held}"
+        );
+        assert_eq!(run("unverified").0, "1.0.0");
+    };
+    let scan = Scanned::run(&file, &dir.path().join("store"));
+    judge_aged(&|name| (scan.elected(name), held_or_empty(&scan, name)));
+    let cluster = InCluster::run(&manifests, &[("aged", ""), ("unverified", "1.0.0")]);
+    judge_aged(&|name| (cluster.elected(name), held_or_empty(&cluster, name)));
+}
+
+/// Why `name` held 1.0.0 back, or nothing.
+fn held_or_empty(run: &impl Judged, name: &str) -> String {
+    run.status(name)["heldBack"]
+        .as_array()
+        .and_then(|h| h.first())
+        .and_then(|h| h["reason"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}

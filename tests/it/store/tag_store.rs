@@ -563,6 +563,7 @@ fn check_image_facts(store: &dyn TagStore) {
         verified_by: Some("cosign.pub".into()),
         reason: String::new(),
         checked_at: 6,
+        signed_at: Some(5),
     });
     store.record_image_facts(&a, facts.clone()).unwrap();
     assert_eq!(store.image_facts(&a, &digest).unwrap(), Some(facts.clone()));

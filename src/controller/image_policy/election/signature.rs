@@ -5,7 +5,7 @@ use super::attested::Trust;
 use crate::reference::ImageReference;
 use crate::registry::{RegistryClient, RegistryError};
 use crate::store::SignatureVerdict;
-use crate::verify::{Refusal, Signed, TrustedKeys};
+use crate::verify::{Refusal, Signed, TrustedKeys, Verified};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -18,7 +18,7 @@ async fn verify(
     image: &ImageReference,
     digest: &str,
     now: SystemTime,
-) -> Result<(String, Option<SystemTime>), Refusal> {
+) -> Result<Verified, Refusal> {
     let (keys, image, digest) = (keys.clone(), image.clone(), digest.to_string());
     tokio::task::spawn_blocking(move || keys.verify_until(&signatures, &image, &digest, now))
         .await
@@ -104,9 +104,9 @@ pub(super) async fn check_signature(
         t.duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
     };
-    let mut verdict = match verified {
-        Ok((who, until)) => (Some(who), until.map(unix), String::new()),
-        Err(refusal) => (None, None, refusal.to_string()),
+    let (mut verdict, signed_at) = match verified {
+        Ok(v) => ((Some(v.who), v.until.map(unix), String::new()), v.signed_at),
+        Err(refusal) => ((None, None, refusal.to_string()), None),
     };
     if verdict.0.is_some() && !trust.rules.is_empty() {
         if let Err(why) = attested(trust, signatures, digest, now).await {
@@ -117,12 +117,14 @@ pub(super) async fn check_signature(
         }
     }
     let (verified_by, valid_until, reason) = verdict;
+    let signed_at = signed_at.filter(|_| verified_by.is_some());
     Ok(SignatureVerdict {
         keys: verdict_key(&trust.fingerprint, image),
         verified_by,
         valid_until,
         reason,
         checked_at,
+        signed_at,
     })
 }
 
@@ -154,6 +156,7 @@ mod tests {
             reason: String::new(),
             checked_at: 1_000,
             valid_until: until,
+            signed_at: None,
         };
         let hour = Duration::from_secs(3600);
         assert!(verdict_holds(&verdict(true, None), 1_000_000, hour, true));

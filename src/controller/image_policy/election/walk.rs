@@ -317,7 +317,9 @@ fn view<'a>(
         facts = facts.with_image(ImageView { created, platforms });
     }
     if let Some(v) = verdict {
-        facts = facts.with_signature(v.verified_by.as_deref().ok_or(v.reason.as_str()));
+        facts = facts
+            .with_signature(v.verified_by.as_deref().ok_or(v.reason.as_str()))
+            .with_signed_at(v.signed_at);
     }
     if let Some(at) = evidence.first_seen {
         facts = facts.with_first_seen(at);

@@ -57,6 +57,26 @@ fn a_rekor_v2_entry_with_a_timestamp_is_elected_under_its_identity_only() {
     assert!(judge(&json(OTHER), &root, "^dev@example\\.com$").is_err_and(|e| e.contains("is for")));
 }
 
+/// The signing time is the timestamp authority's (the fixture was made on 2026-12-02), not
+/// the verification's: what `minAge` reads as a third clock.
+#[test]
+fn the_signing_time_is_what_the_authority_vouches_for() {
+    let data = BTreeMap::from([(TRUSTED_ROOT.to_string(), ROOT.as_bytes().to_vec())]);
+    let identity = [(
+        "^https://token\\.actions\\.githubusercontent\\.com$".to_string(),
+        "^dev@example\\.com$".to_string(),
+    )];
+    let trust = TrustedKeys::from_secret(&data, &identity, true).unwrap();
+    let image = ImageReference::parse("registry.example/team/app", false).unwrap();
+    let signed = [Signed::Bundle(BUNDLE.as_bytes().to_vec())];
+    let now = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(4_102_444_800);
+    let verified = trust.verify_until(&signed, &image, DIGEST, now).unwrap();
+    let at = verified
+        .signed_at
+        .expect("a time the authority vouches for");
+    assert!((1_796_169_600..1_796_256_000).contains(&at), "{at}");
+}
+
 #[test]
 fn the_entry_must_be_in_a_checkpoint_the_trusted_log_signed() {
     let (bundle, root) = (json(BUNDLE), json(ROOT));

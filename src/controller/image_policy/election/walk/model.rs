@@ -85,6 +85,7 @@ fn verdict(signed: bool, checked_at: i64, valid_until: Option<i64>) -> Signature
         reason: if signed { "" } else { "no valid signature" }.into(),
         checked_at,
         valid_until,
+        signed_at: None,
     }
 }
 

@@ -94,6 +94,7 @@ impl FactSource for Table {
                         "no cosign signature".into()
                     },
                     checked_at: NOW,
+                    signed_at: None,
                 });
             }
             Fact::FirstSeen => unreachable!("the table knows every first sighting"),
@@ -314,6 +315,7 @@ impl FactSource for Stored {
             verified_by: None,
             reason: "no cosign signature".into(),
             checked_at: NOW,
+            signed_at: None,
         });
         evidence
     }
