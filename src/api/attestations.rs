@@ -183,6 +183,61 @@ mod tests {
             .starts_with("spec.verify.attestations[0].matchOIDCIdentity:"));
     }
 
+    /// Each bound at its value is accepted and one more refused.
+    #[test]
+    fn each_bound_is_exact() {
+        let eight: Vec<_> = (0..8).map(|i| entry(&format!("e{i}"), "true")).collect();
+        assert_eq!(spec(serde_json::json!(eight)), Ok(()));
+        let mut conditions = entry("p", "true");
+        conditions["conditions"] =
+            serde_json::json!(vec![serde_json::json!({"expression": "true"}); 8]);
+        assert_eq!(spec(serde_json::json!([conditions])), Ok(()));
+        let named = |name: &str| spec(serde_json::json!([entry(name, "true")]));
+        assert_eq!(named(&"a".repeat(63)), Ok(()));
+        assert!(named(&"a".repeat(64)).is_err());
+        assert!(named("a.b").is_err());
+        let typed = |kind: String| {
+            let mut e = entry("p", "true");
+            e["predicateType"] = kind.into();
+            spec(serde_json::json!([e]))
+        };
+        assert_eq!(typed("x".repeat(256)), Ok(()));
+        assert!(typed("x".repeat(257)).is_err());
+        assert!(typed("https://a b".into()).is_err());
+        let identities = |n: usize| {
+            let mut e = entry("p", "true");
+            e["matchOIDCIdentity"] = serde_json::json!(vec![
+                serde_json::json!({"issuer": "^i$", "subject": "^s$"});
+                n
+            ]);
+            spec(serde_json::json!([e]))
+        };
+        assert_eq!(identities(16), Ok(()));
+        assert!(identities(17).unwrap_err().contains("at most 16"));
+        let message = |n: usize| {
+            let mut e = entry("p", "true");
+            e["conditions"] = serde_json::json!([{"expression": "true", "message": "m".repeat(n)}]);
+            spec(serde_json::json!([e]))
+        };
+        assert_eq!(message(256), Ok(()));
+        assert!(message(257)
+            .unwrap_err()
+            .contains("message is over 256 bytes"));
+        // Each condition within the limit, together over the policy's.
+        let nested = "!predicate.r.exists(r, r.v.exists(v, v.s == 'CRITICAL'))";
+        let costly = |n: usize| {
+            let mut e = entry("p", nested);
+            e["conditions"] = serde_json::json!(vec![serde_json::json!({"expression": nested}); n]);
+            spec(serde_json::json!([e]))
+        };
+        assert_eq!(costly(2), Ok(()));
+        let err = costly(3).unwrap_err();
+        assert!(
+            err.contains("add up to") && err.contains("over the 2000000"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn notation_has_no_attestations() {
         let verify: ImageVerification = serde_json::from_value(serde_json::json!({

@@ -183,3 +183,59 @@ fn a_compiled_expression_is_kept() {
         Condition::cached("nope ==", None).unwrap_err()
     );
 }
+
+/// What the evaluator is given in place of the crate's own: `size()` counts a string's code
+/// points, `matches()` compiles its pattern once and answers both ways.
+#[test]
+fn size_and_matches_are_cels() {
+    let strings = json!({"s": "héllo", "l": [1, 2, 3], "m": {"a": 1}});
+    assert_eq!(holds("size(predicate.s) == 5", strings.clone()), Ok(()));
+    assert_eq!(holds("predicate.s.size() == 5", strings.clone()), Ok(()));
+    assert_eq!(
+        holds(
+            "size(predicate.l) == 3 && size(predicate.m) == 1",
+            strings.clone()
+        ),
+        Ok(())
+    );
+    assert!(holds("size(predicate.s) == 6", strings.clone()).is_err());
+    assert!(holds("size(1) == 1", strings.clone()).is_err());
+    assert_eq!(
+        holds("predicate.s.matches('^h.llo$')", strings.clone()),
+        Ok(())
+    );
+    assert!(holds("predicate.s.matches('^x')", strings.clone()).is_err());
+    assert_eq!(holds("!predicate.s.matches('^x')", strings), Ok(()));
+}
+
+#[test]
+fn a_condition_says_whether_it_reads_the_clock() {
+    let reads = |e: &str| Condition::compile(e, None).unwrap().reads_now();
+    assert!(reads("now > timestamp('2020-01-01T00:00:00Z')"));
+    assert!(!reads("predicate.a == 1"));
+    let condition = Condition::compile("true", None).unwrap();
+    let shown = format!("{condition:?}");
+    assert!(
+        shown.contains("expression: \"true\"") && shown.contains("cost:"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn an_expression_of_exactly_4_kib_is_accepted() {
+    let padded = format!("'{}' != ''", "a".repeat(MAX_EXPRESSION_BYTES - 8));
+    assert_eq!(padded.len(), MAX_EXPRESSION_BYTES);
+    assert!(Condition::compile(&padded, None).is_ok());
+    let over = format!("'{}' != ''", "a".repeat(MAX_EXPRESSION_BYTES - 7));
+    assert!(Condition::compile(&over, None).is_err());
+}
+
+/// Keeping one expression does not forget another.
+#[test]
+fn compiled_expressions_are_kept_side_by_side() {
+    let first = Condition::cached("2 == 2", None).unwrap();
+    let other = Condition::cached("3 == 3", None).unwrap();
+    let again = Condition::cached("2 == 2", None).unwrap();
+    assert!(Arc::ptr_eq(&first.program, &again.program));
+    assert!(!Arc::ptr_eq(&first.program, &other.program));
+}

@@ -422,10 +422,8 @@ async fn a_fresh_signature_holds_min_age_after_a_store_loss() {
     root["timestampAuthorities"] = serde_json::json!([stack.timestamp_authority()]);
     let aged = policy("aged", ">=1.0.0", "sigstore", "^dev@example\\.com$")
         .replace("  verify:", "  filterTags: {minAge: 1h}\n  verify:");
-    let unverified = format!(
-        "---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: unverified, namespace: team}}\n\
-         spec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '>=1.0.0'}}}}\n  filterTags: {{minAge: 1h}}\n"
-    );
+    let unverified = "---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: unverified, namespace: team}\n\
+         spec:\n  imageRepositoryRef: {name: app}\n  policy: {semver: {range: '>=1.0.0'}}\n  filterTags: {minAge: 1h}\n";
     let manifests = format!(
         "{}---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
          spec: {{image: {image}, interval: 5m}}\n{aged}{unverified}",
