@@ -239,3 +239,65 @@ fn compiled_expressions_are_kept_side_by_side() {
     assert!(Arc::ptr_eq(&first.program, &again.program));
     assert!(!Arc::ptr_eq(&first.program, &other.program));
 }
+
+/// Brackets inside string literals (quotes escaped within them too) are text, not nesting;
+/// outside a closed literal they count.
+#[test]
+fn the_prescan_reads_string_literals() {
+    let parens = "(".repeat(40);
+    for literal in [
+        format!("'{parens}'"),
+        format!("\"{parens}\""),
+        format!("'it\\'s {parens}'"),
+    ] {
+        let expression = format!("predicate.s != {literal}");
+        assert!(
+            Condition::compile(&expression, None).is_ok(),
+            "{expression}"
+        );
+    }
+    let outside = format!("'a' != {}'b'{}", parens, ")".repeat(40));
+    assert!(refused(&outside).contains("nested over 32 deep"));
+    let after_double = format!("\"a\" != {}'b'{}", parens, ")".repeat(40));
+    assert!(refused(&after_double).contains("nested over 32 deep"));
+}
+
+/// What a refusal repeats is one line of at most 200 characters, the parser's words kept.
+#[test]
+fn refusals_are_one_short_line() {
+    let message = "m".repeat(300);
+    let condition = Condition::compile("false", Some(&message)).unwrap();
+    let input = Input::new(&statement(json!({})), "sha256:ab").unwrap();
+    let err = condition.holds(&input, NOW).unwrap_err();
+    assert!(
+        err.starts_with(&"m".repeat(200)) && err.contains("m... (is false)"),
+        "{err}"
+    );
+    let short = Condition::compile("false", Some("short\nline")).unwrap();
+    assert_eq!(
+        short.holds(&input, NOW),
+        Err("short line (is false)".into())
+    );
+    let err = refused("predicate.x ==");
+    assert!(
+        err.len() > "does not parse: ".len() + 5 && !err.contains("xyzzy"),
+        "{err}"
+    );
+}
+
+/// Patterns are kept side by side: matching with one does not forget another.
+#[test]
+fn patterns_are_kept_side_by_side() {
+    let input = Input::new(&statement(json!({"s": "abc"})), "sha256:ab").unwrap();
+    for expression in [
+        "predicate.s.matches('^a')",
+        "predicate.s.matches('c$')",
+        "predicate.s.matches('^a')",
+    ] {
+        let condition = Condition::compile(expression, None).unwrap();
+        assert_eq!(condition.holds(&input, NOW), Ok(()), "{expression}");
+    }
+    let kept = PATTERNS.lock().unwrap();
+    let kept = kept.as_ref().unwrap();
+    assert!(kept.contains_key("^a") && kept.contains_key("c$"));
+}
