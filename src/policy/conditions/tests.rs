@@ -301,3 +301,15 @@ fn patterns_are_kept_side_by_side() {
     let kept = kept.as_ref().unwrap();
     assert!(kept.contains_key("^a") && kept.contains_key("c$"));
 }
+
+/// Nesting is counted as deep as it goes, not as long: groups one after another, and binary
+/// minus between operands, are no nesting.
+#[test]
+fn the_prescan_counts_depth_not_length() {
+    let groups = vec!["(1 == 1)"; 40].join(" && ");
+    assert!(Condition::compile(&groups, None).is_ok());
+    let minus = vec!["1"; 40].join(" - ") + " < 100";
+    assert!(Condition::compile(&minus, None).is_ok());
+    let unary = format!("{}1 == 1", "-".repeat(33));
+    assert!(refused(&unary).contains("nested over 32 deep"));
+}

@@ -1,0 +1,89 @@
+//! cosign's two layouts, read and verified: a Sigstore bundle's DSSE envelope (cosign v3's
+//! default), and a legacy simple-signing layer (`sha256-<hex>.sig`). Who signed is
+//! [`CosignTrust::signer`]'s to say; what the signed payload says is read only after.
+
+use super::super::bundle::statement::check_statement;
+use super::super::bundle::Bundle;
+use super::super::refusal::{Check, Refused};
+use super::super::simple::check_payload;
+use super::super::tlog::Entry;
+use super::super::SignedPayload;
+use super::made_at::Evidence;
+use super::{CosignTrust, Who};
+use crate::reference::ImageReference;
+use std::time::SystemTime;
+
+impl CosignTrust {
+    /// A bundle's DSSE envelope, signed by a trusted key or a trusted identity, over a
+    /// statement naming `digest`.
+    pub(super) fn verify_bundle(
+        &self,
+        bytes: &[u8],
+        digest: &str,
+        now: SystemTime,
+    ) -> Result<Who, Refused> {
+        let (who, payload_type, payload) = self.verify_envelope(bytes, now)?;
+        // Only now is the statement trusted enough to be read.
+        check_statement(&payload_type, &payload, digest).map_err(Check::Subject.because())?;
+        Ok(who)
+    }
+
+    /// Who signed a bundle's DSSE envelope (a trusted key or identity), and its payload's type
+    /// and bytes, not yet read.
+    pub(super) fn verify_envelope(
+        &self,
+        bytes: &[u8],
+        now: SystemTime,
+    ) -> Result<(Who, String, Vec<u8>), Refused> {
+        let unreadable = Check::Format.because();
+        let bundle = Bundle::parse(bytes).map_err(&unreadable)?;
+        let Some(envelope) = &bundle.dsse_envelope else {
+            return Err(Check::Format.refused(match bundle.message_signature {
+                Some(_) => "a bundle holds a message signature, which names no image",
+                None => "a bundle holds no signature",
+            }));
+        };
+        let decoded = envelope.decode().map_err(&unreadable)?;
+        let certificates = bundle.certificates().map_err(&unreadable)?;
+        let log = Entry::from_bundle(&bundle.verification_material.tlog_entries);
+        let signing = Evidence {
+            message: &decoded.signed,
+            kind: "dsse",
+            recorded: &decoded.payload,
+            signatures: &decoded.signatures,
+            certificates: &certificates,
+            log,
+            timestamps: bundle.timestamps(),
+        };
+        let who = self.signer(&signing, now)?;
+        Ok((who, envelope.payload_type.clone(), decoded.payload))
+    }
+
+    /// A legacy simple-signing layer, signed by a trusted key or identity, whose payload names
+    /// `digest` and `image`'s repository.
+    pub(super) fn verify_simple(
+        &self,
+        signed: &SignedPayload,
+        image: &ImageReference,
+        digest: &str,
+        now: SystemTime,
+    ) -> Result<Who, Refused> {
+        let log = match &signed.log_entry {
+            Some(text) => Entry::from_annotation(text).map(|e| vec![e]),
+            None => Ok(Vec::new()),
+        };
+        let signing = Evidence {
+            message: &signed.payload,
+            kind: "hashedrekord",
+            recorded: &signed.payload,
+            signatures: std::slice::from_ref(&signed.signature),
+            certificates: &signed.certificates,
+            log,
+            timestamps: Ok(Vec::new()),
+        };
+        let who = self.signer(&signing, now)?;
+        // Only now is the payload trusted enough to be read.
+        check_payload(&signed.payload, image, digest).map_err(Check::Subject.because())?;
+        Ok(who)
+    }
+}
