@@ -43,11 +43,9 @@ pub(super) async fn apply<K: Reconciled>(
     if confirm(obj.as_ref(), changes, api, &**ctx).await? == Confirmation::ReadAgain {
         return Ok(Some(read_again()));
     }
-    log_result(
-        &decision.next,
-        is_stalled(decision.status.conditions()),
-        &decision.summary,
-    );
+    let stalled = is_stalled(decision.status.conditions());
+    let key = crate::controller::object::keys::object_key(obj.as_ref());
+    log_result(&decision.next, stalled, &decision.summary, &key);
     obj.decided(ctx, &decision);
     let guards = obj.write_guards();
     let written = patch_status(

@@ -120,12 +120,24 @@ pub fn requeue_after(
 /// Its target says what happened (`image_reflector::reconcile::failed`, `::rate_limited`,
 /// `::stalled`, `::done`), not the module that logs it: a successful scan was logged under
 /// `...::outcome::error`. [`result_target`] names it.
-pub fn log_result(next: &Next, stalled: bool, summary: &str) {
-    match result_target(next, stalled) {
-        FAILED => tracing::error!(target: FAILED, "{summary}"),
-        RATE_LIMITED => tracing::warn!(target: RATE_LIMITED, "{summary}"),
-        STALLED => tracing::error!(target: STALLED, "{summary}"),
-        _ => tracing::info!(target: DONE, "{summary}"),
+///
+/// A failure, a stall or a rate limit of the object `key` is cut to 4 KiB and written once per
+/// ten minutes while it says the same ([`super::log_lines`]); a success clears that memory.
+pub fn log_result(next: &Next, stalled: bool, summary: &str, key: &str) {
+    let target = result_target(next, stalled);
+    let repeats = super::log_lines::repeats();
+    if target == DONE {
+        repeats.clear(key);
+        tracing::info!(target: DONE, "{summary}");
+        return;
+    }
+    let Some(line) = repeats.admit(key, summary, std::time::Instant::now()) else {
+        return;
+    };
+    match target {
+        FAILED => tracing::error!(target: FAILED, "{line}"),
+        RATE_LIMITED => tracing::warn!(target: RATE_LIMITED, "{line}"),
+        _ => tracing::error!(target: STALLED, "{line}"),
     }
 }
 

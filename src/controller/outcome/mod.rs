@@ -4,6 +4,7 @@
 pub mod backoff;
 pub mod conditions;
 pub mod error;
+pub mod log_lines;
 pub mod next;
 pub mod status;
 pub mod stop;
