@@ -80,7 +80,10 @@ mod tests {
         let repeats = Repeats::default();
         let t0 = Instant::now();
         let failing = "GET https://r.example/v2/: 500 Internal Server Error";
-        assert_eq!(repeats.admit("ImageRepository/a/b", failing, t0), Some(failing.into()));
+        assert_eq!(
+            repeats.admit("ImageRepository/a/b", failing, t0),
+            Some(failing.into())
+        );
         for s in 1..5 {
             let at = t0 + Duration::from_secs(s);
             assert_eq!(repeats.admit("ImageRepository/a/b", failing, at), None);
@@ -91,11 +94,16 @@ mod tests {
         let at = t0 + Duration::from_secs(10);
         assert_eq!(
             repeats.admit("ImageRepository/a/b", other, at),
-            Some(format!("{other} (4 identical lines left out before this one)"))
+            Some(format!(
+                "{other} (4 identical lines left out before this one)"
+            ))
         );
         // Once the interval is over, the same line again.
         let later = at + REPEAT_INTERVAL;
-        assert_eq!(repeats.admit("ImageRepository/a/b", other, later), Some(other.into()));
+        assert_eq!(
+            repeats.admit("ImageRepository/a/b", other, later),
+            Some(other.into())
+        );
         assert_eq!(repeats.admit("ImageRepository/a/b", other, later), None);
         // After a success the next failure is written.
         repeats.clear("ImageRepository/a/b");
@@ -107,6 +115,10 @@ mod tests {
         let repeats = Repeats::default();
         let long = "x".repeat(30 << 10);
         let line = repeats.admit("k", &long, Instant::now()).unwrap();
-        assert!(line.len() <= 4096 && line.ends_with("(cut)"), "{}", line.len());
+        assert!(
+            line.len() <= 4096 && line.ends_with("(cut)"),
+            "{}",
+            line.len()
+        );
     }
 }

@@ -5,6 +5,7 @@ mod cloud;
 mod downgrade;
 mod gates;
 mod kube_version;
+mod log_volume;
 mod operations;
 mod samples;
 mod security;
