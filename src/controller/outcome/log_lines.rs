@@ -5,7 +5,7 @@
 
 use crate::controller::events::limits::cut_message;
 use lru::LruCache;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::num::NonZeroUsize;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -36,9 +36,7 @@ impl Repeats {
     /// The line to write for `key`'s failure `message` at `now` (cut to 4 KiB), or `None`
     /// when the same line was written within [`REPEAT_INTERVAL`].
     pub fn admit(&self, key: &str, message: &str, now: Instant) -> Option<String> {
-        let mut hasher = self.hasher.build_hasher();
-        message.hash(&mut hasher);
-        let hash = hasher.finish();
+        let hash = self.hasher.hash_one(message);
         let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
         let left_out = match lines.get_mut(key) {
             Some((same, at, skipped))
