@@ -322,3 +322,6 @@ fn weight(name: &str, args: &[IdedExpr], method: bool) -> Result<u64, String> {
         }
     })
 }
+
+#[cfg(test)]
+mod tests;
