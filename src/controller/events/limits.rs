@@ -9,7 +9,7 @@
 //!   within [`SIMILAR_WINDOW`] on, whatever their messages, one Event is updated (its count
 //!   and last time) with the message `(combined from similar events): <latest>` (client-go's
 //!   aggregator: 10 within 10 minutes);
-//! - **messages cut** to [`MAX_EVENT_MESSAGE`] bytes (a condition keeps up to 32 KiB).
+//! - **messages cut** to 4 KiB (`outcome/cut.rs`; a condition keeps up to 32 KiB).
 //!
 //! Flux notifications keep their own rules (the repeat interval, the notification-controller's
 //! own rate limit): this decides only what is written to the API server.
@@ -27,8 +27,8 @@ pub const REFILL_EVERY: Duration = Duration::from_secs(5 * 60);
 /// Events of one type and reason within [`SIMILAR_WINDOW`] from which on they are merged.
 pub const SIMILAR_AFTER: u32 = 10;
 pub const SIMILAR_WINDOW: Duration = Duration::from_secs(10 * 60);
-/// The longest Event message written.
-pub const MAX_EVENT_MESSAGE: usize = 4096;
+// Event messages are cut as log lines are (`outcome/cut.rs`).
+use crate::controller::outcome::cut::cut_message;
 /// Objects whose Event history is kept; past that the least recently noted goes (it starts a
 /// fresh burst, as after a restart).
 pub const MAX_OBJECTS: usize = 8192;
@@ -182,19 +182,6 @@ impl EventLimits {
             .unwrap_or_else(|p| p.into_inner())
             .pop(&self.keys.hash_one(key));
     }
-}
-
-/// `message` within [`MAX_EVENT_MESSAGE`] bytes, cut at a character boundary and marked.
-pub fn cut_message(message: &str) -> String {
-    if message.len() <= MAX_EVENT_MESSAGE {
-        return message.to_string();
-    }
-    const MARK: &str = " … (cut)";
-    let mut end = MAX_EVENT_MESSAGE - MARK.len();
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}{MARK}", &message[..end])
 }
 
 #[cfg(test)]

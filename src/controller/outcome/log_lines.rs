@@ -3,7 +3,7 @@
 //! [`REPEAT_INTERVAL`], the next line saying how many were left out. 4,564 failures of one
 //! tenant's registry wrote 139 MB in 4.6 minutes (30 KB a line) before (issue 72).
 
-use crate::controller::events::limits::cut_message;
+use super::cut::cut_message;
 use lru::LruCache;
 use std::hash::BuildHasher;
 use std::num::NonZeroUsize;

@@ -3,6 +3,7 @@
 
 pub mod backoff;
 pub mod conditions;
+pub mod cut;
 pub mod error;
 pub mod log_lines;
 pub mod next;
