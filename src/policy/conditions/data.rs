@@ -79,3 +79,58 @@ fn convert(json: &serde_json::Value, bounds: &Bounds, left: &mut usize) -> Resul
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const SMALL: Bounds = Bounds {
+        items: 4,
+        values: 6,
+        string_bytes: 3,
+    };
+
+    /// Each bound at its value is read, one more refused, never cut.
+    #[test]
+    fn each_bound_is_exact() {
+        let read = |v: serde_json::Value| to_value(&v, &SMALL);
+        assert!(read(json!([1, 2, 3, 4])).is_ok());
+        assert!(read(json!([1, 2, 3, 4, 5]))
+            .unwrap_err()
+            .contains("list or object of 5"));
+        assert!(read(json!({"a": 1, "b": 2, "c": 3, "d": 4})).is_ok());
+        let five = json!({"a": 1, "b": 2, "c": 3, "d": 4, "e": 5});
+        assert!(read(five).unwrap_err().contains("of 5 entries"));
+        // Six values: the map, the list, three numbers, a string.
+        assert!(read(json!({"a": [1, 2, 3], "b": "x"})).is_ok());
+        assert!(read(json!({"a": [1, 2, 3], "b": "x", "c": null}))
+            .unwrap_err()
+            .contains("over 6 values"));
+        assert!(read(json!("abc")).is_ok());
+        assert!(read(json!("abcd"))
+            .unwrap_err()
+            .contains("string of 4 bytes"));
+        assert!(read(json!({"abc": 1})).is_ok());
+        assert!(read(json!({"abcd": 1}))
+            .unwrap_err()
+            .contains("key of 4 bytes"));
+    }
+
+    /// JSON numbers are doubles, as cel-go reads JSON; the rest as they are.
+    #[test]
+    fn json_reads_as_cel_go_reads_it() {
+        let value = to_value(&json!([1, true, null, "s"]), &Bounds::DEFAULT).unwrap();
+        let Value::List(items) = value else {
+            panic!("a list")
+        };
+        assert_eq!(items[0], Value::Float(1.0));
+        assert_eq!(items[1], Value::Bool(true));
+        assert_eq!(items[2], Value::Null);
+        assert_eq!(items[3], Value::String(Arc::new("s".into())));
+        assert_eq!(
+            (MAX_ITEMS, MAX_VALUES, MAX_STRING_BYTES),
+            (4096, 65_536, 16_384)
+        );
+    }
+}
