@@ -196,4 +196,43 @@ mod tests {
             "attestation 'scan' (https://example.com/scan): why"
         );
     }
+
+    /// The trust of a spec: the types asked for, whether a condition reads the clock, and a
+    /// fingerprint that is the keys' without attestations and another with them.
+    #[test]
+    fn a_trust_is_built_from_its_spec() {
+        let root = include_bytes!("../../../verify/fixtures/rekor-v2/trusted_root.json");
+        let data = BTreeMap::from([(crate::verify::TRUSTED_ROOT.to_string(), root.to_vec())]);
+        let identity = [("^https://issuer$".to_string(), "^me$".to_string())];
+        let keys = || TrustedKeys::from_secret(&data, &identity, true).unwrap();
+        let verify = |attestations: serde_json::Value| -> ImageVerification {
+            serde_json::from_value(serde_json::json!({"provider": "cosign",
+                "matchOIDCIdentity": [{"issuer": "^https://issuer$", "subject": "^me$"}],
+                "attestations": attestations}))
+            .unwrap()
+        };
+        let plain = Trust::new(keys(), &verify(serde_json::json!([])), &data).unwrap();
+        assert_eq!(plain.fingerprint, keys().fingerprint);
+        assert!(plain.predicate_types().is_empty() && !plain.reads_now());
+        let fresh = "now - timestamp(predicate.at) < duration('1h')";
+        let entries = serde_json::json!([
+            {"name": "provenance", "predicateType": "https://slsa.dev/provenance/v1"},
+            {"name": "scan", "predicateType": "https://example.com/scan",
+             "conditions": [{"expression": fresh}],
+             "matchOIDCIdentity": [{"issuer": "^https://issuer$", "subject": "^scanner$"}]}]);
+        let attested = Trust::new(keys(), &verify(entries), &data).unwrap();
+        assert_eq!(
+            attested.predicate_types(),
+            ["https://slsa.dev/provenance/v1", "https://example.com/scan"]
+        );
+        assert!(attested.reads_now());
+        assert!(attested.fingerprint.starts_with("att-"));
+        assert_ne!(attested.fingerprint, plain.fingerprint);
+        assert!(attested.rules[0].signers.is_none() && attested.rules[1].signers.is_some());
+        let timeless = serde_json::json!([{"name": "p", "predicateType": "t",
+            "conditions": [{"expression": "predicate.a == 1"}]}]);
+        assert!(!Trust::new(keys(), &verify(timeless), &data)
+            .unwrap()
+            .reads_now());
+    }
 }
