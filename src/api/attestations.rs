@@ -231,6 +231,13 @@ mod tests {
             spec(serde_json::json!([e]))
         };
         assert_eq!(costly(2), Ok(()));
+        // Two conditions at the limit each: the policy's limit exactly, accepted.
+        let body = vec!["x > 0.0"; 40].join(" && ");
+        let list = vec!["1"; 70].join(", ");
+        let limit = format!("predicate.l.all(x, {body}) && [{list}].all(y, true) && !true");
+        let mut two = entry("p", &limit);
+        two["conditions"] = serde_json::json!(vec![serde_json::json!({"expression": limit}); 2]);
+        assert_eq!(spec(serde_json::json!([two])), Ok(()));
         let err = costly(3).unwrap_err();
         assert!(
             err.contains("add up to") && err.contains("over the 2000000"),

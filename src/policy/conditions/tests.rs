@@ -313,3 +313,14 @@ fn the_prescan_counts_depth_not_length() {
     let unary = format!("{}1 == 1", "-".repeat(33));
     assert!(refused(&unary).contains("nested over 32 deep"));
 }
+
+/// 32 ternaries and a run of 32 unary operators are within the prescan's bound; 33 are not.
+#[test]
+fn the_prescan_bounds_are_exact() {
+    let ternaries = |n: usize| format!("{}true", "true ? true : ".repeat(n));
+    assert!(Condition::compile(&ternaries(32), None).is_ok());
+    assert!(refused(&ternaries(33)).contains("nested over 32 deep"));
+    let nots = |n: usize| format!("{}true", "!".repeat(n));
+    assert!(Condition::compile(&nots(32), None).is_ok());
+    assert!(refused(&nots(33)).contains("nested over 32 deep"));
+}

@@ -63,3 +63,19 @@ fn depths_are_bounded_exactly() {
     assert!(Condition::compile(&format!("{three} && {three}"), None).is_ok());
     assert!(refused("[1].all(a, [1].all(b, [1].all(c, [1].all(d, true))))").contains("over 3"));
 }
+
+/// An expression that costs the limit exactly, from the counts above: a macro over data whose
+/// body costs 244 (40 comparisons: 238), a literal macro of 70 (8 a element and 4), and the
+/// glue (`&&` 2 twice, `!true` 3).
+fn at_the_limit() -> String {
+    let body = vec!["x > 0.0"; 40].join(" && ");
+    let list = vec!["1"; 70].join(", ");
+    format!("predicate.l.all(x, {body}) && [{list}].all(y, true) && !true")
+}
+
+#[test]
+fn the_limit_is_accepted_and_one_over_is_not() {
+    assert_eq!(cost(&at_the_limit()), COST_LIMIT);
+    let over = at_the_limit() + " && true";
+    assert!(refused(&over).contains("over the limit of 1000000"));
+}
