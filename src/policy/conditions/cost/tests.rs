@@ -79,3 +79,39 @@ fn the_limit_is_accepted_and_one_over_is_not() {
     let over = at_the_limit() + " && true";
     assert!(refused(&over).contains("over the limit of 1000000"));
 }
+
+/// A comparison with something sure to be a scalar costs what that scalar's bytes walk (a unit
+/// per 512); with anything else, what comparing two parts of the statement may walk (4,096).
+#[test]
+fn comparisons_cost_what_their_scalar_side_may_walk() {
+    let long = "x".repeat(1024);
+    // `==` (1, and 1 + 1024 / 512), the select (2), the literal (1).
+    assert_eq!(cost(&format!("predicate.a == '{long}'")), 1 + 3 + 2 + 1);
+    assert_eq!(cost(&format!("predicate.a == b'{long}'")), 1 + 3 + 2 + 1);
+    assert_eq!(cost("predicate.a == digest"), 1 + 1 + 2 + 1);
+    // `>` (2), now (1), timestamp() (1 + 16 + its literal 1).
+    assert_eq!(cost("now > timestamp('2020-01-01T00:00:00Z')"), 2 + 1 + 18);
+    // string() may be 16 KiB: 1 + 32; itself 1 + 32 + its select 2.
+    assert_eq!(cost("predicate.a == string(predicate.b)"), 1 + 33 + 2 + 35);
+    // size() is a number.
+    assert_eq!(cost("size(predicate.l) == size(predicate.m)"), 2 + 35 + 35);
+    // A literal joined to a string is a string of up to 32 KiB: 1 + 64; the join 1 + 64.
+    assert_eq!(
+        cost("'a' + predicate.b == predicate.c"),
+        (1 + 65) + (1 + 65 + 1 + 2) + 2
+    );
+    // Two parts of the statement.
+    assert_eq!(cost("predicate.a == predicate.b"), 1 + 4096 + 2 + 2);
+}
+
+/// Each function in the form CEL's standard library has it: contains() as a method,
+/// timestamp() as a function.
+#[test]
+fn functions_only_in_their_standard_form() {
+    assert!(refused("contains(predicate.s, 'a')").contains("'contains' is not supported"));
+    assert!(refused("predicate.s.timestamp() < now").contains("'timestamp' is not supported"));
+    assert!(
+        refused("predicate.s.getFullYear() == 1 && getFullYear(now) == 1")
+            .contains("'getFullYear'")
+    );
+}
