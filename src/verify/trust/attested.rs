@@ -74,3 +74,6 @@ pub(super) fn claimed_predicate(bytes: &[u8]) -> Option<String> {
     let claim: Claim = serde_json::from_slice(&decoded.payload).ok()?;
     Some(claim.predicate_type)
 }
+
+#[cfg(test)]
+mod tests;

@@ -115,3 +115,14 @@ fn functions_only_in_their_standard_form() {
             .contains("'getFullYear'")
     );
 }
+
+#[test]
+fn each_functions_weight() {
+    // `+` of a number (1 + 2 × 32), `in` a literal list (1 + 32 an element), matches() (32
+    // and the pattern's length), a timestamp's accessor (4).
+    assert_eq!(cost("predicate.n + 1.0 > 0.0"), 2 + (1 + 65 + 2 + 1) + 1);
+    assert_eq!(cost("predicate.a in ['x', 'y', 'z']"), 1 + 97 + 2 + 4);
+    assert_eq!(cost("predicate.a in predicate.l"), 1 + 4096 + 2 + 2);
+    assert_eq!(cost("predicate.s.matches('^abc$')"), 1 + 37 + 2 + 1);
+    assert_eq!(cost("now.getFullYear() == 2026"), 2 + (1 + 4 + 1) + 1);
+}
