@@ -126,3 +126,23 @@ fn each_functions_weight() {
     assert_eq!(cost("predicate.s.matches('^abc$')"), 1 + 37 + 2 + 1);
     assert_eq!(cost("now.getFullYear() == 2026"), 2 + (1 + 4 + 1) + 1);
 }
+
+/// A join of two parts of the statement is a list or a string of any size; and a macro over a
+/// part of an element two macros up is not amortized by the macro in between (every element
+/// of one list, for each of another: the estimate says so even when it refuses).
+#[test]
+fn what_is_not_sure_is_counted_at_its_most() {
+    assert_eq!(
+        cost("predicate.a + predicate.b == predicate.c"),
+        (1 + 4096) + (1 + 4096 + 2 + 2) + 2
+    );
+    let crossed = refused("predicate.a.all(a, predicate.b.all(b, a.v.all(v, true)))");
+    let estimate: u64 = crossed
+        .split("cost, ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(estimate > 10_000_000_000, "{estimate}");
+}
