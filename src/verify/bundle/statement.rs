@@ -15,19 +15,7 @@ const SHOWN_PREDICATE: usize = 120;
 /// subjects include `digest`. `cosign verify` takes any predicate; we do not (an attestation is
 /// not a signature, docs/compatibility.md).
 pub fn check_statement(payload_type: &str, payload: &[u8], digest: &str) -> Result<(), String> {
-    if payload_type != IN_TOTO {
-        return Err(format!(
-            "a signed envelope holds '{payload_type}', not an in-toto statement"
-        ));
-    }
-    let statement: Statement = serde_json::from_slice(payload)
-        .map_err(|e| format!("a signed statement is not an in-toto statement ({e})"))?;
-    if !statement.kind.starts_with("https://in-toto.io/Statement/") {
-        return Err(format!(
-            "a signed statement has the type '{}'",
-            statement.kind
-        ));
-    }
+    let statement = read(payload_type, payload)?;
     if statement.predicate_type != SIGNING_PREDICATE {
         return Err(not_a_signature(&statement.predicate_type));
     }
@@ -42,6 +30,21 @@ pub fn check_attestation(
     digest: &str,
     predicate_type: &str,
 ) -> Result<serde_json::Value, String> {
+    let statement = read(payload_type, payload)?;
+    if statement.predicate_type != predicate_type {
+        let shown: String = statement
+            .predicate_type
+            .chars()
+            .take(SHOWN_PREDICATE)
+            .collect();
+        return Err(format!("an attestation of another type ('{shown}')"));
+    }
+    names_digest(&statement.subject, digest)?;
+    serde_json::from_slice(payload).map_err(|e| format!("a signed statement does not read ({e})"))
+}
+
+/// A verified payload read as an in-toto statement, whatever its predicate.
+fn read(payload_type: &str, payload: &[u8]) -> Result<Statement, String> {
     if payload_type != IN_TOTO {
         return Err(format!(
             "a signed envelope holds '{payload_type}', not an in-toto statement"
@@ -55,16 +58,7 @@ pub fn check_attestation(
             statement.kind
         ));
     }
-    if statement.predicate_type != predicate_type {
-        let shown: String = statement
-            .predicate_type
-            .chars()
-            .take(SHOWN_PREDICATE)
-            .collect();
-        return Err(format!("an attestation of another type ('{shown}')"));
-    }
-    names_digest(&statement.subject, digest)?;
-    serde_json::from_slice(payload).map_err(|e| format!("a signed statement does not read ({e})"))
+    Ok(statement)
 }
 
 #[derive(Deserialize)]
