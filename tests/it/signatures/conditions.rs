@@ -9,8 +9,6 @@
 use image_reflector::policy::conditions::{Condition, Input};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 
 const DIGEST: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
 const NOW: &str = "2026-12-01T00:00:00Z";
@@ -177,13 +175,6 @@ fn expressions() -> Vec<(&'static str, &'static str)> {
 
 /// cel-go's verdicts on `cases`, by id.
 fn judged(cases: &[(String, &str, &Value)]) -> BTreeMap<String, (bool, String)> {
-    let judge = crate::support::sigtools::bin_dir().join("cel-judge");
-    let mut child = Command::new(&judge)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{}: {e}", judge.display()));
-    let mut stdin = child.stdin.take().unwrap();
     let lines: Vec<String> = cases
         .iter()
         .map(|(id, expression, statement)| {
@@ -192,23 +183,7 @@ fn judged(cases: &[(String, &str, &Value)]) -> BTreeMap<String, (bool, String)> 
             .to_string()
         })
         .collect();
-    let writer = std::thread::spawn(move || {
-        for line in lines {
-            writeln!(stdin, "{line}").unwrap();
-        }
-    });
-    let mut verdicts = BTreeMap::new();
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
-        let reason = v["reason"].as_str().unwrap_or_default().to_string();
-        verdicts.insert(
-            v["id"].as_str().unwrap().to_string(),
-            (v["valid"] == true, reason),
-        );
-    }
-    writer.join().unwrap();
-    assert!(child.wait().unwrap().success(), "cel-judge failed");
-    verdicts
+    crate::support::sigtools::judge_lines("cel-judge", lines)
 }
 
 /// Our verdict: the condition compiled as a spec's is, evaluated as the controller does.

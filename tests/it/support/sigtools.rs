@@ -282,3 +282,37 @@ impl Notation {
         ]);
     }
 }
+
+/// Runs the judge program `bin` (of SIGTOOLS_BIN_DIR) over `lines` (one JSON case each) and
+/// returns its verdicts by id: whether valid, and its reason.
+pub fn judge_lines(
+    bin: &str,
+    lines: Vec<String>,
+) -> std::collections::BTreeMap<String, (bool, String)> {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let judge = bin_dir().join(bin);
+    let mut child = Command::new(&judge)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e}", judge.display()));
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        for line in lines {
+            writeln!(stdin, "{line}").unwrap();
+        }
+    });
+    let mut verdicts = std::collections::BTreeMap::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let reason = v["reason"].as_str().unwrap_or_default().to_string();
+        verdicts.insert(
+            v["id"].as_str().unwrap().to_string(),
+            (v["valid"] == true, reason),
+        );
+    }
+    writer.join().unwrap();
+    assert!(child.wait().unwrap().success(), "{bin} failed");
+    verdicts
+}

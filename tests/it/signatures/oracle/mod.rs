@@ -19,8 +19,6 @@ use image_reflector::reference::ImageReference;
 use image_reflector::verify::{Signed, Subject, TrustedKeys};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 use std::time::SystemTime;
 
 /// The digest every case signs.
@@ -97,13 +95,6 @@ impl Case {
 
 /// The reference verifiers' verdicts on `cases`, by id.
 fn judged(cases: &[Case]) -> BTreeMap<String, (bool, String)> {
-    let judge = crate::support::sigtools::bin_dir().join("signature-judge");
-    let mut child = Command::new(&judge)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{}: {e}", judge.display()));
-    let mut stdin = child.stdin.take().unwrap();
     let lines: Vec<String> = cases
         .iter()
         .map(|c| {
@@ -116,23 +107,7 @@ fn judged(cases: &[Case]) -> BTreeMap<String, (bool, String)> {
     if let Some(path) = std::env::var_os("ORACLE_DUMP") {
         std::fs::write(path, lines.join("\n") + "\n").unwrap();
     }
-    let writer = std::thread::spawn(move || {
-        for line in lines {
-            writeln!(stdin, "{line}").unwrap();
-        }
-    });
-    let mut verdicts = BTreeMap::new();
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
-        let reason = v["reason"].as_str().unwrap_or_default().to_string();
-        verdicts.insert(
-            v["id"].as_str().unwrap().to_string(),
-            (v["valid"] == true, reason),
-        );
-    }
-    writer.join().unwrap();
-    assert!(child.wait().unwrap().success(), "the judge failed");
-    verdicts
+    crate::support::sigtools::judge_lines("signature-judge", lines)
 }
 
 #[test]
