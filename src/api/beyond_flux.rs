@@ -23,9 +23,10 @@ pub const FLUX_SPEC_FIELDS: [&str; 8] = [
 ];
 
 /// The spec fields beyond Flux's, as dotted paths: every gate, and what tunes one.
-pub const BEYOND_FLUX: [&str; 6] = [
+pub const BEYOND_FLUX: [&str; 7] = [
     "downgrade",
     "filterTags.minAge",
+    "filterTags.minAgeByBump",
     "filterTags.minAgeSignedTime",
     "filterTags.minAgeUndated",
     "platforms",
@@ -48,19 +49,26 @@ pub fn set_beyond_flux(spec: &ImagePolicySpec) -> Vec<&'static str> {
         verify,
         downgrade,
     } = spec;
-    let (min_age, undated, signed) = match filter_tags.as_deref() {
+    let (min_age, by_bump, undated, signed) = match filter_tags.as_deref() {
         Some(TagFilter {
             pattern: _,
             extract: _,
             min_age,
             min_age_undated,
             min_age_signed_time,
-        }) => (min_age.is_some(), *min_age_undated, *min_age_signed_time),
-        None => (false, None, None),
+            min_age_by_bump,
+        }) => (
+            min_age.is_some(),
+            min_age_by_bump.is_some(),
+            *min_age_undated,
+            *min_age_signed_time,
+        ),
+        None => (false, false, None, None),
     };
     let set = [
         ("downgrade", *downgrade == Some(DowngradePolicy::Refuse)),
         ("filterTags.minAge", min_age),
+        ("filterTags.minAgeByBump", by_bump),
         (
             "filterTags.minAgeSignedTime",
             signed.is_some_and(|s| s != SignedTimePolicy::default()),
@@ -155,7 +163,7 @@ mod tests {
         let all = serde_json::json!({
             "downgrade": "Refuse", "platforms": ["linux/arm64"],
             "filterTags": {"minAge": "1h", "minAgeUndated": "FirstSeen",
-                           "minAgeSignedTime": "Required"},
+                           "minAgeSignedTime": "Required", "minAgeByBump": {"major": "720h"}},
             "verify": {"provider": "cosign"},
         });
         assert_eq!(with(all), BEYOND_FLUX.to_vec());

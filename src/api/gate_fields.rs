@@ -7,6 +7,23 @@ use super::LocalObjectReference;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// `spec.filterTags.minAgeByBump`: the minimum age per kind of bump from the tag elected now.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct MinAgeByBump {
+    /// A new major version (`1.4.2` to `2.0.0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    pub major: Option<String>,
+    /// A new minor version of the same major (`1.4.2` to `1.5.0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    pub minor: Option<String>,
+    /// A new patch, or prerelease, of the same minor (`1.4.2` to `1.4.3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"))]
+    pub patch: Option<String>,
+}
+
 /// The most candidates `status.heldBack` lists.
 pub const MAX_HELD_BACK: usize = 10;
 

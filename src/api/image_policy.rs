@@ -1,6 +1,6 @@
 //! `ImagePolicy`: which tag of an ImageRepository is the latest, and its digest.
 
-use super::{Condition, NamespacedObjectReference};
+use super::{Condition, MinAgeByBump, NamespacedObjectReference};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -210,6 +210,16 @@ pub struct TagFilter {
     )]
     #[schemars(extend("default" = "IfPresent"))]
     pub min_age_signed_time: Option<SignedTimePolicy>,
+    /// Beyond Flux, for `semver` policies: the age a candidate must reach by how its version
+    /// rises from the tag elected now (`major`, `minor`, `patch`; Go durations), on the same
+    /// clocks as `minAge`, as Dependabot's cooldown takes them. A kind not set, a first
+    /// election and a candidate that is no rise ask for `minAge`.
+    #[serde(
+        default,
+        rename = "minAgeByBump",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub min_age_by_bump: Option<MinAgeByBump>,
 }
 
 /// `spec.filterTags.minAgeSignedTime`.

@@ -21,7 +21,7 @@ pub use conditions::{Condition, ConditionStatus};
 pub use crd::{crds, crds_yaml, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION};
 pub use duration::{format_go_duration, parse_go_duration};
 pub use gate_fields::{
-    AttestationCondition, AttestationRequirement, HeldBackTag, ImageVerification,
+    AttestationCondition, AttestationRequirement, HeldBackTag, ImageVerification, MinAgeByBump,
     OidcIdentityMatch, TransparencyLog, VerificationProvider, MAX_HELD_BACK,
 };
 pub use image_policy::{

@@ -6,6 +6,7 @@
 //! on the store's descending byte order (see `docs/policy.md`).
 
 mod best;
+mod bump;
 pub mod conditions;
 mod constraint;
 mod error;
@@ -20,13 +21,14 @@ mod template;
 mod version;
 
 pub use best::Order;
+pub use bump::{bump, Bump, Bumps};
 pub use constraint::Constraints;
 pub use error::{InvalidPolicy, NotElected, MAX_RANGE_BYTES};
 pub use filter::{only_tag, Filter};
 pub use gates::{
-    gate, short_age, Fact, Facts, Gate, Gates, Hold, ImageView, Judgement, MinAge, Missing, Need,
-    Passed, Platform, Platforms, Ruling, SignatureView, SignedClock, Undated, Verify, MAX_MIN_AGE,
-    MAX_PLATFORMS, MAX_PLATFORM_LEN,
+    gate, short_age, Age, ByBump, Fact, Facts, Gate, Gates, Hold, ImageView, Judgement, MinAge,
+    Missing, Need, Passed, Platform, Platforms, Ruling, SignatureView, SignedClock, Undated,
+    Verify, MAX_MIN_AGE, MAX_PLATFORMS, MAX_PLATFORM_LEN,
 };
 pub use goregex::{translate as translate_go_regex, GoError, Translated};
 pub use numeric::Number;

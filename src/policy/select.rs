@@ -121,6 +121,14 @@ impl Policy {
         }
     }
 
+    /// The value `tag` is ranked by (after `filterTags`' `extract`), or `None` when the
+    /// pattern does not keep it.
+    pub fn value(&self, tag: &str) -> Option<String> {
+        let mut value = None;
+        self.for_each_value(std::iter::once(tag), |_, v| value = Some(v.to_string()));
+        value
+    }
+
     /// Whether `filterTags` is set, and whether it extracts a value from each tag.
     pub fn filters(&self) -> (bool, bool) {
         (

@@ -88,6 +88,7 @@ async fn run_steps<R: PolicyReader>(
     let checked = check_spec(policy, &repo, env).await?;
     let (best, tags) = read_candidates(&checked, &repo, status, env).await?;
     let floor = Floor::of(policy, &repo, status, &checked.selection);
+    let bumps = (policy.spec).bumps(status, Some(&repo.spec.image), &checked.selection);
     let candidates = match tags {
         Some(tags) => Candidates::ranked(best, tags, checked.selection.clone(), floor.as_ref()),
         None => Candidates::best(best),
@@ -100,6 +101,7 @@ async fn run_steps<R: PolicyReader>(
         mode: checked.mode,
         interval,
         floor: floor.as_ref(),
+        bumps: bumps.as_ref(),
     };
     let (election, notice) = elect(policy, &subject, candidates, status, env).await?;
     let recorded = record(status, c, election);

@@ -103,7 +103,7 @@ mod tests {
     fn our_schema_lacks_nothing_and_fluxs_lacks_every_field_beyond() {
         let ours = json!({"properties": {
             "filterTags": {"properties": {"pattern": {}, "minAge": {}, "minAgeUndated": {},
-                                          "minAgeSignedTime": {}}},
+                                          "minAgeSignedTime": {}, "minAgeByBump": {}}},
             "platforms": {}, "verify": {}, "downgrade": {},
         }});
         let served = read(&document(ours));

@@ -3,6 +3,7 @@
 //! fact with `?` and a fact nobody looked up can only come back as [`Missing`], never as a pass.
 
 use super::Platform;
+use crate::policy::Bump;
 use std::fmt;
 
 /// A fact a gate may need beyond the digest and the clock.
@@ -14,18 +15,21 @@ pub enum Fact {
     Signature,
     /// When the tag was first seen at this digest: the controller's own record, no request.
     FirstSeen,
+    /// How its version rises from the tag elected now: the policy's own reading of two tags,
+    /// given with the candidate, no request.
+    Bump,
 }
 
 impl Fact {
     /// Every fact, in the order the walk prefers to look them up. Its length bounds the rounds
     /// of one candidate's judging: each fact is looked up at most once.
-    pub const ALL: [Fact; 3] = [Fact::Image, Fact::Signature, Fact::FirstSeen];
+    pub const ALL: [Fact; 4] = [Fact::Image, Fact::Signature, Fact::FirstSeen, Fact::Bump];
 
     /// Whether looking it up asks the registry (and so charges the reconcile's budget).
     pub fn asks_registry(self) -> bool {
         match self {
             Fact::Image | Fact::Signature => true,
-            Fact::FirstSeen => false,
+            Fact::FirstSeen | Fact::Bump => false,
         }
     }
 
@@ -40,6 +44,7 @@ impl fmt::Display for Fact {
             Fact::Image => "the image's manifest and config",
             Fact::Signature => "the signature check",
             Fact::FirstSeen => "the tag's first sighting at this digest",
+            Fact::Bump => "how its version rises from the tag elected now",
         })
     }
 }
@@ -116,6 +121,7 @@ pub struct Facts<'a> {
     /// the signature.
     signed_at: Option<i64>,
     first_seen: Option<i64>,
+    bump: Option<Bump>,
 }
 
 impl<'a> Facts<'a> {
@@ -152,6 +158,12 @@ impl<'a> Facts<'a> {
         Facts { first_seen, ..self }
     }
 
+    /// How the candidate's version rises from the tag elected now.
+    pub fn with_bump(self, bump: Bump) -> Facts<'a> {
+        let bump = Some(bump);
+        Facts { bump, ..self }
+    }
+
     /// Unix seconds.
     pub fn now(&self) -> i64 {
         self.now
@@ -179,6 +191,11 @@ impl<'a> Facts<'a> {
         self.first_seen.ok_or(Missing(Fact::FirstSeen))
     }
 
+    /// [`Fact::Bump`].
+    pub fn bump(&self) -> Result<Bump, Missing> {
+        self.bump.ok_or(Missing(Fact::Bump))
+    }
+
     /// These facts with only those of `need` kept: what one gate is shown.
     pub fn only(&self, need: Need) -> Facts<'a> {
         Facts {
@@ -187,6 +204,7 @@ impl<'a> Facts<'a> {
             signature: self.signature.filter(|_| need.contains(Fact::Signature)),
             signed_at: self.signed_at.filter(|_| need.contains(Fact::Signature)),
             first_seen: self.first_seen.filter(|_| need.contains(Fact::FirstSeen)),
+            bump: self.bump.filter(|_| need.contains(Fact::Bump)),
         }
     }
 
@@ -197,6 +215,7 @@ impl<'a> Facts<'a> {
             (Fact::Image, self.image.is_some()),
             (Fact::Signature, self.signature.is_some()),
             (Fact::FirstSeen, self.first_seen.is_some()),
+            (Fact::Bump, self.bump.is_some()),
         ] {
             if here {
                 known = known.with(fact);

@@ -2,9 +2,11 @@
 //! publisher writes), by when the controller first saw the tag at this digest (which no
 //! publisher can backdate, but a lost store forgets), and, with `spec.verify`, by when its
 //! valid signature was made as a transparency log or timestamp authority vouches (which
-//! neither can change); each must be old enough.
+//! neither can change); each must be old enough. With `minAgeByBump`, the age asked depends on
+//! how the candidate's version rises from the tag elected now (major, minor, patch).
 
 use super::{short_age, Fact, Facts, Gate, Hold, Judgement, Missing, Need, Platform};
+use crate::policy::Bump;
 use std::time::Duration;
 
 /// What `minAge` does with an image that says nothing of when it was created
@@ -33,25 +35,80 @@ pub enum SignedClock {
     Required,
 }
 
+/// An age as the spec wrote it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Age {
+    pub age: Duration,
+    pub written: String,
+}
+
+/// `spec.filterTags.minAgeByBump`: the age each kind of bump asks for; one not set asks for
+/// `minAge`'s.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ByBump {
+    pub major: Option<Age>,
+    pub minor: Option<Age>,
+    pub patch: Option<Age>,
+}
+
+impl ByBump {
+    fn is_empty(&self) -> bool {
+        self.major.is_none() && self.minor.is_none() && self.patch.is_none()
+    }
+
+    fn of(&self, bump: Bump) -> Option<&Age> {
+        match bump {
+            Bump::Major => self.major.as_ref(),
+            Bump::Minor => self.minor.as_ref(),
+            Bump::Patch => self.patch.as_ref(),
+            Bump::Unranked => None,
+        }
+    }
+}
+
 /// A minimum age, as written, and the platforms whose images count for an index.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MinAge {
-    age: Duration,
-    written: String,
+    /// `minAge`; `None` when only `minAgeByBump` is set (an unranked candidate then passes).
+    base: Option<Age>,
+    by_bump: ByBump,
     undated: Undated,
     platforms: Vec<Platform>,
     signed: SignedClock,
 }
 
+/// The age one candidate is held to, and how its reasons name it (`minAge 168h`,
+/// `minAgeByBump.major 720h`).
+struct Asked {
+    needed: i64,
+    named: String,
+}
+
 impl MinAge {
     pub fn new(age: Duration, written: String, undated: Undated) -> MinAge {
         MinAge {
-            age,
-            written,
+            base: Some(Age { age, written }),
+            by_bump: ByBump::default(),
             undated,
             platforms: Vec::new(),
             signed: SignedClock::Off,
         }
+    }
+
+    /// `minAgeByBump` without `minAge`: a candidate that is no bump passes on age.
+    pub fn by_bump_only(by_bump: ByBump, undated: Undated) -> MinAge {
+        MinAge {
+            base: None,
+            by_bump,
+            undated,
+            platforms: Vec::new(),
+            signed: SignedClock::Off,
+        }
+    }
+
+    /// `minAgeByBump`: the age of each kind of bump, the others `minAge`'s.
+    pub fn with_bumps(self, by_bump: ByBump) -> MinAge {
+        MinAge { by_bump, ..self }
     }
 
     /// The signing time as a third clock (`spec.verify` set).
@@ -94,19 +151,37 @@ impl MinAge {
 }
 
 impl MinAge {
+    /// The age `facts`' candidate is held to: its bump's, else `minAge`; `None` when neither
+    /// is set for it (only `minAgeByBump`, and the candidate is no bump of that kind).
+    fn asked(&self, facts: &Facts<'_>) -> Result<Option<Asked>, Missing> {
+        let asked = |age: &Age, named: String| Asked {
+            needed: age.age.as_secs() as i64,
+            named,
+        };
+        if !self.by_bump.is_empty() {
+            let bump = facts.bump()?;
+            if let Some(age) = self.by_bump.of(bump) {
+                let named = format!("minAgeByBump.{bump} {} (a {bump} bump)", age.written);
+                return Ok(Some(asked(age, named)));
+            }
+        }
+        let base = self.base.as_ref();
+        Ok(base.map(|age| asked(age, format!("minAge {}", age.written))))
+    }
+
     /// The third clock, once the others passed: the signing time a log or timestamp authority
     /// vouches for. A signature that is not valid passes here: the verify gate holds it, with
     /// its own reason.
-    fn signed_clock(&self, facts: &Facts<'_>) -> Result<Judgement, Missing> {
+    fn signed_clock(&self, facts: &Facts<'_>, asked: &Asked) -> Result<Judgement, Missing> {
         if self.signed == SignedClock::Off || facts.signature()?.is_err() {
             return Ok(Judgement::Pass);
         }
-        let (written, now, needed) = (&self.written, facts.now(), self.age.as_secs() as i64);
+        let (written, now, needed) = (&asked.named, facts.now(), asked.needed);
         match facts.signed_at()? {
             Some(signed) if now.saturating_sub(signed) < needed => self.hold(
                 format!(
                     "signed {} ago, as its transparency log or timestamp authority says, \
-                     minAge {written}",
+                     {written}",
                     short_age(now.saturating_sub(signed))
                 ),
                 Some(signed.saturating_add(needed)),
@@ -114,7 +189,7 @@ impl MinAge {
             None if self.signed == SignedClock::Required => self.hold(
                 format!(
                     "its signature carries no time a transparency log or timestamp authority \
-                     vouches for; minAge {written} with minAgeSignedTime: Required holds it"
+                     vouches for; {written} with minAgeSignedTime: Required holds it"
                 ),
                 None,
             ),
@@ -129,18 +204,33 @@ impl Gate for MinAge {
     }
 
     fn describe(&self) -> String {
+        let mut parts: Vec<String> = self.base.iter().map(|a| a.written.clone()).collect();
+        let bumps = [
+            (Bump::Major, &self.by_bump.major),
+            (Bump::Minor, &self.by_bump.minor),
+            (Bump::Patch, &self.by_bump.patch),
+        ];
+        for (bump, age) in bumps {
+            if let Some(age) = age {
+                parts.push(format!("{bump} {}", age.written));
+            }
+        }
+        let ages = parts.join(", ");
         match self.undated {
-            Undated::Hold => format!("minAge {}", self.written),
-            Undated::FirstSeen => format!("minAge {} (undated: first seen)", self.written),
+            Undated::Hold => format!("minAge {ages}"),
+            Undated::FirstSeen => format!("minAge {ages} (undated: first seen)"),
         }
     }
 
     fn needs(&self) -> Need {
-        let need = Need::of([Fact::Image, Fact::FirstSeen]);
-        match self.signed {
-            SignedClock::Off => need,
-            _ => need.with(Fact::Signature),
+        let mut need = Need::of([Fact::Image, Fact::FirstSeen]);
+        if self.signed != SignedClock::Off {
+            need = need.with(Fact::Signature);
         }
+        if !self.by_bump.is_empty() {
+            need = need.with(Fact::Bump);
+        }
+        need
     }
 
     fn order(&self) -> u8 {
@@ -149,40 +239,18 @@ impl Gate for MinAge {
 
     fn judge(&self, facts: &Facts<'_>) -> Result<Judgement, Missing> {
         let image = facts.image()?;
-        let (written, now) = (&self.written, facts.now());
-        let needed = self.age.as_secs() as i64;
+        let Some(asked) = self.asked(facts)? else {
+            return Ok(Judgement::Pass);
+        };
         let created = self.created(image.created, image.platforms);
-        if created.is_none() && self.undated == Undated::Hold {
-            return self.hold(
-                format!(
-                    "no creation time (neither the config's 'created' nor the \
-                     org.opencontainers.image.created annotation); minAge {written} fails closed"
-                ),
-                None,
-            );
+        if let Some(held) = self.created_clock(facts, created, &asked) {
+            return held;
         }
-        if let Some(created) = created {
-            let age = now.saturating_sub(created);
-            if age < needed {
-                let reason = match age < 0 {
-                    true => format!(
-                        "created {} in the future, minAge {written}",
-                        short_age(-age)
-                    ),
-                    false => format!("{} old, minAge {written}", short_age(age)),
-                };
-                // Held either way; the first sighting, when known, only says until when.
-                let at = created.saturating_add(needed);
-                let at = facts
-                    .first_seen()
-                    .map_or(at, |s| at.max(s.saturating_add(needed)));
-                return self.hold(reason, Some(at));
-            }
-        }
+        let (now, needed) = (facts.now(), asked.needed);
         let seen = facts.first_seen()?;
         let age = now.saturating_sub(seen);
         if age >= needed {
-            return self.signed_clock(facts);
+            return self.signed_clock(facts, &asked);
         }
         let created = match created {
             Some(created) => format!("created {} ago", short_age(now.saturating_sub(created))),
@@ -190,11 +258,50 @@ impl Gate for MinAge {
         };
         self.hold(
             format!(
-                "first seen {} ago at this digest ({created}), minAge {written}",
-                short_age(age)
+                "first seen {} ago at this digest ({created}), {}",
+                short_age(age),
+                asked.named
             ),
             Some(seen.saturating_add(needed)),
         )
+    }
+}
+
+impl MinAge {
+    /// The first clock, the image's creation time: `Some` when it holds the candidate (or no
+    /// time holds it, failing closed).
+    fn created_clock(
+        &self,
+        facts: &Facts<'_>,
+        created: Option<i64>,
+        asked: &Asked,
+    ) -> Option<Result<Judgement, Missing>> {
+        let (written, now, needed) = (&asked.named, facts.now(), asked.needed);
+        let Some(created) = created else {
+            return (self.undated == Undated::Hold).then(|| {
+                self.hold(
+                    format!(
+                        "no creation time (neither the config's 'created' nor the \
+                         org.opencontainers.image.created annotation); {written} fails closed"
+                    ),
+                    None,
+                )
+            });
+        };
+        let age = now.saturating_sub(created);
+        if age >= needed {
+            return None;
+        }
+        let reason = match age < 0 {
+            true => format!("created {} in the future, {written}", short_age(-age)),
+            false => format!("{} old, {written}", short_age(age)),
+        };
+        // Held either way; the first sighting, when known, only says until when.
+        let at = created.saturating_add(needed);
+        let at = facts
+            .first_seen()
+            .map_or(at, |s| at.max(s.saturating_add(needed)));
+        Some(self.hold(reason, Some(at)))
     }
 }
 

@@ -22,7 +22,7 @@ mod platforms;
 mod verify;
 
 pub use facts::{Fact, Facts, ImageView, Missing, Need, SignatureView};
-pub use min_age::{MinAge, SignedClock, Undated};
+pub use min_age::{Age, ByBump, MinAge, SignedClock, Undated};
 pub use platform::Platform;
 pub use platforms::Platforms;
 pub use verify::Verify;

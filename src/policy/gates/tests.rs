@@ -347,7 +347,9 @@ fn a_gate_sees_only_the_facts_it_needs() {
         }
     }
     let gates = Gates::of([gate(Undeclared)]);
-    let everything = image(None, &[]).with_signature(Ok("k"));
+    let everything = image(None, &[])
+        .with_signature(Ok("k"))
+        .with_bump(crate::policy::Bump::Minor);
     assert_eq!(everything.known(), Need::of(Fact::ALL));
     assert_eq!(
         gates.judge(&everything),
@@ -361,6 +363,13 @@ fn a_gate_sees_only_the_facts_it_needs() {
         everything.only(Need::of([Fact::FirstSeen])).first_seen(),
         Ok(0)
     );
+    let bump = everything.only(Need::of([Fact::Bump]));
+    assert_eq!(bump.bump(), Ok(crate::policy::Bump::Minor));
+    assert_eq!(bump.first_seen(), Err(Missing(Fact::FirstSeen)));
+    assert_eq!(
+        everything.only(Need::of([Fact::Image])).bump(),
+        Err(Missing(Fact::Bump))
+    );
 }
 
 /// A set of facts holds each fact once, lists them in their look-up order, and says so.
@@ -373,10 +382,11 @@ fn a_need_is_a_set_of_facts() {
     );
     assert!(need.contains(Fact::Image) && !need.contains(Fact::Signature));
     assert!(!need.is_empty() && Need::NONE.is_empty());
-    assert_eq!(need.union(Need::of([Fact::Signature])), Need::of(Fact::ALL));
+    let all = need.union(Need::of([Fact::Signature, Fact::Bump]));
+    assert_eq!(all, Need::of(Fact::ALL));
     assert_eq!(format!("{need:?}"), "{Image, FirstSeen}");
     assert!(Fact::Image.asks_registry() && Fact::Signature.asks_registry());
-    assert!(!Fact::FirstSeen.asks_registry());
+    assert!(!Fact::FirstSeen.asks_registry() && !Fact::Bump.asks_registry());
     assert_eq!(
         Hold::unknown("verify", Fact::Signature).reason,
         "the signature check is unknown after it was looked up; held until it is known"

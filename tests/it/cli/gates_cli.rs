@@ -264,3 +264,87 @@ async fn scan_with_a_requested_reconcile_elects_only_what_verify_passes() {
         );
     }
 }
+
+/// `minAgeByBump` through the binary (issue 74, item 2): `scan` of a policy whose status
+/// records 1.4.2 elects the day-old patch and holds the minor and the major by their own ages;
+/// `select --explain` lists every age.
+#[tokio::test]
+async fn scan_waits_each_bump_its_own_age_from_the_recorded_election() {
+    let registry = Distribution::start(Variant::default());
+    let now = Timestamp::now();
+    let ago = |days: i64| (now - SignedDuration::from_hours(days * 24)).to_string();
+    for (tag, days, content) in [
+        ("1.4.2", 60, "a"),
+        ("1.4.3", 2, "b"),
+        ("1.5.0", 5, "c"),
+        ("2.0.0", 10, "d"),
+    ] {
+        registry
+            .push_dated("team/app", tag, "amd64", Some(&ago(days)), content)
+            .await;
+    }
+    let repository = format!("{}/team/app", registry.host);
+    let policy = format!(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: cooled, namespace: team}}\n\
+         spec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '>=1.0.0'}}}}\n  \
+         filterTags:\n    minAge: 1440h\n    minAgeByBump: {{major: 720h, minor: 168h, patch: 24h}}\n\
+         status:\n  latestRef: {{name: {repository}, tag: 1.4.2}}\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = write(
+        dir.path(),
+        "cooled.yaml",
+        &format!(
+            "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
+             spec: {{image: {repository}, interval: 5m}}\n---\n{policy}"
+        ),
+    );
+    let storage = dir.path().join("store");
+    let args = [
+        "scan",
+        "-f",
+        &manifests,
+        "--storage-path",
+        storage.to_str().unwrap(),
+        "-o",
+        "yaml",
+    ];
+    let out = run_bin(&args, None);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let docs = serde_saphyr::from_multiple::<serde_json::Value>(&stdout).unwrap();
+    let status = &docs.iter().find(|d| d["kind"] == "ImagePolicy").unwrap()["status"];
+    assert_eq!(
+        status["latestRef"]["tag"].as_str(),
+        Some("1.4.3"),
+        "{stdout}"
+    );
+    let held: Vec<&str> = status["heldBack"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        held,
+        [
+            "10d old, minAgeByBump.major 720h (a major bump)",
+            "5d old, minAgeByBump.minor 168h (a minor bump)"
+        ]
+    );
+    let file = write(dir.path(), "policy.yaml", &policy);
+    let out = run_bin(
+        &["select", "-f", &file, "--tags-file", "-", "--explain"],
+        Some("1.4.2\n1.4.3\n2.0.0\n"),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("gates: minAge 1440h, major 720h, minor 168h, patch 24h\n"),
+        "{stdout}"
+    );
+}

@@ -1,5 +1,6 @@
 //! The reconcilers through their public functions, over a mocked API server (tower-test) and real registries.
 
+pub mod cooldown;
 pub mod digest_transitions;
 pub mod downgrade;
 pub mod event_rate;

@@ -245,3 +245,53 @@ async fn flux_reconcile_never_elects_what_verify_holds_back() {
     assert!(policy["status"]["heldBack"].is_null(), "{policy}");
     assert!(controller.stop().success());
 }
+
+/// `minAgeByBump` on the real API server, shown by the real `flux` CLI (issue 74, items 2 and
+/// 8): the first election waits `minAge`; `flux reconcile` then elects the day-old patch from
+/// it while the major waits its own 30 days, and `flux get image policy` says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster and Flux: make e2e-flux"]
+async fn flux_cli_shows_each_bump_waiting_its_own_age() {
+    install_crds();
+    let registry = Distribution::start(Variant::default());
+    let now = k8s_openapi::jiff::Timestamp::now();
+    let ago =
+        |days: i64| (now - k8s_openapi::jiff::SignedDuration::from_hours(days * 24)).to_string();
+    for (tag, days, content) in [("1.4.2", 60, "a"), ("1.4.3", 2, "b"), ("2.0.0", 10, "c")] {
+        registry
+            .push_dated("cooled/app", tag, "amd64", Some(&ago(days)), content)
+            .await;
+    }
+    let ns = Namespace(format!(
+        "image-reflector-flux-cooldown-{}",
+        std::process::id()
+    ));
+    ok(kubectl(&["create", "namespace", &ns.0], None));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = crate::support::cluster::install_and_controller_kubeconfig(dir.path());
+    let controller = Controller::start(&ns.0, &kubeconfig);
+    let manifests = format!(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: {ns}}}\n\
+         spec: {{image: {host}/cooled/app, interval: 1h}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: app, namespace: {ns}}}\n\
+         spec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '>=1.0.0'}}}}\n  \
+         filterTags:\n    minAge: 1440h\n    minAgeByBump: {{major: 720h, patch: 24h}}\n",
+        ns = ns.0,
+        host = registry.host
+    );
+    ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
+    wait_for(&ns.0, "imagepolicy/app", "{.status.latestRef.tag}", "1.4.2");
+    flux_ok(&ns.0, &["reconcile", "image", "policy", "app"]);
+    let policy = get_json(&ns.0, "imagepolicy/app");
+    assert_eq!(policy["status"]["latestRef"]["tag"], "1.4.3", "{policy}");
+    assert_eq!(
+        policy["status"]["heldBack"][0]["reason"],
+        "10d old, minAgeByBump.major 720h (a major bump)"
+    );
+    let got = flux_ok(&ns.0, &["get", "image", "policy", "app"]);
+    assert!(
+        got.contains("1.4.3") && got.contains("2.0.0 held back: 10d old, minAgeByBump.major 720h"),
+        "{got}"
+    );
+    assert!(controller.stop().success());
+}

@@ -11,7 +11,7 @@ use super::mode::Mode;
 use super::walk::{Cut, Judge};
 use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository, ReflectionPolicy};
 use crate::controller::object::intervals::{intervals, IntervalError};
-use crate::policy::Gates;
+use crate::policy::{Bumps, Gates};
 use crate::reference::ImageReference;
 use crate::registry::RegistryClient;
 use crate::store::{RepoKey, TagStore};
@@ -30,6 +30,8 @@ pub struct Subject<'a> {
     pub interval: Option<Duration>,
     /// The downgrade guard, when it holds.
     pub floor: Option<&'a Floor>,
+    /// `minAgeByBump`'s bumps, when it is set.
+    pub bumps: Option<&'a Bumps>,
 }
 
 /// What every step of the election reads besides the candidates.
@@ -40,6 +42,7 @@ pub(super) struct Context<'a> {
     pub store: &'a Arc<dyn TagStore>,
     pub gates: &'a Gates,
     pub mode: Mode,
+    pub bumps: Option<&'a Bumps>,
     pub keys: Option<&'a Arc<Trust>>,
     /// `digestReflectionPolicy`.
     pub reflection: ReflectionPolicy,
@@ -96,6 +99,7 @@ impl<'a> Context<'a> {
             store: env.store,
             gates: subject.gates,
             mode: subject.mode,
+            bumps: subject.bumps,
             keys,
             reflection,
             interval: subject.interval,
@@ -115,6 +119,7 @@ impl<'a> Context<'a> {
             wants_digest: self.reflection != ReflectionPolicy::Never,
             now: self.now,
             recheck: self.recheck,
+            bumps: self.bumps,
         }
     }
 }

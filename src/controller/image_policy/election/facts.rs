@@ -127,6 +127,9 @@ impl FactSource for StoreAndRegistry<'_, '_> {
             // Read once per reconcile: a record that could not be read counts every tag as
             // seen now (held, never passed early); none without gates.
             Fact::FirstSeen => evidence.first_seen = self.first_seen(&evidence.tag),
+            // Given with the candidate by the walk (its judge's bumps), never looked up: a
+            // gate still lacking it holds the candidate.
+            Fact::Bump => {}
         }
         Ok(())
     }

@@ -9,7 +9,9 @@ use super::candidates::Candidates;
 use super::client::ClientError;
 use super::mode::Mode;
 use crate::api::{format_go_duration, HeldBackTag};
-use crate::policy::{Fact, Facts, Gates, Hold, ImageView, Need, Passed, Platform, Ruling};
+use crate::policy::{
+    Bump, Bumps, Fact, Facts, Gates, Hold, ImageView, Need, Passed, Platform, Ruling,
+};
 use crate::registry::RegistryError;
 use crate::store::{ImageFacts, SignatureVerdict};
 use std::future::Future;
@@ -164,6 +166,9 @@ pub(super) struct Judge<'a> {
     pub now: i64,
     /// When a hold that time alone does not open is looked at again.
     pub recheck: Duration,
+    /// How each candidate rises from the tag elected now, when a gate asks (`minAgeByBump`);
+    /// without it, such a gate holds every candidate.
+    pub bumps: Option<&'a Bumps>,
 }
 
 /// Walks the candidates from the best down and elects the first that passes every gate; the
@@ -220,7 +225,7 @@ async fn walk_on<S: FactSource>(
             });
             break;
         }
-        let (digest, ruled) = match look_at(judge.gates, source, tag, now, &mut budget).await {
+        let (digest, ruled) = match look_at(judge, source, tag, &mut budget).await {
             Ok(looked) => looked,
             Err(Cut::Gone) => continue,
             Err(Cut::Spent) => {
@@ -265,12 +270,13 @@ async fn walk_on<S: FactSource>(
 /// after its look-up holds the candidate, and the rounds are bounded by the number of facts
 /// (one look-up each, then the last judging), past which the candidate is held too.
 async fn look_at<S: FactSource>(
-    gates: &Gates,
+    judge: Judge<'_>,
     source: &mut S,
     tag: &str,
-    now: i64,
     budget: &mut Budget<'_>,
 ) -> Result<(String, Result<Passed, Hold>), Cut> {
+    let (gates, now) = (judge.gates, judge.now);
+    let bump = judge.bumps.map(|b| b.of(tag));
     let digest = source.digest(tag, budget).await?;
     let mut evidence = source.known(tag, &digest);
     let mut looked = Need::NONE;
@@ -279,7 +285,7 @@ async fn look_at<S: FactSource>(
     for _ in 0..=Fact::ALL.len() {
         let offered = platforms(&evidence.image);
         let verdict = source.verdict(&evidence.image, looked.contains(Fact::Signature));
-        let fact = match gates.judge(&view(now, &evidence, &offered, verdict)) {
+        let fact = match gates.judge(&view(now, &evidence, &offered, verdict, bump)) {
             Ruling::Passed(passed) => Ok(passed),
             Ruling::Held(hold) => Err(hold),
             Ruling::Lacks { gate, fact } if looked.contains(fact) => Err(Hold::unknown(gate, fact)),
@@ -309,8 +315,12 @@ fn view<'a>(
     evidence: &Evidence,
     offered: &'a [(Platform, Option<i64>)],
     verdict: Option<&'a SignatureVerdict>,
+    bump: Option<Bump>,
 ) -> Facts<'a> {
     let mut facts = Facts::at(now);
+    if let Some(bump) = bump {
+        facts = facts.with_bump(bump);
+    }
     if evidence.image.inspected {
         let created = evidence.image.created;
         let platforms = offered;

@@ -98,3 +98,127 @@ fn a_signature_without_a_time_passes_unless_one_is_required() {
         Err(Missing(Fact::Signature))
     );
 }
+
+/// `minAgeByBump` (issue 74, item 2): each kind of bump its own age on every clock; a kind not
+/// set, and a candidate that is no bump, `minAge`'s.
+mod by_bump {
+    use super::*;
+    use crate::policy::gates::{Age, ByBump};
+
+    fn days(d: i64) -> Option<Age> {
+        Some(Age {
+            age: Duration::from_secs((d * DAY) as u64),
+            written: format!("{}h", d * 24),
+        })
+    }
+
+    fn cooldown() -> ByBump {
+        ByBump {
+            major: days(30),
+            minor: None,
+            patch: days(1),
+        }
+    }
+
+    /// An image `created` days ago, seen `seen` days ago, signed an hour ago, of `bump`.
+    fn candidate(created: i64, seen: i64, bump: Bump) -> Facts<'static> {
+        Facts::at(NOW)
+            .with_image(ImageView {
+                created: Some(NOW - created * DAY),
+                platforms: &[],
+            })
+            .with_first_seen(NOW - seen * DAY)
+            .with_signature(Ok("cosign.pub"))
+            .with_signed_at(Some(NOW - 3600))
+            .with_bump(bump)
+    }
+
+    fn reason(gate: &MinAge, facts: &Facts<'_>) -> Option<String> {
+        match judged(gate, facts) {
+            Ok(Judgement::Pass) => None,
+            Ok(Judgement::Hold(hold)) => Some(hold.reason),
+            Err(missing) => panic!("{missing:?}"),
+        }
+    }
+
+    #[test]
+    fn each_bump_waits_its_own_age_on_each_clock() {
+        let gate = gate(SignedClock::Off).with_bumps(cooldown());
+        assert!(gate.needs().contains(Fact::Bump));
+        assert_eq!(
+            gate.describe(),
+            "minAge 168h, major 720h, patch 24h",
+            "select --explain names every age"
+        );
+        // A patch two days old passes on its own day; under minAge's week it would wait.
+        assert_eq!(reason(&gate, &candidate(2, 2, Bump::Patch)), None);
+        // A major bump ten days old waits for 30, by the creation time...
+        assert_eq!(
+            reason(&gate, &candidate(10, 40, Bump::Major)).as_deref(),
+            Some("10d old, minAgeByBump.major 720h (a major bump)")
+        );
+        // ...and by the first sighting.
+        assert_eq!(
+            reason(&gate, &candidate(40, 10, Bump::Major)).as_deref(),
+            Some(
+                "first seen 10d ago at this digest (created 40d ago), \
+                 minAgeByBump.major 720h (a major bump)"
+            )
+        );
+        // Minor is not set: minAge's week. Unranked (a first election): the week too.
+        for bump in [Bump::Minor, Bump::Unranked] {
+            assert_eq!(
+                reason(&gate, &candidate(5, 5, bump)).as_deref(),
+                Some("5d old, minAge 168h")
+            );
+            assert_eq!(reason(&gate, &candidate(8, 8, bump)), None);
+        }
+        // The signing time is a clock of the bump's age too.
+        let signed = gate.with_signed_clock(SignedClock::IfPresent);
+        assert_eq!(
+            reason(&signed, &candidate(2, 2, Bump::Patch)).as_deref(),
+            Some(
+                "signed 1h ago, as its transparency log or timestamp authority says, \
+                 minAgeByBump.patch 24h (a patch bump)"
+            )
+        );
+    }
+
+    #[test]
+    fn without_min_age_a_candidate_of_no_set_kind_passes() {
+        let gate = MinAge::by_bump_only(cooldown(), Undated::Hold);
+        assert_eq!(gate.describe(), "minAge major 720h, patch 24h");
+        assert_eq!(reason(&gate, &candidate(0, 0, Bump::Minor)), None);
+        assert_eq!(reason(&gate, &candidate(0, 0, Bump::Unranked)), None);
+        assert!(reason(&gate, &candidate(0, 0, Bump::Patch)).is_some());
+        // An undated image is held only when a set age asks for one.
+        let undated = Facts::at(NOW)
+            .with_image(ImageView {
+                created: None,
+                platforms: &[],
+            })
+            .with_first_seen(0);
+        let held = reason(&gate, &undated.clone().with_bump(Bump::Major)).unwrap();
+        assert!(
+            held.ends_with("minAgeByBump.major 720h (a major bump) fails closed"),
+            "{held}"
+        );
+        assert_eq!(reason(&gate, &undated.with_bump(Bump::Unranked)), None);
+    }
+
+    #[test]
+    fn an_unknown_bump_is_missing_never_minage_alone() {
+        let gate = gate(SignedClock::Off).with_bumps(cooldown());
+        let facts = Facts::at(NOW)
+            .with_image(ImageView {
+                created: Some(NOW - 8 * DAY),
+                platforms: &[],
+            })
+            .with_first_seen(0);
+        assert_eq!(judged(&gate, &facts), Err(Missing(Fact::Bump)));
+        // Without minAgeByBump the bump is not asked for.
+        let plain = super::gate(SignedClock::Off);
+        assert!(!plain.needs().contains(Fact::Bump));
+        assert_eq!(judged(&plain, &facts), Ok(Judgement::Pass));
+    }
+}

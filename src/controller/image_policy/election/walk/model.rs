@@ -8,7 +8,7 @@
 
 use super::super::signature::verdict_counts;
 use super::*;
-use crate::policy::{gate, MinAge, Platforms, Ruling, Undated, Verify};
+use crate::policy::{gate, Age, Bump, Bumps, ByBump, MinAge, Platforms, Ruling, Undated, Verify};
 use crate::store::PlatformFact;
 use proptest::prelude::*;
 
@@ -58,10 +58,13 @@ pub(super) struct Tag {
     pub(super) signature: Answer<bool>,
     pub(super) first_seen_stored: Option<i64>,
     pub(super) first_seen: Option<i64>,
+    /// How its version rises from the tag elected now.
+    pub(super) bump: Bump,
 }
 
-/// The whole case: the gates (a mask over platforms, minAge, verify), the candidates best
-/// first, and whether the reconcile was requested.
+/// The whole case: the gates (a mask over platforms 1, minAge 2, verify 4, minAgeByBump 8, and
+/// 16: the walk is given the bumps), the candidates best first, and whether the reconcile was
+/// requested.
 #[derive(Clone, Debug)]
 pub(super) struct Case {
     pub(super) gates: u8,
@@ -151,6 +154,7 @@ impl FactSource for Model<'_> {
                 evidence.image.set_verdict(verdict(*signed, NOW, None))
             }
             (Fact::FirstSeen, _, _) => evidence.first_seen = t.first_seen,
+            (Fact::Bump, _, _) => {} // given by the judge, or never
             (Fact::Image, Answer::Failing, _) | (Fact::Signature, _, Answer::Failing) => {
                 return Err(failing())
             }
@@ -182,9 +186,24 @@ fn gates(case: &Case) -> Gates {
         false => Undated::Hold,
     };
     let week = MinAge::new(Duration::from_secs(7 * DAY as u64), "168h".into(), undated);
+    let days = |d: u64| Age {
+        age: Duration::from_secs(d * DAY as u64),
+        written: format!("{}h", d * 24),
+    };
+    let by_bump = ByBump {
+        major: Some(days(30)),
+        minor: None,
+        patch: Some(days(1)),
+    };
+    let min_age = match (case.gates & 2 != 0, case.gates & 8 != 0) {
+        (false, false) => None,
+        (true, false) => Some(week),
+        (true, true) => Some(week.with_bumps(by_bump)),
+        (false, true) => Some(MinAge::by_bump_only(by_bump, undated)),
+    };
     let list = [
         (case.gates & 1 != 0).then(|| gate(Platforms::new(amd.clone()))),
-        (case.gates & 2 != 0).then(|| gate(week.for_platforms(amd))),
+        min_age.map(|m| gate(m.for_platforms(amd))),
         (case.gates & 4 != 0).then(|| gate(Verify::SIGNATURE)),
     ];
     Gates::of(list.into_iter().flatten())
@@ -192,9 +211,12 @@ fn gates(case: &Case) -> Gates {
 
 /// The facts the model holds true for a candidate: what is stored, else what a look-up finds.
 /// A valid signature is one the store kept valid and unexpired, or one a check finds.
-fn truth(t: &Tag, platforms: &[(Platform, Option<i64>)]) -> Facts<'static> {
+fn truth(case: &Case, t: &Tag, platforms: &[(Platform, Option<i64>)]) -> Facts<'static> {
     let platforms: &'static [(Platform, Option<i64>)] = Box::leak(platforms.to_vec().into());
     let mut facts = Facts::at(NOW);
+    if case.gates & 16 != 0 {
+        facts = facts.with_bump(t.bump);
+    }
     let image = t.stored_image.clone().or(match &t.image {
         Answer::Found(image) => Some(image.clone()),
         _ => None,
@@ -230,12 +252,19 @@ pub(super) fn run(case: &Case) -> Option<Walked> {
     let names: Vec<String> = (0..case.tags.len()).map(|i| format!("t{i}")).collect();
     let ranked: Vec<&str> = names.iter().map(String::as_str).collect();
     let gates = gates(case);
+    let listed: Vec<(&str, Bump)> = ranked
+        .iter()
+        .zip(&case.tags)
+        .map(|(n, t)| (*n, t.bump))
+        .collect();
+    let bumps = (case.gates & 16 != 0).then(|| Bumps::listed(&listed));
     let judge = Judge {
         gates: &gates,
         mode: Mode::of(&gates),
         wants_digest: true,
         now: NOW,
         recheck: RECHECK,
+        bumps: bumps.as_ref(),
     };
     let mut model = Model { case };
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -265,7 +294,7 @@ pub(super) fn check(case: &Case) -> Result<(), TestCaseError> {
     let names = gates.names();
     prop_assert_eq!(elected.passed.gates(), names.as_slice());
     let offered = image_platforms(t);
-    let ruling = gates.judge(&truth(t, &offered));
+    let ruling = gates.judge(&truth(case, t, &offered));
     prop_assert!(
         matches!(ruling, Ruling::Passed(_)),
         "{} elected, but on the facts it holds: {:?}",

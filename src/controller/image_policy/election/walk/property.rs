@@ -2,6 +2,7 @@
 //! candidates and fact answers, requested reconciles or not; and the cases it was written for.
 
 use super::model::{check, run, Answer, Case, Image, StoredVerdict, Tag};
+use crate::policy::Bump;
 use proptest::prelude::*;
 
 const NOW: i64 = 1_000 * 86_400;
@@ -47,9 +48,10 @@ fn tag() -> impl Strategy<Value = Tag> {
         answer(any::<bool>()),
         first_seen(),
         first_seen(),
+        prop::sample::select(vec![Bump::Major, Bump::Minor, Bump::Patch, Bump::Unranked]),
     )
         .prop_map(
-            |(gone, digest_stored, stored_image, image, v, s, fs, f)| Tag {
+            |(gone, digest_stored, stored_image, image, v, s, fs, f, bump)| Tag {
                 gone,
                 digest_stored,
                 stored_image,
@@ -58,13 +60,14 @@ fn tag() -> impl Strategy<Value = Tag> {
                 signature: s,
                 first_seen_stored: fs,
                 first_seen: f,
+                bump,
             },
         )
 }
 
 fn case() -> impl Strategy<Value = Case> {
     (
-        0u8..8,
+        0u8..32,
         any::<bool>(),
         prop::collection::vec(tag(), 1..13),
         any::<bool>(),
@@ -101,6 +104,7 @@ fn a_requested_reconcile_never_elects_the_unsigned_newest() {
         signature: Answer::Found(signed),
         first_seen_stored: Some(0),
         first_seen: Some(0),
+        bump: Bump::Unranked,
     };
     for requested in [false, true] {
         let case = Case {
@@ -136,6 +140,7 @@ fn a_fact_unknown_after_its_look_up_holds() {
             signature: Answer::Nothing,
             first_seen_stored: None,
             first_seen: Some(0),
+            bump: Bump::Unranked,
         }],
         requested: false,
     };
@@ -151,4 +156,56 @@ fn a_fact_unknown_after_its_look_up_holds() {
     found.tags[0].signature = Answer::Found(true);
     let walked = run(&found).unwrap();
     assert_eq!(walked.elected.map(|e| e.tag), Some("t0".into()));
+}
+
+/// minAgeByBump in the walk: each candidate held to its bump's age; a walk not given the bumps
+/// holds every candidate, naming the fact, rather than judging by `minAge` alone.
+#[test]
+fn each_candidate_waits_by_its_bump_and_unknown_bumps_hold() {
+    let tag = |bump: Bump, age_days: i64| Tag {
+        gone: false,
+        digest_stored: true,
+        stored_image: Some(Image {
+            age_days: Some(age_days),
+            platforms: vec!["linux/amd64"],
+        }),
+        image: Answer::Nothing,
+        stored_verdict: None,
+        signature: Answer::Nothing,
+        first_seen_stored: Some(0),
+        first_seen: Some(0),
+        bump,
+    };
+    // Major asks 30 days, minor minAge's 7, patch 1.
+    let tags = vec![
+        tag(Bump::Major, 10),
+        tag(Bump::Minor, 5),
+        tag(Bump::Patch, 2),
+    ];
+    let case = Case {
+        gates: 2 | 8 | 16,
+        undated: false,
+        tags,
+        requested: false,
+    };
+    let walked = run(&case).unwrap();
+    assert_eq!(walked.elected.as_ref().map(|e| e.tag.as_str()), Some("t2"));
+    let held: Vec<&str> = walked.held.iter().map(|h| h.reason.as_str()).collect();
+    assert_eq!(
+        held,
+        [
+            "10d old, minAgeByBump.major 720h (a major bump)",
+            "5d old, minAge 168h"
+        ]
+    );
+    check(&case).unwrap();
+    let unknown = Case {
+        gates: 2 | 8,
+        ..case
+    };
+    let walked = run(&unknown).unwrap();
+    assert!(walked.elected.is_none());
+    assert!(walked.held.iter().all(|h| h
+        .reason
+        .starts_with("how its version rises from the tag elected now is unknown")));
 }

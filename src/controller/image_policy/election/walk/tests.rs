@@ -98,6 +98,7 @@ impl FactSource for Table {
                 });
             }
             Fact::FirstSeen => unreachable!("the table knows every first sighting"),
+            Fact::Bump => {} // given by the judge, or never
         }
         Ok(())
     }
@@ -130,6 +131,7 @@ fn judge(gates: &Gates) -> Judge<'_> {
         wants_digest: true,
         now: NOW,
         recheck: Duration::from_secs(300),
+        bumps: None,
     }
 }
 

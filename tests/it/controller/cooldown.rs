@@ -1,0 +1,67 @@
+//! `spec.filterTags.minAgeByBump` (docs/imagepolicy.md, "Cooldowns per bump") through the
+//! ImagePolicy reconcile against a real Distribution registry: each candidate waits the age of
+//! its bump from the tag elected now, the first election `minAge`'s.
+
+use crate::support::distribution::{Distribution, Variant};
+use crate::support::policy_bench::{ago, elected, held, policy, Bench};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use serde_json::json;
+
+#[tokio::test]
+async fn each_bump_waits_its_own_age_from_the_tag_elected_now() {
+    let registry = Distribution::start(Variant::default());
+    let now = Timestamp::now();
+    let day = 24;
+    for (tag, days, content) in [
+        ("1.4.2", 60, "a"),
+        ("1.4.3", 2, "b"),
+        ("1.5.0", 5, "c"),
+        ("2.0.0", 10, "d"),
+    ] {
+        registry
+            .push_dated("app", tag, "amd64", Some(&ago(now, days * day)), content)
+            .await;
+    }
+    let bench = Bench::new(registry, &["1.4.2", "1.4.3", "1.5.0", "2.0.0"]);
+    let mut p = policy(json!({"filterTags": {
+        "minAge": "1440h",
+        "minAgeByBump": {"major": "720h", "minor": "168h", "patch": "24h"}}}));
+    // The first election has no tag to rise from: minAge's 60 days.
+    bench.reconcile(&mut p, now).await;
+    assert_eq!(elected(&p).0, "1.4.2");
+    let minage = |tag: &str, days: i64| {
+        let reason = format!("{days}d old, minAge 1440h");
+        (tag.to_string(), "minAge".to_string(), reason)
+    };
+    assert_eq!(
+        held(&p),
+        [minage("2.0.0", 10), minage("1.5.0", 5), minage("1.4.3", 2)]
+    );
+
+    // From 1.4.2: the patch is a day old enough, the minor and the major wait.
+    bench
+        .reconcile(&mut p, now + SignedDuration::from_secs(60))
+        .await;
+    assert_eq!(elected(&p).0, "1.4.3");
+    let bump = |tag: &str, days: i64, kind: &str, age: &str| {
+        let reason = format!("{days}d old, minAgeByBump.{kind} {age} (a {kind} bump)");
+        (tag.to_string(), "minAge".to_string(), reason)
+    };
+    let waiting = [
+        bump("2.0.0", 10, "major", "720h"),
+        bump("1.5.0", 5, "minor", "168h"),
+    ];
+    assert_eq!(held(&p), waiting);
+
+    // Three days on, the minor is a week old; the major waits for its 30 days.
+    bench
+        .reconcile(&mut p, now + SignedDuration::from_hours(3 * day))
+        .await;
+    assert_eq!(elected(&p).0, "1.5.0");
+    assert_eq!(held(&p), [bump("2.0.0", 13, "major", "720h")]);
+    bench
+        .reconcile(&mut p, now + SignedDuration::from_hours(20 * day))
+        .await;
+    assert_eq!(elected(&p).0, "2.0.0");
+    assert!(held(&p).is_empty());
+}
