@@ -7,11 +7,11 @@
 //! (and, under `make e2e-flux`, [`FLUX_SPEC_FIELDS`] against Flux's own CRD).
 
 use super::image_policy::{
-    DowngradePolicy, ImagePolicySpec, SignedTimePolicy, TagFilter, UndatedPolicy,
+    DowngradePolicy, ImagePolicyChoice, ImagePolicySpec, SignedTimePolicy, TagFilter, UndatedPolicy,
 };
 
 /// The spec fields of Flux's ImagePolicy v1 (image-reflector-controller v1.2), as dotted paths.
-pub const FLUX_SPEC_FIELDS: [&str; 8] = [
+pub const FLUX_SPEC_FIELDS: [&str; 11] = [
     "digestReflectionPolicy",
     "filterTags",
     "filterTags.extract",
@@ -19,17 +19,21 @@ pub const FLUX_SPEC_FIELDS: [&str; 8] = [
     "imageRepositoryRef",
     "interval",
     "policy",
+    "policy.alphabetical",
+    "policy.numerical",
+    "policy.semver",
     "suspend",
 ];
 
 /// The spec fields beyond Flux's, as dotted paths: every gate, and what tunes one.
-pub const BEYOND_FLUX: [&str; 7] = [
+pub const BEYOND_FLUX: [&str; 8] = [
     "downgrade",
     "filterTags.minAge",
     "filterTags.minAgeByBump",
     "filterTags.minAgeSignedTime",
     "filterTags.minAgeUndated",
     "platforms",
+    "policy.newest",
     "verify",
 ];
 
@@ -40,7 +44,13 @@ pub fn set_beyond_flux(spec: &ImagePolicySpec) -> Vec<&'static str> {
     // In full, without `..`: a new field fails to compile here until it is classed.
     let ImagePolicySpec {
         image_repository_ref: _,
-        policy: _,
+        policy:
+            ImagePolicyChoice {
+                semver: _,
+                alphabetical: _,
+                numerical: _,
+                newest,
+            },
         filter_tags,
         digest_reflection_policy: _,
         interval: _,
@@ -81,6 +91,7 @@ pub fn set_beyond_flux(spec: &ImagePolicySpec) -> Vec<&'static str> {
             "platforms",
             platforms.as_ref().is_some_and(|p| !p.is_empty()),
         ),
+        ("policy.newest", newest.is_some()),
         ("verify", verify.is_some()),
     ];
     set.into_iter()
@@ -112,7 +123,7 @@ mod tests {
         let mut fields = BTreeSet::new();
         for (name, property) in spec.as_object().unwrap() {
             fields.insert(name.clone());
-            if name == "filterTags" {
+            if name == "filterTags" || name == "policy" {
                 for inner in property["properties"].as_object().unwrap().keys() {
                     fields.insert(format!("{name}.{inner}"));
                 }
@@ -165,6 +176,7 @@ mod tests {
             "filterTags": {"minAge": "1h", "minAgeUndated": "FirstSeen",
                            "minAgeSignedTime": "Required", "minAgeByBump": {"major": "720h"}},
             "verify": {"provider": "cosign"},
+            "policy": {"semver": {"range": "1.x"}, "newest": {}},
         });
         assert_eq!(with(all), BEYOND_FLUX.to_vec());
     }

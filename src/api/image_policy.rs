@@ -109,7 +109,7 @@ pub enum DowngradePolicy {
     Refuse,
 }
 
-/// The ordering policy; when several are set, semver wins, then alphabetical.
+/// The ordering policy; when several are set, semver wins, then alphabetical, then numerical.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImagePolicyChoice {
@@ -122,7 +122,15 @@ pub struct ImagePolicyChoice {
     /// Elect by numeric value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numerical: Option<NumericalPolicy>,
+    /// Beyond Flux: elect the tag the controller first saw most recently (tags first listed
+    /// at the same scan by their image's creation time, then by name); `newest: {}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub newest: Option<NewestPolicy>,
 }
+
+/// Newest-pushed policy settings: none yet.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct NewestPolicy {}
 
 /// Semver policy settings.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
@@ -332,6 +340,7 @@ impl ImagePolicySpec {
             semver: self.policy.semver.as_ref().map(|s| s.range.clone()),
             alphabetical: self.policy.alphabetical.as_ref().map(|a| order(a.order)),
             numerical: self.policy.numerical.as_ref().map(|n| order(n.order)),
+            newest: self.policy.newest.is_some(),
         };
         let filter = self.filter_tags.as_ref().map(|f| FilterSpec {
             pattern: f.pattern.clone().unwrap_or_default(),

@@ -64,6 +64,7 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
     };
     let gates = gate_names(&spec)?;
     let frozen = crate::controller::image_policy::frozen::notice(&spec);
+    let unseen = (policy.kind() == PolicyKind::Newest).then_some(UNSEEN);
     let text = read_tags(&args.tags_file)?;
     let mut tags: Vec<&str> = text
         .lines()
@@ -93,6 +94,9 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
                 if let Some(frozen) = &frozen {
                     json["cannotMove"] = serde_json::json!(frozen);
                 }
+                if let Some(unseen) = unseen {
+                    json["firstSightingsUnknown"] = serde_json::json!(unseen);
+                }
                 let json = serde_json::to_string_pretty(&json).map_err(CliError::failed)?;
                 writeln!(out, "{json}").map_err(write_err)?;
             }
@@ -103,8 +107,8 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
                         .map_err(write_err)?;
                 }
                 write_gates(out, &gates, &held).map_err(write_err)?;
-                if let Some(frozen) = &frozen {
-                    writeln!(out, "note: {frozen}").map_err(write_err)?;
+                for note in frozen.as_deref().into_iter().chain(unseen) {
+                    writeln!(out, "note: {note}").map_err(write_err)?;
                 }
             }
         }
@@ -127,11 +131,17 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
             gates.join(", ")
         );
     }
-    if let Some(frozen) = &frozen {
-        eprintln!("note: {frozen}");
+    for note in frozen.as_deref().into_iter().chain(unseen) {
+        eprintln!("note: {note}");
     }
     writeln!(out, "{tag}").map_err(write_err)
 }
+
+/// What `select` says of a newest order: it has no record of first sightings.
+const UNSEEN: &str = "spec.policy.newest orders by when the controller first saw each tag, \
+                      which select does not know: every tag counts as seen at once, so the \
+                      byte-greatest name is elected here; `image-reflector scan` keeps a store \
+                      of its own (--storage-path) and dates the tags of one sighting";
 
 fn held_note(at: &str, elected: &str) -> String {
     format!(

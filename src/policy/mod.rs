@@ -14,6 +14,7 @@ mod filter;
 mod gates;
 mod goregex;
 mod linear;
+mod newest;
 mod numeric;
 mod regex;
 mod select;
@@ -31,6 +32,7 @@ pub use gates::{
     Verify, MAX_MIN_AGE, MAX_PLATFORMS, MAX_PLATFORM_LEN,
 };
 pub use goregex::{translate as translate_go_regex, GoError, Translated};
+pub use newest::{Sightings, MAX_DATED};
 pub use numeric::Number;
 pub use regex::{compile_exclusions, compile_go, Exclusions, GoRegex, REGEX_SIZE_LIMIT};
 pub use select::{Candidate, Explanation, FilterSpec, Policy, PolicyChoice, PolicyKind};

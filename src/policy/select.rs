@@ -7,19 +7,23 @@
 //! and not at their positions, any input order gives the same answer.
 
 use super::best::{self, directed, EachValue, Order};
+use super::newest::Sightings;
 use super::numeric::Number;
 use super::version::Version;
 use super::{Constraints, Filter, InvalidPolicy, NotElected};
 use serde::Serialize;
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 /// The policy as written in `spec.policy`: the first one set of semver, alphabetical,
-/// numerical is used.
+/// numerical, newest is used.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PolicyChoice {
     pub semver: Option<String>,
     pub alphabetical: Option<Order>,
     pub numerical: Option<Order>,
+    /// `newest: {}`: the tag first seen most recently.
+    pub newest: bool,
 }
 
 /// `spec.filterTags`.
@@ -35,6 +39,7 @@ pub enum PolicyKind {
     SemVer,
     Alphabetical,
     Numerical,
+    Newest,
 }
 
 /// A validated policy, ready to elect.
@@ -49,6 +54,8 @@ enum Rule {
     SemVer(Constraints),
     Alphabetical(Order),
     Numerical(Order),
+    /// Shared: a policy is cloned a few times per reconcile, the sightings number thousands.
+    Newest(Arc<Sightings>),
 }
 
 /// A tag that satisfies the policy, with the value it was compared by.
@@ -103,6 +110,8 @@ impl Policy {
             Rule::Alphabetical(order)
         } else if let Some(order) = choice.numerical {
             Rule::Numerical(order)
+        } else if choice.newest {
+            Rule::Newest(Arc::new(Sightings::unknown()))
         } else {
             return Err(InvalidPolicy::NoPolicy);
         };
@@ -118,6 +127,35 @@ impl Policy {
             Rule::SemVer(_) => PolicyKind::SemVer,
             Rule::Alphabetical(_) => PolicyKind::Alphabetical,
             Rule::Numerical(_) => PolicyKind::Numerical,
+            Rule::Newest(_) => PolicyKind::Newest,
+        }
+    }
+
+    /// A newest policy ordering by `sightings`; any other policy as it is.
+    pub fn with_sightings(&self, sightings: Sightings) -> Policy {
+        let mut policy = self.clone();
+        if let Rule::Newest(_) = policy.rule {
+            policy.rule = Rule::Newest(Arc::new(sightings));
+        }
+        policy
+    }
+
+    /// The tags of `tags` this newest policy keeps whose creation time decides the election
+    /// and is not known ([`Sightings::to_date`]); none for another policy.
+    pub fn to_date<'t>(&self, tags: impl IntoIterator<Item = &'t str>) -> Vec<&'t str> {
+        let Rule::Newest(sightings) = &self.rule else {
+            return Vec::new();
+        };
+        let mut kept = Vec::new();
+        self.for_each_value(tags.into_iter(), |tag, _| kept.push(tag));
+        sightings.to_date(kept)
+    }
+
+    /// What a newest policy orders by.
+    pub fn sightings(&self) -> Option<&Sightings> {
+        match &self.rule {
+            Rule::Newest(sightings) => Some(sightings),
+            _ => None,
         }
     }
 
@@ -151,6 +189,11 @@ impl Policy {
             }
             Rule::Alphabetical(order) => best::alphabetical(*order, self.kept(tags), tie),
             Rule::Numerical(order) => best::numerical(*order, self.kept(tags), tie),
+            Rule::Newest(sightings) => {
+                let mut kept = Vec::new();
+                let passed = self.kept(tags).each(|tag, _| kept.push(tag));
+                (sightings.newest(kept), passed)
+            }
         };
         match best {
             Some(tag) => Ok(tag),
@@ -228,6 +271,11 @@ impl Policy {
                 }
                 _ => Ok(()),
             };
+            // Newest ranks tags, not values: none collide.
+            let value = match &self.rule {
+                Rule::Newest(_) => tag,
+                _ => value,
+            };
             match usable {
                 Ok(()) => ranked.push(Candidate {
                     tag: tag.to_string(),
@@ -302,6 +350,7 @@ impl Policy {
                 *order,
                 Number::parse(&a.value).cmp(&Number::parse(&b.value)),
             ),
+            Rule::Newest(sightings) => sightings.rank(&a.tag, &b.tag),
         };
         by_value.then_with(|| self.tie(&a.tag, &b.tag))
     }
@@ -311,7 +360,7 @@ impl Policy {
         let bytes = a.as_bytes().cmp(b.as_bytes());
         match self.rule {
             Rule::Numerical(_) => bytes.reverse(),
-            Rule::SemVer(_) | Rule::Alphabetical(_) => bytes,
+            Rule::SemVer(_) | Rule::Alphabetical(_) | Rule::Newest(_) => bytes,
         }
     }
 

@@ -62,6 +62,11 @@ impl DigestFacts {
             .collect()
     }
 
+    /// Each tag with its fact.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &DigestFact)> {
+        self.0.iter().map(|(tag, f)| (tag.as_str(), f))
+    }
+
     pub fn get(&self, tag: &str) -> Option<&DigestFact> {
         self.0.iter().find(|(t, _)| t == tag).map(|(_, f)| f)
     }

@@ -56,6 +56,16 @@ impl FirstSeen {
             .map_or(self.floor, |s| s.at.max(self.floor))
     }
 
+    /// Each recorded tag with when it was first seen (before the floor is applied).
+    pub fn entries(&self) -> impl Iterator<Item = (&str, i64)> {
+        self.entries.iter().map(|(tag, s)| (tag.as_str(), s.at))
+    }
+
+    /// When a tag without an entry was seen (0: before the controller).
+    pub fn floor(&self) -> i64 {
+        self.floor
+    }
+
     /// `tags` were listed for the first time at `now`.
     pub fn arrived<'a>(&mut self, tags: impl IntoIterator<Item = &'a str>, now: i64) {
         for tag in tags {

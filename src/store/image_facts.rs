@@ -133,6 +133,11 @@ impl ImageFactsFile {
         text
     }
 
+    /// Each image's facts.
+    pub fn iter(&self) -> impl Iterator<Item = &ImageFacts> {
+        self.0.iter()
+    }
+
     pub fn get(&self, digest: &str) -> Option<&ImageFacts> {
         self.0.iter().find(|f| f.digest == digest)
     }

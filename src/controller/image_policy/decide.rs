@@ -8,6 +8,7 @@ use super::election::{elect, Candidates, Mode, Subject};
 pub use super::election::{MAX_INSPECTIONS, MAX_WALK};
 pub use super::env::{PolicyEnv, PolicyReader};
 use super::frozen;
+use super::newest::sightings;
 use super::record::record;
 pub use super::record::CONTINUE_WALK;
 use super::repository::find_repository;
@@ -22,7 +23,7 @@ use crate::controller::outcome::next::Next;
 use crate::controller::outcome::status::finish_status;
 use crate::controller::outcome::stop::Stop;
 use crate::controller::outcome::summary::Outcome;
-use crate::policy::{Gates, NotElected};
+use crate::policy::{Gates, NotElected, Policy, PolicyKind};
 use crate::reference::ImageReference;
 use crate::store::{RepoKey, StoreError, TagList, TagStore};
 use kube::ResourceExt;
@@ -86,11 +87,11 @@ async fn run_steps<R: PolicyReader>(
         .map_err(Stop::stalled(Reason::InvalidReference))?;
     let repo = find_repository(policy, env).await?;
     let checked = check_spec(policy, &repo, env).await?;
-    let (best, tags) = read_candidates(&checked, &repo, status, env).await?;
-    let floor = Floor::of(policy, &repo, status, &checked.selection);
-    let bumps = (policy.spec).bumps(status, Some(&repo.spec.image), &checked.selection);
+    let (best, tags, ranking) = read_candidates(&checked, &repo, status, env).await?;
+    let floor = Floor::of(policy, &repo, status, &ranking);
+    let bumps = (policy.spec).bumps(status, Some(&repo.spec.image), &ranking);
     let candidates = match tags {
-        Some(tags) => Candidates::ranked(best, tags, checked.selection.clone(), floor.as_ref()),
+        Some(tags) => Candidates::ranked(best, tags, ranking, floor.as_ref()),
         None => Candidates::best(best),
     };
     let subject = Subject {
@@ -102,6 +103,7 @@ async fn run_steps<R: PolicyReader>(
         interval,
         floor: floor.as_ref(),
         bumps: bumps.as_ref(),
+        newest: checked.selection.kind() == PolicyKind::Newest,
     };
     let (election, notice) = elect(policy, &subject, candidates, status, env).await?;
     let recorded = record(status, c, election);
@@ -200,20 +202,23 @@ async fn check_spec<R: PolicyReader>(
     })
 }
 
-/// The best stored tag, and the tags when a gated election may rank more. No tags yet is a
+/// The best stored tag, the tags when a gated election may rank more or a newest order may
+/// date them, and the ordering (a newest one with the store's sightings). No tags yet is a
 /// wait, not a failure (docs/compatibility.md).
 async fn read_candidates<R: PolicyReader>(
     checked: &Checked,
     repo: &ImageRepository,
     status: &ImagePolicyStatus,
     env: &PolicyEnv<'_, R>,
-) -> Result<(String, Option<TagList>), Stop> {
+) -> Result<(String, Option<TagList>, Policy), Stop> {
+    let newest = checked.selection.kind() == PolicyKind::Newest;
     let read = read_and_elect(
         env.store.clone(),
         checked.key.clone(),
         checked.selection.clone(),
-        // A gated election may rank further candidates after the best: it keeps the tags.
-        checked.mode.walks_on(),
+        // A gated election may rank further candidates after the best, and a newest order
+        // may date them: it keeps the tags.
+        (checked.mode.walks_on() || newest, env.now.as_second()),
     );
     match read.await {
         Ok(Some(Ok(elected))) => Ok(elected),
@@ -283,23 +288,30 @@ enum ReadTagsError {
 /// The stored tags' election, `None` when there are none, and the tags when `keep_tags` (a
 /// gated election may rank more candidates). Reading and electing run on the blocking pool: a
 /// repository may hold a million tags and the pattern is a tenant's (docs/security.md).
+/// The best tag, the tags if kept, and the ordering the best was elected by.
+type Read = (String, Option<TagList>, Policy);
+
 async fn read_and_elect(
     store: Arc<dyn TagStore>,
     key: RepoKey,
-    selection: crate::policy::Policy,
-    keep_tags: bool,
-) -> Result<Option<Result<(String, Option<TagList>), NotElected>>, ReadTagsError> {
+    selection: Policy,
+    (keep_tags, now): (bool, i64),
+) -> Result<Option<Result<Read, NotElected>>, ReadTagsError> {
     let span = tracing::info_span!("store read");
     let elect = move || {
         let (tags, _) = span.in_scope(|| store.get(&key))?;
         if tags.is_empty() {
             return Ok::<_, StoreError>(None);
         }
+        let selection = match selection.kind() {
+            PolicyKind::Newest => selection.with_sightings(sightings(&*store, &key, now)?),
+            _ => selection,
+        };
         let best = match selection.select_sorted(tags.iter()) {
             Ok(best) => best.to_string(),
             Err(err) => return Ok(Some(Err(err))),
         };
-        Ok(Some(Ok((best, keep_tags.then_some(tags)))))
+        Ok(Some(Ok((best, keep_tags.then_some(tags), selection))))
     };
     Ok(tokio::task::spawn_blocking(elect).await??)
 }

@@ -13,6 +13,7 @@ pub mod frozen;
 pub mod index;
 pub mod may_read;
 pub mod migrate;
+pub mod newest;
 pub mod reader;
 pub mod reconcile;
 mod record;

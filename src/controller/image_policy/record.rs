@@ -1,6 +1,7 @@
 //! The one place an election reaches the status: `latestRef`, `observedPreviousRef`,
 //! `heldBack` and the conditions, whichever way the tag was elected (with gates or without).
 
+use super::election::MAX_INSPECTIONS;
 use super::report::{held_note, no_eligible_message, ready_message};
 use crate::api::{HeldBackTag, ImagePolicyStatus, ImageRef, MAX_HELD_BACK};
 use crate::controller::outcome::conditions::{ConditionType, Conditions, Reason};
@@ -27,6 +28,9 @@ pub(super) enum Election {
         walked: usize,
         inspections: usize,
     },
+    /// A newest order's tags of one sighting are being dated: `left` of `of` to read; the
+    /// last election stays meanwhile.
+    Dating { left: usize, of: usize },
     /// No candidate passes the gates: the last election stays.
     NoneEligible {
         held: Vec<HeldBackTag>,
@@ -94,6 +98,15 @@ pub(super) fn record(
                 unknown: false,
             })
         }
+        Election::Dating { left, of } => Err(Stop::Progressing {
+            message: format!(
+                "reading the creation times of the {of} tags first listed at the same scan \
+                 (spec.policy.newest orders them so), {left} left; going on in the next \
+                 reconcile (at most {MAX_INSPECTIONS} registry inspections each)"
+            ),
+            next: CONTINUE_WALK,
+            unknown: false,
+        }),
         Election::NoneEligible { held, walked, next } => {
             status.held_back = keep(held);
             let message = no_eligible_message(status, walked);

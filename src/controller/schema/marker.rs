@@ -17,8 +17,9 @@ use serde_json::{json, Value};
 /// Under `.internal`, a name no one else can own (RFC 6762 keeps it for private use).
 pub const GATES_ANNOTATION: &str = "image-reflector.internal/gates";
 
-/// Longer than any value we write (five fields, a generation): a longer one is not ours.
-const MAX_VALUE_LEN: usize = 128;
+/// Longer than any value we write (every field of `BEYOND_FLUX`, a generation): a longer one
+/// is not ours.
+const MAX_VALUE_LEN: usize = 256;
 
 /// What the annotation says: at `generation` the spec set `fields`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -163,11 +164,13 @@ mod tests {
     fn a_hand_written_marker_holds_nothing_it_cannot_name() {
         let odd = policy(4, Some("4:spec.nothing,,verify2"), json!({}));
         assert_eq!(hidden(&odd), None);
-        let long = format!("4:{}", "downgrade,".repeat(20));
+        let long = format!("4:{}", "downgrade,".repeat(30));
         assert_eq!(hidden(&policy(4, Some(&long), json!({}))), None);
-        // Read up to 128 bytes, not one more.
-        let exact = format!("{}4:downgrade", "0".repeat(117));
-        assert_eq!(exact.len(), 128);
+        // Read up to 256 bytes, not one more: every field and a generation fit.
+        let every = format!("{}:{}", i64::MAX, BEYOND_FLUX.join(","));
+        assert!(every.len() < MAX_VALUE_LEN, "{}", every.len());
+        let exact = format!("{}4:downgrade", "0".repeat(245));
+        assert_eq!(exact.len(), 256);
         let read = hidden(&policy(4, Some(&exact), json!({})));
         assert_eq!(read, Some(vec!["downgrade"]));
         let over = format!("0{exact}");

@@ -105,6 +105,7 @@ mod tests {
             "filterTags": {"properties": {"pattern": {}, "minAge": {}, "minAgeUndated": {},
                                           "minAgeSignedTime": {}, "minAgeByBump": {}}},
             "platforms": {}, "verify": {}, "downgrade": {},
+            "policy": {"properties": {"newest": {}}},
         }});
         let served = read(&document(ours));
         assert_eq!(served.policy.unwrap().lacking, Vec::<&str>::new());

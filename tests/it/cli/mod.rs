@@ -1,6 +1,7 @@
 //! The binary's subcommands, run as users run them.
 
 pub mod gates_cli;
+pub mod newest_cli;
 pub mod ref_cli;
 pub mod registry_cli;
 pub mod run_cli;

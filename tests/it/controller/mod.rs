@@ -7,6 +7,7 @@ pub mod event_rate;
 pub mod first_seen;
 pub mod gated_election;
 pub mod gc;
+pub mod newest;
 pub mod notify;
 pub mod panics;
 pub mod policy_reconcile;

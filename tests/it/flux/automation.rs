@@ -1,7 +1,7 @@
 //! image-automation-controller commits what our policies elect: the image, tag, name and
 //! digest setters of a Deployment in Git follow `status.latestRef`: a higher tag, the same tag
-//! re-pushed as new content under `digestReflectionPolicy: Always`, and a gated policy's tag
-//! only once its gate passes; and a gate turned on under `downgrade: Refuse` commits no
+//! re-pushed as new content under `digestReflectionPolicy: Always`, a gated policy's tag
+//! only once its gate passes, and a newest-pushed policy's (`policy.newest`) last push; and a gate turned on under `downgrade: Refuse` commits no
 //! rollback (issue 69).
 
 use super::until;
@@ -31,7 +31,8 @@ async fn flux_image_automation_commits_what_our_policies_elect() {
          \x20           - name: TAG\n              value: \"0.0.1\" # {{\"$imagepolicy\": \"{ns}:app:tag\"}}\n\
          \x20           - name: NAME\n              value: \"none\" # {{\"$imagepolicy\": \"{ns}:app:name\"}}\n\
          \x20           - name: DIGEST\n              value: \"none\" # {{\"$imagepolicy\": \"{ns}:app:digest\"}}\n\
-         \x20       - name: arm\n          image: {host}/demo/app:0.0.1 # {{\"$imagepolicy\": \"{ns}:arm\"}}\n",
+         \x20       - name: arm\n          image: {host}/demo/app:0.0.1 # {{\"$imagepolicy\": \"{ns}:arm\"}}\n\
+         \x20       - name: newest\n          image: {host}/demo/app:0.0.1 # {{\"$imagepolicy\": \"{ns}:newest\"}}\n",
         ns = ns.0
     );
     let git = GitServer::start().await;
@@ -42,7 +43,9 @@ async fn flux_image_automation_commits_what_our_policies_elect() {
          apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: app, namespace: {ns}}}\n\
          spec: {{imageRepositoryRef: {{name: app}}, policy: {{semver: {{range: '>=1.0.0'}}}}, digestReflectionPolicy: Always, interval: 10s}}\n---\n\
          apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: arm, namespace: {ns}}}\n\
-         spec: {{imageRepositoryRef: {{name: app}}, policy: {{semver: {{range: '>=1.0.0'}}}}, platforms: [linux/arm64]}}\n---\n",
+         spec: {{imageRepositoryRef: {{name: app}}, policy: {{semver: {{range: '>=1.0.0'}}}}, platforms: [linux/arm64]}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: newest, namespace: {ns}}}\n\
+         spec: {{imageRepositoryRef: {{name: app}}, policy: {{newest: {{}}}}}}\n---\n",
         ns = ns.0,
     ) + &super::fleet_automation(&ns.0, &git.url("fleet"));
     ok(kubectl(&["apply", "-f", "-"], Some(&objects)));
@@ -115,8 +118,32 @@ async fn flux_image_automation_commits_what_our_policies_elect() {
         file().contains(&arm)
     })
     .await;
+    let newest = |tag: &str| {
+        format!(
+            "image: {host}/demo/app:{tag} # {{\"$imagepolicy\": \"{}:newest\"}}",
+            ns.0
+        )
+    };
+    until(
+        60,
+        "the last push committed for the newest order",
+        log,
+        || file().contains(&newest("2.0.0")),
+    )
+    .await;
+    // A tag no version order would elect: pushed last, the newest order commits it, and the
+    // semver policies keep theirs.
+    registry
+        .push_image_variant("demo/app", &["hotfix-1".to_string()], "h")
+        .await;
+    request_reconcile(&ns.0, "imagerepository/app", "hotfix");
+    until(60, "the newest push committed", log, || {
+        file().contains(&newest("hotfix-1"))
+    })
+    .await;
+    assert!(file().contains(&arm), "{}", file());
     let subjects = git.subjects("fleet", "main");
-    assert!(subjects.len() >= 5, "one commit per change: {subjects:?}");
+    assert!(subjects.len() >= 6, "one commit per change: {subjects:?}");
     assert!(subjects.iter().all(|s| !s.is_empty()), "{subjects:?}");
     assert!(controller.stop().success());
 }

@@ -124,14 +124,14 @@ async fn crd_revert_holds_a_gated_policy_through_a_restart_and_it_resumes_with_i
     let mut metrics = String::new();
     for _ in 0..150 {
         metrics = http_text(metrics_port, "/metrics").await;
-        if metric(&metrics, "image_reflector_served_schema_fields_missing") == 7.0 {
+        if metric(&metrics, "image_reflector_served_schema_fields_missing") == 8.0 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     assert_eq!(
         metric(&metrics, "image_reflector_served_schema_fields_missing"),
-        7.0,
+        8.0,
         "every field beyond Flux's: {metrics}"
     );
     let hidden = metric(&metrics, "image_reflector_gates_hidden_total");

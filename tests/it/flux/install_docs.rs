@@ -166,7 +166,7 @@ fn fluxs_imagepolicy_spec_has_exactly_the_fields_classed_as_fluxs() {
     let mut fields = std::collections::BTreeSet::new();
     for (name, property) in spec.as_object().unwrap() {
         fields.insert(name.clone());
-        if name == "filterTags" {
+        if name == "filterTags" || name == "policy" {
             for inner in property["properties"].as_object().unwrap().keys() {
                 fields.insert(format!("{name}.{inner}"));
             }

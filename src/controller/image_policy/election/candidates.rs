@@ -70,6 +70,42 @@ impl Candidates {
         Candidates { best, rest }
     }
 
+    /// The candidates whose creation time decides a newest order and is not known
+    /// ([`Policy::to_date`]): none for another order.
+    pub(super) fn to_date(&self) -> Vec<String> {
+        match &self.rest {
+            Rest::Unranked(u) => u
+                .ranking
+                .to_date(u.tags.iter())
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The candidates with these creation times known: the best elected again.
+    pub(super) fn dated(self, dates: Vec<(String, Option<i64>)>) -> Candidates {
+        let Rest::Unranked(mut unranked) = self.rest else {
+            return self;
+        };
+        let Some(mut sightings) = unranked.ranking.sightings().cloned() else {
+            let rest = Rest::Unranked(unranked);
+            return Candidates {
+                best: self.best,
+                rest,
+            };
+        };
+        for (tag, created) in dates {
+            sightings = sightings.dated(&tag, created);
+        }
+        unranked.ranking = unranked.ranking.with_sightings(sightings);
+        let best = unranked.ranking.select(unranked.tags.iter());
+        let best = best.map_or(self.best, str::to_string);
+        let rest = Rest::Unranked(unranked);
+        Candidates { best, rest }
+    }
+
     /// Ranks the candidates after the best (of the `most` best), on the blocking pool: the tags
     /// may number a million and the ordering is a tenant's.
     pub(super) async fn rest(self, most: usize) -> Result<Ranked, tokio::task::JoinError> {

@@ -32,6 +32,9 @@ pub struct Subject<'a> {
     pub floor: Option<&'a Floor>,
     /// `minAgeByBump`'s bumps, when it is set.
     pub bumps: Option<&'a Bumps>,
+    /// A newest order: the walk keeps first sightings (a re-pushed tag is seen again when its
+    /// digest is resolved) and the images it reads.
+    pub newest: bool,
 }
 
 /// What every step of the election reads besides the candidates.
@@ -42,6 +45,7 @@ pub(super) struct Context<'a> {
     pub store: &'a Arc<dyn TagStore>,
     pub gates: &'a Gates,
     pub mode: Mode,
+    pub newest: bool,
     pub bumps: Option<&'a Bumps>,
     pub keys: Option<&'a Arc<Trust>>,
     /// `digestReflectionPolicy`.
@@ -100,6 +104,7 @@ impl<'a> Context<'a> {
             gates: subject.gates,
             mode: subject.mode,
             bumps: subject.bumps,
+            newest: subject.newest,
             keys,
             reflection,
             interval: subject.interval,

@@ -31,8 +31,8 @@ pub(super) struct Known {
 
 impl Known {
     /// One read of each file the election needs: the digests when the rule may take one, the
-    /// images and first sightings with gates; an election without gates that asks the registry
-    /// reads nothing. A failure of the advisory ones only costs requests; a first-seen record
+    /// images and first sightings with gates or a newest order; an election without either
+    /// that asks the registry reads nothing. A failure of the advisory ones only costs requests; a first-seen record
     /// that cannot be read counts every tag as seen `now` (held, never passed early).
     pub async fn read(ctx: &Context<'_>) -> Known {
         let (store, key, now) = (ctx.store, ctx.key, ctx.now);
@@ -42,7 +42,7 @@ impl Known {
                 .await
                 .unwrap_or_default();
         }
-        if ctx.mode == Mode::Gated {
+        if ctx.mode == Mode::Gated || ctx.newest {
             let images = blocking(store, key, |s, k| s.all_image_facts(k).map(Some)).await;
             known.images = images.unwrap_or_default();
             let seen = blocking(store, key, |s, k| s.first_seen(k).map(Some)).await;

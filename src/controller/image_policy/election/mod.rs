@@ -10,6 +10,7 @@ mod attested;
 mod candidates;
 mod client;
 mod context;
+mod dating;
 mod facts;
 mod freshness;
 mod keys;
@@ -30,6 +31,7 @@ use crate::controller::outcome::stop::Stop;
 use crate::registry::RegistryError;
 use context::Context;
 pub(super) use context::Subject;
+use dating::{date, Dated};
 use facts::StoreAndRegistry;
 use keys::trusted_keys;
 use std::time::Duration;
@@ -58,6 +60,10 @@ pub(super) async fn elect<R: PolicyReader>(
         failed(WalkFailure { tag, error })
     })?;
     let mut source = StoreAndRegistry::open(&ctx).await;
+    let candidates = match date(candidates, &mut source).await.map_err(failed)? {
+        Dated::Ready(candidates) => candidates,
+        Dated::Unfinished { left, of } => return Ok((Election::Dating { left, of }, None)),
+    };
     let walked = walk(candidates, ctx.judge(), &mut source)
         .await
         .map_err(failed)?;

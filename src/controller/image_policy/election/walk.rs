@@ -141,7 +141,15 @@ pub(super) struct Budget<'a> {
     charged: bool,
 }
 
-impl Budget<'_> {
+impl<'a> Budget<'a> {
+    /// A candidate's share of the inspections `used` counts.
+    pub fn new(used: &'a mut usize) -> Budget<'a> {
+        Budget {
+            used,
+            charged: false,
+        }
+    }
+
     pub fn charge(&mut self) -> Result<(), Cut> {
         if !self.charged {
             if *self.used == MAX_INSPECTIONS {
