@@ -28,6 +28,8 @@ enum Command {
     /// Reconcile the ImageRepositories, then the ImagePolicies, of some manifests offline (the
     /// controller's own reconciles) and print their status.
     Scan(cli::scan::ScanArgs),
+    /// The tag store: `store archive` writes it as a tar archive, for `scan --storage-path`.
+    Store(cli::store::StoreArgs),
 }
 
 /// Flux's Deployment passes its flags with no subcommand (its image's entrypoint is the
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Command::Digest(a) => cli::registry::run_digest(&a, &mut stdout),
         Command::Run(a) => cli::run::run(&a),
         Command::Scan(a) => cli::scan::run(&a, &mut stdout),
+        Command::Store(a) => cli::store::run(&a, &mut stdout),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,6 +9,8 @@ pub mod registry;
 pub mod run;
 pub mod scan;
 pub mod select;
+mod sightings;
+pub mod store;
 
 pub use error::CliError;
 

@@ -95,6 +95,11 @@ pub fn run(args: &ScanArgs, out: &mut impl Write) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::failed(format!("starting the async runtime: {e}")))?;
     let concurrency = usize::from(args.concurrent);
+    let keys = manifests
+        .repositories
+        .iter()
+        .filter_map(|r| RepoKey::new(r.namespace().unwrap_or_default(), r.name_any()).ok());
+    let unlisted = super::sightings::unlisted(&*store, keys);
     // Repositories first, in input order, up to --concurrent at a time; their new status is
     // what the policies then read, as in a cluster.
     let scanned: Vec<_> = runtime.block_on(
@@ -162,6 +167,9 @@ pub fn run(args: &ScanArgs, out: &mut impl Write) -> Result<(), CliError> {
         .collect(),
     );
     for (policy, result) in manifests.policies.iter().zip(policies) {
+        if let Some(note) = super::sightings::note(policy, &unlisted) {
+            eprintln!("note: {note}");
+        }
         results.push(reconciled(
             policy,
             &policy.spec,

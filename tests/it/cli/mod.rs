@@ -7,3 +7,4 @@ pub mod registry_cli;
 pub mod run_cli;
 pub mod scan_cli;
 pub mod select_cli;
+pub mod sightings_cli;
