@@ -246,9 +246,10 @@ async fn flux_reconcile_never_elects_what_verify_holds_back() {
     assert!(controller.stop().success());
 }
 
-/// `minAgeByBump` on the real API server, shown by the real `flux` CLI (issue 74, items 2 and
-/// 8): the first election waits `minAge`; `flux reconcile` then elects the day-old patch from
-/// it while the major waits its own 30 days, and `flux get image policy` says so.
+/// `minAgeByBump` and `policy.newest` on the real API server, shown by the real `flux` CLI
+/// (issue 74, items 2, 3 and 8): the first election waits `minAge`; `flux reconcile` then
+/// elects the day-old patch from it while the major waits its own 30 days, and `flux get image
+/// policy` says so; a newest policy over the same first scan elects the latest image.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a cluster and Flux: make e2e-flux"]
 async fn flux_cli_shows_each_bump_waiting_its_own_age() {
@@ -275,7 +276,9 @@ async fn flux_cli_shows_each_bump_waiting_its_own_age() {
          spec: {{image: {host}/cooled/app, interval: 1h}}\n---\n\
          apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: app, namespace: {ns}}}\n\
          spec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '>=1.0.0'}}}}\n  \
-         filterTags:\n    minAge: 1440h\n    minAgeByBump: {{major: 720h, patch: 24h}}\n",
+         filterTags:\n    minAge: 1440h\n    minAgeByBump: {{major: 720h, patch: 24h}}\n---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: newest, namespace: {ns}}}\n\
+         spec: {{imageRepositoryRef: {{name: app}}, policy: {{newest: {{}}}}}}\n",
         ns = ns.0,
         host = registry.host
     );
@@ -293,5 +296,14 @@ async fn flux_cli_shows_each_bump_waiting_its_own_age() {
         got.contains("1.4.3") && got.contains("2.0.0 held back: 10d old, minAgeByBump.major 720h"),
         "{got}"
     );
+    // One sighting (the first scan): the latest image, 1.4.3 (two days old), not 2.0.0.
+    wait_for(
+        &ns.0,
+        "imagepolicy/newest",
+        "{.status.latestRef.tag}",
+        "1.4.3",
+    );
+    let got = flux_ok(&ns.0, &["get", "image", "policy", "newest"]);
+    assert!(got.contains("1.4.3") && got.contains("True"), "{got}");
     assert!(controller.stop().success());
 }
