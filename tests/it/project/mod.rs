@@ -4,4 +4,5 @@ pub mod config_rbac;
 pub mod dashboard;
 pub mod docs_links;
 pub mod layout;
+pub mod layout_docs;
 pub mod symbol_order;
