@@ -37,6 +37,7 @@ pub mod signatures;
 pub mod sigstore_root;
 mod tag_buf;
 mod tag_page;
+mod tag_read;
 mod tags;
 mod tls;
 mod token_auth;

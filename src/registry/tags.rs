@@ -4,12 +4,12 @@
 //! seen before, too many pages or tags, or an oversized body stop the listing with an error.
 //! A listing never returns part of the tags as if it were all of them.
 
-use super::body::{read_limited_with, status_error};
+use super::body::status_error;
 use super::budget::Held;
 use super::client::{RegistryClient, Target};
 use super::describe::url_host;
 use super::tag_buf::TagBuf;
-use super::tag_page::{parse_page_charged, PageError};
+use super::tag_page::PageTags;
 use super::RegistryError;
 use crate::reference::ImageReference;
 use reqwest::header::LINK;
@@ -72,131 +72,118 @@ impl RegistryClient {
                     limits.max_pages
                 )));
             }
-            let (url, response) = self.send(Method::GET, image, target, None).await?;
+            let answer = self.request_page(image, target, small_pages).await?;
             listing.requests += 1;
-            let host = url_host(&url);
-            // A page another host answered (through a redirect) lists that host's tags, not
-            // the registry's: never merged (redirect.rs).
-            if response.url().host_str() != url.host_str() {
-                return Err(RegistryError::InvalidResponse {
-                    method: "GET",
-                    url: url.to_string(),
-                    host,
-                    detail: format!(
-                        "the tag list was redirected to {}, another host: refused, a listing \
-                         comes from the registry itself",
-                        url_host(response.url())
-                    ),
-                });
-            }
-            if response.status() != StatusCode::OK {
-                let err = status_error(Method::GET, &url, &host, response, &self.options).await;
-                if !small_pages && rejects_page_size(&err) {
+            let (url, response) = match answer {
+                Answer::Page(url, response) => (url, response),
+                Answer::PageTooLarge(url) => {
                     small_pages = true;
                     target = Target::Url(with_page_size(&url, limits.small_page_size));
                     continue;
                 }
-                return Err(err);
-            }
-            let next = next_link(&url, response.headers()).map_err(|detail| {
-                RegistryError::InvalidResponse {
-                    method: "GET",
-                    url: url.to_string(),
-                    host: host.clone(),
-                    detail,
-                }
-            })?;
-            // The body is held from the budget while it is read and parsed, then given back.
-            let memory = &self.shared.memory;
-            let mut body_held = Held::for_tenant(self.options.tenant.as_deref());
-            let body = read_limited_with(
-                &Method::GET,
-                &url,
-                &host,
-                response,
-                limits.max_body_bytes,
-                |bytes| memory.reserve(&mut body_held, bytes),
-            )
-            .await?;
-            let keep = keep.clone();
-            let span = tracing::debug_span!("tag page", bytes = body.len());
-            // Kept tags are charged as they are parsed: to this listing's limit and to the
-            // process-wide budget, where they stay reserved until the listing is dropped.
-            // A TagBuf addresses its text with u32 ends: no limit lets a listing past that.
-            let max_kept = limits.max_kept_bytes.min(u32::MAX as usize);
-            let budget = memory.clone();
-            let mut held = std::mem::take(&mut listing.held);
-            let parsed = tokio::task::spawn_blocking(move || {
-                let _entered = span.enter();
-                // Reserved from the shared budget 64 KiB at a time, not per tag (a million
-                // tags would be a million semaphore operations); the limit is exact.
-                const STEP: usize = 64 << 10;
-                let mut pending = 0;
-                let mut charge = |cost: usize| {
-                    if held.bytes() + pending + cost > max_kept {
-                        return Err(format!(
-                            "the tags kept exceed the {max_kept}-byte limit one repository may \
-                             hold in memory; the listing was stopped and nothing is kept"
-                        ));
-                    }
-                    pending += cost;
-                    if pending >= STEP {
-                        budget.reserve(&mut held, std::mem::take(&mut pending))?;
-                    }
-                    Ok(())
-                };
-                let page = parse_page_charged(&body, &keep, &mut charge);
-                let page = page.and_then(|page| {
-                    budget
-                        .reserve(&mut held, pending)
-                        .map_err(PageError::Refused)?;
-                    Ok(page)
-                });
-                (page, held)
-            })
-            .await;
-            drop(body_held);
-            let (parsed, held) = parsed.map_err(|e| stop(e.to_string()))?;
-            listing.held = held;
-            let page = parsed.map_err(|err| match err {
-                PageError::Malformed(_) => RegistryError::InvalidResponse {
-                    method: "GET",
-                    url: url.to_string(),
-                    host: host.clone(),
-                    detail: err.to_string(),
-                },
-                PageError::Refused(reason) => stop(reason),
-            })?;
-            listing.listed += page.listed;
-            listing.invalid += page.invalid;
-            listing.tags.append(&page.kept);
-            if listing.listed > limits.max_tags {
-                return Err(stop(format!(
-                    "more than {} tags; the listing was stopped and nothing is kept",
-                    limits.max_tags
-                )));
-            }
-            seen.insert(url.to_string());
-            let Some(mut next) = next else {
-                if listing.invalid > 0 {
-                    tracing::debug!(
-                        invalid = listing.invalid,
-                        "dropped tags the OCI distribution spec does not allow"
-                    );
-                }
-                return Ok(listing);
             };
-            if small_pages {
-                next = with_page_size(&next, limits.small_page_size);
-            }
-            if seen.contains(next.as_str()) {
-                return Err(stop(format!(
-                    "pagination loop: the registry sent {next} as the next page again, after {} pages",
-                    listing.requests
-                )));
-            }
-            target = Target::Url(next);
+            let next =
+                next_link(&url, response.headers()).map_err(|detail| invalid(&url, detail))?;
+            let held = &mut listing.held;
+            let page = self.read_tag_page(image, &url, response, keep.clone(), held);
+            let page = page.await?;
+            listing.add(page, limits.max_tags).map_err(stop)?;
+            seen.insert(url.to_string());
+            let Some(next) = next else {
+                return Ok(listing.done());
+            };
+            let next = next_page(next, small_pages.then_some(limits.small_page_size), &seen);
+            target = Target::Url(
+                next.map_err(|e| stop(format!("{e}, after {} pages", listing.requests)))?,
+            );
         }
+    }
+
+    /// Asks for one page: the registry's own answer, or that it refuses the page size (asked
+    /// again smaller, once).
+    async fn request_page(
+        &self,
+        image: &ImageReference,
+        target: Target<'_>,
+        small_pages: bool,
+    ) -> Result<Answer, RegistryError> {
+        let (url, response) = self.send(Method::GET, image, target, None).await?;
+        // A page another host answered (through a redirect) lists that host's tags, not the
+        // registry's: never merged (redirect.rs).
+        if response.url().host_str() != url.host_str() {
+            let detail = format!(
+                "the tag list was redirected to {}, another host: refused, a listing comes \
+                 from the registry itself",
+                url_host(response.url())
+            );
+            return Err(invalid(&url, detail));
+        }
+        if response.status() == StatusCode::OK {
+            return Ok(Answer::Page(url, response));
+        }
+        let host = url_host(&url);
+        let err = status_error(Method::GET, &url, &host, response, &self.options).await;
+        match !small_pages && rejects_page_size(&err) {
+            true => Ok(Answer::PageTooLarge(url)),
+            false => Err(err),
+        }
+    }
+}
+
+/// What a page request came to.
+enum Answer {
+    Page(Url, reqwest::Response),
+    /// The registry refused the page size: ask `Url`'s page again, smaller.
+    PageTooLarge(Url),
+}
+
+impl Listing {
+    /// Adds a page's tags; more than `max_tags` listed stops the listing.
+    fn add(&mut self, page: PageTags, max_tags: usize) -> Result<(), String> {
+        self.listed += page.listed;
+        self.invalid += page.invalid;
+        self.tags.append(&page.kept);
+        if self.listed > max_tags {
+            return Err(format!(
+                "more than {max_tags} tags; the listing was stopped and nothing is kept"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The listing, complete.
+    fn done(self) -> Listing {
+        if self.invalid > 0 {
+            tracing::debug!(
+                invalid = self.invalid,
+                "dropped tags the OCI distribution spec does not allow"
+            );
+        }
+        self
+    }
+}
+
+/// The next page's URL (with the smaller page size, when the registry asked for it), unless
+/// it was asked for before: a pagination loop.
+fn next_page(mut next: Url, small: Option<u32>, seen: &HashSet<String>) -> Result<Url, String> {
+    if let Some(size) = small {
+        next = with_page_size(&next, size);
+    }
+    match seen.contains(next.as_str()) {
+        true => Err(format!(
+            "pagination loop: the registry sent {next} as the next page again"
+        )),
+        false => Ok(next),
+    }
+}
+
+/// A page answer that is not a page.
+fn invalid(url: &Url, detail: String) -> RegistryError {
+    RegistryError::InvalidResponse {
+        method: "GET",
+        url: url.to_string(),
+        host: url_host(url),
+        detail,
     }
 }
 
