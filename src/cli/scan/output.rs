@@ -1,0 +1,175 @@
+//! What `scan` prints: `kubectl get`'s tables per kind (the held-back candidates in a third),
+//! or each object with its status as YAML; and its exit status.
+
+use super::Reconciled;
+use crate::api::ConditionStatus;
+use crate::cli::error::CliError;
+use crate::controller::outcome::next::Next;
+use serde_json::{json, Value};
+use std::io::Write;
+
+/// Exit 0 when all are Ready; else 2 if any is Stalled, 3 otherwise.
+pub(super) fn exit_status(results: &[Reconciled]) -> Result<(), CliError> {
+    let not_ready: Vec<&Reconciled> = results.iter().filter(|r| ready(r).0 != "True").collect();
+    if not_ready.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = not_ready
+        .iter()
+        .map(|r| format!("{} {}/{}", r.kind, r.namespace, r.name))
+        .collect();
+    let message = format!("not ready: {}", names.join(", "));
+    if not_ready.iter().any(|r| r.next == Next::AwaitChange) {
+        Err(CliError::invalid(message))
+    } else {
+        Err(CliError::failed(message))
+    }
+}
+
+/// The Ready condition's status and message.
+fn ready(r: &Reconciled) -> (String, String) {
+    r.status["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Ready")
+        .map(|c| {
+            let status =
+                serde_json::from_value(c["status"].clone()).unwrap_or(ConditionStatus::Unknown);
+            let text = match status {
+                ConditionStatus::True => "True",
+                ConditionStatus::False => "False",
+                ConditionStatus::Unknown => "Unknown",
+            };
+            (
+                text.to_string(),
+                c["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// `kubectl get`'s columns per kind, with the namespace first (and the digest for policies).
+pub(super) fn write_tables(out: &mut impl Write, results: &[Reconciled]) -> std::io::Result<()> {
+    let text = |v: &Value| {
+        v.as_str().map(String::from).unwrap_or_else(|| {
+            if v.is_null() {
+                String::new()
+            } else {
+                v.to_string()
+            }
+        })
+    };
+    let repositories: Vec<Vec<String>> = results
+        .iter()
+        .filter(|r| r.kind == "ImageRepository")
+        .map(|r| {
+            let (ready, message) = ready(r);
+            let tags = text(&r.status["lastScanResult"]["tagCount"]);
+            vec![
+                r.namespace.clone(),
+                r.name.clone(),
+                text(&r.spec["image"]),
+                tags,
+                ready,
+                message,
+            ]
+        })
+        .collect();
+    let policies: Vec<Vec<String>> = results
+        .iter()
+        .filter(|r| r.kind == "ImagePolicy")
+        .map(|r| {
+            let (ready, message) = ready(r);
+            let latest = &r.status["latestRef"];
+            let cells = [&latest["name"], &latest["tag"], &latest["digest"]].map(text);
+            let [image, tag, digest] = cells;
+            vec![
+                r.namespace.clone(),
+                r.name.clone(),
+                image,
+                tag,
+                digest,
+                ready,
+                message,
+            ]
+        })
+        .collect();
+    let held: Vec<Vec<String>> = results
+        .iter()
+        .filter(|r| r.kind == "ImagePolicy")
+        .flat_map(|r| {
+            let list = r.status["heldBack"].as_array().cloned().unwrap_or_default();
+            list.into_iter().map(|h| {
+                let [tag, gate, reason] = [&h["tag"], &h["gate"], &h["reason"]].map(text);
+                vec![r.namespace.clone(), r.name.clone(), tag, gate, reason]
+            })
+        })
+        .collect();
+    let mut first = true;
+    for (header, rows) in [
+        (
+            &["NAMESPACE", "NAME", "IMAGE", "TAGS", "READY", "STATUS"][..],
+            repositories,
+        ),
+        (
+            &[
+                "NAMESPACE",
+                "NAME",
+                "IMAGE",
+                "TAG",
+                "DIGEST",
+                "READY",
+                "STATUS",
+            ][..],
+            policies,
+        ),
+        (
+            &["NAMESPACE", "POLICY", "HELD BACK", "GATE", "REASON"][..],
+            held,
+        ),
+    ] {
+        if rows.is_empty() {
+            continue;
+        }
+        if !first {
+            writeln!(out)?;
+        }
+        first = false;
+        let mut all = vec![header.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
+        all.extend(rows);
+        write_aligned(out, &all)?;
+    }
+    Ok(())
+}
+
+/// Columns padded to their widest cell, three spaces apart; the last one as it is.
+fn write_aligned(out: &mut impl Write, rows: &[Vec<String>]) -> std::io::Result<()> {
+    let columns = rows[0].len();
+    let widths: Vec<usize> = (0..columns - 1)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in rows {
+        for (cell, width) in row.iter().zip(&widths) {
+            write!(out, "{cell:<width$}   ")?;
+        }
+        writeln!(out, "{}", row[columns - 1])?;
+    }
+    Ok(())
+}
+
+/// Each object with the status the controller would write, as YAML documents.
+pub(super) fn write_yaml(out: &mut impl Write, results: &[Reconciled]) -> std::io::Result<()> {
+    for r in results {
+        let doc = json!({
+            "apiVersion": "image.toolkit.fluxcd.io/v1",
+            "kind": r.kind,
+            "metadata": {"name": r.name, "namespace": r.namespace},
+            "spec": r.spec,
+            "status": r.status,
+        });
+        let text = serde_saphyr::to_string(&doc).map_err(std::io::Error::other)?;
+        write!(out, "---\n{text}")?;
+    }
+    Ok(())
+}
