@@ -68,92 +68,29 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
     }
     let metrics_addr = http::parse_addr(&args.metrics_addr).map_err(CliError::invalid)?;
     let health_addr = http::parse_addr(&args.health_addr).map_err(CliError::invalid)?;
-    let store = open_store(args)?;
-    let rest_counts = crate::runtime::rest_client::RestClientCounts::default();
-    let client = connect(args, rest_counts.clone()).await?;
-    let repositories: Api<ImageRepository> = scoped_api(&client, args);
-    let policies: Api<ImagePolicy> = scoped_api(&client, args);
-    preflight(&repositories, &args.watch_label_selector).await?;
-    preflight(&policies, &args.watch_label_selector).await?;
-    let metrics = Arc::new(Metrics::default());
-    let token_cache = TokenCache::new(
-        args.token_cache_max_size as usize,
-        args.token_cache_max_duration,
-    );
-    let registries = Registries::with_token_cache(SchedulerConfig::default(), token_cache);
-    // State of hosts no object asks any more goes after an hour (docs/security.md).
-    let _sweeping = registries.forget_idle_in_background();
-    metrics.add_source(Arc::new(RegistrySource(registries.clone())));
-    metrics.add_source(Arc::new(crate::telemetry::process::ProcessSource));
-    metrics.add_source(Arc::new(rest_counts));
-    let sigstore_root = args
-        .sigstore
-        .public_good_root(Some(PathBuf::from(&args.storage_path).join("sigstore")))
-        .map_err(CliError::invalid)?;
-    let ctx = Context::new(
-        client.clone(),
-        store.clone(),
-        registries,
-        metrics.clone(),
-        settings(args, Arc::new(sigstore_root)),
-    )
-    .map_err(CliError::invalid)?;
-    ctx.export_queue_metrics();
-
+    let Started {
+        ctx,
+        client,
+        repositories,
+        policies,
+        metrics,
+    } = start(args).await?;
     let shutdown = shutdown_on_signal();
     let stop_servers = CancellationToken::new();
     let readiness = Readiness::default();
-    let health = health_check(&ctx, args.health_stuck_after);
-    let serve = |server, addr, router| http::serve(server, addr, router, stop_servers.clone());
-    let metrics_server = serve(
-        "metrics",
-        metrics_addr,
-        http::metrics_router(metrics.clone()),
-    )
-    .await
-    .map_err(|e| CliError::failed(format!("listening on {}: {e}", args.metrics_addr)))?;
-    let health_router = http::health_router(readiness.clone(), health);
-    let health_server = serve("health", health_addr, health_router)
-        .await
-        .map_err(|e| CliError::failed(format!("listening on {}: {e}", args.health_addr)))?;
-    let servers = tokio::spawn(async move { tokio::try_join!(metrics_server, health_server) });
-
+    let addrs = (metrics_addr, health_addr);
+    let servers = serve_http(args, addrs, (&ctx, &metrics, &readiness), &stop_servers).await?;
     let mut elector = match args.enable_leader_election {
         true => Some(Elector::new(client.clone(), lease_config(args)?)),
         false => None,
     };
-    let leading = match &mut elector {
-        Some(elector) => {
-            readiness.set_standby(true);
-            metrics.set_leader(&elector.config.name, false);
-            let leading = elector.acquire(&shutdown).await;
-            readiness.set_standby(false);
-            metrics.set_leader(&elector.config.name, leading);
-            leading
-        }
-        None => true,
+    let work = Work {
+        ctx: &ctx,
+        repositories,
+        policies,
+        readiness: &readiness,
     };
-    let ended = if leading {
-        // Leading lasts until shutdown or, with election, until the Lease is lost.
-        let holding = async {
-            match &mut elector {
-                Some(elector) => elector.hold(&shutdown).await,
-                None => {
-                    shutdown.cancelled().await;
-                    Ended::Cancelled
-                }
-            }
-        };
-        let work = Work {
-            ctx: &ctx,
-            repositories,
-            policies,
-            readiness: &readiness,
-        };
-        run_as_leader(args, work, &shutdown, holding).await
-    } else {
-        Ended::Cancelled
-    };
+    let ended = lead(args, &mut elector, &metrics, &shutdown, work).await;
     if let Some(elector) = &mut elector {
         elector.release().await;
         metrics.set_leader(&elector.config.name, false);
@@ -175,6 +112,119 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
         Ended::Lost => Err(CliError::stopped("leader election lost")),
         Ended::Failed(why) => Err(CliError::stopped(why)),
     }
+}
+
+/// What the process runs with once started: the reconcilers' context, the API client and
+/// both kinds' APIs (their CRDs found), the metrics.
+struct Started {
+    ctx: Arc<Context>,
+    client: Client,
+    repositories: Api<ImageRepository>,
+    policies: Api<ImagePolicy>,
+    metrics: Arc<Metrics>,
+}
+
+/// The store, the API client (each kind served), the registry clients, Sigstore's root and
+/// the metrics' sources, as one context.
+async fn start(args: &RunArgs) -> Result<Started, CliError> {
+    let store = open_store(args)?;
+    let rest_counts = crate::runtime::rest_client::RestClientCounts::default();
+    let client = connect(args, rest_counts.clone()).await?;
+    let repositories: Api<ImageRepository> = scoped_api(&client, args);
+    let policies: Api<ImagePolicy> = scoped_api(&client, args);
+    preflight(&repositories, &args.watch_label_selector).await?;
+    preflight(&policies, &args.watch_label_selector).await?;
+    let metrics = Arc::new(Metrics::default());
+    let token_cache = TokenCache::new(
+        args.token_cache_max_size as usize,
+        args.token_cache_max_duration,
+    );
+    let registries = Registries::with_token_cache(SchedulerConfig::default(), token_cache);
+    // State of hosts no object asks any more goes after an hour (docs/security.md).
+    registries.forget_idle_in_background();
+    metrics.add_source(Arc::new(RegistrySource(registries.clone())));
+    metrics.add_source(Arc::new(crate::telemetry::process::ProcessSource));
+    metrics.add_source(Arc::new(rest_counts));
+    let sigstore_root = args
+        .sigstore
+        .public_good_root(Some(PathBuf::from(&args.storage_path).join("sigstore")))
+        .map_err(CliError::invalid)?;
+    let ctx = Context::new(
+        client.clone(),
+        store.clone(),
+        registries,
+        metrics.clone(),
+        settings(args, Arc::new(sigstore_root)),
+    )
+    .map_err(CliError::invalid)?;
+    ctx.export_queue_metrics();
+    Ok(Started {
+        ctx,
+        client,
+        repositories,
+        policies,
+        metrics,
+    })
+}
+
+/// `/metrics` and `/healthz`, `/readyz`, served until `stop`.
+async fn serve_http(
+    args: &RunArgs,
+    (metrics_addr, health_addr): (std::net::SocketAddr, std::net::SocketAddr),
+    (ctx, metrics, readiness): (&Arc<Context>, &Arc<Metrics>, &Readiness),
+    stop: &CancellationToken,
+) -> Result<tokio::task::JoinHandle<std::io::Result<((), ())>>, CliError> {
+    let health = health_check(ctx, args.health_stuck_after);
+    let serve = |server, addr, router| http::serve(server, addr, router, stop.clone());
+    let metrics_server = serve(
+        "metrics",
+        metrics_addr,
+        http::metrics_router(metrics.clone()),
+    )
+    .await
+    .map_err(|e| CliError::failed(format!("listening on {}: {e}", args.metrics_addr)))?;
+    let health_router = http::health_router(readiness.clone(), health);
+    let health_server = serve("health", health_addr, health_router)
+        .await
+        .map_err(|e| CliError::failed(format!("listening on {}: {e}", args.health_addr)))?;
+    Ok(tokio::spawn(async move {
+        tokio::try_join!(metrics_server, health_server)
+    }))
+}
+
+/// Stands by for the Lease (with election), then leads until shutdown or, with election,
+/// until the Lease is lost.
+async fn lead(
+    args: &RunArgs,
+    elector: &mut Option<Elector>,
+    metrics: &Metrics,
+    shutdown: &CancellationToken,
+    work: Work<'_>,
+) -> Ended {
+    let leading = match elector {
+        Some(elector) => {
+            work.readiness.set_standby(true);
+            metrics.set_leader(&elector.config.name, false);
+            let leading = elector.acquire(shutdown).await;
+            work.readiness.set_standby(false);
+            metrics.set_leader(&elector.config.name, leading);
+            leading
+        }
+        None => true,
+    };
+    if !leading {
+        return Ended::Cancelled;
+    }
+    let holding = async {
+        match elector {
+            Some(elector) => elector.hold(shutdown).await,
+            None => {
+                shutdown.cancelled().await;
+                Ended::Cancelled
+            }
+        }
+    };
+    run_as_leader(args, work, shutdown, holding).await
 }
 
 /// The API client, throttled by `--kube-api-qps`/`--kube-api-burst` unless the server has
