@@ -67,7 +67,7 @@ image-smoke: deps image kube
 # The image on a real single-node Kubernetes (../shared/tools/kube/cluster, as root, running the
 # binaries of `make kube`): installed with `make deploy`, reconciling local registries,
 # restarted, uninstalled (hack/e2e-cluster.sh).
-e2e-cluster: deps image kube flux
+e2e-cluster: deps image kube flux sigtools
 	hack/e2e-cluster.sh $(IMAGE)
 
 # Installs config/default (or CONFIG=config/flux-notifications, or your own kustomization) in

@@ -218,6 +218,62 @@ eventually "a gated ImagePolicy elects the signed 1.0.0 and holds back 2.0.0 and
 eventually "a HeldBack event names the unsigned tag" 30 \
   sh -c "kubectl get events -n default --field-selector involvedObject.name=vetted-app,reason=HeldBack -o jsonpath='{.items[*].message}' | grep -q '2.0.0 held back by verify: no signature (no cosign bundle among its referrers, no tag sha256-'"
 
+# --- attestations at selection in the Pod: the real cosign v3 (make sigtools) attests 1.0.0's
+# SLSA provenance with the key that signed it (imported), kept in the referrers tag schema
+# (Distribution serves no referrers API). One policy requires provenance from example/app and
+# elects 1.0.0; one requires it from example/other and holds 1.0.0 back, naming the entry and
+# its false condition in status.heldBack and in the HeldBack event.
+sigtools=$("$root/hack/sigtools-build.sh")
+cosign_home="$work/cosign-home"
+mkdir -p "$cosign_home"
+cosign() { (cd "$cosign_home" && HOME=$cosign_home TUF_ROOT=$cosign_home/tuf COSIGN_PASSWORD='' "$sigtools/cosign" "$@"); }
+openssl pkcs8 -topk8 -nocrypt -in "$work/cosign.key" -out "$cosign_home/key.pem"
+cosign import-key-pair --key key.pem --output-key-prefix release >/dev/null 2>&1
+cosign signing-config create --out signing-config.json >/dev/null 2>&1
+cat > "$cosign_home/provenance.json" <<JSON
+{"buildDefinition":{"buildType":"https://actions.github.io/buildtypes/workflow/v1",
+  "externalParameters":{"workflow":{"repository":"https://github.com/example/app","ref":"refs/tags/v1.0.0",
+  "path":".github/workflows/release.yml"}},"internalParameters":{},"resolvedDependencies":[]},
+ "runDetails":{"builder":{"id":"https://github.com/actions/runner/github-hosted"},"metadata":{}}}
+JSON
+cosign attest --key release.key --signing-config signing-config.json --type slsaprovenance1 \
+  --predicate provenance.json --yes "$open_registry/demo/app@$signed" >/dev/null 2>&1
+slsa=https://slsa.dev/provenance/v1
+for source in app other; do
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: provenance-$source, namespace: default}
+spec:
+  imageRepositoryRef: {name: local-app}
+  policy: {semver: {range: "1.0.x"}}
+  digestReflectionPolicy: IfNotPresent
+  verify:
+    provider: cosign
+    secretRef: {name: cosign-keys}
+    attestations:
+    - name: provenance
+      predicateType: $slsa
+      conditions:
+      - expression: "predicate.buildDefinition.externalParameters.workflow.repository == 'https://github.com/example/$source'"
+        message: built from example/$source
+YAML
+done
+eventually "an attested ImagePolicy elects 1.0.0, its SLSA provenance from example/app" 60 \
+  equals imagepolicy/provenance-app default '{.status.latestRef.tag}@{.status.latestRef.digest}' "1.0.0@$signed"
+eventually "a policy asking for provenance from example/other holds 1.0.0 back, naming the entry and its condition" 60 \
+  equals imagepolicy/provenance-other default '{.status.heldBack[0].tag}/{.status.heldBack[0].gate}/{.status.heldBack[0].reason}' \
+  "1.0.0/verify/attestation 'provenance' ($slsa): built from example/other (is false)"
+eventually "its HeldBack event names the failed attestation" 30 \
+  sh -c "kubectl get events -n default --field-selector involvedObject.name=provenance-other,reason=HeldBack -o jsonpath='{.items[*].message}' | grep -q \"1.0.0 held back by verify: attestation 'provenance'\""
+
+# --- the offline tools on the controller's own clocks: its store archived from the Pod (the
+# image has no shell and no tar), extracted, and its first sightings read by `scan`.
+kubectl exec -n "$namespace" "$pod" -- /usr/local/bin/image-reflector store archive > "$work/data.tar"
+mkdir -p "$work/data"
+check "store archive copies the controller's store out of its Pod" \
+  sh -c "tar -xf '$work/data.tar' -C '$work/data' && ls '$work/data/imagerepository/default/local-app' | grep -q '^tags'"
+
 # --- a new Pod takes the Lease and goes on reconciling
 kubectl rollout restart -n "$namespace" "deploy/$deployment" >/dev/null
 check "kubectl rollout restart completes" \
