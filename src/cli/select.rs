@@ -56,15 +56,14 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
     let (spec, recorded) = parse_policy(&read_input(&args.file)?, &args.file)?;
     let policy = spec.selection_policy().map_err(CliError::invalid)?;
     let Recorded { held, status } = recorded;
-    // The controller's guard, offline: the repository's image is not known here.
-    let floor = Floor::recorded(&spec, &status, None, &policy);
-    let refused_at = |elected: &str| {
-        let floor = floor.as_ref().filter(|f| f.refuses(elected))?;
-        Some(floor.tag.clone())
+    let said = Said {
+        // The controller's guard, offline: the repository's image is not known here.
+        floor: Floor::recorded(&spec, &status, None, &policy),
+        gates: gate_names(&spec)?,
+        held,
+        frozen: crate::controller::image_policy::frozen::notice(&spec),
+        unseen: (policy.kind() == PolicyKind::Newest).then_some(UNSEEN),
     };
-    let gates = gate_names(&spec)?;
-    let frozen = crate::controller::image_policy::frozen::notice(&spec);
-    let unseen = (policy.kind() == PolicyKind::Newest).then_some(UNSEEN);
     let text = read_tags(&args.tags_file)?;
     let mut tags: Vec<&str> = text
         .lines()
@@ -73,68 +72,103 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
         .collect();
     // The store's order, in which the controller holds tags.
     tags.sort_unstable_by(|a, b| b.cmp(a));
-
-    let write_err = |e: std::io::Error| CliError::failed(format!("writing output: {e}"));
     if args.explain || args.output == Output::Json {
-        let x = policy.explain(tags.iter().copied(), args.runners_up);
-        let elected = x.elected.as_ref().map(|c| c.tag.as_str());
-        let held_at = elected.and_then(refused_at);
-        match args.output {
-            Output::Json => {
-                let mut json = serde_json::to_value(&x).map_err(CliError::failed)?;
-                if let Some(at) = &held_at {
-                    json["downgradeRefused"] = serde_json::json!({"heldAt": at});
-                }
-                if !gates.is_empty() {
-                    json["gatesNotChecked"] = serde_json::json!(gates);
-                }
-                if !held.is_empty() {
-                    json["heldBack"] = serde_json::json!(held);
-                }
-                if let Some(frozen) = &frozen {
-                    json["cannotMove"] = serde_json::json!(frozen);
-                }
-                if let Some(unseen) = unseen {
-                    json["firstSightingsUnknown"] = serde_json::json!(unseen);
-                }
-                let json = serde_json::to_string_pretty(&json).map_err(CliError::failed)?;
-                writeln!(out, "{json}").map_err(write_err)?;
-            }
-            Output::Text => {
-                write_explanation(out, &x, &policy).map_err(write_err)?;
-                if let Some(at) = &held_at {
-                    writeln!(out, "{}", held_note(at, elected.unwrap_or_default()))
-                        .map_err(write_err)?;
-                }
-                write_gates(out, &gates, &held).map_err(write_err)?;
-                for note in frozen.as_deref().into_iter().chain(unseen) {
-                    writeln!(out, "note: {note}").map_err(write_err)?;
-                }
-            }
-        }
-        return match (&x.elected, x.error) {
-            (Some(_), _) => Ok(()),
-            (None, why) => Err(CliError::not_found(why.unwrap_or_default())),
-        };
+        return explained(args, &policy, &tags, &said, out);
     }
     let mut tag = policy
         .select_sorted(tags.iter().copied())
         .map_err(CliError::not_found)?
         .to_string();
-    if let Some(at) = refused_at(&tag) {
+    if let Some(at) = said.refused_at(&tag) {
         eprintln!("note: {}", held_note(&at, &tag));
         tag = at;
     }
-    if !gates.is_empty() {
+    if !said.gates.is_empty() {
         eprintln!(
             "note: the gates ({}) are not checked offline; `image-reflector scan` checks them against the registry",
-            gates.join(", ")
+            said.gates.join(", ")
         );
     }
-    for note in frozen.as_deref().into_iter().chain(unseen) {
+    for note in said.notes() {
         eprintln!("note: {note}");
     }
     writeln!(out, "{tag}").map_err(write_err)
+}
+
+/// What `select` says beside the election: the downgrade guard's floor, the gates it cannot
+/// check, what the controller last held back, and its notes.
+struct Said {
+    floor: Option<Floor>,
+    gates: Vec<String>,
+    held: Vec<HeldBackTag>,
+    frozen: Option<String>,
+    unseen: Option<&'static str>,
+}
+
+impl Said {
+    /// The tag the guard holds at, when electing `elected` would be a downgrade.
+    fn refused_at(&self, elected: &str) -> Option<String> {
+        let floor = self.floor.as_ref().filter(|f| f.refuses(elected))?;
+        Some(floor.tag.clone())
+    }
+
+    fn notes(&self) -> impl Iterator<Item = &str> {
+        self.frozen.as_deref().into_iter().chain(self.unseen)
+    }
+}
+
+fn write_err(e: std::io::Error) -> CliError {
+    CliError::failed(format!("writing output: {e}"))
+}
+
+/// `--explain` or `-o json`: how the tags were counted, the runners-up, and what is said.
+fn explained(
+    args: &SelectArgs,
+    policy: &Policy,
+    tags: &[&str],
+    said: &Said,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    let x = policy.explain(tags.iter().copied(), args.runners_up);
+    let elected = x.elected.as_ref().map(|c| c.tag.as_str());
+    let held_at = elected.and_then(|e| said.refused_at(e));
+    match args.output {
+        Output::Json => {
+            let mut json = serde_json::to_value(&x).map_err(CliError::failed)?;
+            if let Some(at) = &held_at {
+                json["downgradeRefused"] = serde_json::json!({"heldAt": at});
+            }
+            if !said.gates.is_empty() {
+                json["gatesNotChecked"] = serde_json::json!(said.gates);
+            }
+            if !said.held.is_empty() {
+                json["heldBack"] = serde_json::json!(said.held);
+            }
+            if let Some(frozen) = &said.frozen {
+                json["cannotMove"] = serde_json::json!(frozen);
+            }
+            if let Some(unseen) = said.unseen {
+                json["firstSightingsUnknown"] = serde_json::json!(unseen);
+            }
+            let json = serde_json::to_string_pretty(&json).map_err(CliError::failed)?;
+            writeln!(out, "{json}").map_err(write_err)?;
+        }
+        Output::Text => {
+            write_explanation(out, &x, policy).map_err(write_err)?;
+            if let Some(at) = &held_at {
+                writeln!(out, "{}", held_note(at, elected.unwrap_or_default()))
+                    .map_err(write_err)?;
+            }
+            write_gates(out, &said.gates, &said.held).map_err(write_err)?;
+            for note in said.notes() {
+                writeln!(out, "note: {note}").map_err(write_err)?;
+            }
+        }
+    }
+    match (&x.elected, x.error) {
+        (Some(_), _) => Ok(()),
+        (None, why) => Err(CliError::not_found(why.unwrap_or_default())),
+    }
 }
 
 /// What `select` says of a newest order: it has no record of first sightings.
@@ -255,25 +289,42 @@ pub fn parse_policy(text: &str, source: &str) -> Result<(ImagePolicySpec, Record
             Some("List") | Some("ImagePolicyList") => {
                 let items = doc.get("items").and_then(|v| v.as_array()).cloned();
                 for (j, item) in items.into_iter().flatten().enumerate() {
-                    sort_document(
-                        item,
-                        format!("{place}, item {}", j + 1),
-                        &mut found,
-                        &mut others,
-                    );
+                    let place = format!("{place}, item {}", j + 1);
+                    sort_document(item, place, &mut found, &mut others);
                 }
             }
             _ => sort_document(doc, place, &mut found, &mut others),
         }
     }
+    let (place, doc) = the_one(found, &others, source)?;
+    if !others.is_empty() {
+        eprintln!(
+            "select: using ImagePolicy {} ({place} of {source})",
+            name_of(&doc)
+        );
+    }
+    let spec = doc
+        .get("spec")
+        .cloned()
+        .ok_or_else(|| CliError::invalid(format!("{source}: the ImagePolicy has no spec")))?;
+    let spec = serde_json::from_value(spec)
+        .map_err(|e| CliError::invalid(format!("{source}: invalid ImagePolicy spec: {e}")))?;
+    Ok((spec, Recorded::read(&doc)))
+}
+
+/// The one ImagePolicy of a served version among `found` (with where it was), or why not.
+fn the_one(
+    mut found: Vec<(String, serde_json::Value)>,
+    others: &[String],
+    source: &str,
+) -> Result<(String, serde_json::Value), CliError> {
     let served = [STORAGE_VERSION, DEPRECATED_VERSION].map(|v| format!("{API_GROUP}/{v}"));
     let (place, doc) = match found.len() {
         1 => found.remove(0),
         0 => {
-            let seen = if others.is_empty() {
-                "no objects".to_string()
-            } else {
-                others.join(", ")
+            let seen = match others.is_empty() {
+                true => "no objects".to_string(),
+                false => others.join(", "),
             };
             return Err(CliError::invalid(format!(
                 "{source}: expected kind ImagePolicy with apiVersion {} or {}, found {seen}",
@@ -299,34 +350,27 @@ pub fn parse_policy(text: &str, source: &str) -> Result<(ImagePolicySpec, Record
             served[0], served[1]
         )));
     }
-    if !others.is_empty() {
-        eprintln!(
-            "select: using ImagePolicy {} ({place} of {source})",
-            name_of(&doc)
-        );
-    }
-    let spec = doc
-        .get("spec")
-        .cloned()
-        .ok_or_else(|| CliError::invalid(format!("{source}: the ImagePolicy has no spec")))?;
-    let spec = serde_json::from_value(spec)
-        .map_err(|e| CliError::invalid(format!("{source}: invalid ImagePolicy spec: {e}")))?;
-    // The status is the controller's: read what can be read of it, never fail on it.
-    let held = doc
-        .pointer("/status/heldBack")
-        .cloned()
-        .and_then(|h| serde_json::from_value(h).ok())
-        .unwrap_or_default();
-    // What the downgrade guard reads: the elected tag (whatever generation elected it).
-    let status = ImagePolicyStatus {
-        latest_ref: doc
-            .pointer("/status/latestRef")
+    Ok((place, doc))
+}
+
+impl Recorded {
+    /// What can be read of the controller's status, never failing on it: what it held back,
+    /// and the elected tag the downgrade guard reads (whatever generation elected it).
+    fn read(doc: &serde_json::Value) -> Recorded {
+        let held = doc
+            .pointer("/status/heldBack")
             .cloned()
-            .and_then(|r| serde_json::from_value(r).ok()),
-        ..Default::default()
-    };
-    let recorded = Recorded { held, status };
-    Ok((spec, recorded))
+            .and_then(|h| serde_json::from_value(h).ok())
+            .unwrap_or_default();
+        let status = ImagePolicyStatus {
+            latest_ref: doc
+                .pointer("/status/latestRef")
+                .cloned()
+                .and_then(|r| serde_json::from_value(r).ok()),
+            ..Default::default()
+        };
+        Recorded { held, status }
+    }
 }
 
 /// What the manifest's status says of the controller's last election.
