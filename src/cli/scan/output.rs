@@ -51,84 +51,31 @@ fn ready(r: &Reconciled) -> (String, String) {
 
 /// `kubectl get`'s columns per kind, with the namespace first (and the digest for policies).
 pub(super) fn write_tables(out: &mut impl Write, results: &[Reconciled]) -> std::io::Result<()> {
-    let text = |v: &Value| {
-        v.as_str().map(String::from).unwrap_or_else(|| {
-            if v.is_null() {
-                String::new()
-            } else {
-                v.to_string()
-            }
-        })
-    };
-    let repositories: Vec<Vec<String>> = results
-        .iter()
-        .filter(|r| r.kind == "ImageRepository")
-        .map(|r| {
-            let (ready, message) = ready(r);
-            let tags = text(&r.status["lastScanResult"]["tagCount"]);
-            vec![
-                r.namespace.clone(),
-                r.name.clone(),
-                text(&r.spec["image"]),
-                tags,
-                ready,
-                message,
-            ]
-        })
-        .collect();
-    let policies: Vec<Vec<String>> = results
-        .iter()
-        .filter(|r| r.kind == "ImagePolicy")
-        .map(|r| {
-            let (ready, message) = ready(r);
-            let latest = &r.status["latestRef"];
-            let cells = [&latest["name"], &latest["tag"], &latest["digest"]].map(text);
-            let [image, tag, digest] = cells;
-            vec![
-                r.namespace.clone(),
-                r.name.clone(),
-                image,
-                tag,
-                digest,
-                ready,
-                message,
-            ]
-        })
-        .collect();
-    let held: Vec<Vec<String>> = results
-        .iter()
-        .filter(|r| r.kind == "ImagePolicy")
-        .flat_map(|r| {
-            let list = r.status["heldBack"].as_array().cloned().unwrap_or_default();
-            list.into_iter().map(|h| {
-                let [tag, gate, reason] = [&h["tag"], &h["gate"], &h["reason"]].map(text);
-                vec![r.namespace.clone(), r.name.clone(), tag, gate, reason]
-            })
-        })
-        .collect();
+    const REPOSITORIES: &[&str] = &["NAMESPACE", "NAME", "IMAGE", "TAGS", "READY", "STATUS"];
+    const POLICIES: &[&str] = &[
+        "NAMESPACE",
+        "NAME",
+        "IMAGE",
+        "TAG",
+        "DIGEST",
+        "READY",
+        "STATUS",
+    ];
+    const HELD: &[&str] = &["NAMESPACE", "POLICY", "HELD BACK", "GATE", "REASON"];
+    let of = |kind: &'static str| results.iter().filter(move |r| r.kind == kind);
+    let tables = [
+        (
+            REPOSITORIES,
+            of("ImageRepository").map(repository_row).collect(),
+        ),
+        (POLICIES, of("ImagePolicy").map(policy_row).collect()),
+        (
+            HELD,
+            of("ImagePolicy").flat_map(held_rows).collect::<Vec<_>>(),
+        ),
+    ];
     let mut first = true;
-    for (header, rows) in [
-        (
-            &["NAMESPACE", "NAME", "IMAGE", "TAGS", "READY", "STATUS"][..],
-            repositories,
-        ),
-        (
-            &[
-                "NAMESPACE",
-                "NAME",
-                "IMAGE",
-                "TAG",
-                "DIGEST",
-                "READY",
-                "STATUS",
-            ][..],
-            policies,
-        ),
-        (
-            &["NAMESPACE", "POLICY", "HELD BACK", "GATE", "REASON"][..],
-            held,
-        ),
-    ] {
+    for (header, rows) in tables {
         if rows.is_empty() {
             continue;
         }
@@ -141,6 +88,48 @@ pub(super) fn write_tables(out: &mut impl Write, results: &[Reconciled]) -> std:
         write_aligned(out, &all)?;
     }
     Ok(())
+}
+
+/// A cell: a string as it is, anything else as JSON, nothing empty.
+fn text(v: &Value) -> String {
+    match (v.as_str(), v.is_null()) {
+        (Some(s), _) => s.to_string(),
+        (None, true) => String::new(),
+        (None, false) => v.to_string(),
+    }
+}
+
+fn repository_row(r: &Reconciled) -> Vec<String> {
+    let (ready, message) = ready(r);
+    let tags = text(&r.status["lastScanResult"]["tagCount"]);
+    let image = text(&r.spec["image"]);
+    vec![
+        r.namespace.clone(),
+        r.name.clone(),
+        image,
+        tags,
+        ready,
+        message,
+    ]
+}
+
+fn policy_row(r: &Reconciled) -> Vec<String> {
+    let (ready, message) = ready(r);
+    let latest = &r.status["latestRef"];
+    let [image, tag, digest] = [&latest["name"], &latest["tag"], &latest["digest"]].map(text);
+    let (namespace, name) = (r.namespace.clone(), r.name.clone());
+    vec![namespace, name, image, tag, digest, ready, message]
+}
+
+/// One row per candidate the policy held back.
+fn held_rows(r: &Reconciled) -> Vec<Vec<String>> {
+    let list = r.status["heldBack"].as_array().cloned().unwrap_or_default();
+    list.iter()
+        .map(|h| {
+            let [tag, gate, reason] = [&h["tag"], &h["gate"], &h["reason"]].map(text);
+            vec![r.namespace.clone(), r.name.clone(), tag, gate, reason]
+        })
+        .collect()
 }
 
 /// Columns padded to their widest cell, three spaces apart; the last one as it is.
