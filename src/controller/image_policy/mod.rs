@@ -91,36 +91,16 @@ pub fn controller(
     let mapped = queue.clone();
     let policies_cache = Arc::new(ObjectCache::default());
     let stage = Stage::new(policies_cache.clone());
-    let staged = stage.clone();
-    let observed = index.clone();
-    let order_ctx = ctx.clone();
-    // Listed again whenever the served schema of ImagePolicy changes (controller/schema/).
-    let restarts = ctx.schema.policy_restarts();
-    let policy_triggers = restarting_watch(policies, watch, restarts)
-        .modify(slim)
-        .inspect_ok(move |event| {
-            staged.apply(event);
-            observed.observe(event);
-            if matches!(event, watcher::Event::InitDone) {
-                order_ctx
-                    .scan_order
-                    .prioritize(observed.referenced_repositories());
-                policies_synced.set_ready();
-            }
-        })
-        .applied_objects();
-    let policy_triggers = changed(policy_triggers, trigger_hash);
+    let watched = Watched {
+        stage: stage.clone(),
+        index: index.clone(),
+        ctx: ctx.clone(),
+        synced: policies_synced,
+    };
+    let policy_triggers = watched.triggers(policies, watch);
     let (repo_reader, synced, changes) = repositories.into_parts();
     let repository_changes = changed(changes, repository_change_hash);
-    // A namespace's labels decide a cross-namespace policy (accessFrom): their changes are
-    // watched (metadata only) and re-evaluate that namespace's cross-namespace policies.
-    let namespace_changes = watcher(
-        Api::<PartialObjectMeta<Namespace>>::all(ctx.client.clone()),
-        watcher::Config::default().page_size(LIST_PAGE_SIZE),
-    )
-    .default_backoff()
-    .touched_objects();
-    let namespace_changes = changed(namespace_changes, labels_hash);
+    let namespace_changes = namespace_changes(ctx.client.clone());
     let (namespace_index, relabelled) = (index.clone(), queue.clone());
     let ctx = PolicyContext::with_cache(ctx, repo_reader, synced, policies_cache);
     let wakes = ctx.handoffs.wakes().expect("one controller per context");
@@ -157,6 +137,54 @@ pub fn controller(
             ctx,
         );
     queue.run_loop(run)
+}
+
+/// What the policy watch feeds as it goes: the stage kube's controller reads, the index of
+/// repositories to policies, and, once listed, the scan order and readiness.
+struct Watched {
+    stage: Arc<Stage<ImagePolicy>>,
+    index: PolicyIndex,
+    ctx: Arc<crate::controller::Context>,
+    synced: crate::runtime::http::ReadyPart,
+}
+
+impl Watched {
+    /// The policies that changed in a way that asks for a reconcile, listed again whenever
+    /// the served schema of ImagePolicy changes (controller/schema/).
+    fn triggers(
+        self,
+        policies: Api<ImagePolicy>,
+        watch: watcher::Config,
+    ) -> impl futures::Stream<Item = Result<ImagePolicy, watcher::Error>> {
+        let restarts = self.ctx.schema.policy_restarts();
+        let triggers = restarting_watch(policies, watch, restarts)
+            .modify(slim)
+            .inspect_ok(move |event| {
+                self.stage.apply(event);
+                self.index.observe(event);
+                if matches!(event, watcher::Event::InitDone) {
+                    let referenced = self.index.referenced_repositories();
+                    self.ctx.scan_order.prioritize(referenced);
+                    self.synced.set_ready();
+                }
+            })
+            .applied_objects();
+        changed(triggers, trigger_hash)
+    }
+}
+
+/// A namespace's labels decide a cross-namespace policy (accessFrom): their changes are
+/// watched (metadata only) and re-evaluate that namespace's cross-namespace policies.
+fn namespace_changes(
+    client: kube::Client,
+) -> impl futures::Stream<Item = Result<PartialObjectMeta<Namespace>, watcher::Error>> {
+    let changes = watcher(
+        Api::<PartialObjectMeta<Namespace>>::all(client),
+        watcher::Config::default().page_size(LIST_PAGE_SIZE),
+    )
+    .default_backoff()
+    .touched_objects();
+    changed(changes, labels_hash)
 }
 
 /// A namespace's labels, the only part of it a policy reads.
