@@ -153,9 +153,6 @@ fn split_tag(image: &str) -> Option<(&str, &str)> {
 }
 
 fn client(args: &ConnectArgs, image: &ImageReference) -> Result<RegistryClient, CliError> {
-    let read = |path: &str| {
-        std::fs::read(path).map_err(|e| CliError::invalid(format!("reading {path}: {e}")))
-    };
     let login = match args.provider {
         ProviderArg::Generic => None,
         ProviderArg::Aws => Some(CloudLogin::new(CloudProvider::Aws)),
@@ -169,24 +166,54 @@ fn client(args: &ConnectArgs, image: &ImageReference) -> Result<RegistryClient, 
             login.provider
         )));
     }
-    let credentials = match &args.docker_config {
-        Some(path) => {
-            let mut keyring = Keyring::new();
-            keyring
-                .add_config_json(&read(path)?)
-                .map_err(|e| CliError::invalid(format!("--docker-config {path}: {e}")))?;
-            let found = keyring.lookup(&image.canonical()).cloned();
-            if found.is_none() {
-                // Not an error (the controller goes anonymous too), but rarely what was meant.
-                eprintln!(
-                    "warning: no entry of {path} matches {}; going anonymous",
-                    image.canonical()
-                );
-            }
-            found
-        }
-        None => None,
+    let proxy = args
+        .proxy
+        .as_deref()
+        .map(ProxySettings::parse)
+        .transpose()
+        .map_err(|e| CliError::invalid(format!("--proxy: {e}")))?;
+    let options = ClientOptions {
+        credentials: credentials(args, image)?,
+        login,
+        tls: tls(args)?,
+        proxy,
+        timeout: args.timeout,
+        fixes: &FLAG_FIXES,
+        ..Default::default()
     };
+    RegistryClient::new(options, Registries::new(SchedulerConfig::default()))
+        .map_err(CliError::invalid)
+}
+
+fn read(path: &str) -> Result<Vec<u8>, CliError> {
+    std::fs::read(path).map_err(|e| CliError::invalid(format!("reading {path}: {e}")))
+}
+
+/// `--docker-config`'s entry for `image`, if any.
+fn credentials(
+    args: &ConnectArgs,
+    image: &ImageReference,
+) -> Result<Option<crate::registry::Credentials>, CliError> {
+    let Some(path) = &args.docker_config else {
+        return Ok(None);
+    };
+    let mut keyring = Keyring::new();
+    keyring
+        .add_config_json(&read(path)?)
+        .map_err(|e| CliError::invalid(format!("--docker-config {path}: {e}")))?;
+    let found = keyring.lookup(&image.canonical()).cloned();
+    if found.is_none() {
+        // Not an error (the controller goes anonymous too), but rarely what was meant.
+        eprintln!(
+            "warning: no entry of {path} matches {}; going anonymous",
+            image.canonical()
+        );
+    }
+    Ok(found)
+}
+
+/// `--ca-file`, `--cert-file` and `--key-file`, when any is given: a certificate needs its key.
+fn tls(args: &ConnectArgs) -> Result<Option<TlsMaterial>, CliError> {
     match (&args.cert_file, &args.key_file) {
         (Some(_), None) => {
             return Err(CliError::invalid(
@@ -200,42 +227,24 @@ fn client(args: &ConnectArgs, image: &ImageReference) -> Result<RegistryClient, 
         }
         _ => {}
     }
-    let tls = if args.ca_file.is_some() || args.cert_file.is_some() {
-        let load = |p: &Option<String>| p.as_deref().map(read).transpose();
-        let (ca, cert, key) = (
-            load(&args.ca_file)?,
-            load(&args.cert_file)?,
-            load(&args.key_file)?,
-        );
-        let flags = match (&args.ca_file, &args.cert_file) {
-            (Some(_), Some(_)) => "--ca-file, --cert-file and --key-file",
-            (Some(_), None) => "--ca-file",
-            _ => "--cert-file and --key-file",
-        };
-        Some(
-            TlsMaterial::new(ca.as_deref(), cert.as_deref(), key.as_deref())
-                .map_err(|e| CliError::invalid(format!("{e}: check {flags}")))?,
-        )
-    } else {
-        None
+    if args.ca_file.is_none() && args.cert_file.is_none() {
+        return Ok(None);
+    }
+    let load = |p: &Option<String>| p.as_deref().map(read).transpose();
+    let (ca, cert, key) = (
+        load(&args.ca_file)?,
+        load(&args.cert_file)?,
+        load(&args.key_file)?,
+    );
+    let flags = match (&args.ca_file, &args.cert_file) {
+        (Some(_), Some(_)) => "--ca-file, --cert-file and --key-file",
+        (Some(_), None) => "--ca-file",
+        _ => "--cert-file and --key-file",
     };
-    let proxy = args
-        .proxy
-        .as_deref()
-        .map(ProxySettings::parse)
-        .transpose()
-        .map_err(|e| CliError::invalid(format!("--proxy: {e}")))?;
-    let options = ClientOptions {
-        credentials,
-        login,
-        tls,
-        proxy,
-        timeout: args.timeout,
-        fixes: &FLAG_FIXES,
-        ..Default::default()
-    };
-    RegistryClient::new(options, Registries::new(SchedulerConfig::default()))
-        .map_err(CliError::invalid)
+    let material = TlsMaterial::new(ca.as_deref(), cert.as_deref(), key.as_deref());
+    material
+        .map(Some)
+        .map_err(|e| CliError::invalid(format!("{e}: check {flags}")))
 }
 
 /// Registry errors from `tags` and `digest` name these commands' flags.
