@@ -3,121 +3,16 @@
 //! turned into the registry client's [`ClientOptions`]. Secret values are never logged or put
 //! in messages; only names are.
 //!
-//! The objects come through [`ObjectReader`]: the API server in the controller, manifest files
-//! in `image-reflector scan`.
+//! The objects come through [`ObjectReader`] (objects.rs): the API server in the controller,
+//! manifest files in `image-reflector scan`.
 
-use super::api_read::ReadError;
-use super::token_request::AccountReadError;
+pub use super::objects::{AuthError, ObjectReader, WorkloadIdentity};
 use crate::api::{ImageRepository, Provider};
-use crate::registry::cloud::AccountError;
-use crate::registry::cloud::{CloudLogin, CloudProvider, ServiceAccountSource};
-use crate::registry::{
-    ClientOptions, ConfigError, Fixes, KeyNames, Keyring, ProxySettings, TlsMaterial,
-};
-use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+use crate::registry::cloud::{CloudLogin, CloudProvider};
+use crate::registry::{ClientOptions, Fixes, KeyNames, Keyring, ProxySettings, TlsMaterial};
+use k8s_openapi::api::core::v1::Secret;
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
-
-/// Reads the Secrets and ServiceAccounts an object refers to. `Ok(None)` is "not found".
-pub trait ObjectReader: Send + Sync {
-    fn secret(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> impl Future<Output = Result<Option<Secret>, ReadError>> + Send;
-
-    fn service_account(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> impl Future<Output = Result<Option<ServiceAccount>, ReadError>> + Send;
-
-    /// The ServiceAccount a cloud login acts as (object-level workload identity): read and
-    /// minted lazily, when the registry first asks for credentials. By default, a reader has
-    /// none to offer.
-    fn service_account_source(&self, namespace: &str, name: &str) -> Arc<dyn ServiceAccountSource> {
-        Arc::new(NoServiceAccounts(format!("{namespace}/{name}")))
-    }
-}
-
-/// For readers without ServiceAccounts: every use fails, naming the account.
-struct NoServiceAccounts(String);
-
-impl ServiceAccountSource for NoServiceAccounts {
-    fn key(&self) -> String {
-        self.0.clone()
-    }
-
-    fn get(&self) -> BoxFuture<'_, Result<crate::registry::cloud::ServiceAccount, AccountError>> {
-        Box::pin(async { Err(AccountReadError::NoAccounts.into()) })
-    }
-
-    fn token<'a>(&'a self, _: &'a [String]) -> BoxFuture<'a, Result<String, AccountError>> {
-        Box::pin(async { Err(AccountReadError::NoTokens.into()) })
-    }
-}
-
-/// Object-level workload identity settings (`--feature-gates=ObjectLevelWorkloadIdentity`,
-/// `--default-service-account`).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct WorkloadIdentity<'a> {
-    pub enabled: bool,
-    pub default_service_account: Option<&'a str>,
-}
-
-impl WorkloadIdentity<'_> {
-    /// Whether `repo` asks for object-level workload identity (a cloud provider with a
-    /// ServiceAccount) while the gate is off. Unlike Flux, an absent provider counts as
-    /// `generic`, as everywhere else (docs/compatibility.md).
-    pub fn refuses(&self, repo: &ImageRepository) -> bool {
-        let object_level = repo.spec.provider.is_some_and(|p| p != Provider::Generic)
-            && repo
-                .spec
-                .service_account_name
-                .as_deref()
-                .is_some_and(|s| !s.is_empty());
-        object_level && !self.enabled
-    }
-}
-
-/// Why the options could not be built; shown as `failed to configure authentication options:
-/// <text>` with reason `AuthenticationFailed`.
-#[derive(Debug, thiserror::Error)]
-pub enum AuthError {
-    /// A Secret or ServiceAccount could not be read.
-    #[error(transparent)]
-    Read(#[from] ReadError),
-    /// The proxy Secret is missing.
-    #[error("secret '{namespace}/{name}' not found")]
-    ProxySecretNotFound { namespace: String, name: String },
-    /// A Secret is missing: the API server's own NotFound text, as Flux reports it.
-    #[error("secrets \"{0}\" not found")]
-    SecretNotFound(String),
-    #[error("serviceaccount '{namespace}/{name}' not found")]
-    ServiceAccountNotFound { namespace: String, name: String },
-    /// A Secret's data is not what its field needs.
-    #[error("{what}'{name}': {source}")]
-    Invalid {
-        /// `invalid proxy secret ` or `secret `.
-        what: &'static str,
-        name: String,
-        source: ConfigError,
-    },
-    /// The `certSecretRef` Secret's data (the text names the key).
-    #[error(transparent)]
-    Tls(ConfigError),
-    /// One of a ServiceAccount's imagePullSecrets.
-    #[error("failed to get image pull secret '{name}' for serviceaccount '{namespace}/{account}': {source}")]
-    PullSecret {
-        name: String,
-        namespace: String,
-        account: String,
-        source: Box<AuthError>,
-    },
-}
 
 /// Builds the client options for `repo`, in Flux's order: proxy, provider, TLS, credentials.
 pub async fn client_options(
@@ -128,84 +23,20 @@ pub async fn client_options(
     timeout: Duration,
     identity: WorkloadIdentity<'_>,
 ) -> Result<ClientOptions, AuthError> {
-    let spec = &repo.spec;
-    let proxy = match &spec.proxy_secret_ref {
-        Some(r) => {
-            let secret = reader.secret(namespace, &r.name).await?.ok_or_else(|| {
-                AuthError::ProxySecretNotFound {
-                    namespace: namespace.into(),
-                    name: r.name.clone(),
-                }
-            })?;
-            let settings =
-                ProxySettings::from_secret_data(&secret_data(&secret)).map_err(|source| {
-                    AuthError::Invalid {
-                        what: "invalid proxy secret ",
-                        name: format!("{namespace}/{}", r.name),
-                        source,
-                    }
-                })?;
-            Some(settings)
-        }
-        None => None,
-    };
+    let proxy = proxy(repo, namespace, reader).await?;
     let login = cloud_login(repo, namespace, reader, identity);
-    let tls = match &spec.cert_secret_ref {
-        Some(r) => {
-            let secret = required_secret(reader, namespace, &r.name).await?;
-            let (material, names) =
-                TlsMaterial::from_secret_data(&secret_data(&secret)).map_err(AuthError::Tls)?;
-            if names == KeyNames::Legacy {
-                tracing::warn!(secret = %r.name, "certSecretRef uses the deprecated keys certFile/keyFile/caFile; rename them to tls.crt/tls.key/ca.crt");
-            }
-            Some(material)
-        }
-        None => None,
-    };
-    if login.is_some() {
-        // A cloud provider's credentials replace secretRef and pull secrets (as in Flux).
-        return Ok(ClientOptions {
-            login,
-            tls,
-            proxy,
-            timeout,
-            fixes: &SPEC_FIXES,
-            tenant: Some(namespace.to_string()),
-            ..Default::default()
-        });
-    }
-    let mut keyring = Keyring::new();
-    if let Some(r) = &spec.secret_ref {
-        let secret = required_secret(reader, namespace, &r.name).await?;
-        add_to_keyring(&mut keyring, &secret, &r.name)?;
-    }
-    if let Some(sa_name) = spec
-        .service_account_name
-        .as_deref()
-        .filter(|s| !s.is_empty())
-    {
-        let sa = reader
-            .service_account(namespace, sa_name)
+    let tls = tls(repo, namespace, reader).await?;
+    // A cloud provider's credentials replace secretRef and pull secrets (as in Flux).
+    let credentials = match login {
+        Some(_) => None,
+        None => keyring(repo, namespace, reader)
             .await?
-            .ok_or_else(|| AuthError::ServiceAccountNotFound {
-                namespace: namespace.into(),
-                name: sa_name.into(),
-            })?;
-        for pull in sa.image_pull_secrets.unwrap_or_default() {
-            let name = pull.name;
-            let secret = required_secret(reader, namespace, &name)
-                .await
-                .map_err(|e| AuthError::PullSecret {
-                    name: name.clone(),
-                    namespace: namespace.into(),
-                    account: sa_name.into(),
-                    source: Box::new(e),
-                })?;
-            add_to_keyring(&mut keyring, &secret, &name)?;
-        }
-    }
+            .lookup(canonical)
+            .cloned(),
+    };
     Ok(ClientOptions {
-        credentials: keyring.lookup(canonical).cloned(),
+        credentials,
+        login,
         tls,
         proxy,
         timeout,
@@ -213,6 +44,91 @@ pub async fn client_options(
         tenant: Some(namespace.to_string()),
         ..Default::default()
     })
+}
+
+/// `spec.proxySecretRef`'s proxy.
+async fn proxy(
+    repo: &ImageRepository,
+    namespace: &str,
+    reader: &impl ObjectReader,
+) -> Result<Option<ProxySettings>, AuthError> {
+    let Some(r) = &repo.spec.proxy_secret_ref else {
+        return Ok(None);
+    };
+    let secret =
+        reader
+            .secret(namespace, &r.name)
+            .await?
+            .ok_or_else(|| AuthError::ProxySecretNotFound {
+                namespace: namespace.into(),
+                name: r.name.clone(),
+            })?;
+    let settings = ProxySettings::from_secret_data(&secret_data(&secret));
+    let settings = settings.map_err(|source| AuthError::Invalid {
+        what: "invalid proxy secret ",
+        name: format!("{namespace}/{}", r.name),
+        source,
+    })?;
+    Ok(Some(settings))
+}
+
+/// `spec.certSecretRef`'s TLS material.
+async fn tls(
+    repo: &ImageRepository,
+    namespace: &str,
+    reader: &impl ObjectReader,
+) -> Result<Option<TlsMaterial>, AuthError> {
+    let Some(r) = &repo.spec.cert_secret_ref else {
+        return Ok(None);
+    };
+    let secret = required_secret(reader, namespace, &r.name).await?;
+    let (material, names) =
+        TlsMaterial::from_secret_data(&secret_data(&secret)).map_err(AuthError::Tls)?;
+    if names == KeyNames::Legacy {
+        tracing::warn!(secret = %r.name, "certSecretRef uses the deprecated keys certFile/keyFile/caFile; rename them to tls.crt/tls.key/ca.crt");
+    }
+    Ok(Some(material))
+}
+
+/// `spec.secretRef`'s credentials, then those of `serviceAccountName`'s imagePullSecrets.
+async fn keyring(
+    repo: &ImageRepository,
+    namespace: &str,
+    reader: &impl ObjectReader,
+) -> Result<Keyring, AuthError> {
+    let spec = &repo.spec;
+    let mut keyring = Keyring::new();
+    if let Some(r) = &spec.secret_ref {
+        let secret = required_secret(reader, namespace, &r.name).await?;
+        add_to_keyring(&mut keyring, &secret, &r.name)?;
+    }
+    let account = spec
+        .service_account_name
+        .as_deref()
+        .filter(|s| !s.is_empty());
+    let Some(sa_name) = account else {
+        return Ok(keyring);
+    };
+    let sa = reader
+        .service_account(namespace, sa_name)
+        .await?
+        .ok_or_else(|| AuthError::ServiceAccountNotFound {
+            namespace: namespace.into(),
+            name: sa_name.into(),
+        })?;
+    for pull in sa.image_pull_secrets.unwrap_or_default() {
+        let name = pull.name;
+        let secret = required_secret(reader, namespace, &name)
+            .await
+            .map_err(|e| AuthError::PullSecret {
+                name: name.clone(),
+                namespace: namespace.into(),
+                account: sa_name.into(),
+                source: Box::new(e),
+            })?;
+        add_to_keyring(&mut keyring, &secret, &name)?;
+    }
+    Ok(keyring)
 }
 
 /// The cloud login of a non-generic `spec.provider`: as the ServiceAccount `serviceAccountName`
@@ -308,11 +224,13 @@ pub fn secret_data(secret: &Secret) -> BTreeMap<String, Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{cloud_login, ObjectReader, ReadError, WorkloadIdentity, SPEC_FIXES};
+    use super::{cloud_login, ObjectReader, WorkloadIdentity, SPEC_FIXES};
     use crate::api::ImageRepository;
+    use crate::controller::lookup::api_read::ReadError;
     use crate::registry::cloud::CloudProvider;
     use crate::registry::RegistryError;
-    use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+    use k8s_openapi::api::core::v1::Secret;
+    use k8s_openapi::api::core::v1::ServiceAccount;
 
     struct Nothing;
 

@@ -3,4 +3,5 @@
 
 pub mod api_read;
 pub mod credentials;
+mod objects;
 pub mod token_request;
