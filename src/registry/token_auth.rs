@@ -47,48 +47,18 @@ impl RegistryClient {
                 challenged = true;
                 // A token may be fetched from this host before the answer is dropped.
                 release_slot(&mut response);
-                let challenge = response
-                    .headers()
-                    .get(WWW_AUTHENTICATE)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(parse_challenge);
-                if let Some(challenge) = challenge {
-                    // Refused (an error for this request alone, nothing remembered) when it did
-                    // not come from the registry's origin or its realm is unfit.
-                    let realm = match &challenge {
-                        Challenge::Bearer { realm, .. } => Some(realm.as_str()),
-                        Challenge::Basic => None,
-                    };
-                    admit_challenge(method_name(method), &url, response.url(), realm)?;
-                    let changed = self.shared.auth.challenge(&route).as_ref() != Some(&challenge);
-                    // A token refused before its expiry: fetch a new one, once.
-                    let refused_token = !changed
-                        && authorization
-                            .as_deref()
-                            .is_some_and(|a| a.starts_with("Bearer "));
-                    if let (true, Challenge::Bearer { realm, service }) =
-                        (refused_token, &challenge)
-                    {
-                        let creds = self.credentials(&host).await?;
-                        self.shared.auth.forget_token(&TokenKey::new(
-                            realm,
-                            service.as_deref(),
-                            &pull_scope(image),
-                            creds,
-                            self.path,
-                        ));
-                    }
-                    self.shared
-                        .auth
-                        .remember_challenge(route.clone(), challenge);
-                    // Re-send when we now know how to authenticate and did not already.
-                    if (changed || authorization.is_none() || refused_token)
-                        && self.authorization(&route, &host, image).await?.is_some()
-                    {
-                        continue;
-                    }
+                let asked = Asked {
+                    method,
+                    image,
+                    url: &url,
+                    route: &route,
+                    host: &host,
+                    authorization: authorization.as_deref(),
+                };
+                match self.challenged(asked, &response).await? {
+                    true => continue,
+                    false => return Ok(response),
                 }
-                return Ok(response);
             }
             if let Some(until) = throttled_until {
                 attempt += 1;
@@ -100,6 +70,57 @@ impl RegistryClient {
             }
             return Ok(response);
         }
+    }
+
+    /// A 401's challenge, taken: whether the request is to be sent again (the challenge is
+    /// new, or none was answered, or the token it refused was forgotten) and now can be
+    /// answered. A challenge from elsewhere than the registry's origin, or with an unfit realm,
+    /// is refused: an error for this request alone, nothing remembered.
+    async fn challenged(
+        &self,
+        asked: Asked<'_>,
+        response: &Response,
+    ) -> Result<bool, RegistryError> {
+        let Asked {
+            method,
+            image,
+            url,
+            route,
+            host,
+            authorization,
+        } = asked;
+        let challenge = response
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_challenge);
+        let Some(challenge) = challenge else {
+            return Ok(false);
+        };
+        let realm = match &challenge {
+            Challenge::Bearer { realm, .. } => Some(realm.as_str()),
+            Challenge::Basic => None,
+        };
+        admit_challenge(method_name(method), url, response.url(), realm)?;
+        let changed = self.shared.auth.challenge(route).as_ref() != Some(&challenge);
+        // A token refused before its expiry: fetch a new one, once.
+        let refused_token = !changed && authorization.is_some_and(|a| a.starts_with("Bearer "));
+        if let (true, Challenge::Bearer { realm, service }) = (refused_token, &challenge) {
+            let creds = self.credentials(host).await?;
+            self.shared.auth.forget_token(&TokenKey::new(
+                realm,
+                service.as_deref(),
+                &pull_scope(image),
+                creds,
+                self.path,
+            ));
+        }
+        self.shared
+            .auth
+            .remember_challenge(route.clone(), challenge);
+        // Re-send when we now know how to authenticate and did not already.
+        let again = changed || authorization.is_none() || refused_token;
+        Ok(again && self.authorization(route, host, image).await?.is_some())
     }
 
     /// The `Authorization` value for the route's known challenge, fetching a token if needed.
@@ -191,4 +212,14 @@ fn basic(creds: &Credentials) -> String {
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode(raw)
     )
+}
+
+/// The request a 401 answered, as [`RegistryClient::challenged`] reads it.
+struct Asked<'a> {
+    method: &'a Method,
+    image: &'a ImageReference,
+    url: &'a Url,
+    route: &'a RepositoryRoute,
+    host: &'a str,
+    authorization: Option<&'a str>,
 }
