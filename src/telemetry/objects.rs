@@ -9,13 +9,11 @@
 //! third of it (docs/benchmarks.md). Updates of an existing record take the read lock and
 //! atomics, as a family's did; only a new or deleted object takes the write lock.
 
-use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
-use prometheus_client::metrics::MetricType;
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+mod encode;
 mod records;
 use records::Records;
 
@@ -184,107 +182,6 @@ impl ObjectSeries {
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&key);
-    }
-}
-
-impl Collector for ObjectSeries {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let records = self.read();
-        let ready = |r: &Record| r.ready.load(Ordering::Relaxed) != UNSET;
-        let scanned = |r: &Record| r.scanned.load(Ordering::Relaxed) != UNSET;
-        // Like a family, a metric without series is left out.
-        if records
-            .iter()
-            .any(|(_, r)| r.count.load(Ordering::Relaxed) > 0)
-        {
-            let mut metric = encoder.encode_descriptor(
-                "gotk_reconcile_duration_seconds",
-                "The duration in seconds of a GitOps Toolkit resource reconciliation",
-                None,
-                MetricType::Histogram,
-            )?;
-            for (key, r) in records.iter() {
-                let count = r.count.load(Ordering::Relaxed);
-                if count == 0 {
-                    continue;
-                }
-                let mut buckets = [(f64::INFINITY, 0u64); BUCKETS + 1];
-                let mut finite = 0;
-                for (i, bound) in self.bounds.iter().enumerate() {
-                    let n = u64::from(r.buckets[i].load(Ordering::Relaxed));
-                    buckets[i] = (*bound, n);
-                    finite += n;
-                }
-                buckets[BUCKETS].1 = count.saturating_sub(finite);
-                let sum = f64::from_bits(r.sum.load(Ordering::Relaxed));
-                metric
-                    .encode_family(&object(key))?
-                    .encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?;
-            }
-        }
-        if records.iter().any(|(_, r)| ready(r)) {
-            let mut metric = encoder.encode_descriptor(
-                "image_reflector_ready",
-                "1 when the object's Ready condition is True, 0 otherwise",
-                None,
-                MetricType::Gauge,
-            )?;
-            for (key, r) in records.iter().filter(|(_, r)| ready(r)) {
-                let value = i64::from(r.ready.load(Ordering::Relaxed) == 2);
-                metric.encode_family(&object(key))?.encode_gauge(&value)?;
-            }
-        }
-        if records.iter().any(|(_, r)| scanned(r)) {
-            let mut metric = encoder.encode_descriptor(
-                "image_reflector_repository_tags",
-                "Tags stored by the last successful scan of the ImageRepository",
-                None,
-                MetricType::Gauge,
-            )?;
-            for (key, r) in records.iter().filter(|(_, r)| scanned(r)) {
-                let tags = i64::try_from(r.tags.load(Ordering::Relaxed)).unwrap_or(i64::MAX);
-                metric
-                    .encode_family(&repository(key))?
-                    .encode_gauge(&tags)?;
-            }
-            let mut metric = encoder.encode_descriptor(
-                "image_reflector_repository_last_scan_timestamp_seconds",
-                "When the ImageRepository was last scanned successfully (Unix time)",
-                None,
-                MetricType::Gauge,
-            )?;
-            for (key, r) in records.iter().filter(|(_, r)| scanned(r)) {
-                let at = f64::from_bits(r.last_scan.load(Ordering::Relaxed));
-                metric.encode_family(&repository(key))?.encode_gauge(&at)?;
-            }
-        }
-        let elected = |r: &Record| {
-            r.elected
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_some()
-        };
-        if records.iter().any(|(_, r)| elected(r)) {
-            let mut metric = encoder.encode_descriptor(
-                "image_reflector_policy_info",
-                "The image, tag and digest an ImagePolicy currently elects (value 1)",
-                None,
-                MetricType::Gauge,
-            )?;
-            for (key, r) in records.iter() {
-                let guard = r.elected.lock().unwrap_or_else(|e| e.into_inner());
-                let Some(e) = guard.as_deref() else { continue };
-                let labels = [
-                    ("name", &*key.name),
-                    ("namespace", &*key.namespace),
-                    ("image", e.image.as_str()),
-                    ("tag", e.tag.as_str()),
-                    ("digest", e.digest.as_str()),
-                ];
-                metric.encode_family(&labels)?.encode_gauge(&1i64)?;
-            }
-        }
-        Ok(())
     }
 }
 
