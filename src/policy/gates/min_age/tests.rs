@@ -207,6 +207,37 @@ mod by_bump {
     }
 
     #[test]
+    fn one_kind_alone_is_asked_for() {
+        for (by_bump, held) in [
+            (
+                ByBump {
+                    major: days(30),
+                    ..Default::default()
+                },
+                Bump::Major,
+            ),
+            (
+                ByBump {
+                    minor: days(30),
+                    ..Default::default()
+                },
+                Bump::Minor,
+            ),
+            (
+                ByBump {
+                    patch: days(30),
+                    ..Default::default()
+                },
+                Bump::Patch,
+            ),
+        ] {
+            let gate = MinAge::by_bump_only(by_bump, Undated::Hold);
+            assert!(gate.needs().contains(Fact::Bump), "{held:?}");
+            assert!(reason(&gate, &candidate(2, 2, held)).is_some(), "{held:?}");
+        }
+    }
+
+    #[test]
     fn an_unknown_bump_is_missing_never_minage_alone() {
         let gate = gate(SignedClock::Off).with_bumps(cooldown());
         let facts = Facts::at(NOW)
