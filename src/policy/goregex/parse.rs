@@ -92,9 +92,7 @@ impl<'a> Parser<'a> {
                     t = &t[1..];
                 }
                 '|' => {
-                    let items = std::mem::take(&mut self.frame().items);
-                    let branch = self.checked(Node::concat(items))?;
-                    self.frame().branches.push(branch);
+                    self.alternate()?;
                     t = &t[1..];
                 }
                 ')' => {
@@ -102,16 +100,7 @@ impl<'a> Parser<'a> {
                     t = &t[1..];
                 }
                 '^' | '$' | '.' => {
-                    let multi_line = self.flags.has(Flags::MULTI_LINE);
-                    let text = match first {
-                        '^' if multi_line => "(?m:^)",
-                        '$' if multi_line => "(?m:$)",
-                        '.' if self.flags.has(Flags::DOT_NL) => "(?s:.)",
-                        '^' => "^",
-                        '$' => "$",
-                        _ => ".",
-                    };
-                    self.push(Node::leaf(text, first != '.'))?;
+                    self.anchor_or_any(first)?;
                     t = &t[1..];
                 }
                 '[' => {
@@ -129,25 +118,7 @@ impl<'a> Parser<'a> {
                     t = self.repeat(op, before, &before[1..], last_repeat)?;
                     repeat = before;
                 }
-                '{' => match parse_repeat(t) {
-                    // Not a well-formed count: `{` is a literal.
-                    None => {
-                        self.push(Node::literal('{' as u32, self.flags.fold()))?;
-                        t = &t[1..];
-                    }
-                    Some((min, max, after)) => {
-                        let before = t;
-                        let limit = MAX_REPEAT as i64;
-                        if min < 0 || min > limit || max > limit || max >= 0 && min > max {
-                            let fragment = &before[..before.len() - after.len()];
-                            return Err(GoError::new(Code::InvalidRepeatSize, fragment));
-                        }
-                        let max = u64::try_from(max).ok();
-                        let op = Repeat::Count(min as u64, max);
-                        t = self.repeat(op, before, after, last_repeat)?;
-                        repeat = before;
-                    }
-                },
+                '{' => (t, repeat) = self.counted(t, last_repeat)?,
                 '\\' => t = self.escape(t)?,
                 _ => {
                     self.push(Node::literal(first as u32, self.flags.fold()))?;
@@ -157,6 +128,44 @@ impl<'a> Parser<'a> {
             last_repeat = repeat;
         }
         Ok(())
+    }
+
+    /// `|`: the items so far are a branch of the frame's alternation.
+    fn alternate(&mut self) -> Result<(), GoError> {
+        let items = std::mem::take(&mut self.frame().items);
+        let branch = self.checked(Node::concat(items))?;
+        self.frame().branches.push(branch);
+        Ok(())
+    }
+
+    /// `^`, `$` or `.`, as the flags in effect make them.
+    fn anchor_or_any(&mut self, first: char) -> Result<(), GoError> {
+        let multi_line = self.flags.has(Flags::MULTI_LINE);
+        let text = match first {
+            '^' if multi_line => "(?m:^)",
+            '$' if multi_line => "(?m:$)",
+            '.' if self.flags.has(Flags::DOT_NL) => "(?s:.)",
+            '^' => "^",
+            '$' => "$",
+            _ => ".",
+        };
+        self.push(Node::leaf(text, first != '.'))
+    }
+
+    /// `{`: a count (`{n}`, `{n,}`, `{n,m}`) within Go's bounds, or a literal `{` when it is
+    /// not a well-formed count. Returns the rest, and where a repetition began (empty: none).
+    fn counted(&mut self, t: &'a str, last_repeat: &'a str) -> Result<(&'a str, &'a str), GoError> {
+        let Some((min, max, after)) = parse_repeat(t) else {
+            self.push(Node::literal('{' as u32, self.flags.fold()))?;
+            return Ok((&t[1..], ""));
+        };
+        let limit = MAX_REPEAT as i64;
+        if min < 0 || min > limit || max > limit || max >= 0 && min > max {
+            let fragment = &t[..t.len() - after.len()];
+            return Err(GoError::new(Code::InvalidRepeatSize, fragment));
+        }
+        let op = Repeat::Count(min as u64, u64::try_from(max).ok());
+        Ok((self.repeat(op, t, after, last_repeat)?, t))
     }
 
     fn frame(&mut self) -> &mut Frame {
