@@ -15,7 +15,7 @@ mod fraction;
 use super::path::{Budget, Pool, Verification};
 use super::valid_for::ValidFor;
 use cms::cert::CertificateChoices;
-use cms::signed_data::{SignedData, SignerIdentifier};
+use cms::signed_data::{SignedData, SignerIdentifier, SignerInfo};
 use fraction::whole_second;
 use rustls_pki_types::{CertificateDer, UnixTime};
 use sha2::{Digest, Sha256, Sha384, Sha512};
@@ -115,52 +115,8 @@ struct Token {
 
 impl Token {
     fn parse(response: &[u8], signature: &[u8]) -> Result<Token, String> {
-        let malformed =
-            |what: &'static str| move |e: x509_cert::der::Error| format!("{what} ({e})");
-        let response = TimeStampResp::from_der(response)
-            .map_err(malformed("a timestamp is not an RFC 3161 response"))?;
-        let status = response.status.status as u8;
-        if status > 1 {
-            return Err(format!(
-                "a timestamp's response was not granted (status {status})"
-            ));
-        }
-        let token = response
-            .time_stamp_token
-            .ok_or("a timestamp's response carries no token")?;
-        if token.content_type.to_string() != SIGNED_DATA {
-            return Err("a timestamp's token is not CMS signed data".into());
-        }
-        let data: SignedData = token
-            .content
-            .decode_as()
-            .map_err(malformed("a timestamp's token is not CMS signed data"))?;
-        let content = &data.encap_content_info;
-        if content.econtent_type.to_string() != TST_INFO {
-            return Err("a timestamp's token does not hold a TSTInfo".into());
-        }
-        let info_der = content
-            .econtent
-            .as_ref()
-            .ok_or("a timestamp's token holds no TSTInfo")?
-            .decode_as::<OctetString>()
-            .map_err(malformed("a timestamp's TSTInfo is not an octet string"))?
-            .into_bytes();
-        // RFC 3161 allows fractions of a second in genTime (Go reads them; der does not): read
-        // the same TSTInfo with the whole second. The signed bytes stay `info_der`.
-        let info = TstInfo::from_der(&info_der)
-            .or_else(|e| {
-                whole_second(&info_der)
-                    .ok_or(e)
-                    .and_then(|d| TstInfo::from_der(&d))
-            })
-            .map_err(malformed("a timestamp's TSTInfo does not parse"))?;
-        let imprint = &info.message_imprint;
-        let imprint_hash = Hash::of_oid(&imprint.hash_algorithm.oid.to_string())?;
-        if imprint.hashed_message.as_bytes() != imprint_hash.digest(signature).as_slice() {
-            return Err("a timestamp is of another signature (its message imprint)".into());
-        }
-        let time = info.gen_time.to_unix_duration().as_secs() as i64;
+        let data = signed_data(response)?;
+        let (info_der, time) = tst_info(&data, signature)?;
         let certificates: Vec<Vec<u8>> = data
             .certificates
             .iter()
@@ -187,34 +143,10 @@ impl Token {
             .cloned()
             .unwrap_or_default();
         let hash = Hash::of_oid(&signer_info.digest_alg.oid.to_string())?;
-        let signed = match &signer_info.signed_attrs {
-            None => info_der.clone(),
-            Some(attributes) => {
-                let digest = attributes
-                    .iter()
-                    .find(|a| a.oid.to_string() == MESSAGE_DIGEST)
-                    .and_then(|a| a.values.iter().next())
-                    .and_then(|v| v.decode_as::<OctetString>().ok())
-                    .ok_or("a timestamp's signed attributes have no message digest")?;
-                if digest.as_bytes() != hash.digest(&info_der).as_slice() {
-                    return Err("a timestamp's signed attributes are of another TSTInfo".into());
-                }
-                attributes.to_der().map_err(|e| e.to_string())?
-            }
-        };
-        // As digitorus/pkcs7 reads it: a signingTime that does not parse is none.
-        let signing_time = signer_info
-            .signed_attrs
-            .iter()
-            .flat_map(|attributes| attributes.iter())
-            .find(|a| a.oid.to_string() == SIGNING_TIME)
-            .and_then(|a| a.values.iter().next())
-            .and_then(|v| v.to_der().ok())
-            .and_then(|der| x509_cert::time::Time::from_der(&der).ok())
-            .map(|t| t.to_unix_duration().as_secs() as i64);
+        let signed = signed_bytes(signer_info, hash, info_der)?;
         Ok(Token {
             time,
-            signing_time,
+            signing_time: signing_time(signer_info),
             signer,
             certificates,
             signed,
@@ -386,3 +318,92 @@ fn only_time_stamping(der: &[u8]) -> Result<(), String> {
 
 #[cfg(test)]
 pub(super) mod tests;
+
+fn malformed(what: &'static str) -> impl Fn(x509_cert::der::Error) -> String {
+    move |e| format!("{what} ({e})")
+}
+
+/// The response's token, granted, as CMS signed data.
+fn signed_data(response: &[u8]) -> Result<SignedData, String> {
+    let response = TimeStampResp::from_der(response)
+        .map_err(malformed("a timestamp is not an RFC 3161 response"))?;
+    let status = response.status.status as u8;
+    if status > 1 {
+        return Err(format!(
+            "a timestamp's response was not granted (status {status})"
+        ));
+    }
+    let token = response
+        .time_stamp_token
+        .ok_or("a timestamp's response carries no token")?;
+    if token.content_type.to_string() != SIGNED_DATA {
+        return Err("a timestamp's token is not CMS signed data".into());
+    }
+    token
+        .content
+        .decode_as()
+        .map_err(malformed("a timestamp's token is not CMS signed data"))
+}
+
+/// The token's TSTInfo as signed (its DER) and its time, once its message imprint is found to
+/// be of `signature`.
+fn tst_info(data: &SignedData, signature: &[u8]) -> Result<(Vec<u8>, i64), String> {
+    let content = &data.encap_content_info;
+    if content.econtent_type.to_string() != TST_INFO {
+        return Err("a timestamp's token does not hold a TSTInfo".into());
+    }
+    let info_der = content
+        .econtent
+        .as_ref()
+        .ok_or("a timestamp's token holds no TSTInfo")?
+        .decode_as::<OctetString>()
+        .map_err(malformed("a timestamp's TSTInfo is not an octet string"))?
+        .into_bytes();
+    // RFC 3161 allows fractions of a second in genTime (Go reads them; der does not): read
+    // the same TSTInfo with the whole second. The signed bytes stay `info_der`.
+    let info = TstInfo::from_der(&info_der)
+        .or_else(|e| {
+            whole_second(&info_der)
+                .ok_or(e)
+                .and_then(|d| TstInfo::from_der(&d))
+        })
+        .map_err(malformed("a timestamp's TSTInfo does not parse"))?;
+    let imprint = &info.message_imprint;
+    let imprint_hash = Hash::of_oid(&imprint.hash_algorithm.oid.to_string())?;
+    if imprint.hashed_message.as_bytes() != imprint_hash.digest(signature).as_slice() {
+        return Err("a timestamp is of another signature (its message imprint)".into());
+    }
+    let time = info.gen_time.to_unix_duration().as_secs() as i64;
+    Ok((info_der, time))
+}
+
+/// What the signer signed: the TSTInfo itself, or the signed attributes whose message digest
+/// is the TSTInfo's.
+fn signed_bytes(signer: &SignerInfo, hash: Hash, info_der: Vec<u8>) -> Result<Vec<u8>, String> {
+    let Some(attributes) = &signer.signed_attrs else {
+        return Ok(info_der);
+    };
+    let digest = attributes
+        .iter()
+        .find(|a| a.oid.to_string() == MESSAGE_DIGEST)
+        .and_then(|a| a.values.iter().next())
+        .and_then(|v| v.decode_as::<OctetString>().ok())
+        .ok_or("a timestamp's signed attributes have no message digest")?;
+    if digest.as_bytes() != hash.digest(&info_der).as_slice() {
+        return Err("a timestamp's signed attributes are of another TSTInfo".into());
+    }
+    attributes.to_der().map_err(|e| e.to_string())
+}
+
+/// The signed `signingTime`, as digitorus/pkcs7 reads it: one that does not parse is none.
+fn signing_time(signer: &SignerInfo) -> Option<i64> {
+    signer
+        .signed_attrs
+        .iter()
+        .flat_map(|attributes| attributes.iter())
+        .find(|a| a.oid.to_string() == SIGNING_TIME)
+        .and_then(|a| a.values.iter().next())
+        .and_then(|v| v.to_der().ok())
+        .and_then(|der| x509_cert::time::Time::from_der(&der).ok())
+        .map(|t| t.to_unix_duration().as_secs() as i64)
+}
