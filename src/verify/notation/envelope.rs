@@ -236,69 +236,15 @@ fn parse_cose(bytes: &[u8]) -> Result<Envelope, String> {
     let Value::Map(header) = header else {
         return Err(not_cose("the protected header is not a map"));
     };
-    let get = |map: &[(Value, Value)], key: &Value| {
-        map.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
-    };
-    let text = |v: Option<Value>| match v {
-        Some(Value::Text(t)) => t,
-        _ => String::new(),
-    };
-    let label = |key: &str| Value::Text(key.to_string());
-    let critical: Vec<String> = match get(&header, &Value::Integer(2.into())) {
-        Some(Value::Array(labels)) => labels
-            .into_iter()
-            .map(|l| match l {
-                Value::Text(t) => t,
-                other => format!("{other:?}"),
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
     check_headers(
         &text(get(&header, &Value::Integer(3.into()))),
         &text(get(&header, &label(SIGNING_SCHEME))),
-        &critical,
+        &critical(&header),
     )?;
-    // Algorithms by their COSE numbers (RFC 9053, RFC 8230).
-    let alg = match get(&header, &Value::Integer(1.into())) {
-        Some(Value::Integer(n)) => match i128::from(n) {
-            -37 => "PS256",
-            -38 => "PS384",
-            -39 => "PS512",
-            -7 => "ES256",
-            -35 => "ES384",
-            -36 => "ES512",
-            other => {
-                return Err(format!(
-                    "the COSE algorithm {other} is not one notation signs with"
-                ))
-            }
-        },
-        _ => return Err(not_cose("no algorithm")),
-    };
-    let time = |key: &str| {
-        match get(&header, &label(key)) {
-            Some(Value::Tag(1, when)) => match *when {
-                Value::Integer(n) => u64::try_from(i128::from(n)).ok(),
-                _ => None,
-            },
-            _ => None,
-        }
-        .map(|secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
-    };
-    let (expiry, signing_time) = (time(EXPIRY), time(SIGNING_TIME));
-    let chain = match get(&unprotected, &Value::Integer(33.into())) {
-        Some(Value::Bytes(one)) => vec![one],
-        Some(Value::Array(many)) => many
-            .into_iter()
-            .take(MAX_CHAIN + 1)
-            .filter_map(|c| match c {
-                Value::Bytes(b) => Some(b),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
+    let alg =
+        cose_algorithm(&header).map_err(|why| why.unwrap_or_else(|| not_cose("no algorithm")))?;
+    let (expiry, signing_time) = (time(&header, EXPIRY), time(&header, SIGNING_TIME));
+    let chain = cose_chain(&unprotected);
     let mut signed = Vec::new();
     let structure = Value::Array(vec![
         Value::Text("Signature1".into()),
@@ -316,6 +262,83 @@ fn parse_cose(bytes: &[u8]) -> Result<Envelope, String> {
         expiry,
         signing_time,
     })
+}
+
+/// A COSE map's value for `key`.
+fn get(map: &[(Value, Value)], key: &Value) -> Option<Value> {
+    map.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+}
+
+fn text(v: Option<Value>) -> String {
+    match v {
+        Some(Value::Text(t)) => t,
+        _ => String::new(),
+    }
+}
+
+fn label(key: &str) -> Value {
+    Value::Text(key.to_string())
+}
+
+/// The protected header's critical labels (`crit`, 2).
+fn critical(header: &[(Value, Value)]) -> Vec<String> {
+    match get(header, &Value::Integer(2.into())) {
+        Some(Value::Array(labels)) => labels
+            .into_iter()
+            .map(|l| match l {
+                Value::Text(t) => t,
+                other => format!("{other:?}"),
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The algorithm by its COSE number (RFC 9053, RFC 8230); `Err(None)`: none is named.
+fn cose_algorithm(header: &[(Value, Value)]) -> Result<&'static str, Option<String>> {
+    let Some(Value::Integer(n)) = get(header, &Value::Integer(1.into())) else {
+        return Err(None);
+    };
+    match i128::from(n) {
+        -37 => Ok("PS256"),
+        -38 => Ok("PS384"),
+        -39 => Ok("PS512"),
+        -7 => Ok("ES256"),
+        -35 => Ok("ES384"),
+        -36 => Ok("ES512"),
+        other => Err(Some(format!(
+            "the COSE algorithm {other} is not one notation signs with"
+        ))),
+    }
+}
+
+/// A time header (`io.cncf.notary.expiry`, `...signingTime`): an epoch-tagged integer.
+fn time(header: &[(Value, Value)], key: &str) -> Option<SystemTime> {
+    match get(header, &label(key)) {
+        Some(Value::Tag(1, when)) => match *when {
+            Value::Integer(n) => u64::try_from(i128::from(n)).ok(),
+            _ => None,
+        },
+        _ => None,
+    }
+    .map(|secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+}
+
+/// The unprotected header's certificate chain (`x5chain`, 33): one certificate or a list, at
+/// most one over the bound read (so that `bounded_chain` refuses it).
+fn cose_chain(unprotected: &[(Value, Value)]) -> Vec<Vec<u8>> {
+    match get(unprotected, &Value::Integer(33.into())) {
+        Some(Value::Bytes(one)) => vec![one],
+        Some(Value::Array(many)) => many
+            .into_iter()
+            .take(MAX_CHAIN + 1)
+            .filter_map(|c| match c {
+                Value::Bytes(b) => Some(b),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 #[cfg(test)]
