@@ -2,6 +2,7 @@
 //! repository it was signed for (read from the `sha256-<hex>.sig` tag by
 //! `registry::signatures::legacy`).
 
+use super::refusal::{Check, Refused};
 use crate::reference::ImageReference;
 use serde::Deserialize;
 
@@ -33,28 +34,35 @@ struct SignedImage {
 }
 
 /// Checks a verified simple-signing payload: it names `digest` and `image`'s repository.
-pub fn check_payload(payload: &[u8], image: &ImageReference, digest: &str) -> Result<(), String> {
-    let payload: Payload = serde_json::from_slice(payload)
-        .map_err(|e| format!("a signed payload is not a simple-signing payload ({e})"))?;
+pub fn check_payload(payload: &[u8], image: &ImageReference, digest: &str) -> Result<(), Refused> {
+    let subject = |reason: String| Check::Subject.refused(reason);
+    let payload: Payload = serde_json::from_slice(payload).map_err(|e| {
+        subject(format!(
+            "a signed payload is not a simple-signing payload ({e})"
+        ))
+    })?;
     let critical = payload.critical;
     if critical.kind != PAYLOAD_TYPE {
-        return Err(format!("a signed payload's type is '{}'", critical.kind));
+        return Err(subject(format!(
+            "a signed payload's type is '{}'",
+            critical.kind
+        )));
     }
     if critical.image.docker_manifest_digest != digest {
-        return Err(format!(
+        return Err(subject(format!(
             "a signature is for {}, not this digest",
             critical.image.docker_manifest_digest
-        ));
+        )));
     }
     let named = ImageReference::parse(&critical.identity.docker_reference, false)
         .map(|r| r.canonical())
         .unwrap_or_default();
     if named != image.canonical() {
-        return Err(format!(
+        return Err(subject(format!(
             "a signature names the repository '{}', not {}",
             critical.identity.docker_reference,
             image.canonical()
-        ));
+        )));
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The statement a verified DSSE envelope carries, read only after its signature verified: an
 //! in-toto statement of cosign's signing predicate, naming the image's digest.
 
+use crate::verify::refusal::{Check, Refused};
 use serde::Deserialize;
 
 pub const IN_TOTO: &str = "application/vnd.in-toto+json";
@@ -13,13 +14,18 @@ const SHOWN_PREDICATE: usize = 120;
 
 /// Checks a verified DSSE payload: an in-toto statement of cosign's signing predicate whose
 /// subjects include `digest`. `cosign verify` takes any predicate; we do not (an attestation is
-/// not a signature, docs/compatibility.md).
-pub fn check_statement(payload_type: &str, payload: &[u8], digest: &str) -> Result<(), String> {
+/// not a signature, docs/compatibility.md). Refused at [`Check::Subject`]: the envelope
+/// verified, what it is about does not fit.
+pub fn check_statement(payload_type: &str, payload: &[u8], digest: &str) -> Result<(), Refused> {
     let statement = read(payload_type, payload)?;
     if statement.predicate_type != SIGNING_PREDICATE {
-        return Err(not_a_signature(&statement.predicate_type));
+        return Err(subject(not_a_signature(&statement.predicate_type)));
     }
     names_digest(&statement.subject, digest)
+}
+
+fn subject(reason: String) -> Refused {
+    Check::Subject.refused(reason)
 }
 
 /// Checks a verified DSSE payload as an attestation: an in-toto statement of `predicate_type`
@@ -29,7 +35,7 @@ pub fn check_attestation(
     payload: &[u8],
     digest: &str,
     predicate_type: &str,
-) -> Result<serde_json::Value, String> {
+) -> Result<serde_json::Value, Refused> {
     let statement = read(payload_type, payload)?;
     if statement.predicate_type != predicate_type {
         let shown: String = statement
@@ -37,26 +43,32 @@ pub fn check_attestation(
             .chars()
             .take(SHOWN_PREDICATE)
             .collect();
-        return Err(format!("an attestation of another type ('{shown}')"));
+        return Err(subject(format!(
+            "an attestation of another type ('{shown}')"
+        )));
     }
     names_digest(&statement.subject, digest)?;
-    serde_json::from_slice(payload).map_err(|e| format!("a signed statement does not read ({e})"))
+    serde_json::from_slice(payload)
+        .map_err(|e| subject(format!("a signed statement does not read ({e})")))
 }
 
 /// A verified payload read as an in-toto statement, whatever its predicate.
-fn read(payload_type: &str, payload: &[u8]) -> Result<Statement, String> {
+fn read(payload_type: &str, payload: &[u8]) -> Result<Statement, Refused> {
     if payload_type != IN_TOTO {
-        return Err(format!(
+        return Err(subject(format!(
             "a signed envelope holds '{payload_type}', not an in-toto statement"
-        ));
+        )));
     }
-    let statement: Statement = serde_json::from_slice(payload)
-        .map_err(|e| format!("a signed statement is not an in-toto statement ({e})"))?;
+    let statement: Statement = serde_json::from_slice(payload).map_err(|e| {
+        subject(format!(
+            "a signed statement is not an in-toto statement ({e})"
+        ))
+    })?;
     if !statement.kind.starts_with("https://in-toto.io/Statement/") {
-        return Err(format!(
+        return Err(subject(format!(
             "a signed statement has the type '{}'",
             statement.kind
-        ));
+        )));
     }
     Ok(statement)
 }
@@ -97,7 +109,7 @@ fn not_a_signature(predicate_type: &str) -> String {
 }
 
 /// `digest` is one of the subjects' digests, whole.
-fn names_digest(subjects: &[Subject], digest: &str) -> Result<(), String> {
+fn names_digest(subjects: &[Subject], digest: &str) -> Result<(), Refused> {
     let (algorithm, hex) = digest.split_once(':').unwrap_or(("", digest));
     let named: Vec<String> = subjects
         .iter()
@@ -109,10 +121,11 @@ fn names_digest(subjects: &[Subject], digest: &str) -> Result<(), String> {
     {
         return Ok(());
     }
-    match named.first() {
-        Some(other) => Err(format!("a signature is for {other}, not this digest")),
-        None => Err("a signed statement names no subject with a sha256 digest".into()),
-    }
+    let reason = match named.first() {
+        Some(other) => format!("a signature is for {other}, not this digest"),
+        None => "a signed statement names no subject with a sha256 digest".into(),
+    };
+    Err(subject(reason))
 }
 
 #[cfg(test)]
@@ -132,10 +145,14 @@ mod tests {
         };
         assert!(check_statement(IN_TOTO, &statement(&"1".repeat(64)), &digest).is_ok());
         let err = check_statement(IN_TOTO, &statement(&"2".repeat(64)), &digest).unwrap_err();
+        // The envelope verified; what it is about does not fit: the subject check.
+        assert_eq!(err.check, Check::Subject);
+        let err = err.reason;
         assert!(err.contains("is for sha256:2222"), "{err}");
         // A prefix of the digest is not the digest.
         assert!(check_statement(IN_TOTO, &statement(&"1".repeat(63)), &digest).is_err());
         let err = check_statement("text/plain", &statement(&"1".repeat(64)), &digest).unwrap_err();
+        let err = err.reason;
         assert!(err.contains("not an in-toto statement"), "{err}");
     }
 
@@ -155,12 +172,13 @@ mod tests {
         assert_eq!(read["predicate"]["a"], 1);
         let err = check_attestation(IN_TOTO, &statement(SIGNING_PREDICATE, &ones), &digest, slsa)
             .unwrap_err();
+        assert_eq!(err.check, Check::Subject);
         assert_eq!(
-            err,
+            err.reason,
             format!("an attestation of another type ('{SIGNING_PREDICATE}')")
         );
         let other = check_attestation(IN_TOTO, &statement(slsa, &"2".repeat(64)), &digest, slsa);
-        assert!(other.unwrap_err().contains("is for sha256:2222"));
+        assert!(other.unwrap_err().reason.contains("is for sha256:2222"));
         assert!(check_attestation("text/plain", &statement(slsa, &ones), &digest, slsa).is_err());
     }
 
@@ -178,7 +196,7 @@ mod tests {
             }
             serde_json::to_vec(&s).unwrap()
         };
-        let check = |p| check_statement(IN_TOTO, &statement(p), &digest);
+        let check = |p| check_statement(IN_TOTO, &statement(p), &digest).map_err(|r| r.reason);
         assert_eq!(check(Some(SIGNING_PREDICATE)), Ok(()));
         assert_eq!(
             check(Some("https://spdx.dev/Document")),

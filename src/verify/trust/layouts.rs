@@ -24,7 +24,7 @@ impl CosignTrust {
     ) -> Result<Who, Refused> {
         let (who, payload_type, payload) = self.verify_envelope(bytes, now)?;
         // Only now is the statement trusted enough to be read.
-        check_statement(&payload_type, &payload, digest).map_err(Check::Subject.because())?;
+        check_statement(&payload_type, &payload, digest)?;
         Ok(who)
     }
 
@@ -83,7 +83,7 @@ impl CosignTrust {
         };
         let who = self.signer(&signing, now)?;
         // Only now is the payload trusted enough to be read.
-        check_payload(&signed.payload, image, digest).map_err(Check::Subject.because())?;
+        check_payload(&signed.payload, image, digest)?;
         Ok(who)
     }
 }
