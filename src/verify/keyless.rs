@@ -172,7 +172,8 @@ impl Keyless {
         chain: &[Vec<u8>],
         now: SystemTime,
     ) -> Result<(PublicKey, String), String> {
-        self.signer_within(chain, now, &Budget::default())
+        let signer = self.signer_within(chain, now, &Budget::default());
+        signer.map_err(|e| e.to_string())
     }
 
     /// [`Keyless::signer`], its paths built within `budget`, the signature's.
@@ -181,14 +182,16 @@ impl Keyless {
         chain: &[Vec<u8>],
         now: SystemTime,
         budget: &Budget,
-    ) -> Result<(PublicKey, String), String> {
+    ) -> Result<(PublicKey, String), NoSigner> {
         let Some(leaf) = chain.first() else {
-            return Err("a keyless signature carries no certificate".into());
+            return Err(NoSigner::Certificate(
+                "a keyless signature carries no certificate".into(),
+            ));
         };
         if chain.len() > MAX_CHAIN {
-            return Err(format!(
+            return Err(NoSigner::Certificate(format!(
                 "a signature's certificate chain is over {MAX_CHAIN} certificates"
-            ));
+            )));
         }
         let leaf_der = CertificateDer::from(leaf.as_slice());
         let end_entity = webpki::EndEntityCert::try_from(&leaf_der).map_err(|e| {
@@ -204,10 +207,10 @@ impl Keyless {
             // Say so when only an authority the root no longer trusted then would vouch.
             let others = |a: &&Authority| !valid_then(a);
             if self.root.chain(leaf_pair, others, seconds, budget).is_ok() {
-                return Err(format!(
+                return Err(NoSigner::Certificate(format!(
                     "the signing certificate chains to a certificate authority the trusted root did not trust at {} (its validFor)",
                     httpdate::fmt_http_date(now)
-                ));
+                )));
             }
         }
         let authority = chained.map_err(chain_error)?;
@@ -228,12 +231,12 @@ impl Keyless {
                 .iter()
                 .map(|id| format!("issuer ~ {}, subject ~ {}", id.issuer, id.subject))
                 .collect();
-            return Err(format!(
+            return Err(NoSigner::Identity(format!(
                 "certificate identity mismatch: got issuer {}, subject {}; want {}",
                 issuer.as_deref().unwrap_or("(none)"),
                 subject.as_deref().unwrap_or("(none)"),
                 want.join(" or ")
-            ));
+            )));
         }
         let who = format!(
             "{} ({})",
@@ -241,6 +244,23 @@ impl Keyless {
             issuer.as_deref().unwrap_or_default()
         );
         Ok((key, who))
+    }
+}
+
+/// Why a certificate chain vouches for no signer: the certificate (it does not chain to the
+/// root, or not at that time), or the identity it names (not one the policy trusts). A caller
+/// that checks at a timestamp's time says so of the first, not of the second.
+#[derive(Debug, thiserror::Error)]
+pub enum NoSigner {
+    #[error("{0}")]
+    Certificate(String),
+    #[error("{0}")]
+    Identity(String),
+}
+
+impl From<String> for NoSigner {
+    fn from(reason: String) -> Self {
+        NoSigner::Certificate(reason)
     }
 }
 

@@ -10,7 +10,7 @@ mod layouts;
 mod made_at;
 
 use super::key::PublicKey;
-use super::keyless::{Identity, Keyless, TrustedRoot, MAX_IDENTITIES};
+use super::keyless::{Identity, Keyless, NoSigner, TrustedRoot, MAX_IDENTITIES};
 use super::notation::NotationTrust;
 use super::path::Budget;
 use super::refusal::{Check, Refusal, Refused};
@@ -315,14 +315,14 @@ impl CosignTrust {
         for (at, stamped) in times {
             let vouched = keyless
                 .signer_within(signing.certificates, at, &budget)
-                .map_err(|e| match stamped {
+                .map_err(|e| match (stamped, e) {
                     // The certificate must be valid when the authority says the signature
                     // was made.
-                    true if !e.starts_with("certificate identity mismatch") => format!(
+                    (true, NoSigner::Certificate(e)) => format!(
                         "at its timestamp's time {}: {e}",
                         httpdate::fmt_http_date(at)
                     ),
-                    _ => e,
+                    (_, e) => e.to_string(),
                 });
             signer = Some(vouched.map_err(Check::Authenticity.because())?);
         }

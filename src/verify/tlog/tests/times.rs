@@ -117,23 +117,34 @@ fn a_timestamp_beside_a_logged_time_is_a_time_the_certificate_must_be_valid_at()
             "timestampVerificationData": {"rfc3161Timestamps": [{"signedTimestamp": enc(&stamp)}]}},
         "dsseEnvelope": {"payload": enc(&payload), "payloadType": "application/vnd.in-toto+json",
                          "signatures": [{"sig": enc(&signature)}]}})).unwrap());
-    let judged = |authorities: serde_json::Value| {
+    let judged_as = |authorities: serde_json::Value, identities: &[(String, String)]| {
         let root = serde_json::json!({"tlogs": [log.root_entry()], "certificateAuthorities": [
             {"certChain": {"certificates": [{"rawBytes": enc(ca.der())}]}}],
             "timestampAuthorities": authorities});
         let secret = BTreeMap::from([(TRUSTED_ROOT.to_string(), root.to_string().into_bytes())]);
-        let trust = TrustedKeys::from_secret(&secret, &trusted_identity(), true).unwrap();
+        let trust = TrustedKeys::from_secret(&secret, identities, true).unwrap();
         let image = ImageReference::parse("registry.example/team/app", false).unwrap();
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         trust.verify(std::slice::from_ref(&bundle), &image, DIGEST, now)
     };
+    let judged = |authorities| judged_as(authorities, &trusted_identity());
     let authority = serde_json::json!([{"uri": "https://tsa.example", "certChain": {"certificates": [
         {"rawBytes": enc(&tsa.leaf)}, {"rawBytes": enc(tsa.root.der())}]},
         "validFor": {"start": "2020-01-01T00:00:00Z"}}]);
-    let err = judged(authority).unwrap_err().to_string();
+    let err = judged(authority.clone()).unwrap_err().to_string();
     let want =
         "at its timestamp's time Thu, 01 Jan 2026 00:00:00 GMT: the signing certificate expired";
     assert!(err.contains(want), "{err}");
+    // Another identity is not a matter of time: said as it is, not at the timestamp's time.
+    let other = [(
+        "^https://issuer\\.example$".into(),
+        "^ops@example\\.com$".into(),
+    )];
+    let err = judged_as(authority.clone(), &other)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("certificate identity mismatch"), "{err}");
+    assert!(!err.contains("at its timestamp's time"), "{err}");
     // Of no trusted authority: not a time, the log's alone counts.
     assert_eq!(
         judged(serde_json::json!([])),
