@@ -9,6 +9,7 @@
 //! authentic timestamp checks them ([`valid_at`]), and authenticity looks the chain's
 //! certificates up in the trust store ([`authentic`]).
 
+use super::super::refusal::{Check, Refused};
 use std::time::SystemTime;
 use x509_cert::der::asn1::ObjectIdentifier;
 use x509_cert::der::Decode;
@@ -155,16 +156,16 @@ fn rsa_modulus_bytes(der: &[u8]) -> Option<usize> {
 }
 
 /// Reads the envelope's chain (DER, leaf first).
-pub(super) fn read(chain: &[Vec<u8>]) -> Result<Vec<Cert>, String> {
+pub(super) fn read(chain: &[Vec<u8>]) -> Result<Vec<Cert>, Refused> {
     chain
         .iter()
         .map(|der| {
-            Certificate::from_der(der)
-                .map(|cert| Cert {
-                    der: der.clone(),
-                    cert,
-                })
-                .map_err(|e| format!("a notation signature's certificate is not X.509 DER ({e})"))
+            let cert = Certificate::from_der(der).map_err(|e| {
+                let reason = format!("a notation signature's certificate is not X.509 DER ({e})");
+                Check::Format.refused(reason)
+            })?;
+            let der = der.clone();
+            Ok(Cert { der, cert })
         })
         .collect()
 }

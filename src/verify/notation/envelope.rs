@@ -9,6 +9,7 @@
 //! no critical header this reader does not know.
 
 use super::super::keyless::MAX_CHAIN;
+use super::super::refusal::{Check, Refused};
 use base64::Engine;
 use ciborium::Value;
 use ring::signature::{self, UnparsedPublicKey, VerificationAlgorithm};
@@ -64,13 +65,14 @@ impl Envelope {
 
     /// notation-core-go's rule for the signed attributes' times: a signing time, and an expiry
     /// (if any) after it.
-    pub fn check_times(&self) -> Result<(), String> {
-        let signed = self
-            .signing_time
-            .ok_or("a notation signature has no signing time (io.cncf.notary.signingTime)")?;
+    pub fn check_times(&self) -> Result<(), Refused> {
+        let signed = self.signing_time.ok_or_else(|| {
+            let reason = "a notation signature has no signing time (io.cncf.notary.signingTime)";
+            Check::Time.refused(reason)
+        })?;
         match self.expiry {
             Some(expiry) if expiry <= signed => {
-                Err("a notation signature expires before it was signed".into())
+                Err(Check::Time.refused("a notation signature expires before it was signed"))
             }
             _ => Ok(()),
         }
