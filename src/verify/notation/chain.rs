@@ -297,21 +297,21 @@ pub(super) fn authentic(chain: &[Cert], store: &[Vec<u8>]) -> bool {
 
 /// The authentic timestamp without a timestamp authority: every certificate of the chain is
 /// valid at `now`; else which is not.
-pub(super) fn valid_at(chain: &[Cert], now: SystemTime) -> Result<(), String> {
+pub(super) fn valid_at(chain: &[Cert], now: SystemTime) -> Result<(), Refused> {
     for cert in chain {
         let validity = &cert.cert.tbs_certificate.validity;
         if now < validity.not_before.to_system_time() {
-            return Err(format!(
+            return Err(Check::Time.refused(format!(
                 "the certificate '{}' is not valid yet",
                 cert.subject()
-            ));
+            )));
         }
         if now > validity.not_after.to_system_time() {
-            return Err(format!(
+            return Err(Check::Time.refused(format!(
                 "the certificate '{}' expired at {}",
                 cert.subject(),
                 httpdate::fmt_http_date(validity.not_after.to_system_time())
-            ));
+            )));
         }
     }
     Ok(())

@@ -96,9 +96,7 @@ impl NotationTrust {
         (digest, subject): (&str, Option<&super::Subject>),
         now: SystemTime,
     ) -> Result<(String, Option<SystemTime>), Refused> {
-        let statement = self
-            .statement(repository)
-            .map_err(Check::Policy.because())?;
+        let statement = self.statement(repository)?;
         if let Some(skipped) = skip(statement) {
             return Ok((skipped, None));
         }
@@ -149,7 +147,7 @@ impl NotationTrust {
     }
 
     /// The statement that applies to `repository`: the one whose scopes name it, else `*`'s.
-    fn statement(&self, repository: &str) -> Result<&Statement, String> {
+    fn statement(&self, repository: &str) -> Result<&Statement, Refused> {
         self.statements
             .iter()
             .find(|s| s.scopes.iter().any(|r| r == repository))
@@ -159,7 +157,9 @@ impl NotationTrust {
                     .find(|s| s.scopes.iter().any(|r| r == "*"))
             })
             .ok_or_else(|| {
-                format!("no trust policy statement's registryScopes include {repository}")
+                let reason =
+                    format!("no trust policy statement's registryScopes include {repository}");
+                Check::Policy.refused(reason)
             })
     }
 
@@ -252,7 +252,7 @@ fn times(
             statement.name
         )));
     }
-    valid.map_err(Check::Time.because())?;
+    valid?;
     // A verdict kept past this would elect what the level refuses.
     Ok(until.into_iter().chain(chain::not_after(chain)).min())
 }

@@ -235,8 +235,8 @@ fn a_chain_is_valid_within_every_certificates_dates() {
     };
     let (start, end) = (1_893_456_000, 1_924_992_000);
     assert!(at(start).is_ok() && at(end).is_ok());
-    assert!(at(start - 1).unwrap_err().contains("not valid yet"));
-    assert!(at(end + 1).unwrap_err().contains("expired at"));
+    assert!(at(start - 1).unwrap_err().reason.contains("not valid yet"));
+    assert!(at(end + 1).unwrap_err().reason.contains("expired at"));
     assert_eq!(
         not_after(&chain),
         Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(end))
