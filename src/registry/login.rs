@@ -4,6 +4,7 @@
 
 use super::client::RegistryClient;
 use super::cloud::http::CloudHttp;
+use super::cloud::CloudError;
 use super::describe::chain;
 use super::registries::Registries;
 use super::{ConfigError, Credentials, RegistryError};
@@ -19,10 +20,10 @@ impl RegistryClient {
         };
         super::cloud::registry_target(login.provider, host)
             .map(|_| ())
-            .map_err(|detail| RegistryError::CloudLogin {
+            .map_err(|e| RegistryError::CloudLogin {
                 provider: login.provider.name(),
                 host: host.to_string(),
-                detail,
+                detail: e.to_string(),
             })
     }
 
@@ -50,12 +51,12 @@ impl RegistryClient {
             .get_or_try_init(|| async {
                 // A boxed `dyn` future: the provider flows (the AWS SDK's above all) are deep
                 // types, kept out of every caller's future type.
-                let fetch: BoxFuture<'_, Result<Credentials, String>> =
+                let fetch: BoxFuture<'_, Result<Credentials, CloudError>> =
                     Box::pin(login.credentials(host, &http, &self.shared.token_cache));
-                fetch.await.map_err(|detail| RegistryError::CloudLogin {
+                fetch.await.map_err(|e| RegistryError::CloudLogin {
                     provider: login.provider.name(),
                     host: host.to_string(),
-                    detail,
+                    detail: e.to_string(),
                 })
             })
             .await?;

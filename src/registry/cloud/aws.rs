@@ -8,6 +8,7 @@
 use super::hosts::RegistryTarget;
 use super::http::CloudHttp;
 use super::smithy;
+use super::CloudError;
 use crate::registry::Credentials;
 use aws_config::{BehaviorVersion, Region};
 use aws_credential_types::provider::ProvideCredentials;
@@ -37,7 +38,7 @@ async fn config(
 pub(super) async fn controller_credentials(
     region: &str,
     http: &CloudHttp,
-) -> Result<(aws_credential_types::Credentials, SystemTime), String> {
+) -> Result<(aws_credential_types::Credentials, SystemTime), CloudError> {
     let config = config(region, http, None).await;
     let provider = config
         .credentials_provider()
@@ -64,7 +65,7 @@ pub(super) async fn assume_role(
     session_name: &str,
     token: &str,
     http: &CloudHttp,
-) -> Result<(aws_credential_types::Credentials, SystemTime), String> {
+) -> Result<(aws_credential_types::Credentials, SystemTime), CloudError> {
     let config = config(region, http, None).await;
     // The call is unsigned: the web identity token is the credential.
     let sts_config = aws_sdk_sts::config::Builder::from(&config)
@@ -99,7 +100,7 @@ pub(super) async fn registry_credentials(
     target: &RegistryTarget,
     credentials: aws_credential_types::Credentials,
     http: &CloudHttp,
-) -> Result<(Credentials, SystemTime), String> {
+) -> Result<(Credentials, SystemTime), CloudError> {
     let config = config(target.aws_region(), http, Some(credentials)).await;
     let err = |e: &dyn std::error::Error| DisplayErrorContext(e).to_string();
     let (token, expires) = if *target == RegistryTarget::EcrPublic {
@@ -133,7 +134,7 @@ pub(super) async fn registry_credentials(
 }
 
 /// `base64(user:password)`, as ECR gives it.
-pub(super) fn split_token(token: &str) -> Result<Credentials, String> {
+pub(super) fn split_token(token: &str) -> Result<Credentials, CloudError> {
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(token)
         .map_err(|e| format!("failed to parse authorization token: {e}"))?;
@@ -162,11 +163,12 @@ mod tests {
         );
         let three = base64::engine::general_purpose::STANDARD.encode("a:b:c");
         assert_eq!(
-            split_token(&three).unwrap_err(),
+            split_token(&three).unwrap_err().to_string(),
             "invalid authorization token format"
         );
         assert!(split_token("%%")
             .unwrap_err()
+            .to_string()
             .starts_with("failed to parse authorization token: "));
         assert_eq!(
             role_session_name("puller", "apps", "eu-west-1"),

@@ -10,6 +10,7 @@
 
 use super::cache::{expiry_at, expiry_in};
 use super::http::CloudHttp;
+use super::CloudError;
 use crate::registry::Credentials;
 use base64::Engine;
 use reqwest::Method;
@@ -37,7 +38,7 @@ pub(super) enum ClientProof {
 pub(super) async fn controller_token(
     scope: &str,
     http: &CloudHttp,
-) -> Result<(String, SystemTime), String> {
+) -> Result<(String, SystemTime), CloudError> {
     let (tenant, client) = (env("AZURE_TENANT_ID"), env("AZURE_CLIENT_ID"));
     if let (Some(tenant), Some(client), Some(secret)) =
         (&tenant, &client, env("AZURE_CLIENT_SECRET"))
@@ -62,7 +63,7 @@ pub(super) async fn entra_token(
     proof: ClientProof,
     scope: &str,
     http: &CloudHttp,
-) -> Result<(String, SystemTime), String> {
+) -> Result<(String, SystemTime), CloudError> {
     let authority = env("AZURE_AUTHORITY_HOST").unwrap_or_else(|| AUTHORITY.to_string());
     let url = format!(
         "{}/{tenant}/oauth2/v2.0/token",
@@ -95,7 +96,7 @@ async fn managed_identity(
     scope: &str,
     client: Option<&str>,
     http: &CloudHttp,
-) -> Result<(String, SystemTime), String> {
+) -> Result<(String, SystemTime), CloudError> {
     let resource = scope.trim_end_matches("/.default");
     let (url, header, version) = match (env("IDENTITY_ENDPOINT"), env("IDENTITY_HEADER")) {
         (Some(endpoint), Some(secret)) => (endpoint, ("X-IDENTITY-HEADER", secret), "2019-08-01"),
@@ -128,7 +129,7 @@ pub(super) async fn registry_credentials(
     registry: &str,
     access_token: &str,
     http: &CloudHttp,
-) -> Result<(Credentials, SystemTime), String> {
+) -> Result<(Credentials, SystemTime), CloudError> {
     let url = format!("https://{registry}/oauth2/exchange");
     let form = [
         ("grant_type", "access_token"),
@@ -152,7 +153,7 @@ pub(super) async fn registry_credentials(
 }
 
 /// The `exp` claim of a JWT, read without verifying it (the registry verifies it).
-pub fn jwt_expiry(token: &str) -> Result<SystemTime, String> {
+pub fn jwt_expiry(token: &str) -> Result<SystemTime, CloudError> {
     let payload = token
         .split('.')
         .nth(1)
@@ -213,10 +214,13 @@ mod tests {
             SystemTime::UNIX_EPOCH + Duration::from_secs(1_900_000_000)
         );
         assert_eq!(
-            jwt_expiry(&jwt(r#"{"aud":"x"}"#)).unwrap_err(),
+            jwt_expiry(&jwt(r#"{"aud":"x"}"#)).unwrap_err().to_string(),
             "token has no exp claim"
         );
-        assert!(jwt_expiry("opaque").unwrap_err().contains("not a JWT"));
+        assert!(jwt_expiry("opaque")
+            .unwrap_err()
+            .to_string()
+            .contains("not a JWT"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! concurrent misses of one key make one fetch. Keys are SHA-256 digests and values are never
 //! formatted, so nothing secret reaches logs.
 
+use super::CloudError;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::future::Future;
@@ -99,10 +100,14 @@ impl TokenCache {
     }
 
     /// The secret under `key`, fetched (with its expiry) when absent or about to expire.
-    pub(super) async fn get_or_fetch<F, Fut>(&self, key: &str, fetch: F) -> Result<Secret, String>
+    pub(super) async fn get_or_fetch<F, Fut>(
+        &self,
+        key: &str,
+        fetch: F,
+    ) -> Result<Secret, CloudError>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<(Secret, SystemTime), String>>,
+        Fut: Future<Output = Result<(Secret, SystemTime), CloudError>>,
     {
         if self.max_size == 0 {
             return fetch().await.map(|(secret, _)| secret);
@@ -188,7 +193,10 @@ mod tests {
         }
     }
 
-    async fn fetcher(calls: &AtomicUsize, life: Duration) -> Result<(Secret, SystemTime), String> {
+    async fn fetcher(
+        calls: &AtomicUsize,
+        life: Duration,
+    ) -> Result<(Secret, SystemTime), CloudError> {
         let n = calls.fetch_add(1, Ordering::SeqCst);
         let at = SystemTime::now() + life;
         Ok((Secret::Bearer(format!("t{n}"), at), at))
@@ -280,9 +288,9 @@ mod tests {
         }
         assert_eq!(calls.load(Ordering::SeqCst), 1);
         let failed = cache
-            .get_or_fetch("e", || async { Err("boom".to_string()) })
+            .get_or_fetch("e", || async { Err("boom".into()) })
             .await;
-        assert_eq!(failed.unwrap_err(), "boom");
+        assert_eq!(failed.unwrap_err().to_string(), "boom");
         assert!(cache.lookup(&Sha256::digest(b"e").into()).is_none());
         assert_eq!(
             format!("{:?}", Secret::Bearer("x".into(), SystemTime::now())),

@@ -12,6 +12,7 @@
 
 use super::cache::expiry_in;
 use super::http::CloudHttp;
+use super::CloudError;
 use reqwest::Method;
 use serde::Deserialize;
 use std::time::{Duration, SystemTime};
@@ -36,7 +37,7 @@ fn metadata_url(path: &str) -> String {
 }
 
 /// The controller's own token.
-pub(super) async fn controller_token(http: &CloudHttp) -> Result<(String, SystemTime), String> {
+pub(super) async fn controller_token(http: &CloudHttp) -> Result<(String, SystemTime), CloudError> {
     if let Some(path) = env("GOOGLE_APPLICATION_CREDENTIALS") {
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("google: reading credentials file {path}: {e}"))?;
@@ -108,7 +109,7 @@ struct SourceFormat {
 async fn file_token(
     file: CredentialsFile,
     http: &CloudHttp,
-) -> Result<(String, SystemTime), String> {
+) -> Result<(String, SystemTime), CloudError> {
     match file {
         CredentialsFile::ExternalAccount(account) => {
             let subject = subject_token(&account.credential_source, http).await?;
@@ -153,7 +154,7 @@ async fn file_token(
 }
 
 /// The subject token of an external account: a file or a URL, as text or a JSON field.
-async fn subject_token(source: &CredentialSource, http: &CloudHttp) -> Result<String, String> {
+async fn subject_token(source: &CredentialSource, http: &CloudHttp) -> Result<String, CloudError> {
     if source.environment_id.is_some() {
         return Err("google: external accounts sourced from AWS are not supported".into());
     }
@@ -167,10 +168,7 @@ async fn subject_token(source: &CredentialSource, http: &CloudHttp) -> Result<St
         }
         let answer = http.send(request).await?;
         if !answer.status.is_success() {
-            return Err(format!(
-                "google: subject token URL {url}: {}",
-                answer.status
-            ));
+            return Err(format!("google: subject token URL {url}: {}", answer.status).into());
         }
         String::from_utf8_lossy(&answer.body).into_owned()
     } else {
@@ -185,10 +183,10 @@ async fn subject_token(source: &CredentialSource, http: &CloudHttp) -> Result<St
                 .and_then(|v| v.as_str())
                 .map(str::to_string)
                 .ok_or_else(|| {
-                    format!(
+                    CloudError::from(format!(
                         "google: subject token has no field '{}'",
                         f.subject_token_field_name
-                    )
+                    ))
                 })
         }
         _ => Ok(raw.trim().to_string()),
@@ -202,7 +200,7 @@ async fn sts_exchange(
     subject_token_type: &str,
     subject: &str,
     http: &CloudHttp,
-) -> Result<(String, SystemTime), String> {
+) -> Result<(String, SystemTime), CloudError> {
     let scope = SCOPES.join(" ");
     let form = [
         (
@@ -233,7 +231,7 @@ async fn impersonate(
     url: &str,
     bearer: &str,
     http: &CloudHttp,
-) -> Result<(String, SystemTime), String> {
+) -> Result<(String, SystemTime), CloudError> {
     let body = serde_json::json!({ "scope": SCOPES, "lifetime": "3600s" });
     let request = http
         .request(Method::POST, url)?
@@ -258,19 +256,21 @@ async fn impersonate(
 /// GKE's cluster identity, read once from the metadata server.
 static GKE: OnceCell<(String, String, String)> = OnceCell::const_new();
 
-async fn gke_metadata(http: &CloudHttp) -> Result<&'static (String, String, String), String> {
+async fn gke_metadata(http: &CloudHttp) -> Result<&'static (String, String, String), CloudError> {
     GKE.get_or_try_init(|| async {
         let get = |path: &'static str, what: &'static str| async move {
             let url = metadata_url(path);
             let request = http
                 .request(Method::GET, &url)?
                 .header("Metadata-Flavor", "Google");
-            let fail = |e: String| {
-                format!("failed to get GKE cluster {what} from the metadata service: {e}")
+            let fail = |e: CloudError| {
+                e.within(format!(
+                    "failed to get GKE cluster {what} from the metadata service"
+                ))
             };
             let answer = http.send(request).await.map_err(fail)?;
             if !answer.status.is_success() {
-                return Err(fail(answer.status.to_string()));
+                return Err(fail(answer.status.to_string().into()));
             }
             let value = String::from_utf8_lossy(&answer.body).trim().to_string();
             match value.is_empty() {
@@ -290,7 +290,7 @@ async fn gke_metadata(http: &CloudHttp) -> Result<&'static (String, String, Stri
 pub(super) async fn token_audience(
     provider_audience: Option<&str>,
     http: &CloudHttp,
-) -> Result<String, String> {
+) -> Result<String, CloudError> {
     match provider_audience {
         Some(audience) => Ok(audience.to_string()),
         None => Ok(format!("{}.svc.id.goog", gke_metadata(http).await?.0)),
@@ -303,7 +303,7 @@ pub(super) async fn service_account_token(
     provider_audience: Option<&str>,
     email: Option<&str>,
     http: &CloudHttp,
-) -> Result<(String, SystemTime), String> {
+) -> Result<(String, SystemTime), CloudError> {
     let audience = match provider_audience {
         Some(audience) => audience.to_string(),
         None => {

@@ -2,6 +2,7 @@
 //! (fluxcd/pkg `auth/{aws,azure,gcp}`): a host outside the pattern is refused before any
 //! cloud API is called, so an ImageRepository cannot send its cloud identity to another host.
 
+use super::CloudError;
 use super::CloudProvider;
 use regex::Regex;
 use std::sync::LazyLock;
@@ -66,14 +67,16 @@ impl RegistryTarget {
 }
 
 /// The target for `host` (`host[:port]`, as in the image reference), or Flux's error.
-pub fn registry_target(provider: CloudProvider, host: &str) -> Result<RegistryTarget, String> {
+pub fn registry_target(provider: CloudProvider, host: &str) -> Result<RegistryTarget, CloudError> {
     match provider {
         CloudProvider::Aws => {
             if PUBLIC_ECR.contains(&host) {
                 return Ok(RegistryTarget::EcrPublic);
             }
             let caps = ECR.captures(host).ok_or_else(|| {
-                format!("invalid AWS registry: '{host}'. must match {ECR_PATTERN}")
+                CloudError::Settings(format!(
+                    "invalid AWS registry: '{host}'. must match {ECR_PATTERN}"
+                ))
             })?;
             Ok(RegistryTarget::Ecr {
                 region: caps[2].to_string(),
@@ -81,9 +84,9 @@ pub fn registry_target(provider: CloudProvider, host: &str) -> Result<RegistryTa
         }
         CloudProvider::Azure => {
             if !ACR.is_match(host) {
-                return Err(format!(
+                return Err(CloudError::Settings(format!(
                     "invalid Azure registry: '{host}'. must match {ACR_PATTERN}"
-                ));
+                )));
             }
             // The Resource Manager of the registry's cloud is the token's audience.
             let scope = if host.ends_with(".azurecr.cn") {
@@ -100,9 +103,9 @@ pub fn registry_target(provider: CloudProvider, host: &str) -> Result<RegistryTa
         }
         CloudProvider::Gcp => {
             if !GCP.is_match(host) {
-                return Err(format!(
+                return Err(CloudError::Settings(format!(
                     "invalid GCP registry: '{host}'. must match {GCP_PATTERN}"
-                ));
+                )));
             }
             Ok(RegistryTarget::Gcp)
         }

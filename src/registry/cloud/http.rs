@@ -9,6 +9,7 @@
 use super::super::describe::{chain, url_host};
 use super::super::retry_after::parse_retry_after;
 use super::super::scheduler::Scheduler;
+use super::CloudError;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Method, RequestBuilder, StatusCode, Url};
 use std::net::IpAddr;
@@ -44,7 +45,7 @@ impl std::fmt::Debug for CloudHttp {
 
 impl CloudHttp {
     /// A request to `url`, on the direct client for node-local hosts.
-    pub(super) fn request(&self, method: Method, url: &str) -> Result<RequestBuilder, String> {
+    pub(super) fn request(&self, method: Method, url: &str) -> Result<RequestBuilder, CloudError> {
         let parsed = Url::parse(url).map_err(|e| format!("invalid URL '{url}': {e}"))?;
         let client = if is_node_local(&parsed) {
             &self.direct
@@ -57,7 +58,7 @@ impl CloudHttp {
     /// Sends `request` in a slot of its host and reads the answer, whatever its status. A
     /// throttling answer backs the host off for every later request (the caller decides
     /// whether to fail now).
-    pub(crate) async fn send(&self, request: RequestBuilder) -> Result<Answer, String> {
+    pub(crate) async fn send(&self, request: RequestBuilder) -> Result<Answer, CloudError> {
         let request = request.build().map_err(|e| chain(&e))?;
         let (method, url) = (request.method().clone(), request.url().clone());
         let host = url_host(&url);
@@ -74,7 +75,7 @@ impl CloudHttp {
             Ok(response) => response,
             Err(err) => {
                 scheduler.record(&host, None, None);
-                return Err(format!("{method} {}: {}", redact(&url), chain(&err)));
+                return Err(format!("{method} {}: {}", redact(&url), chain(&err)).into());
             }
         };
         let status = response.status();
@@ -95,10 +96,13 @@ impl CloudHttp {
                     return Err(format!(
                         "{method} {}: the answer exceeds {MAX_BODY} bytes",
                         redact(&url)
-                    ))
+                    )
+                    .into())
                 }
                 Ok(None) => break,
-                Err(err) => return Err(format!("{method} {}: {}", redact(&url), chain(&err))),
+                Err(err) => {
+                    return Err(format!("{method} {}: {}", redact(&url), chain(&err)).into())
+                }
             }
         }
         Ok(Answer {
@@ -114,17 +118,14 @@ impl CloudHttp {
         &self,
         what: &str,
         request: RequestBuilder,
-    ) -> Result<T, String> {
+    ) -> Result<T, CloudError> {
         let answer = self.send(request).await?;
         if !answer.status.is_success() {
-            return Err(format!(
-                "{what}: {}{}",
-                answer.status,
-                error_text(&answer.body)
-            ));
+            return Err(format!("{what}: {}{}", answer.status, error_text(&answer.body)).into());
         }
-        serde_json::from_slice(&answer.body)
-            .map_err(|e| format!("{what}: the answer is not the expected JSON: {e}"))
+        serde_json::from_slice(&answer.body).map_err(|e| {
+            CloudError::from(format!("{what}: the answer is not the expected JSON: {e}"))
+        })
     }
 }
 

@@ -2,6 +2,7 @@
 //! a token by the caller (the controller, through the API server), and the provider identity
 //! its annotations name, with Flux's annotations, patterns and messages.
 
+use super::CloudError;
 use super::CloudProvider;
 use futures::future::BoxFuture;
 use regex::Regex;
@@ -83,15 +84,15 @@ static GCP_EMAIL: LazyLock<Regex> = LazyLock::new(|| Regex::new(GCP_EMAIL_PATTER
 static GCP_WIP: LazyLock<Regex> = LazyLock::new(|| Regex::new(GCP_WIP_PATTERN).expect("WIP"));
 
 /// The identity `sa` names for `provider`, or Flux's error for the annotation.
-pub fn identity(provider: CloudProvider, sa: &ServiceAccount) -> Result<Identity, String> {
+pub fn identity(provider: CloudProvider, sa: &ServiceAccount) -> Result<Identity, CloudError> {
     let annotation = |key: &str| sa.annotations.get(key).map(String::as_str);
     match provider {
         CloudProvider::Aws => {
             let arn = annotation("eks.amazonaws.com/role-arn").unwrap_or("");
             if !ROLE_ARN.is_match(arn) {
-                return Err(format!(
+                return Err(CloudError::Settings(format!(
                     "invalid AWS role ARN: '{arn}'. must match {ROLE_ARN_PATTERN}"
-                ));
+                )));
             }
             Ok(Identity::Aws {
                 role_arn: arn.to_string(),
@@ -101,10 +102,16 @@ pub fn identity(provider: CloudProvider, sa: &ServiceAccount) -> Result<Identity
             const TENANT: &str = "azure.workload.identity/tenant-id";
             const CLIENT: &str = "azure.workload.identity/client-id";
             let tenant_id = annotation(TENANT).ok_or_else(|| {
-                format!("azure tenant ID is not set in the service account annotation {TENANT}")
+                let reason = format!(
+                    "azure tenant ID is not set in the service account annotation {TENANT}"
+                );
+                CloudError::Settings(reason)
             })?;
             let client_id = annotation(CLIENT).ok_or_else(|| {
-                format!("azure client ID is not set in the service account annotation {CLIENT}")
+                let reason = format!(
+                    "azure client ID is not set in the service account annotation {CLIENT}"
+                );
+                CloudError::Settings(reason)
             })?;
             Ok(Identity::Azure {
                 tenant_id: tenant_id.to_string(),
@@ -116,17 +123,17 @@ pub fn identity(provider: CloudProvider, sa: &ServiceAccount) -> Result<Identity
             const WIP: &str = "gcp.auth.fluxcd.io/workload-identity-provider";
             let email = match annotation(EMAIL).filter(|e| !e.is_empty()) {
                 Some(e) if !GCP_EMAIL.is_match(e) => {
-                    return Err(format!(
+                    return Err(CloudError::Settings(format!(
                         "invalid {EMAIL} annotation: '{e}'. must match {GCP_EMAIL_PATTERN}"
-                    ))
+                    )))
                 }
                 other => other.map(str::to_string),
             };
             let provider_audience = match annotation(WIP).filter(|w| !w.is_empty()) {
                 Some(w) if !GCP_WIP.is_match(w) => {
-                    return Err(format!(
+                    return Err(CloudError::Settings(format!(
                         "invalid {WIP} annotation: '{w}'. must match {GCP_WIP_PATTERN}"
-                    ))
+                    )))
                 }
                 other => other.map(|w| format!("//iam.googleapis.com/{w}")),
             };
@@ -165,8 +172,18 @@ mod tests {
                 role_arn: arn.into()
             })
         );
+        // A ServiceAccount's annotations are the tenant's to fix: settings, not the provider.
+        assert!(matches!(
+            identity(CloudProvider::Aws, &sa(&[])),
+            Err(CloudError::Settings(_))
+        ));
+        let azure = [("azure.workload.identity/client-id", "c")];
+        let no_tenant = identity(CloudProvider::Azure, &sa(&azure));
+        assert!(matches!(no_tenant, Err(CloudError::Settings(_))));
         assert_eq!(
-            identity(CloudProvider::Aws, &sa(&[])).unwrap_err(),
+            identity(CloudProvider::Aws, &sa(&[]))
+                .unwrap_err()
+                .to_string(),
             format!("invalid AWS role ARN: ''. must match {ROLE_ARN_PATTERN}")
         );
         assert_eq!(
@@ -174,7 +191,7 @@ mod tests {
                 CloudProvider::Azure,
                 &sa(&[("azure.workload.identity/client-id", "c")])
             )
-            .unwrap_err(),
+            .unwrap_err().to_string(),
             "azure tenant ID is not set in the service account annotation azure.workload.identity/tenant-id"
         );
         assert_eq!(
@@ -218,6 +235,7 @@ mod tests {
             &sa(&[("iam.gke.io/gcp-service-account", "x@y.com")])
         )
         .unwrap_err()
+        .to_string()
         .starts_with("invalid iam.gke.io/gcp-service-account annotation: 'x@y.com'. must match"));
         assert_eq!(
             identity(CloudProvider::Gcp, &sa(&[])),

@@ -15,6 +15,7 @@
 mod aws;
 mod azure;
 mod cache;
+mod error;
 pub(crate) mod fuzz;
 mod gcp;
 mod hosts;
@@ -25,6 +26,7 @@ mod smithy;
 pub use azure::ACR_USER;
 pub use cache::TokenCache;
 pub(in crate::registry) use cache::MAX_TOKEN_LIFE;
+pub use error::CloudError;
 pub use gcp::USER as GCP_USER;
 pub use hosts::{registry_target, RegistryTarget, ACR_PATTERN, ECR_PATTERN, GCP_PATTERN};
 pub use identity::{identity, AccountError, Identity, ServiceAccount, ServiceAccountSource};
@@ -54,7 +56,11 @@ impl CloudProvider {
     }
 
     /// The audiences a ServiceAccount token is minted for (GCP's depend on the cluster).
-    async fn audiences(self, identity: &Identity, http: &CloudHttp) -> Result<Vec<String>, String> {
+    async fn audiences(
+        self,
+        identity: &Identity,
+        http: &CloudHttp,
+    ) -> Result<Vec<String>, CloudError> {
         Ok(vec![match (self, identity) {
             (CloudProvider::Aws, _) => "sts.amazonaws.com".to_string(),
             (CloudProvider::Azure, _) => azure::AUDIENCE.to_string(),
@@ -111,7 +117,7 @@ impl CloudLogin {
         host: &str,
         http: &CloudHttp,
         cache: &TokenCache,
-    ) -> Result<Credentials, String> {
+    ) -> Result<Credentials, CloudError> {
         let target = registry_target(self.provider, host)?;
         let access = self
             .access_token(&target, http, cache)
@@ -141,7 +147,7 @@ impl CloudLogin {
         target: &RegistryTarget,
         http: &CloudHttp,
         cache: &TokenCache,
-    ) -> Result<(Secret, String), String> {
+    ) -> Result<(Secret, String), CloudError> {
         let mut key = format!("provider={}", self.provider);
         let resolved = match &self.service_account {
             None => None,
@@ -175,17 +181,17 @@ impl CloudLogin {
             .get_or_fetch(&key, || async {
                 match &resolved {
                     None => self.controller_token(target, http).await.map_err(|e| {
-                        format!("failed to create provider access token for the controller: {e}")
+                        e.within("failed to create provider access token for the controller")
                     }),
                     Some((source, sa, identity, audiences)) => {
                         let who = format!("{}/{}", sa.namespace, sa.name);
                         let oidc = source.token(audiences).await.map_err(|e| {
-                            format!("failed to create kubernetes token for service account '{who}': {e}")
+                            CloudError::from(format!("failed to create kubernetes token for service account '{who}': {e}"))
                         })?;
                         self.service_account_token(target, sa, identity, &oidc, http)
                             .await
                             .map_err(|e| {
-                                format!("failed to create provider access token for service account '{who}': {e}")
+                                e.within(format!("failed to create provider access token for service account '{who}'"))
                             })
                     }
                 }
@@ -198,7 +204,7 @@ impl CloudLogin {
         &self,
         target: &RegistryTarget,
         http: &CloudHttp,
-    ) -> Result<(Secret, SystemTime), String> {
+    ) -> Result<(Secret, SystemTime), CloudError> {
         match (self.provider, target) {
             (CloudProvider::Aws, _) => aws::controller_credentials(target.aws_region(), http)
                 .await
@@ -218,7 +224,7 @@ impl CloudLogin {
         identity: &Identity,
         oidc: &str,
         http: &CloudHttp,
-    ) -> Result<(Secret, SystemTime), String> {
+    ) -> Result<(Secret, SystemTime), CloudError> {
         match (identity, target) {
             (Identity::Aws { role_arn }, _) => {
                 let region = target.aws_region();
@@ -261,7 +267,7 @@ impl CloudLogin {
         target: &RegistryTarget,
         access: Secret,
         http: &CloudHttp,
-    ) -> Result<(Credentials, SystemTime), String> {
+    ) -> Result<(Credentials, SystemTime), CloudError> {
         match (access, target) {
             (Secret::Aws(creds), _) => aws::registry_credentials(target, creds, http).await,
             (Secret::Bearer(token, _), RegistryTarget::Acr { host, .. }) => {
@@ -282,6 +288,8 @@ impl CloudLogin {
     }
 }
 
-fn bearer(result: Result<(String, SystemTime), String>) -> Result<(Secret, SystemTime), String> {
+fn bearer(
+    result: Result<(String, SystemTime), CloudError>,
+) -> Result<(Secret, SystemTime), CloudError> {
     result.map(|(token, at)| (Secret::Bearer(token, at), at))
 }
