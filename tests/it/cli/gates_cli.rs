@@ -4,7 +4,7 @@
 
 use crate::support::distribution::{Distribution, Variant};
 use crate::support::images::{key, payload, public_pem_block, sign};
-use crate::support::{run_bin, write};
+use crate::support::{run_bin, scan_yaml, write};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 #[tokio::test]
@@ -299,26 +299,9 @@ async fn scan_waits_each_bump_its_own_age_from_the_recorded_election() {
              spec: {{image: {repository}, interval: 5m}}\n---\n{policy}"
         ),
     );
-    let storage = dir.path().join("store");
-    let args = [
-        "scan",
-        "-f",
-        &manifests,
-        "--storage-path",
-        storage.to_str().unwrap(),
-        "-o",
-        "yaml",
-    ];
-    let out = run_bin(&args, None);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let docs = serde_saphyr::from_multiple::<serde_json::Value>(&stdout).unwrap();
-    let status = &docs.iter().find(|d| d["kind"] == "ImagePolicy").unwrap()["status"];
+    let scanned = scan_yaml(&manifests, &dir.path().join("store"));
+    let (status, stdout) = (&scanned.policy_status, &scanned.output);
+    assert_eq!(scanned.code, Some(0), "{stdout}");
     assert_eq!(
         status["latestRef"]["tag"].as_str(),
         Some("1.4.3"),

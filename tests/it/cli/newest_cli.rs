@@ -3,7 +3,7 @@
 //! first sightings and says what that changes.
 
 use crate::support::distribution::{Distribution, Variant};
-use crate::support::{run_bin, write};
+use crate::support::{run_bin, scan_yaml, write};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 const POLICY: &str = "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\n\
@@ -34,28 +34,11 @@ async fn scan_elects_the_latest_image_of_a_first_sighting_and_select_says_it_can
              spec: {{image: {repository}, interval: 5m}}\n---\n{POLICY}"
         ),
     );
-    let storage = dir.path().join("store");
-    let args = [
-        "scan",
-        "-f",
-        &manifests,
-        "--storage-path",
-        storage.to_str().unwrap(),
-        "-o",
-        "yaml",
-    ];
-    let out = run_bin(&args, None);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let scanned = scan_yaml(&manifests, &dir.path().join("store"));
+    let stdout = &scanned.output;
+    assert_eq!(scanned.code, Some(0), "{stdout}");
     assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let docs = serde_saphyr::from_multiple::<serde_json::Value>(&stdout).unwrap();
-    let policy = docs.iter().find(|d| d["kind"] == "ImagePolicy").unwrap();
-    assert_eq!(
-        policy["status"]["latestRef"]["tag"].as_str(),
+        scanned.policy_status["latestRef"]["tag"].as_str(),
         Some("main-0aa"),
         "the latest image, not the greatest name: {stdout}"
     );

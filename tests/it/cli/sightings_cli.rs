@@ -3,7 +3,7 @@
 //! its own it makes a first scan, says that first sightings are unknown and what that changes.
 
 use crate::support::distribution::{Distribution, Variant};
-use crate::support::{run_bin, write};
+use crate::support::{run_bin, scan_yaml, write};
 use image_reflector::store::{FsStore, RepoKey, TagList, TagStore, DEFAULT_COMPRESSION_THRESHOLD};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
@@ -45,21 +45,8 @@ async fn scan_on_the_controllers_store_keeps_its_first_sightings() {
         ),
     );
     let scan = |storage: &std::path::Path| {
-        let args = [
-            "scan",
-            "-f",
-            &manifests,
-            "--storage-path",
-            storage.to_str().unwrap(),
-            "-o",
-            "yaml",
-        ];
-        let out = run_bin(&args, None);
-        let docs =
-            serde_saphyr::from_multiple::<serde_json::Value>(&String::from_utf8_lossy(&out.stdout))
-                .unwrap();
-        let status = docs.iter().find(|d| d["kind"] == "ImagePolicy").unwrap()["status"].clone();
-        (status, String::from_utf8_lossy(&out.stderr).to_string())
+        let scanned = scan_yaml(&manifests, storage);
+        (scanned.policy_status, scanned.output)
     };
     // The copy as users make it: `store archive` (the image has no tar), then extracted.
     let out = run_bin(

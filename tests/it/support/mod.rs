@@ -54,6 +54,39 @@ pub fn write(dir: &Path, name: &str, content: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
+/// What `image-reflector scan -f manifests --storage-path storage -o yaml` wrote: its exit
+/// code, the status of its (first) ImagePolicy, all of its standard output and error.
+pub struct Scanned {
+    pub code: Option<i32>,
+    pub policy_status: serde_json::Value,
+    pub output: String,
+}
+
+pub fn scan_yaml(manifests: &str, storage: &Path) -> Scanned {
+    let storage = storage.to_str().unwrap();
+    let args = [
+        "scan",
+        "-f",
+        manifests,
+        "--storage-path",
+        storage,
+        "-o",
+        "yaml",
+    ];
+    let out = run_bin(&args, None);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let docs = serde_saphyr::from_multiple::<serde_json::Value>(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let policy = docs.iter().find(|d| d["kind"] == "ImagePolicy");
+    let policy_status = policy.map(|p| p["status"].clone()).unwrap_or_default();
+    let output = stdout + &String::from_utf8_lossy(&out.stderr);
+    Scanned {
+        code: out.status.code(),
+        policy_status,
+        output,
+    }
+}
+
 /// Reads a YAML file into a JSON value.
 pub fn yaml_file(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
