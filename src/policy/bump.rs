@@ -56,9 +56,13 @@ pub struct Bumps {
 
 #[derive(Clone, Debug)]
 enum From {
-    /// The tag elected now, read by the policy that ranks the candidates (boxed: a policy is
-    /// large beside the other cases).
-    Elected { ranking: Box<Policy>, tag: String },
+    /// The tag elected now, its value read once, and the policy that reads the candidates'
+    /// (boxed: a policy is large beside the other cases).
+    Elected {
+        ranking: Box<Policy>,
+        tag: String,
+        value: Option<String>,
+    },
     /// Nothing elected yet: every candidate is [`Bump::Unranked`].
     Nothing,
     /// Each candidate's bump given (the walk's tests).
@@ -74,6 +78,7 @@ impl Bumps {
             Some(tag) if ranking.kind() == PolicyKind::SemVer => From::Elected {
                 ranking: Box::new(ranking.clone()),
                 tag: tag.to_string(),
+                value: ranking.value(tag),
             },
             _ => From::Nothing,
         };
@@ -102,11 +107,11 @@ impl Bumps {
     /// How `tag` rises from the tag elected now.
     pub fn of(&self, tag: &str) -> Bump {
         match &self.from {
-            From::Elected { ranking, tag: from } => {
-                let (Some(from), Some(to)) = (ranking.value(from), ranking.value(tag)) else {
+            From::Elected { ranking, value, .. } => {
+                let (Some(from), Some(to)) = (value, ranking.value(tag)) else {
                     return Bump::Unranked;
                 };
-                match (Version::parse_tag(&from), Version::parse_tag(&to)) {
+                match (Version::parse_tag(from), Version::parse_tag(&to)) {
                     (Some(from), Some(to)) => bump(&from, &to),
                     _ => Bump::Unranked,
                 }
