@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 /// A drop-in replacement for Flux's image-reflector-controller.
 #[derive(Parser)]
-#[command(name = "image-reflector", version, about)]
+#[command(name = "image-reflector", version = image_reflector::telemetry::build::DESCRIPTION, about)]
 struct Args {
     #[command(subcommand)]
     command: Command,

@@ -1,5 +1,6 @@
 //! Logs, metrics and traces of the running controller.
 
+pub mod build;
 pub mod collect;
 pub mod exposition;
 pub mod logging;

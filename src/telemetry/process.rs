@@ -2,7 +2,7 @@
 //! CPU and memory from these): `process_cpu_seconds_total`, `process_resident_memory_bytes`,
 //! `process_virtual_memory_bytes`, `process_open_fds`, `process_max_fds`,
 //! `process_start_time_seconds`, read from `/proc/self` at scrape time; and
-//! `image_reflector_build_info{version}`.
+//! `image_reflector_build_info{version, commit}`.
 
 use super::collect::{Kind, Series, Source};
 
@@ -17,7 +17,10 @@ impl Source for ProcessSource {
             Kind::Gauge,
         )
         .sample(
-            vec![("version", env!("CARGO_PKG_VERSION").to_string())],
+            vec![
+                ("version", super::build::VERSION.to_string()),
+                ("commit", super::build::COMMIT.to_string()),
+            ],
             1.0,
         )];
         let Some(stat) = read_stat() else {
