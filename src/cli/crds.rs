@@ -13,6 +13,41 @@ pub struct CrdsArgs {
     /// `spec.kustomize.patches`) instead of as objects.
     #[arg(long)]
     pub patches: bool,
+    /// With --patches: first a JSON patch that sets the image of Flux's
+    /// image-reflector-controller Deployment to this one (`registry/path@sha256:...` or
+    /// `registry/path:tag`), as a FluxInstance needs both (docs/install.md).
+    #[arg(long, requires = "patches", value_parser = parse_image)]
+    pub image: Option<String>,
+}
+
+/// The image kustomize would write as the container's: a repository as `spec.image` reads one
+/// (the same parser), then a tag or a digest, which a release always pins.
+fn parse_image(image: &str) -> Result<String, String> {
+    let (repository, pin) = match image.split_once('@') {
+        Some((repository, digest)) => {
+            let hex = digest.strip_prefix("sha256:").unwrap_or_default();
+            if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+                return Err(format!(
+                    "{image}: the digest is not sha256:<64 lower-case hex>"
+                ));
+            }
+            (repository, digest)
+        }
+        None => match image.rsplit_once(':') {
+            Some((repository, tag)) if !tag.contains('/') => (repository, tag),
+            _ => return Err(format!(
+                "{image} names no tag or digest: give the release's, e.g. {image}@sha256:<digest>"
+            )),
+        },
+    };
+    crate::reference::ImageReference::parse(repository, false).map_err(|e| e.to_string())?;
+    let tag_chars = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-');
+    if !image.contains('@') && (pin.is_empty() || pin.len() > 128 || !pin.bytes().all(tag_chars)) {
+        return Err(format!(
+            "{image}: a tag is 1 to 128 letters, digits, '_', '.' or '-'"
+        ));
+    }
+    Ok(image.to_string())
 }
 
 /// Writes both CRDs to `out`.
@@ -22,6 +57,17 @@ pub fn run(args: &CrdsArgs, out: &mut impl Write) -> anyhow::Result<()> {
         return Ok(());
     }
     let mut patches = Vec::new();
+    if let Some(image) = &args.image {
+        let op = json!([{
+            "op": "replace",
+            "path": "/spec/template/spec/containers/0/image",
+            "value": image,
+        }]);
+        patches.push(json!({
+            "target": {"kind": "Deployment", "name": "image-reflector-controller"},
+            "patch": serde_saphyr::to_string(&op)?,
+        }));
+    }
     for crd in crate::api::crds() {
         let name = crd.metadata.name.clone().unwrap_or_default();
         patches.push(json!({
@@ -41,7 +87,14 @@ mod tests {
     #[test]
     fn the_patches_target_each_crd_and_carry_it_whole() {
         let mut out = Vec::new();
-        run(&CrdsArgs { patches: true }, &mut out).unwrap();
+        run(
+            &CrdsArgs {
+                patches: true,
+                image: None,
+            },
+            &mut out,
+        )
+        .unwrap();
         let patches: Vec<serde_json::Value> =
             serde_saphyr::from_str(std::str::from_utf8(&out).unwrap()).unwrap();
         let crds = crate::api::crds();
@@ -53,5 +106,43 @@ mod tests {
                 serde_saphyr::from_str(patch["patch"].as_str().unwrap()).unwrap();
             assert_eq!(carried, serde_json::to_value(crd).unwrap());
         }
+    }
+
+    /// With --image, the first patch sets the Deployment's image; the CRDs follow unchanged.
+    #[test]
+    fn an_image_comes_first_as_a_json_patch_of_the_deployment() {
+        let image =
+            "registry.example.com/platform/image-reflector@sha256:".to_string() + &"ab".repeat(32);
+        let mut out = Vec::new();
+        let args = CrdsArgs {
+            patches: true,
+            image: Some(parse_image(&image).unwrap()),
+        };
+        run(&args, &mut out).unwrap();
+        let patches: Vec<serde_json::Value> =
+            serde_saphyr::from_str(std::str::from_utf8(&out).unwrap()).unwrap();
+        assert_eq!(patches.len(), crate::api::crds().len() + 1);
+        assert_eq!(
+            patches[0]["target"],
+            json!({"kind": "Deployment", "name": "image-reflector-controller"})
+        );
+        let op: serde_json::Value =
+            serde_saphyr::from_str(patches[0]["patch"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            op,
+            json!([{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": image}])
+        );
+        assert_eq!(patches[1]["target"]["kind"], "CustomResourceDefinition");
+    }
+
+    /// An image without a tag or digest would pull `latest`: refused, saying what to give.
+    #[test]
+    fn an_image_needs_a_tag_or_a_digest() {
+        let err = parse_image("registry.example.com:5000/platform/image-reflector").unwrap_err();
+        assert!(err.contains("names no tag or digest"), "{err}");
+        assert!(parse_image("registry.example.com:5000/platform/image-reflector:v0.1.0").is_ok());
+        assert!(parse_image("UPPER/case:1").is_err());
+        assert!(parse_image("registry.example.com/image-reflector:v0 1").is_err());
+        assert!(parse_image("registry.example.com/image-reflector@sha256:abc").is_err());
     }
 }
