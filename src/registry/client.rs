@@ -8,10 +8,11 @@
 
 use super::describe::{chain, method_name};
 use super::keyring::Credentials;
+use super::redirect::Redirects;
 use super::registries::Registries;
 use super::retry_after::parse_retry_after;
-use super::scheduler::Slot;
-use super::scope::{scheduler_key, NetworkPath};
+use super::scheduler::{Asking, Slot};
+use super::scope::{identity, scheduler_key, NetworkPath};
 use super::{ClientOptions, RegistryError};
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Method, Response, Url};
@@ -66,20 +67,38 @@ impl RegistryClient {
         })
     }
 
+    /// Who this client asks as, about `repository`: its identity (the credentials it sends,
+    /// static or from the cloud login once fetched), the repository and its tenant, which
+    /// the host's backoff is kept for (scheduler/throttle.rs).
+    pub(super) fn asking<'a>(&'a self, repository: &'a str) -> Asking<'a> {
+        let creds = match &self.options.login {
+            Some(_) => self.login_credentials.get(),
+            None => self.options.credentials.as_ref(),
+        };
+        Asking {
+            identity: identity(creds),
+            repository: Some(repository),
+            tenant: self.options.tenant.as_deref(),
+        }
+    }
+
     /// Sends one request about `repository` in a slot of the host and records the answer;
-    /// returns the response and, for a throttling answer, when the repository may be asked
-    /// again (backoff is the repository's, scheduler/throttle.rs).
+    /// returns the response and, for a throttling answer, when this client may ask about the
+    /// repository again (backoff is its identity's on the repository, scheduler/throttle.rs).
+    /// `redirects` says where its redirects may lead (redirect.rs).
     pub(super) async fn send_once(
         &self,
         request: reqwest::RequestBuilder,
         method: &Method,
         url: &Url,
         (host, repository): (&str, &str),
+        redirects: Redirects,
     ) -> Result<(Response, Option<Instant>), RegistryError> {
         let scheduler = &self.shared.scheduler;
         // Throttling learnt through this client's own proxy stays on that path (scope.rs).
         let key = scheduler_key(host, &self.options);
-        let slot = scheduler.acquire_for(&key, Some(repository)).await?;
+        let asking = self.asking(repository);
+        let slot = scheduler.acquire_for(&key, &asking).await?;
         let span = tracing::info_span!(
             "registry request",
             http.method = %method,
@@ -96,15 +115,15 @@ impl RegistryClient {
             span.record("http.status_code", response.status().as_u16());
         }
         let mut response = result.map_err(|err| {
-            scheduler.record_for(&key, Some(repository), None, None);
+            scheduler.record_for(&key, &asking, None, None);
             self.transport_error(method, url, host, &err)
         })?;
         let status = response.status().as_u16();
         let retry_after = retry_after(response.headers());
-        let until = scheduler.record_for(&key, Some(repository), Some(status), retry_after);
+        let until = scheduler.record_for(&key, &asking, Some(status), retry_after);
         hold_slot(&mut response, slot);
         let response = self
-            .follow_redirects(method, url, &headers, response)
+            .follow_redirects(method, url, &headers, response, (&asking, redirects))
             .await?;
         Ok((response, until))
     }
@@ -198,7 +217,7 @@ pub(super) fn rate_limited(host: String, status: u16, until: Instant) -> Registr
     }
 }
 
-fn retry_after(headers: &HeaderMap) -> Option<std::time::Duration> {
+pub(super) fn retry_after(headers: &HeaderMap) -> Option<std::time::Duration> {
     headers
         .get(RETRY_AFTER)
         .and_then(|v| v.to_str().ok())

@@ -4,6 +4,7 @@
 
 use super::client::{RegistryClient, Target};
 use super::describe::method_name;
+use super::redirect::Redirects;
 use super::scope::Route;
 use super::RegistryError;
 use crate::reference::{ImageReference, Scheme};
@@ -19,10 +20,22 @@ impl RegistryClient {
         target: Target<'_>,
         accept: Option<&str>,
     ) -> Result<(Url, Response), RegistryError> {
+        self.send_with(method, image, target, (accept, Redirects::Anywhere))
+            .await
+    }
+
+    /// [`RegistryClient::send`], its redirects kept to where `redirects` says.
+    pub(super) async fn send_with(
+        &self,
+        method: Method,
+        image: &ImageReference,
+        target: Target<'_>,
+        asked: (Option<&str>, Redirects),
+    ) -> Result<(Url, Response), RegistryError> {
         self.check_login_host(image.registry())?;
         let path = match target {
             Target::Url(url) => {
-                let response = self.execute(&method, image, url.clone(), accept).await?;
+                let response = self.execute(&method, image, url.clone(), asked).await?;
                 return Ok((url, response));
             }
             Target::Path(path) => path,
@@ -49,7 +62,7 @@ impl RegistryClient {
                     detail: e.to_string(),
                 }
             })?;
-            match self.execute(&method, image, url.clone(), accept).await {
+            match self.execute(&method, image, url.clone(), asked).await {
                 Ok(response) => {
                     if image.scheme() == Scheme::HttpsThenHttp {
                         self.shared.schemes.put(route.clone(), scheme);

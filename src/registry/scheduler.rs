@@ -45,6 +45,7 @@ impl Default for SchedulerConfig {
 mod series;
 mod throttle;
 
+pub(super) use throttle::Asking;
 use throttle::Throttle;
 
 /// Hosts the scheduler keeps state for. Past that, the least recently used host that nothing
@@ -155,26 +156,23 @@ impl Scheduler {
         self.hosts.lock().expect("scheduler lock").len()
     }
 
-    /// Waits for the host's backoff (up to `max_wait`) and a free slot.
+    /// Waits for the host's backoff (up to `max_wait`) and a free slot, for an anonymous
+    /// request that names no repository (a cloud provider's endpoint).
     pub(super) async fn acquire(&self, host: &str) -> Result<Slot, RegistryError> {
-        self.acquire_for(host, None).await
+        self.acquire_for(host, &Asking::default()).await
     }
 
-    /// Waits for the backoff of `repository` of the host, or the host's own (up to
-    /// `max_wait`), and a free slot.
+    /// Waits for the backoff that holds `asking` (its identity on its repository, its
+    /// identity on the host, the host's own: throttle.rs), up to `max_wait`, and a free slot.
     pub(super) async fn acquire_for(
         &self,
         host: &str,
-        repository: Option<&str>,
+        asking: &Asking<'_>,
     ) -> Result<Slot, RegistryError> {
         let state = self.host(host);
         loop {
             let (not_before, status) = {
-                let b = state
-                    .backoff
-                    .lock()
-                    .expect("backoff lock")
-                    .holding(repository);
+                let b = state.backoff.lock().expect("backoff lock").holding(asking);
                 (b.not_before, b.status)
             };
             let now = Instant::now();
@@ -211,15 +209,15 @@ impl Scheduler {
         status: Option<u16>,
         retry_after: Option<Duration>,
     ) -> Option<Instant> {
-        self.record_for(host, None, status, retry_after)
+        self.record_for(host, &Asking::default(), status, retry_after)
     }
 
-    /// [`Scheduler::record`] for a request about `repository`: its throttling holds back that
-    /// repository (and the host only as throttle.rs says).
+    /// [`Scheduler::record`] for a request of `asking`: its throttling holds back that identity
+    /// on that repository (and the host only as throttle.rs says).
     pub(super) fn record_for(
         &self,
         host: &str,
-        repository: Option<&str>,
+        asking: &Asking<'_>,
         status: Option<u16>,
         retry_after: Option<Duration>,
     ) -> Option<Instant> {
@@ -228,12 +226,12 @@ impl Scheduler {
         let mut b = state.backoff.lock().expect("backoff lock");
         match status {
             Some(code) if matches!(code, 429 | 502 | 503 | 504) => {
-                let streak = b.streak(repository) + 1;
+                let streak = b.streak(asking) + 1;
                 let delay = retry_after.unwrap_or_else(|| self.computed_backoff(streak));
-                b.throttled(repository, code, delay, Instant::now())
+                b.throttled(asking, code, delay, Instant::now())
             }
             Some(_) => {
-                b.answered(repository);
+                b.answered(asking, Instant::now());
                 None
             }
             None => None,

@@ -8,6 +8,7 @@ use super::body::status_error;
 use super::budget::Held;
 use super::client::{RegistryClient, Target};
 use super::describe::url_host;
+use super::redirect::Redirects;
 use super::tag_buf::TagBuf;
 use super::tag_page::PageTags;
 use super::RegistryError;
@@ -107,7 +108,8 @@ impl RegistryClient {
         target: Target<'_>,
         small_pages: bool,
     ) -> Result<Answer, RegistryError> {
-        let (url, response) = self.send(Method::GET, image, target, None).await?;
+        let asked = (None, Redirects::SameOrigin);
+        let (url, response) = self.send_with(Method::GET, image, target, asked).await?;
         // A page another host answered (through a redirect) lists that host's tags, not the
         // registry's: never merged (redirect.rs).
         if response.url().host_str() != url.host_str() {

@@ -7,6 +7,7 @@ use super::body::{read_limited, status_error};
 use super::client::{rate_limited, release_slot, RegistryClient};
 use super::describe::{method_name, url_host};
 use super::keyring::Credentials;
+use super::redirect::Redirects;
 use super::scope::{admit_challenge, RepositoryRoute};
 use super::RegistryError;
 use crate::reference::ImageReference;
@@ -22,7 +23,7 @@ impl RegistryClient {
         method: &Method,
         image: &ImageReference,
         url: Url,
-        accept: Option<&str>,
+        (accept, redirects): (Option<&str>, Redirects),
     ) -> Result<Response, RegistryError> {
         let host = url_host(&url);
         let route = RepositoryRoute::new(&url, image.repository(), self.path);
@@ -40,8 +41,9 @@ impl RegistryClient {
                 request = request.header(AUTHORIZATION, value);
             }
             let about = (host.as_str(), image.repository());
-            let (mut response, throttled_until) =
-                self.send_once(request, method, &url, about).await?;
+            let (mut response, throttled_until) = self
+                .send_once(request, method, &url, about, redirects)
+                .await?;
             let status = response.status().as_u16();
             if status == 401 && !challenged {
                 challenged = true;
@@ -178,7 +180,13 @@ impl RegistryClient {
         }
         // Throttling of the realm holds back the repository the token is for (throttle.rs).
         let (response, throttled_until) = self
-            .send_once(request, &Method::GET, &url, (&host, repository))
+            .send_once(
+                request,
+                &Method::GET,
+                &url,
+                (&host, repository),
+                Redirects::Anywhere,
+            )
             .await?;
         if let Some(until) = throttled_until {
             return Err(rate_limited(host, response.status().as_u16(), until));

@@ -28,10 +28,49 @@ async fn a_tag_page_from_another_host_is_never_merged() {
         .unwrap_err();
     assert!(
         err.to_string().contains(&format!(
-            "the tag list was redirected to localhost:{}",
+            "redirected to localhost:{}, another origin: refused before it was asked",
             elsewhere.addr.port()
         )),
         "{err}"
+    );
+    assert_eq!(elsewhere.seen().len(), 0, "the hop is never sent");
+}
+
+/// A redirect hop's throttling holds back the repository that followed it, not the hop's host
+/// for everyone: another repository on that host is still asked.
+#[tokio::test]
+async fn a_redirect_hops_throttling_holds_the_repository_that_followed_it() {
+    let storage = FaultServer::start(|_| Reply::status(429).header("Retry-After", "120")).await;
+    let location = format!("http://localhost:{}/blobs/x", storage.addr.port());
+    let registry =
+        FaultServer::start(move |_| Reply::status(307).header("Location", &location)).await;
+    // A host's own backoff would be 10 s, past the 3 s a request may wait: held, not asked.
+    let registries =
+        image_reflector::registry::Registries::new(image_reflector::registry::SchedulerConfig {
+            base_backoff: std::time::Duration::from_secs(10),
+            max_wait: std::time::Duration::from_secs(3),
+            ..Default::default()
+        });
+    let err = client(&registries, |_| {})
+        .digest(&image(&registry), "1.0")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("429"), "{err}");
+    assert_eq!(storage.seen().len(), 1);
+    // The storage host's own repository, asked directly by another client: not held.
+    let direct = ImageReference::parse(
+        &format!("localhost:{}/other/app", storage.addr.port()),
+        true,
+    )
+    .unwrap();
+    let err = client(&registries, |_| {})
+        .digest(&direct, "1.0")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        storage.seen().len(),
+        2,
+        "the hop's 429 held its repository, not the host: {err}"
     );
 }
 

@@ -252,14 +252,24 @@ async fn retry_after_is_honoured_then_the_request_succeeds() {
     assert_eq!(server.seen().len(), 2);
 }
 
-/// A throttled repository is held back for every client that asks for it; another repository
-/// of the host is asked (scheduler/throttle.rs); once two are refused, the host as a whole
-/// waits, for at most a minute.
+/// A throttled identity is held back on that repository for every client that asks as it;
+/// another identity on the same repository is asked (registries count quota per account,
+/// scheduler/throttle.rs), and so is one tenant's other repository; once identities of two
+/// tenants are refused, the host as a whole waits, for at most a minute.
 #[tokio::test]
-async fn a_long_retry_after_is_rate_limited_and_shared_by_every_client_of_the_repository() {
+async fn a_long_retry_after_holds_the_identity_on_the_repository_and_two_tenants_the_host() {
     let server = FaultServer::start(|_| Reply::status(429).header("Retry-After", "120")).await;
     let registries = shared();
-    let err = client(&registries, |_| {})
+    let tenant = |name: &'static str, password: Option<&'static str>| {
+        client(&registries, move |o| {
+            o.tenant = Some(name.into());
+            o.credentials = password.map(|p| Credentials {
+                username: "u".into(),
+                password: p.into(),
+            });
+        })
+    };
+    let err = tenant("one", None)
         .list_tags(&image(&server, "a/b"))
         .await
         .unwrap_err();
@@ -279,31 +289,27 @@ async fn a_long_retry_after_is_rate_limited_and_shared_by_every_client_of_the_re
     assert!((115..=120).contains(&left), "{left}");
     assert!(err.to_string().contains("is rate limiting"), "{err}");
 
-    // Another client (other credentials) on the same repository: no request.
-    let other = client(&registries, |o| {
-        o.credentials = Some(Credentials {
-            username: "u".into(),
-            password: "p".into(),
-        })
-    });
-    let err = other
+    // The same identity (anonymous) in another client of the tenant: no request.
+    let err = tenant("one", None)
         .digest(&image(&server, "a/b"), "1.0")
-        .await
-        .unwrap_err();
-    assert!(matches!(err, RegistryError::RateLimited { .. }), "{err}");
-    assert_eq!(
-        server.seen().len(),
-        1,
-        "the backoff is shared by the repository"
-    );
-    // Another repository is asked, and refused too: now the host as a whole waits.
-    let err = other
-        .digest(&image(&server, "c/d"), "1.0")
-        .await
-        .unwrap_err();
-    assert!(matches!(err, RegistryError::RateLimited { .. }), "{err}");
-    assert_eq!(server.seen().len(), 2, "another repository is asked");
-    let err = other
+        .await;
+    assert!(matches!(err, Err(RegistryError::RateLimited { .. })));
+    assert_eq!(server.seen().len(), 1, "the identity's backoff is shared");
+    // The tenant's own fresh paths are asked, but never hold the host for others.
+    for path in ["fresh/one", "fresh/two"] {
+        let _ = tenant("one", None)
+            .digest(&image(&server, path), "1.0")
+            .await;
+    }
+    assert_eq!(server.seen().len(), 3, "one tenant's paths count once");
+    // Another tenant with its own password on the same repository is asked: refused too, and
+    // now identities of two tenants are refused: the host as a whole waits.
+    let err = tenant("two", Some("p"))
+        .digest(&image(&server, "a/b"), "1.0")
+        .await;
+    assert!(matches!(err, Err(RegistryError::RateLimited { .. })));
+    assert_eq!(server.seen().len(), 4, "another identity is asked");
+    let err = tenant("three", Some("q"))
         .digest(&image(&server, "e/f"), "1.0")
         .await
         .unwrap_err();
@@ -312,8 +318,8 @@ async fn a_long_retry_after_is_rate_limited_and_shared_by_every_client_of_the_re
     };
     assert_eq!(
         server.seen().len(),
-        2,
-        "the host waits once two are refused"
+        4,
+        "the host waits once two tenants are refused"
     );
     let left = retry_at
         .duration_since(SystemTime::now())
@@ -321,7 +327,7 @@ async fn a_long_retry_after_is_rate_limited_and_shared_by_every_client_of_the_re
         .as_secs();
     assert!(left <= 60, "the host waits at most a minute: {left}");
     let counts = registries.scheduler().request_counts();
-    assert_eq!(counts.get(&(server.host(), "429".to_string())), Some(&2));
+    assert_eq!(counts.get(&(server.host(), "429".to_string())), Some(&4));
 }
 
 #[tokio::test]
