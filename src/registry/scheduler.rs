@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, HashSet};
 use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Scheduling settings.
 #[derive(Clone, Debug)]
@@ -42,9 +41,11 @@ impl Default for SchedulerConfig {
     }
 }
 
+mod fair;
 mod series;
 mod throttle;
 
+use fair::{FairPermit, FairSlots};
 pub(super) use throttle::Asking;
 use throttle::Throttle;
 
@@ -63,7 +64,8 @@ pub struct Scheduler {
 
 #[derive(Debug)]
 struct Host {
-    permits: Arc<Semaphore>,
+    /// Its request slots, shared by tenant (fair.rs).
+    permits: Arc<FairSlots>,
     /// The host's backoff and its repositories' (throttle.rs).
     backoff: Mutex<Throttle>,
     /// When a request last asked for the host.
@@ -72,9 +74,9 @@ struct Host {
 
 impl Host {
     /// Nothing in flight, nobody waiting on it, no backoff to keep: dropping it loses nothing.
-    fn idle(state: &Arc<Host>, max_permits: usize, now: Instant) -> bool {
+    fn idle(state: &Arc<Host>, now: Instant) -> bool {
         Arc::strong_count(state) == 1
-            && state.permits.available_permits() == max_permits
+            && state.permits.idle()
             && !state.backoff.lock().expect("backoff lock").in_force(now)
     }
 }
@@ -84,7 +86,7 @@ impl Host {
 /// `max_concurrent_per_host` answers in flight, bodies included: a slot that ended with the
 /// headers let 200 dripping manifests of one host hold 200 sockets.
 pub(super) struct Slot {
-    _permit: OwnedSemaphorePermit,
+    _permit: FairPermit,
 }
 
 impl Scheduler {
@@ -113,7 +115,7 @@ impl Scheduler {
             let idle = hosts
                 .iter()
                 .rev() // least recently used first
-                .find(|(_, state)| Host::idle(state, max_permits, now))
+                .find(|(_, state)| Host::idle(state, now))
                 .map(|(name, _)| name.clone());
             match idle {
                 Some(name) => hosts.pop(&name),
@@ -121,7 +123,7 @@ impl Scheduler {
             };
         }
         let state = Arc::new(Host {
-            permits: Arc::new(Semaphore::new(max_permits)),
+            permits: FairSlots::new(max_permits),
             backoff: Mutex::default(),
             used: Mutex::new(Instant::now()),
         });
@@ -132,12 +134,11 @@ impl Scheduler {
     /// Drops the hosts that are idle (nothing in flight, no backoff) and were not asked for
     /// `idle`, with their metric series: hosts no object uses any more. Returns how many.
     pub fn forget_idle(&self, idle: Duration, now: Instant) -> usize {
-        let max_permits = self.config.max_concurrent_per_host.max(1);
         let gone: HashSet<String> = {
             let mut hosts = self.hosts.lock().expect("scheduler lock");
             let unused = |state: &Arc<Host>| {
                 let used = *state.used.lock().expect("used lock");
-                now.saturating_duration_since(used) >= idle && Host::idle(state, max_permits, now)
+                now.saturating_duration_since(used) >= idle && Host::idle(state, now)
             };
             let names: HashSet<String> = hosts
                 .iter()
@@ -192,12 +193,7 @@ impl Scheduler {
                 _ => break,
             }
         }
-        let permit = state
-            .permits
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the semaphore is never closed");
+        let permit = state.permits.acquire(asking.tenant).await;
         Ok(Slot { _permit: permit })
     }
 

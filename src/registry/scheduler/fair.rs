@@ -1,0 +1,217 @@
+//! A host's request slots, shared by tenant with max-min fairness (docs/security.md, "Fair
+//! shares"). A first-come-first-served semaphore let one tenant's 16 policies, whose manifests
+//! dripped a byte every 20 s, hold all 4 slots of a shared host with their queue behind them:
+//! another tenant's first request reached the registry almost four minutes later. Here a freed
+//! slot goes to the waiting tenant that holds the fewest slots of the host (the earliest
+//! waiter among equals), so a tenant that arrives while another holds every slot is served by
+//! the next slot that frees, whatever the other has queued: its wait is at most the remaining
+//! time of one request in flight (each bounded by the client's timeout).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use tokio::sync::oneshot;
+
+type Tenant = Option<String>;
+
+/// The slots of one host.
+#[derive(Debug)]
+pub(super) struct FairSlots {
+    max: usize,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    free: usize,
+    held: HashMap<Tenant, usize>,
+    waiting: VecDeque<(Tenant, oneshot::Sender<FairPermit>)>,
+}
+
+/// One slot, held until dropped; it then goes to the next waiter by the rule above.
+#[derive(Debug)]
+pub(super) struct FairPermit {
+    slots: Option<Arc<FairSlots>>,
+    tenant: Tenant,
+}
+
+impl FairSlots {
+    pub(super) fn new(max: usize) -> Arc<Self> {
+        Arc::new(FairSlots {
+            max,
+            state: Mutex::new(State {
+                free: max,
+                ..State::default()
+            }),
+        })
+    }
+
+    /// Whether every slot is free and nobody waits.
+    pub(super) fn idle(&self) -> bool {
+        let state = self.lock();
+        state.free == self.max && state.waiting.is_empty()
+    }
+
+    /// Slots `tenant` holds now.
+    #[cfg(test)]
+    pub(super) fn held_by(&self, tenant: Option<&str>) -> usize {
+        let state = self.lock();
+        state
+            .held
+            .get(&tenant.map(str::to_string))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A slot for `tenant`: at once when one is free and nobody waits, else when this tenant
+    /// is the waiter the next freed slot goes to. Dropping the future gives up its place.
+    pub(super) async fn acquire(self: &Arc<Self>, tenant: Option<&str>) -> FairPermit {
+        let tenant: Tenant = tenant.map(str::to_string);
+        let waiter = {
+            let mut state = self.lock();
+            if state.free > 0 && state.waiting.is_empty() {
+                state.free -= 1;
+                *state.held.entry(tenant.clone()).or_default() += 1;
+                return FairPermit {
+                    slots: Some(self.clone()),
+                    tenant,
+                };
+            }
+            let (tx, rx) = oneshot::channel();
+            state.waiting.push_back((tenant, tx));
+            rx
+        };
+        // The sender lives in the queue until a slot is handed to it.
+        waiter
+            .await
+            .expect("a waiter's sender is dropped only by handing it a slot")
+    }
+
+    /// A slot came back from `tenant`: handed to the next waiter, or freed.
+    fn release(self: &Arc<Self>, tenant: &Tenant) {
+        let mut state = self.lock();
+        if let Some(held) = state.held.get_mut(tenant) {
+            *held -= 1;
+            if *held == 0 {
+                state.held.remove(tenant);
+            }
+        }
+        while let Some(index) = next_waiter(&state) {
+            let (next, tx) = state.waiting.remove(index).expect("an index of the queue");
+            *state.held.entry(next.clone()).or_default() += 1;
+            let permit = FairPermit {
+                slots: Some(self.clone()),
+                tenant: next.clone(),
+            };
+            match tx.send(permit) {
+                Ok(()) => return,
+                // The waiter gave up: the slot is not its, and must not come back through
+                // Drop while the lock is held.
+                Err(mut permit) => {
+                    permit.slots = None;
+                    if let Some(held) = state.held.get_mut(&next) {
+                        *held -= 1;
+                        if *held == 0 {
+                            state.held.remove(&next);
+                        }
+                    }
+                }
+            }
+        }
+        state.free += 1;
+    }
+}
+
+/// The waiter whose tenant holds the fewest slots, the earliest among equals.
+fn next_waiter(state: &State) -> Option<usize> {
+    state
+        .waiting
+        .iter()
+        .enumerate()
+        .min_by_key(|(index, (tenant, _))| (state.held.get(tenant).copied().unwrap_or(0), *index))
+        .map(|(index, _)| index)
+}
+
+impl Drop for FairPermit {
+    fn drop(&mut self) {
+        if let Some(slots) = self.slots.take() {
+            slots.release(&self.tenant);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// The attack measured: one tenant holds every slot with its queue behind; another
+    /// tenant's request takes the next slot that frees, not the attacker's next.
+    #[tokio::test]
+    async fn a_freed_slot_goes_to_the_tenant_holding_the_fewest() {
+        let slots = FairSlots::new(4);
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            held.push(slots.acquire(Some("attacker")).await);
+        }
+        let mut queued = Vec::new();
+        for _ in 0..12 {
+            let slots = slots.clone();
+            queued.push(tokio::spawn(async move {
+                slots.acquire(Some("attacker")).await
+            }));
+        }
+        tokio::task::yield_now().await;
+        let victim = {
+            let slots = slots.clone();
+            tokio::spawn(async move { slots.acquire(Some("victim")).await })
+        };
+        while slots.lock().waiting.len() < 13 {
+            tokio::task::yield_now().await;
+        }
+        drop(held.pop());
+        let permit = tokio::time::timeout(Duration::from_secs(5), victim)
+            .await
+            .expect("the victim is served by the first freed slot")
+            .unwrap();
+        assert_eq!(slots.held_by(Some("victim")), 1);
+        assert_eq!(slots.held_by(Some("attacker")), 3);
+        drop(permit);
+        // With the victim gone, the attacker's queue is served again.
+        assert_eq!(slots.held_by(Some("attacker")), 4);
+        for task in queued {
+            task.abort();
+        }
+    }
+
+    /// A waiter that gives up loses its place, not the slot: it goes to the next.
+    #[tokio::test]
+    async fn a_waiter_that_gives_up_takes_no_slot_with_it() {
+        let slots = FairSlots::new(1);
+        let first = slots.acquire(Some("a")).await;
+        let gone = {
+            let slots = slots.clone();
+            tokio::spawn(async move { slots.acquire(Some("b")).await })
+        };
+        let next = {
+            let slots = slots.clone();
+            tokio::spawn(async move { slots.acquire(Some("c")).await })
+        };
+        while slots.lock().waiting.len() < 2 {
+            tokio::task::yield_now().await;
+        }
+        gone.abort();
+        let _ = gone.await;
+        drop(first);
+        let permit = tokio::time::timeout(Duration::from_secs(5), next)
+            .await
+            .expect("the slot went on to the next waiter")
+            .unwrap();
+        assert_eq!(slots.held_by(Some("c")), 1);
+        drop(permit);
+        assert!(slots.idle(), "every slot came back");
+    }
+}
