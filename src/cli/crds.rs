@@ -35,9 +35,11 @@ fn parse_image(image: &str) -> Result<String, String> {
         }
         None => match image.rsplit_once(':') {
             Some((repository, tag)) if !tag.contains('/') => (repository, tag),
-            _ => return Err(format!(
+            _ => {
+                return Err(format!(
                 "{image} names no tag or digest: give the release's, e.g. {image}@sha256:<digest>"
-            )),
+            ))
+            }
         },
     };
     crate::reference::ImageReference::parse(repository, false).map_err(|e| e.to_string())?;

@@ -23,7 +23,7 @@ fn documented(name: &str) -> String {
 }
 
 /// Flux's components, as `gotk-components.yaml` would hold them, and a `gotk-sync.yaml`.
-fn flux_components(dir: &Path) {
+pub(super) fn flux_components(dir: &Path) {
     let config = bin_dir().join("image-reflector-controller.config/default");
     let mut components = ok(kubectl(&["kustomize", config.to_str().unwrap()], None));
     for crd in std::fs::read_dir(bin_dir().join("crds")).unwrap() {
@@ -37,7 +37,7 @@ fn flux_components(dir: &Path) {
     std::fs::write(dir.join("gotk-sync.yaml"), sync).unwrap();
 }
 
-fn rendered(dir: &Path) -> Vec<Value> {
+pub(super) fn rendered(dir: &Path) -> Vec<Value> {
     let out = ok(kubectl(&["kustomize", dir.to_str().unwrap()], None));
     serde_saphyr::from_multiple(&out).unwrap()
 }
@@ -48,8 +48,8 @@ fn ours() -> Vec<Value> {
     serde_saphyr::from_multiple(&String::from_utf8(out.stdout).unwrap()).unwrap()
 }
 
-/// Our image in Flux's Deployment, our CRDs whole, one of each, Flux's others still there.
-fn check(objects: &[Value]) {
+/// `image` in Flux's Deployment, our CRDs whole, one of each, Flux's others still there.
+pub(super) fn check_swapped(objects: &[Value], image: &str) {
     let deployment = objects
         .iter()
         .find(|o| {
@@ -58,7 +58,7 @@ fn check(objects: &[Value]) {
         .expect("Flux's Deployment");
     assert_eq!(
         deployment["spec"]["template"]["spec"]["containers"][0]["image"],
-        IMAGE
+        image
     );
     for crd in ours() {
         let name = &crd["metadata"]["name"];
@@ -106,7 +106,7 @@ fn install_docs_the_bootstrap_kustomization_swaps_the_image_and_the_crds() {
         documented("bootstrap"),
     )
     .unwrap();
-    check(&rendered(dir.path()));
+    check_swapped(&rendered(dir.path()), IMAGE);
     // Without the CRD patch (the image-only swap), Flux's CRDs stay: ours is what changes them.
     let image_only = documented("bootstrap").replace("  - path: image-reflector-crds.yaml\n", "");
     std::fs::write(dir.path().join("kustomization.yaml"), image_only).unwrap();
@@ -144,7 +144,7 @@ fn install_docs_the_flux_instance_patches_swap_the_image_and_the_crds() {
         serde_json::to_string(&kustomization).unwrap(),
     )
     .unwrap();
-    check(&rendered(dir.path()));
+    check_swapped(&rendered(dir.path()), IMAGE);
 }
 
 /// `FLUX_SPEC_FIELDS` is Flux's own ImagePolicy v1 spec, two levels deep (what

@@ -10,6 +10,7 @@ mod crd_revert;
 mod crd_swap;
 mod install_docs;
 mod notifications;
+mod release_manifests;
 
 use std::time::{Duration, Instant};
 
