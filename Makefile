@@ -9,7 +9,7 @@ export KUBE_BIN_DIR
 FLUX_BIN_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/image-reflector-flux/bin
 export FLUX_BIN_DIR
 
-.PHONY: all build test lint fmt crds run kube flux sigtools e2e e2e-flux e2e-signatures e2e-cluster prometheus-deps bench bench-controller symbol-order conformance mutants deps image image-deps image-smoke deploy undeploy fuzz
+.PHONY: release release-push release-check e2e-release all build test lint fmt crds run kube flux sigtools e2e e2e-flux e2e-signatures e2e-cluster prometheus-deps bench bench-controller symbol-order conformance mutants deps image image-deps image-smoke deploy undeploy fuzz
 
 all: build
 
@@ -56,6 +56,40 @@ image: image-deps
 	$(CARGO) build --release --locked
 	$(symbol_order_check)
 	hack/build-image.sh target/release/image-reflector $(IMAGE)
+
+# A release of the commit checked out (clean, VERSION = v + Cargo.toml's version) in DIST:
+# binary, image (OCI archive), install.yaml pinned by digest, CRDs, Flux swap patches,
+# manifests artifact, SBOM, SLSA provenance, SHA256SUMS (hack/release.sh, docs/release.md).
+# REGISTRY/image-reflector is the repository install.yaml names.
+VERSION ?=
+REGISTRY ?= ghcr.io/image-reflector
+DIST ?= dist
+release: image-deps kube flux
+	@[ -n "$(VERSION)" ] || { echo "usage: make release VERSION=v$$(sed -n 's/^version = "\(.*\)"$$/\1/p' Cargo.toml | head -1) [REGISTRY=registry.example.com/platform]" >&2; exit 2; }
+	hack/release.sh $(VERSION) $(REGISTRY)/image-reflector $(DIST)
+
+# Pushes DIST to REGISTRY/image-reflector, signs the image and the manifests artifact with
+# COSIGN_KEY, attests the SBOM and the provenance, and checks all with cosign verify
+# (hack/release-push.sh).
+release-push: image-deps sigtools flux
+	hack/release-push.sh $(DIST) $(REGISTRY)
+
+# Reproducibility: the release made again from a fresh clone of its commit in another directory,
+# later, compared file by file with DIST (hack/release-check.sh); FULL=1 builds every crate
+# again, at another build path, instead of reusing the compiled dependencies.
+release-check: image-deps kube flux
+	FULL=$(FULL) hack/release-check.sh $(DIST)
+
+# The release as a user installs it, on the real node: made for a TLS registry on the node's
+# bridge (RELEASE_E2E_REGISTRY), pushed and signed there with a key made for the run, verified
+# with cosign, installed with `kubectl apply -f install.yaml` alone, and our own gate electing
+# our own image (hack/e2e-release.sh). Its DIST is what make release-check compares.
+RELEASE_E2E_REGISTRY ?= 10.244.0.1:5443
+RELEASE_E2E_DIST ?= target/e2e-release/dist
+e2e-release: deps image-deps kube flux sigtools
+	$(MAKE) --no-print-directory release VERSION=v$$(sed -n 's/^version = "\(.*\)"$$/\1/p' Cargo.toml | head -1) \
+		REGISTRY=$(RELEASE_E2E_REGISTRY) DIST=$(RELEASE_E2E_DIST)
+	hack/e2e-release.sh $(RELEASE_E2E_DIST)
 
 # Pushes the image to a local Distribution registry and runs it from there as the Deployment
 # does (its arguments, read-only root, uid 65532, no capabilities, emptyDirs as kubelet makes
