@@ -52,6 +52,11 @@ deps:
 # binary, the libraries it links, Debian's Mozilla CA set, a nonroot user. See docs/install.md.
 IMAGE ?= localhost/image-reflector:dev
 
+# The release's flags (hack/release.sh): paths of this machine remapped, so that a release
+# after `make image` compiles only this crate again.
+CARGO_HOME ?= $(HOME)/.cargo
+RELEASE_RUSTFLAGS = --remap-path-prefix=$(CARGO_HOME)=/cargo --remap-path-prefix=$(CURDIR)/target=/target
+image: export RUSTFLAGS = $(RELEASE_RUSTFLAGS)
 image: image-deps
 	$(CARGO) build --release --locked
 	$(symbol_order_check)

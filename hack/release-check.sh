@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # `make release-check`: is the release in DIST reproducible? Its commit is cloned afresh into
 # another directory and released from there, later, and the two SHA256SUMS are compared. The
-# release builds at its one build place (RELEASE_BUILD_DIR), whose compiled dependencies it
-# reuses: the crate, the image and every archive are made again. With FULL=1 the second
-# release builds at another build place, empty, so every crate is compiled again under other
-# paths (about twice as long: docs/release.md). On a difference, the files that differ and, for the binary, the
-# first differing bytes and any path of this machine it holds. Prints both times and the
-# build's duration.
+# second release compiles into this checkout's target/ (the same remapped paths): the
+# dependencies compiled by the first are reused, this crate is compiled again (its artifacts
+# removed first), and the image and every archive are made again. With FULL=1 it compiles
+# into an empty target directory of its own instead, every crate again under another path.
+# On a difference, the files that differ and, for the binary, the first differing bytes and
+# any path of either checkout it holds. Prints both times and the second build's duration.
 # usage: hack/release-check.sh DIST
 set -euo pipefail
 dist=$(cd "${1:?usage: hack/release-check.sh DIST}" && pwd)
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/.." && pwd -P)
 log() { echo "release-check: $*" >&2; }
 die() { log "$*"; exit 1; }
 [ -f "$dist/SHA256SUMS" ] || die "$dist has no SHA256SUMS: make release VERSION=... first"
@@ -24,11 +24,18 @@ other=$(mktemp -d "${TMPDIR:-/tmp}/image-reflector-release-check.XXXXXX")
 trap 'rm -rf "$other"' EXIT
 git clone --quiet --no-hardlinks "$root" "$other/checkout"
 git -C "$other/checkout" checkout --quiet --detach "$commit"
-build=()
-[ "${FULL:-}" != 1 ] || build=(RELEASE_BUILD_DIR="$other/build")
+if [ "${FULL:-}" = 1 ]; then
+  target=$other/target
+else
+  target=$root/target
+  # This crate's own artifacts go, so it is compiled again from the clone, not taken as fresh.
+  (cd "$other/checkout" && CARGO_TARGET_DIR=$target cargo clean --quiet --release -p image-reflector)
+fi
+# The platforms DIST has binaries of.
+platforms=$(cd "$dist" && ls image-reflector-linux-* | sed 's#^image-reflector-linux-#linux/#' | paste -sd ' ')
 started=$(date +%s)
 log "releasing $version ($commit) again in $other/checkout, $((started - first)) s after the first"
-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL "${build[@]}" make -C "$other/checkout" --no-print-directory release VERSION="$version" REGISTRY="${repo%/image-reflector}" \
+env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL RELEASE_TARGET_DIR="$target" PLATFORMS="$platforms" make -C "$other/checkout" --no-print-directory release VERSION="$version" REGISTRY="${repo%/image-reflector}" \
   DIST="$other/dist" >"$other/release.log" 2>&1 || { tail -n 40 "$other/release.log" >&2; die "the second release failed"; }
 log "the second release took $(( $(date +%s) - started )) s"
 

@@ -14,15 +14,14 @@
 #   sbom.cdx.json                         CycloneDX SBOM of the binary's crates (cargo-cyclonedx)
 #   provenance.intoto.json                SLSA provenance v1 statement about the binary and the image
 #   SHA256SUMS                            of every file above
-# Reproducible: built from a fresh clone of the commit at one place (RELEASE_BUILD_DIR), paths
-# remapped, the commit's time as SOURCE_DATE_EPOCH; the image's files and the archives carry
-# that time and sorted names; two runs of one commit give the same SHA256SUMS
-# (hack/release-check.sh, docs/release.md).
+# Reproducible: a clean tree, paths remapped, the commit's time as SOURCE_DATE_EPOCH; the
+# image's files and the archives carry that time and sorted names; two runs of one commit in
+# two checkouts give the same SHA256SUMS (hack/release-check.sh, docs/release.md).
 set -euo pipefail
 version=${1:?usage: hack/release.sh VERSION REPO DIST}
 repo=${2:?usage: hack/release.sh VERSION REPO DIST}
 dist=${3:?usage: hack/release.sh VERSION REPO DIST}
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/.." && pwd -P)
 cd "$root"
 log() { echo "release: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -48,23 +47,17 @@ rm -rf "$dist"
 mkdir -p "$dist/flux"
 dist=$(cd "$dist" && pwd)
 
-# --- the binary, built from the commit alone (a fresh clone, so nothing untracked or ignored in
-# this checkout takes part), always at the same place: the build's paths are then the same
-# whichever checkout releases, and are remapped besides (/src, /target, /cargo), so the binary
-# names no path of this machine. The target directory there is kept: a second release
-# compiles only what changed. One release at a time (a lock).
-build_dir=${RELEASE_BUILD_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/image-reflector-release/build}
-mkdir -p "$build_dir"
-build_dir=$(cd "$build_dir" && pwd)
-exec 9>"$build_dir/lock"
-flock -w 3600 9 || die "another release holds $build_dir/lock"
-src=$build_dir/src
-rm -rf "$src"
-git clone --quiet --no-hardlinks --no-checkout "$root" "$src"
-git -C "$src" checkout --quiet --detach "$commit"
+# --- the binaries: built here (the tree is clean: what is built is the commit), into the
+# checkout's target/ or RELEASE_TARGET_DIR, with the paths rustc would embed remapped
+# (/cargo, /target; our own sources are named relative to the checkout already), so the
+# binary names no path of this machine and two checkouts build the same bytes. `make image`
+# builds with the same flags (Makefile), so a release after it compiles only this crate again.
+src=$root
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
-export CARGO_TARGET_DIR=$build_dir/target
-export RUSTFLAGS="--remap-path-prefix=$src=/src --remap-path-prefix=$CARGO_TARGET_DIR=/target --remap-path-prefix=$cargo_home=/cargo"
+export CARGO_TARGET_DIR=${RELEASE_TARGET_DIR:-$root/target}
+mkdir -p "$CARGO_TARGET_DIR"
+CARGO_TARGET_DIR=$(cd "$CARGO_TARGET_DIR" && pwd)
+export RUSTFLAGS="--remap-path-prefix=$cargo_home=/cargo --remap-path-prefix=$CARGO_TARGET_DIR=/target"
 platforms=${PLATFORMS:-linux/amd64}
 triple_of() {
   case "$1" in
@@ -85,11 +78,16 @@ for platform in $platforms; do
     export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
       CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
   fi
-  log "building $version ($commit) for $platform in $src"
-  (cd "$src" && cargo build --release --locked --quiet --target "$triple")
+  log "building $version ($commit) for $platform into $CARGO_TARGET_DIR"
+  # The host's platform without --target, as `make image` builds it (its compiled crates are
+  # shared); another with its own.
+  out=$CARGO_TARGET_DIR/release
+  cross=()
+  [ "$triple" = "$(rustc -vV | sed -n 's/^host: //p')" ] || { cross=(--target "$triple"); out=$CARGO_TARGET_DIR/$triple/release; }
+  (cd "$src" && cargo build --release --locked --quiet "${cross[@]}")
   arch=${platform#linux/}
   bin=$dist/image-reflector-linux-$arch
-  cp "$CARGO_TARGET_DIR/$triple/release/image-reflector" "$bin"
+  cp "$out/image-reflector" "$bin"
   run=()
   [ "$arch" = amd64 ] || run=(qemu-aarch64-static -L /usr/aarch64-linux-gnu)
   said=$("${run[@]}" "$bin" --version)
@@ -127,7 +125,7 @@ log "image $repo@$digest"
 cp "$work/sbom" "$dist/sbom.cdx.json"
 python3 "$src/hack/release-provenance.py" --version "$version" --commit "$commit" --source "$source_uri" \
   --repo "$repo" --image-digest "$digest" --binaries "$dist" --lock "$src/Cargo.lock" \
-  --rustc "$(rustc -vV | paste -sd ';')" --cargo "$(cargo -V)" --rustflags "--remap-path-prefix=<build>/src=/src --remap-path-prefix=<build>/target=/target --remap-path-prefix=<CARGO_HOME>=/cargo" \
+  --rustc "$(rustc -vV | paste -sd ';')" --cargo "$(cargo -V)" --rustflags "--remap-path-prefix=<CARGO_HOME>=/cargo --remap-path-prefix=<target dir>=/target" \
   --epoch "$SOURCE_DATE_EPOCH" --sbom "$dist/sbom.cdx.json" > "$dist/provenance.intoto.json"
 
 (cd "$dist" && find . -type f ! -name SHA256SUMS | sed 's#^\./##' | sort | xargs sha256sum > SHA256SUMS)
