@@ -8,7 +8,6 @@
 
 use super::describe::{chain, method_name};
 use super::keyring::Credentials;
-use super::redirect::Redirects;
 use super::registries::Registries;
 use super::retry_after::parse_retry_after;
 use super::scheduler::{Asking, Slot};
@@ -41,6 +40,15 @@ pub struct RegistryClient {
 pub(super) enum Target<'a> {
     Path(&'a str),
     Url(Url),
+}
+
+/// Where a request's redirects may lead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Redirects {
+    /// Anywhere, within redirect.rs's bounds: the answer is checked by its digest.
+    Anywhere,
+    /// Only the registry's own origin: the answer (a tag list page) is used as the registry's.
+    SameOrigin,
 }
 
 /// Installs ring as rustls' crypto provider, once per process (reqwest is built without one,

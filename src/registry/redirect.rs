@@ -16,7 +16,7 @@
 //! may not (tags.rs), so a listing's redirect to another origin is refused before the hop is
 //! sent ([`Redirects::SameOrigin`]); a blob or manifest checked by its digest may.
 
-use super::client::{hold_slot, RegistryClient};
+use super::client::{hold_slot, retry_after, Redirects, RegistryClient};
 use super::describe::{method_name, url_host};
 use super::scheduler::Asking;
 use super::scope::scheduler_key;
@@ -29,15 +29,6 @@ pub const MAX_REDIRECTS: usize = 5;
 /// Distinct origins other than the registry's that one reconcile's requests may be redirected
 /// to (a registry's blob storage and a CDN or two).
 pub const MAX_REDIRECT_ORIGINS: usize = 4;
-
-/// Where a request's redirects may lead.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Redirects {
-    /// Anywhere, within the bounds above: the answer is checked by its digest.
-    Anywhere,
-    /// Only the registry's own origin: the answer (a tag list page) is used as the registry's.
-    SameOrigin,
-}
 
 impl RegistryClient {
     /// The answer at the end of `response`'s redirects (at most [`MAX_REDIRECTS`]); `headers`
@@ -121,12 +112,7 @@ impl RegistryClient {
                 self.transport_error(&method, &next, &host, &err)
             })?;
             let status = response.status().as_u16();
-            scheduler.record_for(
-                &key,
-                asking,
-                Some(status),
-                super::client::retry_after(response.headers()),
-            );
+            scheduler.record_for(&key, asking, Some(status), retry_after(response.headers()));
             hold_slot(&mut response, slot);
         }
         Ok(response)

@@ -2,9 +2,8 @@
 //! says (HTTPS, plain HTTP, or HTTPS then HTTP, remembering which one the host speaks), each
 //! attempt authenticated and retried on throttling by [`super::token_auth`].
 
-use super::client::{RegistryClient, Target};
+use super::client::{Redirects, RegistryClient, Target};
 use super::describe::method_name;
-use super::redirect::Redirects;
 use super::scope::Route;
 use super::RegistryError;
 use crate::reference::{ImageReference, Scheme};

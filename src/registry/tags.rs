@@ -6,9 +6,8 @@
 
 use super::body::status_error;
 use super::budget::Held;
-use super::client::{RegistryClient, Target};
+use super::client::{Redirects, RegistryClient, Target};
 use super::describe::url_host;
-use super::redirect::Redirects;
 use super::tag_buf::TagBuf;
 use super::tag_page::PageTags;
 use super::RegistryError;

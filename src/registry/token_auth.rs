@@ -4,10 +4,9 @@
 
 use super::auth::{parse_challenge, Challenge, TokenKey, TokenResponse};
 use super::body::{read_limited, status_error};
-use super::client::{rate_limited, release_slot, RegistryClient};
+use super::client::{rate_limited, release_slot, Redirects, RegistryClient};
 use super::describe::{method_name, url_host};
 use super::keyring::Credentials;
-use super::redirect::Redirects;
 use super::scope::{admit_challenge, RepositoryRoute};
 use super::RegistryError;
 use crate::reference::ImageReference;
