@@ -129,3 +129,40 @@ async fn bodies_are_read_at_most_four_at_once_per_host() {
     let peak = peak.load(Ordering::SeqCst);
     assert!((1..=4).contains(&peak), "{peak} bodies dripped at once");
 }
+
+/// One tenant's 16 reads of a dripping host hold its 4 slots with 12 queued behind them;
+/// another tenant's read, arriving then, is served by the next slot that frees (the host's
+/// slots are shared by tenant, registry/scheduler/fair.rs), not after the 12: first come
+/// first served, a victim's first request once waited 3 min 54 s behind such a queue.
+#[tokio::test]
+async fn a_tenant_arriving_behind_anothers_queue_gets_the_next_free_slot() {
+    let (host, peak) = dripping_manifests().await;
+    let registries = shared();
+    let done = Arc::new(AtomicUsize::new(0));
+    let attacker: Vec<_> = (0..16)
+        .map(|i| {
+            let image = ImageReference::parse(&format!("{host}/hostile/app{i}"), true).unwrap();
+            let reader = client(&registries, |o| o.tenant = Some("hostile".into()));
+            let done = done.clone();
+            tokio::spawn(async move {
+                let read = reader.manifest(&image, "1.0").await;
+                done.fetch_add(1, Ordering::SeqCst);
+                read
+            })
+        })
+        .collect();
+    while peak.load(Ordering::SeqCst) < 4 {
+        tokio::task::yield_now().await;
+    }
+    let image = ImageReference::parse(&format!("{host}/team/app"), true).unwrap();
+    let team = client(&registries, |o| o.tenant = Some("team".into()));
+    assert!(matches!(team.manifest(&image, "1.0").await, Ok(Some(_))));
+    let before = done.load(Ordering::SeqCst);
+    assert!(
+        before <= 8,
+        "{before} of the other tenant's 16 reads were served first"
+    );
+    for read in attacker {
+        assert!(matches!(read.await.unwrap(), Ok(Some(_))));
+    }
+}
