@@ -21,9 +21,10 @@ commit=$(read_statement 's["predicate"]["buildDefinition"]["resolvedDependencies
 first=$(stat -c %Y "$dist/SHA256SUMS")
 
 other=$(mktemp -d "${TMPDIR:-/tmp}/image-reflector-release-check.XXXXXX")
-trap 'rm -rf "$other"' EXIT
+# The second release stays for a look when it differs (its path is printed).
+trap 'rm -rf "$other/checkout" "$other/target"; [ -d "$other/dist" ] || rm -rf "$other"' EXIT
 git clone --quiet --no-hardlinks "$root" "$other/checkout"
-git -C "$other/checkout" checkout --quiet --detach "$commit"
+git -C "$other/checkout" -c advice.detachedHead=false checkout --quiet --detach "$commit"
 if [ "${FULL:-}" = 1 ]; then
   target=$other/target
 else
@@ -41,6 +42,7 @@ log "the second release took $(( $(date +%s) - started )) s"
 
 if diff -u "$dist/SHA256SUMS" "$other/dist/SHA256SUMS" >&2; then
   log "reproducible: every file of $version is the same byte for byte ($(wc -l < "$dist/SHA256SUMS") files, image $(grep -o 'sha256:[0-9a-f]*' "$dist/install.yaml" | head -1))"
+  rm -rf "$other/dist"
   exit 0
 fi
 bin=image-reflector-linux-amd64
@@ -50,4 +52,4 @@ if ! cmp -s "$dist/$bin" "$other/dist/$bin"; then
   log "paths of either checkout in them:"
   grep -a -o -e "$root[^[:cntrl:]]*" -e "$other[^[:cntrl:]]*" "$dist/$bin" "$other/dist/$bin" | sort -u | head -n 10 >&2 || true
 fi
-die "not reproducible: the files above differ between $dist and a second build of $commit"
+die "not reproducible: the files above differ between $dist and a second build of $commit, kept in $other/dist"

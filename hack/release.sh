@@ -37,7 +37,9 @@ dirty=$(git status --porcelain 2>/dev/null) || die "$root is not a git checkout:
 [ -z "$dirty" ] || die "uncommitted or untracked changes in $root (git status); a release is built from a commit and names it: commit or stash them first"
 commit=$(git rev-parse HEAD)
 SOURCE_DATE_EPOCH=$(git log -1 --format=%ct "$commit")
-source_uri=${SOURCE_URI:-$(git remote get-url origin 2>/dev/null || echo https://github.com/image-reflector/image-reflector)}
+# The project's source, as the image label and the provenance name it: not this checkout's
+# remote (a clone's is a path, and would make two checkouts' releases differ).
+source_uri=${SOURCE_URI:-https://github.com/image-reflector/image-reflector}
 export SOURCE_DATE_EPOCH SOURCE_URI=$source_uri IMAGE_REFLECTOR_VERSION=$version IMAGE_REFLECTOR_COMMIT=$commit
 # Sorted names and one time wherever a tool asks the locale or the clock.
 export LC_ALL=C TZ=UTC
