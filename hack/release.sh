@@ -45,6 +45,11 @@ export SOURCE_DATE_EPOCH SOURCE_URI=$source_uri IMAGE_REFLECTOR_VERSION=$version
 export LC_ALL=C TZ=UTC
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# DIST is replaced only when it is a release already (its SHA256SUMS) or empty: DIST=. must
+# not take the checkout with it.
+if [ -e "$dist" ] && [ ! -f "$dist/SHA256SUMS" ] && [ -n "$(ls -A "$dist" 2>/dev/null)" ]; then
+  die "DIST=$dist exists and holds no release (no SHA256SUMS): give an empty or new directory"
+fi
 rm -rf "$dist"
 mkdir -p "$dist/flux"
 dist=$(cd "$dist" && pwd)
