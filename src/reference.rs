@@ -58,6 +58,26 @@ impl ImageReference {
         Self::parse_shown(image, insecure).map_err(|err| err.without_credentials(image))
     }
 
+    /// An image a container runs, `registry/path:tag` or `registry/path@sha256:<hex>`: the tag
+    /// or digest as ggcr reads them, the repository as [`Self::parse`] reads `spec.image`.
+    pub fn parse_pinned(image: &str) -> Result<Self, ReferenceError> {
+        let tagged = || {
+            let (base, tag) = image.rsplit_once(':')?;
+            (!tag.contains('/')).then_some(base)
+        };
+        let repository = match image.split_once('@') {
+            Some((base, _)) => parse_digested(image).map(|_| base),
+            None => tagged().filter(|_| parse_tagged(image).is_some()),
+        };
+        let repository = repository.ok_or_else(|| ReferenceError::UnparsableFix {
+            image: image.into(),
+            fix: "name a tag (registry/path:v1.0.0) or a digest (registry/path@sha256:<64 \
+                  lower-case hex>)"
+                .into(),
+        })?;
+        Self::parse(repository, false)
+    }
+
     fn parse_shown(image: &str, insecure: bool) -> Result<Self, ReferenceError> {
         if let Some((scheme, _)) = image.split_once("://") {
             return Err(ReferenceError::Scheme {

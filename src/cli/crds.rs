@@ -20,36 +20,12 @@ pub struct CrdsArgs {
     pub image: Option<String>,
 }
 
-/// The image kustomize would write as the container's: a repository as `spec.image` reads one
-/// (the same parser), then a tag or a digest, which a release always pins.
+/// The image kustomize would write as the container's: a tag or a digest (a release always
+/// pins one), read as `spec.image` and ggcr read them.
 fn parse_image(image: &str) -> Result<String, String> {
-    let (repository, pin) = match image.split_once('@') {
-        Some((repository, digest)) => {
-            let hex = digest.strip_prefix("sha256:").unwrap_or_default();
-            if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-                return Err(format!(
-                    "{image}: the digest is not sha256:<64 lower-case hex>"
-                ));
-            }
-            (repository, digest)
-        }
-        None => match image.rsplit_once(':') {
-            Some((repository, tag)) if !tag.contains('/') => (repository, tag),
-            _ => {
-                return Err(format!(
-                "{image} names no tag or digest: give the release's, e.g. {image}@sha256:<digest>"
-            ))
-            }
-        },
-    };
-    crate::reference::ImageReference::parse(repository, false).map_err(|e| e.to_string())?;
-    let tag_chars = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-');
-    if !image.contains('@') && (pin.is_empty() || pin.len() > 128 || !pin.bytes().all(tag_chars)) {
-        return Err(format!(
-            "{image}: a tag is 1 to 128 letters, digits, '_', '.' or '-'"
-        ));
-    }
-    Ok(image.to_string())
+    crate::reference::ImageReference::parse_pinned(image)
+        .map(|_| image.to_string())
+        .map_err(|e| e.to_string())
 }
 
 /// Writes both CRDs to `out`.
@@ -137,11 +113,15 @@ mod tests {
         assert_eq!(patches[1]["target"]["kind"], "CustomResourceDefinition");
     }
 
-    /// An image without a tag or digest would pull `latest`: refused, saying what to give.
+    /// An image without a tag or digest would pull `latest`: refused, saying what to give; so
+    /// are a bad tag, a short digest and a repository `spec.image` would refuse.
     #[test]
     fn an_image_needs_a_tag_or_a_digest() {
         let err = parse_image("registry.example.com:5000/platform/image-reflector").unwrap_err();
-        assert!(err.contains("names no tag or digest"), "{err}");
+        assert!(
+            err.contains("name a tag (registry/path:v1.0.0) or a digest"),
+            "{err}"
+        );
         assert!(parse_image("registry.example.com:5000/platform/image-reflector:v0.1.0").is_ok());
         assert!(parse_image("UPPER/case:1").is_err());
         assert!(parse_image("registry.example.com/image-reflector:v0 1").is_err());
