@@ -52,21 +52,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-pass() { passed=$((passed + 1)); echo "ok: $1"; }
-fail() { failed=$((failed + 1)); echo "FAILED: $1" >&2; }
-check() { desc=$1; shift; if "$@"; then pass "$desc"; else fail "$desc"; fi; }
-# Polls CMD (every 0.5 s, up to SECONDS) until it succeeds: a condition, not a sleep.
-eventually() {
-  desc=$1; limit=$2; shift 2
-  deadline=$(( $(date +%s) + limit ))
-  until "$@" >/dev/null 2>&1; do
-    [ "$(date +%s)" -lt "$deadline" ] || { fail "$desc (not within ${limit}s)"; return 1; }
-    sleep 0.5
-  done
-  pass "$desc"
-}
-jsonpath() { kubectl get "$1" -n "$2" -o "jsonpath=$3" 2>/dev/null; }
-equals() { [ "$(jsonpath "$1" "$2" "$3")" = "$4" ]; }
+. "$root/hack/e2e-checks.sh"
 
 echo "e2e-cluster: starting the node"
 # `start` prints the KUBECONFIG export last; one retry after a stop if the node did not come up.

@@ -53,19 +53,7 @@ cleanup() {
   echo "e2e-release: took $(( $(date +%s) - started ))s"
 }
 trap cleanup EXIT
-pass() { passed=$((passed + 1)); echo "ok: $1"; }
-fail() { failed=$((failed + 1)); echo "FAILED: $1" >&2; }
-check() { desc=$1; shift; if "$@"; then pass "$desc"; else fail "$desc"; fi; }
-eventually() { # DESC SECONDS CMD...: polls every 0.5 s, a condition, not a sleep
-  desc=$1; limit=$2; shift 2
-  deadline=$(( $(date +%s) + limit ))
-  until "$@" >/dev/null 2>&1; do
-    [ "$(date +%s)" -lt "$deadline" ] || { fail "$desc (not within ${limit}s)"; return 1; }
-    sleep 0.5
-  done
-  pass "$desc"
-}
-equals() { [ "$(kubectl get "$1" -n "$2" -o "jsonpath=$3" 2>/dev/null)" = "$4" ]; }
+. "$root/hack/e2e-checks.sh"
 
 # --- a CA and the registry's certificate for the node's address; containerd trusts the CA
 host=${registry%:*}
