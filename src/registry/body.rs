@@ -14,11 +14,13 @@ pub(super) async fn read_limited(
     response: Response,
     limit: usize,
 ) -> Result<Vec<u8>, RegistryError> {
-    read_limited_with(method, url, host, response, limit, |_| Ok(())).await
+    let never = std::future::pending();
+    read_limited_with(method, url, host, response, limit, |_| Ok(()), never).await
 }
 
 /// [`read_limited`], asking `grow` for each chunk's bytes before keeping it (a memory budget);
-/// its refusal ends the read with that reason.
+/// its refusal ends the read with that reason, and so does `stopped` (the budget taking the
+/// memory back for other namespaces) while the read waits for bytes.
 pub(super) async fn read_limited_with(
     method: &Method,
     url: &Url,
@@ -26,6 +28,7 @@ pub(super) async fn read_limited_with(
     mut response: Response,
     limit: usize,
     mut grow: impl FnMut(usize) -> Result<(), String>,
+    stopped: impl std::future::Future<Output = String>,
 ) -> Result<Vec<u8>, RegistryError> {
     let too_big = || RegistryError::InvalidResponse {
         method: method_name(method),
@@ -45,8 +48,21 @@ pub(super) async fn read_limited_with(
         .content_length()
         .map_or(limit, |n| (n as usize).min(limit));
     let mut body = Vec::new();
+    tokio::pin!(stopped);
     loop {
-        match response.chunk().await {
+        let chunk = tokio::select! {
+            biased;
+            detail = &mut stopped => {
+                return Err(RegistryError::InvalidResponse {
+                    method: method_name(method),
+                    url: url.to_string(),
+                    host: host.into(),
+                    detail,
+                })
+            }
+            chunk = response.chunk() => chunk,
+        };
+        match chunk {
             Ok(Some(chunk)) => {
                 let needed = body.len() + chunk.len();
                 if needed > limit {

@@ -1,13 +1,25 @@
 //! The memory registry answers may hold, for one scan, for one tenant and for all at once
-//! (docs/security.md). A read reserves what it holds while it holds it: each body as its
-//! bytes arrive (never by the length a registry declares: two stalled declarations of 64 and
-//! 32 MiB held the whole budget before a byte came), and the tags a listing keeps until the
-//! listing is dropped (after the store has written them). A read over its own limit fails; one
-//! that finds the process-wide budget taken by others, or its tenant's share used up, fails
-//! too, at once, and is retried later: waiting would hold a worker.
+//! (docs/security.md, "Fair shares"). A read reserves what it holds while it holds it: each
+//! body as its bytes arrive (never by the length a registry declares: two stalled declarations
+//! of 64 and 32 MiB held the whole budget before a byte came), and the tags a listing keeps
+//! until the listing is dropped (after the store has written them). A read over its own limit
+//! fails; one that finds the budget taken fails too, at once, and is retried later: waiting
+//! would hold a worker.
+//!
+//! The budget is shared by namespace with max-min fairness (share.rs): a namespace refused
+//! while others hold more than their fair share (the budget over the namespaces holding or
+//! refused in the last [`WANT_WINDOW`]) stops their largest reads, so its next try finds room;
+//! and while it waits, no namespace grows past its fair share. Two namespaces of one tenant,
+//! 64 + 32 MiB nearly sent and then stalled, held the whole budget for minutes before.
 
-use std::collections::HashMap;
+mod share;
+#[cfg(test)]
+mod tests;
+
+use share::{Read, Tenants};
+use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Bytes of tags one listing may keep (their text and a 4-byte end each, `tag_buf.rs`): a
@@ -18,9 +30,15 @@ pub const MAX_KEPT_BYTES: usize = 48 << 20;
 /// Bytes all reads may hold at once: bodies being read and parsed, and kept tags.
 pub const PROCESS_BUDGET_BYTES: usize = 96 << 20;
 
-/// The part of the budget one tenant (a namespace) may hold at once: two thirds, so that
-/// whatever one tenant's registries answer, a third stays for the others.
+/// The part of the budget one tenant (a namespace) may hold at once even when no other
+/// waits: two thirds, so that whatever one tenant's registries answer, a third stays free for
+/// the others' first reads.
 pub const TENANT_SHARE_BYTES: usize = PROCESS_BUDGET_BYTES / 3 * 2;
+
+/// How long a namespace refused for want of memory counts as waiting: its scans are tried
+/// again within this (a failed scan's first retry is sooner), so the fair shares hold until
+/// it has had its turn.
+pub const WANT_WINDOW: Duration = Duration::from_secs(60);
 
 /// The process-wide budget, shared by every client of one `Registries`.
 #[derive(Debug, Clone)]
@@ -28,9 +46,9 @@ pub struct MemoryBudget {
     semaphore: Arc<Semaphore>,
     bytes: usize,
     share: usize,
-    /// Bytes held per tenant; a tenant holding nothing has no entry, so the table is as long
-    /// as the tenants reading at this moment.
-    tenants: Arc<Mutex<HashMap<String, usize>>>,
+    /// What each namespace holds and which wait; a namespace holding nothing and refused
+    /// nothing lately has no entry, so the table is as long as the tenants reading now.
+    tenants: Arc<Mutex<Tenants>>,
 }
 
 impl Default for MemoryBudget {
@@ -40,7 +58,7 @@ impl Default for MemoryBudget {
 }
 
 impl MemoryBudget {
-    /// A budget of `bytes`, two thirds of it a tenant's share.
+    /// A budget of `bytes`, two thirds of it the most one tenant holds when no other waits.
     pub fn new(bytes: usize) -> Self {
         MemoryBudget {
             semaphore: Arc::new(Semaphore::new(bytes)),
@@ -57,66 +75,147 @@ impl MemoryBudget {
 
     /// Bytes `tenant` holds now.
     pub fn held_by(&self, tenant: &str) -> usize {
-        self.lock_tenants().get(tenant).copied().unwrap_or(0)
+        self.lock_tenants().bytes_of(tenant)
     }
 
-    fn lock_tenants(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+    fn lock_tenants(&self) -> std::sync::MutexGuard<'_, Tenants> {
         self.tenants.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Reserves `bytes` more into `held` (charged to its tenant's share too), or says why not.
+    /// Reserves `bytes` more into `held` (charged to its tenant), or says why not.
     pub fn reserve(&self, held: &mut Held, bytes: usize) -> Result<(), String> {
+        self.reserve_at(held, bytes, Instant::now())
+    }
+
+    /// [`Self::reserve`] at `now` (tests pass the clock).
+    pub(crate) fn reserve_at(
+        &self,
+        held: &mut Held,
+        bytes: usize,
+        now: Instant,
+    ) -> Result<(), String> {
+        if let Some(reason) = held.read.stopped_reason() {
+            return Err(reason);
+        }
         if bytes == 0 {
             return Ok(());
         }
         let permits = u32::try_from(bytes).map_err(|_| self.exhausted())?;
-        if let Some(tenant) = &held.tenant {
-            let mut tenants = self.lock_tenants();
-            let used = tenants.get(tenant).copied().unwrap_or(0);
-            if used + bytes > self.share {
-                return Err(format!(
-                    "the namespace {tenant}'s share of the controller's memory budget for \
-                     registry answers ({} of {} MiB) is held by its other reads; this one was \
-                     stopped and will be tried again",
-                    self.share >> 20,
-                    self.bytes >> 20
-                ));
-            }
-            let permit = self
-                .semaphore
-                .clone()
-                .try_acquire_many_owned(permits)
-                .map_err(|_| self.exhausted())?;
-            tenants.insert(tenant.clone(), used + bytes);
-            held.add(permit, self);
+        let Some(tenant) = held.tenant.clone() else {
+            let permit = self.acquire(permits)?;
+            held.add(permit, None);
             return Ok(());
+        };
+        let mut tenants = self.lock_tenants();
+        tenants.forget_wants(now, WANT_WINDOW);
+        let used = tenants.bytes_of(&tenant);
+        if used + bytes > self.share {
+            return Err(self.over_share(&tenant));
         }
-        let permit = self
-            .semaphore
+        let fair = tenants.fair_share(self.bytes, &tenant);
+        if used + bytes > fair && tenants.others_wait(&tenant) {
+            return Err(self.over_fair_share(&tenant, fair));
+        }
+        match self.acquire(permits) {
+            Ok(permit) => {
+                tenants.charge(&tenant, &held.read, bytes);
+                drop(tenants);
+                held.add(permit, Some(self.tenants.clone()));
+                Ok(())
+            }
+            Err(exhausted) => {
+                tenants.want(&tenant, now);
+                let fair = tenants.fair_share(self.bytes, &tenant);
+                let stopped = if used + bytes <= fair {
+                    tenants.stop_over(fair, &tenant, |over| self.stop_reason(over, fair))
+                } else {
+                    0
+                };
+                Err(self.refused(exhausted, &tenant, fair, stopped))
+            }
+        }
+    }
+
+    fn acquire(&self, permits: u32) -> Result<OwnedSemaphorePermit, String> {
+        self.semaphore
             .clone()
             .try_acquire_many_owned(permits)
-            .map_err(|_| self.exhausted())?;
-        held.add(permit, self);
-        Ok(())
+            .map_err(|_| self.exhausted())
     }
 
     fn exhausted(&self) -> String {
         format!(
             "the controller's memory budget for registry answers ({} MiB: tag listings, \
-             manifests, configs, signatures) is held by other reads; this one was stopped and \
-             will be tried again",
+             manifests, configs, signatures) is held by other reads",
             self.bytes >> 20
         )
     }
+
+    fn over_share(&self, tenant: &str) -> String {
+        format!(
+            "the namespace {tenant}'s share of the controller's memory budget for registry \
+             answers ({} of {} MiB) is held by its other reads; this one was stopped and will \
+             be tried again",
+            self.share >> 20,
+            self.bytes >> 20
+        )
+    }
+
+    fn over_fair_share(&self, tenant: &str, fair: usize) -> String {
+        format!(
+            "other namespaces wait for the controller's memory budget for registry answers \
+             ({} MiB), and this read would take the namespace {tenant} past its fair share of it \
+             ({} MiB); it was stopped and will be tried again",
+            self.bytes >> 20,
+            mib(fair)
+        )
+    }
+
+    /// The reason a stopped read of namespace `over` fails with.
+    fn stop_reason(&self, over: &str, fair: usize) -> String {
+        format!(
+            "stopped to give back memory: the namespace {over} held more than its fair share \
+             ({} MiB) of the controller's memory budget for registry answers ({} MiB) while \
+             other namespaces waited; it will be tried again",
+            mib(fair),
+            self.bytes >> 20
+        )
+    }
+
+    fn refused(&self, exhausted: String, tenant: &str, fair: usize, stopped: usize) -> String {
+        let then = if stopped > 0 {
+            format!(
+                "; {stopped} read(s) of namespaces over their fair share were stopped to make \
+                 room, so the next try finds the namespace {tenant}'s fair share ({} MiB)",
+                mib(fair)
+            )
+        } else {
+            String::new()
+        };
+        format!("{exhausted}{then}; this read was stopped and will be tried again")
+    }
+}
+
+/// Bytes as MiB, rounded down, at least 1 when there are any.
+fn mib(bytes: usize) -> usize {
+    (bytes >> 20).max(usize::from(bytes > 0))
 }
 
 /// Bytes reserved from a [`MemoryBudget`] for one tenant (or none), given back when dropped.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Held {
     permit: Option<OwnedSemaphorePermit>,
     tenant: Option<String>,
+    /// The read these bytes belong to: what the budget stops to give memory back.
+    read: Arc<Read>,
     /// The tenants' table the bytes were charged to.
-    tenants: Option<Arc<Mutex<HashMap<String, usize>>>>,
+    tenants: Option<Arc<Mutex<Tenants>>>,
+}
+
+impl Default for Held {
+    fn default() -> Self {
+        Held::for_tenant(None)
+    }
 }
 
 impl Held {
@@ -126,6 +225,18 @@ impl Held {
         Held {
             permit: None,
             tenant: tenant.map(str::to_string),
+            read: Arc::default(),
+            tenants: None,
+        }
+    }
+
+    /// Nothing held yet, for the same read as `other` (a listing's page body beside the tags
+    /// it keeps): stopping one stops both.
+    pub fn beside(other: &Held) -> Self {
+        Held {
+            permit: None,
+            tenant: other.tenant.clone(),
+            read: other.read.clone(),
             tenants: None,
         }
     }
@@ -134,9 +245,16 @@ impl Held {
         self.permit.as_ref().map_or(0, |p| p.num_permits())
     }
 
-    fn add(&mut self, permit: OwnedSemaphorePermit, budget: &MemoryBudget) {
-        if self.tenant.is_some() && self.tenants.is_none() {
-            self.tenants = Some(budget.tenants.clone());
+    /// Resolves with the reason when the budget stops this read to give its memory to
+    /// namespaces that wait; never, otherwise. A read selects on it while it waits for bytes.
+    pub fn stopped(&self) -> impl Future<Output = String> + Send + 'static {
+        let read = self.read.clone();
+        async move { read.wait_stopped().await }
+    }
+
+    fn add(&mut self, permit: OwnedSemaphorePermit, tenants: Option<Arc<Mutex<Tenants>>>) {
+        if self.tenants.is_none() {
+            self.tenants = tenants;
         }
         match &mut self.permit {
             Some(existing) => existing.merge(permit),
@@ -152,61 +270,6 @@ impl Drop for Held {
         };
         let bytes = self.bytes();
         let mut tenants = tenants.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(used) = tenants.get_mut(tenant) {
-            *used = used.saturating_sub(bytes);
-            if *used == 0 {
-                tenants.remove(tenant);
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reservations_are_shared_and_given_back() {
-        let budget = MemoryBudget::new(100);
-        let mut a = Held::default();
-        let mut b = Held::default();
-        budget.reserve(&mut a, 60).unwrap();
-        budget.reserve(&mut a, 30).unwrap();
-        assert_eq!((a.bytes(), budget.available()), (90, 10));
-        let err = budget.reserve(&mut b, 20).unwrap_err();
-        assert!(err.contains("held by other reads"), "{err}");
-        assert_eq!(b.bytes(), 0);
-        drop(a);
-        budget.reserve(&mut b, 20).unwrap();
-        assert_eq!(budget.available(), 80);
-    }
-
-    /// One namespace holds at most two thirds of the budget (64 of 96 MiB), so a third stays
-    /// for the others whatever its registries answer.
-    #[test]
-    fn a_tenant_holds_at_most_its_share_and_others_keep_the_rest() {
-        let budget = MemoryBudget::default();
-        let mut first = Held::for_tenant(Some("hostile"));
-        let mut second = Held::for_tenant(Some("hostile"));
-        budget.reserve(&mut first, 40 << 20).unwrap();
-        let err = budget.reserve(&mut second, 25 << 20).unwrap_err();
-        assert!(
-            err.contains("namespace hostile's share") && err.contains("(64 of 96 MiB)"),
-            "{err}"
-        );
-        budget.reserve(&mut second, 24 << 20).unwrap();
-        assert_eq!(budget.held_by("hostile"), 64 << 20);
-        let mut other = Held::for_tenant(Some("team"));
-        budget.reserve(&mut other, 32 << 20).unwrap();
-        assert_eq!(budget.available(), 0);
-        drop(first);
-        assert_eq!(budget.held_by("hostile"), 24 << 20);
-        drop(second);
-        assert_eq!(budget.held_by("hostile"), 0);
-        assert_eq!(
-            budget.lock_tenants().len(),
-            1,
-            "only tenants holding bytes have an entry"
-        );
+        tenants.give_back(tenant, &self.read, bytes);
     }
 }

@@ -53,10 +53,9 @@ impl RegistryClient {
     ) -> Result<Vec<u8>, RegistryError> {
         let memory = &self.shared.memory;
         let mut held = Held::for_tenant(self.options.tenant.as_deref());
-        read_limited_with(&Method::GET, url, host, response, limit, |bytes| {
-            memory.reserve(&mut held, bytes)
-        })
-        .await
+        let stopped = held.stopped();
+        let grow = |bytes| memory.reserve(&mut held, bytes);
+        read_limited_with(&Method::GET, url, host, response, limit, grow, stopped).await
     }
 
     /// GETs the manifest `reference` (a tag or a digest) names; `Ok(None)` when the registry

@@ -35,7 +35,9 @@ impl RegistryClient {
         };
         let host = url_host(url);
         let memory = &self.shared.memory;
-        let mut body_held = Held::for_tenant(self.options.tenant.as_deref());
+        // The page's body is the listing's read too: stopped (the budget), both stop.
+        let mut body_held = Held::beside(held);
+        let stopped = body_held.stopped();
         let body = read_limited_with(
             &Method::GET,
             url,
@@ -43,6 +45,7 @@ impl RegistryClient {
             response,
             limits.max_body_bytes,
             |bytes| memory.reserve(&mut body_held, bytes),
+            stopped,
         )
         .await?;
         let span = tracing::debug_span!("tag page", bytes = body.len());

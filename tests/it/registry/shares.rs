@@ -1,6 +1,7 @@
 //! One tenant's registries cannot take the memory the others' reads need (docs/security.md,
 //! "What a registry answers"): a body is charged as its bytes arrive, never by the length a
-//! registry declares, and one namespace holds at most its share of the budget.
+//! registry declares, and one namespace holds at most its share of the budget: a namespace
+//! refused while others hold more than their fair share stops their largest reads.
 
 use super::registry_faults::{client, shared};
 use crate::support::fault_server::{FaultServer, Reply};
@@ -73,6 +74,76 @@ async fn declared_lengths_that_never_arrive_hold_no_budget() {
         assert!(!task.is_finished(), "still stalling");
         task.abort();
     }
+}
+
+/// A registry that sends all but the last byte of a `length`-byte tag page at once, then
+/// stalls; counts the pages it has sent so.
+async fn stalling_after_nearly_all(length: usize) -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let count = sent.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let count = count.clone();
+            tokio::spawn(async move {
+                let mut request = vec![0; 4096];
+                let _ = socket.read(&mut request).await;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                     Content-Length: {length}\r\n\r\n{{\"tags\": [\""
+                );
+                let mut page = head.into_bytes();
+                page.resize(page.len() + length - 12, b'a');
+                if socket.write_all(&page).await.is_ok() {
+                    count.fetch_add(1, Ordering::SeqCst);
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(600)).await;
+            });
+        }
+    });
+    (host, sent)
+}
+
+/// The attack measured: two namespaces of one tenant, 64 + 32 MiB nearly sent and then
+/// stalled, held the whole budget, and other namespaces' scans failed for over 6 minutes.
+/// Now the other namespace's refusal stops the read over its fair share (a third each), that
+/// read fails saying why, and the other namespace's next try is served while the first read's
+/// stall would still last.
+#[tokio::test]
+async fn a_refused_namespace_stops_the_reads_over_their_fair_share() {
+    let registries = shared();
+    let mut stalled = Vec::new();
+    for (namespace, mib) in [("hostile-a", 64), ("hostile-b", 32)] {
+        let (host, sent) = stalling_after_nearly_all(mib << 20).await;
+        let image = ImageReference::parse(&format!("{host}/hostile/app"), true).unwrap();
+        let hostile = client(&registries, |o| {
+            o.tenant = Some(namespace.into());
+            o.timeout = std::time::Duration::from_secs(300);
+        });
+        stalled.push(tokio::spawn(async move { hostile.list_tags(&image).await }));
+        while sent.load(Ordering::SeqCst) == 0
+            || registries.memory_budget().held_by(namespace) < (mib - 1) << 20
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+    let budget = registries.memory_budget();
+    assert!(budget.available() < 1 << 20, "{} bytes free", budget.available());
+    let healthy = FaultServer::start(|_| Reply::json(200, json!({ "tags": ["1.0"] }))).await;
+    let image = ImageReference::parse(&format!("{}/team/app", healthy.host()), true).unwrap();
+    let team = client(&registries, |o| o.tenant = Some("team".into()));
+    let refused = team.list_tags(&image).await.unwrap_err().to_string();
+    assert!(refused.contains("were stopped to make room"), "{refused}");
+    let big = stalled.remove(0).await.unwrap().unwrap_err().to_string();
+    assert!(
+        big.contains("the namespace hostile-a held more than its fair share (32 MiB)"),
+        "{big}"
+    );
+    assert_eq!(team.list_tags(&image).await.unwrap(), ["1.0"]);
+    assert!(!stalled[0].is_finished(), "a read within its fair share goes on");
+    assert_eq!(budget.held_by("hostile-b"), 32 << 20);
+    stalled[0].abort();
 }
 
 /// A registry that answers headers at once and then drips its manifest body a byte at a time;
