@@ -14,6 +14,7 @@
 //! object aborts it too, so its registry requests stop.
 
 use crate::controller::object::keys::{object_key, trigger_hash};
+use room::{room, taken_reason, Room};
 use futures::channel::mpsc;
 use kube::runtime::reflector::ObjectRef;
 use kube::Resource;
@@ -32,20 +33,18 @@ pub const RECONCILE_DEADLINE: Duration =
 /// The longest a worker waits for a decision before it goes on in the background.
 pub const HANDOFF_AFTER: Duration = Duration::from_secs(3);
 
-/// Decisions of one kind running in the background at once, in all (each holds sockets and
-/// memory as long as its registry makes it last: 200 policies whose manifests dripped held
-/// 200 sockets for up to 5 minutes) ...
-pub const MAX_BACKGROUND: usize = 64;
-/// ... and of one namespace, so one tenant's slow registries leave room for the others'.
-pub const MAX_BACKGROUND_PER_NAMESPACE: usize = 16;
-/// When a decision that found no background room is tried again.
-pub const BUSY_RETRY: Duration = Duration::from_secs(30);
+pub use room::{BUSY_RETRY, MAX_BACKGROUND, MAX_BACKGROUND_PER_NAMESPACE};
 
 /// A decision running (or finished) in the background; `T` is what it comes to.
-struct Parked<T> {
+struct Parked<K: Resource<DynamicType = ()>, T> {
     /// The object's trigger when the decision started.
     trigger: Option<u64>,
+    /// Its object, woken when the decision is stopped to give its room to another namespace.
+    target: ObjectRef<K>,
+    started: tokio::time::Instant,
     abort: AbortHandle,
+    /// Set when the decision was stopped for another namespace (room.rs): why.
+    taken: Option<String>,
     /// Set by the task when it ends.
     done: Arc<Mutex<Option<T>>>,
     /// A reconcile was asked for while it ran: run once more after taking its result, since
@@ -61,13 +60,14 @@ pub enum Handed<T> {
     /// Still running in the background; its object is woken when it ends.
     Working,
     /// Past [`HANDOFF_AFTER`] with no room in the background ([`MAX_BACKGROUND`],
-    /// [`MAX_BACKGROUND_PER_NAMESPACE`]): stopped, tried again after [`BUSY_RETRY`]; says why.
+    /// [`MAX_BACKGROUND_PER_NAMESPACE`], the namespace's fair share), or stopped there to give
+    /// room to another namespace: tried again after [`BUSY_RETRY`]; says why.
     Busy(String),
 }
 
 /// The parked decisions of one kind `K`, and the wakes of their objects.
 pub struct Handoffs<K: Resource<DynamicType = ()>, T> {
-    parked: Mutex<HashMap<String, Parked<T>>>,
+    parked: Mutex<HashMap<String, Parked<K, T>>>,
     wake: mpsc::UnboundedSender<ObjectRef<K>>,
     wakes: Mutex<Option<mpsc::UnboundedReceiver<ObjectRef<K>>>>,
 }
@@ -128,16 +128,32 @@ where
         let done = Arc::new(Mutex::new(None));
         let parked = Parked {
             trigger,
+            target: target.clone(),
+            started: tokio::time::Instant::now(),
             abort: task.abort_handle(),
+            taken: None,
             done: done.clone(),
             rerun: false,
         };
         {
             let mut all = self.parked.lock().expect("handoffs lock");
-            if let Some(busy) = no_room(&all, &key) {
-                drop(all);
-                task.abort();
-                return Handed::Busy(busy);
+            let running = running_by_namespace(&all);
+            let ours = namespace_of(&key);
+            match room(&running, ours) {
+                Room::Free => {}
+                Room::TakenFrom(namespace) => {
+                    let namespaces = running.len() + usize::from(!running.contains_key(ours));
+                    let reason = taken_reason(&namespace, running[namespace.as_str()], namespaces);
+                    let stopped = take_newest(&mut all, &namespace, reason);
+                    if let Some(stopped) = stopped {
+                        let _ = self.wake.unbounded_send(stopped);
+                    }
+                }
+                Room::Busy(busy) => {
+                    drop(all);
+                    task.abort();
+                    return Handed::Busy(busy);
+                }
             }
             all.insert(key, parked);
         }
@@ -162,6 +178,10 @@ where
             parked.remove(key);
             return None;
         }
+        if let Some(reason) = entry.taken.clone() {
+            parked.remove(key);
+            return Some(Handed::Busy(reason));
+        }
         let finished = entry.done.lock().expect("handoff lock").take();
         match finished {
             Some(outcome) => {
@@ -177,33 +197,44 @@ where
     }
 }
 
-/// Why a decision of `key` (`Kind/namespace/name`) finds no room in the background, if it
-/// does not: the running decisions (finished ones waiting to be taken hold nothing) in all,
-/// and of its namespace.
-fn no_room<T>(parked: &HashMap<String, Parked<T>>, key: &str) -> Option<String> {
-    let namespace = |k: &str| k.split('/').nth(1).map(str::to_string);
-    let ours = namespace(key);
-    let running = || {
-        parked
-            .iter()
-            .filter(|(_, p)| p.done.lock().expect("handoff lock").is_none())
-    };
-    let in_namespace = running().filter(|(k, _)| namespace(k) == ours).count();
-    let retry = BUSY_RETRY.as_secs();
-    if in_namespace >= MAX_BACKGROUND_PER_NAMESPACE {
-        return Some(format!(
-            "waiting: {in_namespace} decisions of this namespace already run in the \
-             background (registries slow to answer; at most {MAX_BACKGROUND_PER_NAMESPACE} a \
-             namespace); tried again in {retry}s"
-        ));
+/// The namespace of a key (`Kind/namespace/name`).
+fn namespace_of(key: &str) -> &str {
+    key.split('/').nth(1).unwrap_or_default()
+}
+
+/// How many decisions each namespace runs in the background: finished ones waiting to be
+/// taken hold nothing, nor do those stopped for another namespace.
+fn running_by_namespace<K: Resource<DynamicType = ()>, T>(
+    parked: &HashMap<String, Parked<K, T>>,
+) -> HashMap<&str, usize> {
+    let mut running = HashMap::new();
+    for (key, p) in parked {
+        if p.taken.is_none() && p.done.lock().expect("handoff lock").is_none() {
+            *running.entry(namespace_of(key)).or_default() += 1;
+        }
     }
-    let total = running().count();
-    (total >= MAX_BACKGROUND).then(|| {
-        format!(
-            "waiting: {total} decisions already run in the background (registries slow to \
-             answer; at most {MAX_BACKGROUND}); tried again in {retry}s"
-        )
-    })
+    running
+}
+
+/// Stops the newest running decision of `namespace` (the least work lost), keeping why for
+/// its object's next reconcile; returns the object to wake.
+fn take_newest<K: Resource<DynamicType = ()>, T>(
+    parked: &mut HashMap<String, Parked<K, T>>,
+    namespace: &str,
+    reason: String,
+) -> Option<ObjectRef<K>> {
+    let newest = parked
+        .iter_mut()
+        .filter(|(key, p)| {
+            namespace_of(key) == namespace
+                && p.taken.is_none()
+                && p.done.lock().expect("handoff lock").is_none()
+        })
+        .max_by_key(|(_, p)| p.started)?;
+    let entry = newest.1;
+    entry.abort.abort();
+    entry.taken = Some(reason);
+    Some(entry.target.clone())
 }
 
 /// A task's outcome; `None` when it was aborted. A panic goes on where it would have gone
@@ -217,5 +248,6 @@ fn outcome<T>(joined: Result<T, JoinError>) -> Option<T> {
     }
 }
 
+mod room;
 #[cfg(test)]
 mod tests;

@@ -50,10 +50,35 @@ async fn background_decisions_are_capped_in_all_and_per_namespace() {
         assert!(handed.iter().all(|h| matches!(h, Handed::Working)), "{ns}");
     }
     assert_eq!(handoffs.parked(), 64);
-    match decide("d", 0).await {
-        Handed::Busy(why) => assert!(why.contains("64 decisions already run"), "{why}"),
-        _ => panic!("the 65th has no room"),
+    // The background is full: a namespace running nothing there is under its fair share (12
+    // of 64 among 5) and takes room from the one running the most.
+    let mut wakes = handoffs.wakes().unwrap();
+    assert!(matches!(decide("d", 0).await, Handed::Working));
+    let stopped = futures::StreamExt::next(&mut wakes).await.unwrap();
+    assert_eq!(stopped.namespace.as_deref(), Some("a"), "{stopped:?}");
+    let taken = policy("a", &stopped.name);
+    match handoffs.decide(&taken, std::future::pending::<()>).await {
+        Handed::Busy(why) => assert!(
+            why.contains("namespace a ran 16 of the 64")
+                && why.contains("fair share among 5 namespaces (12)")
+                && why.contains("in 30s"),
+            "{why}"
+        ),
+        _ => panic!("the stopped decision says why"),
     }
+    for i in 1..12 {
+        assert!(matches!(decide("d", i).await, Handed::Working), "d{i}");
+    }
+    match decide("d", 12).await {
+        Handed::Busy(why) => assert!(why.contains("its fair share among the 5"), "{why}"),
+        _ => panic!("d's 13th is past its fair share"),
+    }
+    let parked = handoffs.parked.lock().unwrap();
+    let running = running_by_namespace(&parked);
+    assert_eq!(running.values().sum::<usize>(), 64, "{running:?}");
+    assert_eq!(running["d"], 12);
+    assert!(running.values().all(|n| (12..=13).contains(n)), "{running:?}");
+    assert_eq!(parked.len(), 75, "11 stopped ones wait for their objects to take why");
 }
 
 /// The documented handoff (docs/security.md), written out: a worker waits 3 s for a
