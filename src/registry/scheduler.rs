@@ -41,11 +41,10 @@ impl Default for SchedulerConfig {
     }
 }
 
-mod fair;
 mod series;
 mod throttle;
 
-use fair::{FairPermit, FairSlots};
+use crate::fair::{FairPermit, FairSlots};
 pub(super) use throttle::Asking;
 use throttle::Throttle;
 

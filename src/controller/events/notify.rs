@@ -2,15 +2,20 @@
 //! Flux's event JSON, POSTed in the background so a reconcile never waits on it. Connection
 //! errors and 5xx are retried (1s, 2s, 4s, 8s, as go-retryablehttp); a 429 means the
 //! notification-controller already has the event and is not retried. Failures are logged.
+//! The posts in flight and the notifications waiting are bounded and shared by namespace
+//! (queue.rs).
+
+mod queue;
 
 use super::transition::{EventSpec, EventType, REPORTING_CONTROLLER};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Value};
+use queue::{Dropped, SendQueue};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Notify;
+
+pub use queue::{MAX_QUEUED, MAX_QUEUED_PER_NAMESPACE, MAX_SENDING};
 
 /// The annotation prefix whose keys are copied into the event's metadata.
 pub const METADATA_ANNOTATION_PREFIX: &str = "event.toolkit.fluxcd.io/";
@@ -51,8 +56,8 @@ pub struct Notifier {
     url: reqwest::Url,
     instance: String,
     retry_base: Duration,
-    /// Notifications being sent, so shutdown can wait for them.
-    in_flight: Arc<(AtomicUsize, Notify)>,
+    /// Notifications waiting or being sent, and the slots they post in (queue.rs).
+    queue: Arc<SendQueue>,
 }
 
 impl Notifier {
@@ -72,7 +77,7 @@ impl Notifier {
             url,
             instance,
             retry_base: Duration::from_secs(1),
-            in_flight: Arc::default(),
+            queue: SendQueue::new(MAX_SENDING, MAX_QUEUED),
         })
     }
 
@@ -112,8 +117,11 @@ impl Notifier {
         payload
     }
 
-    /// POSTs `payload`, retrying connection errors and 5xx; returns the final outcome.
+    /// POSTs `payload`, retrying connection errors and 5xx; returns the final outcome. Each
+    /// attempt waits for a slot shared by the involved object's namespace (queue.rs), and
+    /// holds it for that attempt only.
     pub async fn send(&self, payload: &Value) -> Result<(), NotifyError> {
+        let namespace = namespace_of(payload);
         let body = serde_json::to_vec(payload).map_err(NotifyError::Encode)?;
         let mut delay = self.retry_base;
         let mut last_error = None;
@@ -127,7 +135,10 @@ impl Notifier {
                 .post(self.url.clone())
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
-            match request.send().await {
+            let slot = self.queue.slots.acquire(Some(&namespace)).await;
+            let answer = request.send().await;
+            drop(slot);
+            match answer {
                 Ok(response) if response.status().is_success() => return Ok(()),
                 // Already recorded by the notification-controller (its duplicate check).
                 Ok(response) if response.status().as_u16() == 429 => return Ok(()),
@@ -149,17 +160,39 @@ impl Notifier {
         Err(last_error.expect("five attempts were made"))
     }
 
-    /// Sends in the background; a failure is logged.
+    /// Sends in the background, within the queue's bounds (queue.rs); a failure, or a
+    /// notification dropped for the bounds, is logged.
     pub fn spawn_send(&self, payload: Value) {
+        let namespace = namespace_of(&payload);
+        let (ticket, evicted) = match self.queue.admit(&namespace) {
+            Ok(admitted) => admitted,
+            Err(dropped) => {
+                let why = match dropped {
+                    Dropped::ThisOne { queued } => format!(
+                        "{queued} notifications of this namespace already wait (at most \
+                         {MAX_QUEUED_PER_NAMESPACE})"
+                    ),
+                    Dropped::OverShare { queued, fair } => format!(
+                        "{MAX_QUEUED} notifications wait, {queued} of this namespace, its \
+                         fair share being {fair}"
+                    ),
+                };
+                tracing::warn!(namespace, "the notification-controller is slow to answer: a notification was dropped (its Event is recorded): {why}");
+                return;
+            }
+        };
+        if let Some(evicted) = evicted {
+            tracing::warn!(namespace = evicted, "the notification-controller is slow to answer: this namespace's oldest waiting notification was dropped (its Event is recorded) to give another namespace its fair share of the {MAX_QUEUED} that may wait");
+        }
         let notifier = self.clone();
-        self.in_flight.0.fetch_add(1, Ordering::SeqCst);
-        tokio::spawn(async move {
+        let id = ticket.id();
+        let task = tokio::spawn(async move {
+            let _place = ticket;
             if let Err(err) = notifier.send(&payload).await {
                 tracing::warn!(error = %err, "could not forward the event to the notification-controller");
             }
-            notifier.in_flight.0.fetch_sub(1, Ordering::SeqCst);
-            notifier.in_flight.1.notify_waiters();
         });
+        self.queue.started(id, &namespace, task.abort_handle());
     }
 
     /// Waits until every notification sent so far is delivered or given up, at most `limit`
@@ -167,17 +200,25 @@ impl Notifier {
     pub async fn flush(&self, limit: Duration) {
         let drained = async {
             loop {
-                let notified = self.in_flight.1.notified();
-                if self.in_flight.0.load(Ordering::SeqCst) == 0 {
+                let left = self.queue.left.notified();
+                if self.queue.len() == 0 {
                     return;
                 }
-                notified.await;
+                left.await;
             }
         };
         if tokio::time::timeout(limit, drained).await.is_err() {
             tracing::warn!("shutting down with notifications still unsent");
         }
     }
+}
+
+/// The involved object's namespace, by which sends are shared.
+fn namespace_of(payload: &Value) -> String {
+    payload["involvedObject"]["namespace"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// The `event.toolkit.fluxcd.io/*` annotations of an object, then `extra` (ours win).

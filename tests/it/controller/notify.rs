@@ -147,3 +147,51 @@ fn the_alert_rules_keep_only_the_groups_keys_and_drop_digest_and_checksum() {
     );
     assert_eq!(key, "m|1@sha256:a|");
 }
+
+fn event_of(namespace: &str, i: usize) -> serde_json::Value {
+    serde_json::json!({
+        "involvedObject": {"kind": "ImagePolicy", "namespace": namespace, "name": format!("p{i}")},
+        "message": "m",
+    })
+}
+
+/// One task per Event, and no bound on the posts in flight, while notification-controller
+/// was slow: a namespace's 200 notifications that it answers slowly (4 s, then 503) are
+/// posted at most four at once, at most 64 of them wait (the rest are dropped), and another
+/// namespace's notification is posted by the next slot that frees, not after the 64.
+#[tokio::test]
+async fn a_slow_namespace_holds_no_more_than_its_share_of_the_sends() {
+    let server = FaultServer::start(|seen| {
+        if String::from_utf8_lossy(&seen.body).contains("\"hostile\"") {
+            Reply::status(503).delayed(Duration::from_secs(4))
+        } else {
+            Reply::status(200)
+        }
+    })
+    .await;
+    let notifier = notifier(&server);
+    for i in 0..200 {
+        notifier.spawn_send(event_of("hostile", i));
+    }
+    while server.connections() < 4 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    notifier.spawn_send(event_of("team", 0));
+    let team = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let seen = server.seen();
+            let at = seen
+                .iter()
+                .position(|s| String::from_utf8_lossy(&s.body).contains("\"team\""));
+            if let Some(at) = at {
+                return at;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the other namespace's notification is posted");
+    assert!(team <= 8, "{team} posts of the slow namespace went first");
+    assert!(server.peak_concurrency() <= 4, "{}", server.peak_concurrency());
+    notifier.flush(Duration::from_millis(1)).await;
+}

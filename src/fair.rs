@@ -1,5 +1,6 @@
-//! A host's request slots, shared by tenant with max-min fairness (docs/security.md, "Fair
-//! shares"). A first-come-first-served semaphore let one tenant's 16 policies, whose manifests
+//! Slots shared by tenant with max-min fairness (docs/security.md, "Fair shares"): a registry
+//! host's request slots (registry/scheduler.rs) and the notification sends
+//! (controller/events/notify.rs). A first-come-first-served semaphore let one tenant's 16 policies, whose manifests
 //! dripped a byte every 20 s, hold all 4 slots of a shared host with their queue behind them:
 //! another tenant's first request reached the registry almost four minutes later. Here a freed
 //! slot goes to the waiting tenant that holds the fewest slots of the host (the earliest
@@ -13,9 +14,9 @@ use tokio::sync::oneshot;
 
 type Tenant = Option<String>;
 
-/// The slots of one host.
+/// A number of slots, shared by tenant.
 #[derive(Debug)]
-pub(super) struct FairSlots {
+pub struct FairSlots {
     max: usize,
     state: Mutex<State>,
 }
@@ -29,13 +30,13 @@ struct State {
 
 /// One slot, held until dropped; it then goes to the next waiter by the rule above.
 #[derive(Debug)]
-pub(super) struct FairPermit {
+pub struct FairPermit {
     slots: Option<Arc<FairSlots>>,
     tenant: Tenant,
 }
 
 impl FairSlots {
-    pub(super) fn new(max: usize) -> Arc<Self> {
+    pub fn new(max: usize) -> Arc<Self> {
         Arc::new(FairSlots {
             max,
             state: Mutex::new(State {
@@ -46,14 +47,14 @@ impl FairSlots {
     }
 
     /// Whether every slot is free and nobody waits.
-    pub(super) fn idle(&self) -> bool {
+    pub fn idle(&self) -> bool {
         let state = self.lock();
         state.free == self.max && state.waiting.is_empty()
     }
 
     /// Slots `tenant` holds now.
     #[cfg(test)]
-    pub(super) fn held_by(&self, tenant: Option<&str>) -> usize {
+    pub fn held_by(&self, tenant: Option<&str>) -> usize {
         let state = self.lock();
         state
             .held
@@ -68,7 +69,7 @@ impl FairSlots {
 
     /// A slot for `tenant`: at once when one is free and nobody waits, else when this tenant
     /// is the waiter the next freed slot goes to. Dropping the future gives up its place.
-    pub(super) async fn acquire(self: &Arc<Self>, tenant: Option<&str>) -> FairPermit {
+    pub async fn acquire(self: &Arc<Self>, tenant: Option<&str>) -> FairPermit {
         let tenant: Tenant = tenant.map(str::to_string);
         let waiter = {
             let mut state = self.lock();
