@@ -106,7 +106,9 @@ impl RegistryClient {
         // Throttling learnt through this client's own proxy stays on that path (scope.rs).
         let key = scheduler_key(host, &self.options);
         let asking = self.asking(repository);
+        let waiting = self.options.waits.as_ref().map(crate::fair::WaitClock::start);
         let slot = scheduler.acquire_for(&key, &asking).await?;
+        drop(waiting);
         let span = tracing::info_span!(
             "registry request",
             http.method = %method,

@@ -25,6 +25,9 @@ pub struct ClientOptions {
     /// Whose reads these are (the object's namespace): each tenant holds at most its share of
     /// the memory budget (budget.rs). `None`: the process budget only (the command line).
     pub tenant: Option<String>,
+    /// Where the time spent waiting for a host's slot or backoff is counted (the scan's own
+    /// clock: waiting is not slowness, controller/image_repository/running_scans.rs).
+    pub waits: Option<crate::fair::WaitClock>,
 }
 
 impl Default for ClientOptions {
@@ -38,6 +41,7 @@ impl Default for ClientOptions {
             limits: ListLimits::default(),
             fixes: &Fixes::NEUTRAL,
             tenant: None,
+            waits: None,
         }
     }
 }

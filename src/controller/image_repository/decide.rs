@@ -3,7 +3,7 @@
 //! returning the status to write and what to do next. No API-server writes happen here, so
 //! the controller and `image-reflector scan` share it, and tests call it directly.
 
-use super::running_scans::{RunningScans, SLOT_RETRY};
+use super::running_scans::{RunningScans, ScanSlot, SLOT_RETRY};
 use super::scan::{scan, ScanError};
 use super::should_scan::{should_scan, ScanInputs, ScanReason};
 use crate::api::{
@@ -237,7 +237,7 @@ fn mark_scanning(c: &mut Conditions<'_>, reason: ScanReason) {
 async fn scan_now<R>(
     env: &RepositoryEnv<'_, R>,
     spec: &Checked,
-    options: crate::registry::ClientOptions,
+    mut options: crate::registry::ClientOptions,
     canonical: &str,
 ) -> Result<ScanResult, Stop> {
     let slot = match env.running {
@@ -252,6 +252,7 @@ async fn scan_now<R>(
         },
         None => None,
     };
+    options.waits = slot.as_ref().map(ScanSlot::waits);
     let scanned = match RegistryClient::new(options, env.registries.clone()) {
         Ok(client) => {
             let (image, store) = (&spec.image, env.store);

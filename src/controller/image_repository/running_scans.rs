@@ -1,14 +1,20 @@
 //! The scans running now, so that no tenant holds every worker (docs/security.md). Once a
-//! registry host is slow (a scan of it has run for [`SLOW_AFTER`]), it may run at most
-//! `limit` scans at once, and so may a namespace whose scans are slow, where `limit` is one
-//! less than `--concurrent` (at least 1): a slow host or a busy tenant always leaves a worker to
-//! the others. Fast hosts are not limited (a single-registry install scans with every worker).
+//! registry host is slow (a scan of it has run for [`SLOW_AFTER`], not counting the time it
+//! waited for the host's slots or backoff: waiting behind another tenant's queue is not
+//! slowness), it may run at most `limit` scans at once, and so may a namespace whose scans are
+//! slow, where `limit` is one less than `--concurrent` (at least 1): a slow host or a busy
+//! tenant always leaves a worker to the others. A slow host's limit is shared by namespace: a
+//! namespace running fewer than its fair share of it (the limit over the namespaces scanning
+//! the host) may start one whatever the others run, so one tenant's slow repositories cannot
+//! refuse another's on a shared host. Fast hosts are not limited (a single-registry install
+//! scans with every worker).
 //! A scan that finds its host or namespace full does not wait on a worker: the object is tried
 //! again shortly. A running scan can be cancelled when its object is deleted, so deletion never
 //! waits for a slow registry.
 
+use crate::fair::WaitClock;
 use crate::store::RepoKey;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -23,7 +29,16 @@ pub const SLOW_AFTER: Duration = Duration::from_secs(10);
 struct Scan {
     host: String,
     started: Instant,
+    /// Its time waiting for slots and backoff, which is not slowness.
+    waits: WaitClock,
     cancel: CancellationToken,
+}
+
+impl Scan {
+    fn slow(&self, now: Instant) -> bool {
+        let ran = now.saturating_duration_since(self.started);
+        ran.saturating_sub(self.waits.waited(now)) >= SLOW_AFTER
+    }
 }
 
 /// The running scans and their limits.
@@ -36,11 +51,14 @@ pub struct RunningScans {
 /// Why a scan gets no slot now: too many slow scans of its host or of its namespace.
 #[derive(Debug, thiserror::Error)]
 pub enum Busy {
-    #[error("{running} scans of {host} are running, {slow} of them for over {}s (the most at once for one slow registry host)", SLOW_AFTER.as_secs())]
+    #[error("{running} scans of {host} are running, {slow} of them for over {}s (the most at once for one slow registry host), {ours} of them this namespace's, its fair share among the {namespaces} namespaces scanning it being {fair}", SLOW_AFTER.as_secs())]
     Host {
         host: String,
         running: usize,
         slow: usize,
+        ours: usize,
+        namespaces: usize,
+        fair: usize,
     },
     #[error("{running} scans of namespace {namespace} are running, {slow} of them for over {}s (the most at once for one namespace with slow scans)", SLOW_AFTER.as_secs())]
     Namespace {
@@ -85,20 +103,28 @@ impl RunningScans {
             scans
                 .iter()
                 .filter(|(k, s)| matches(k, s))
-                .fold((0, 0), |(n, slow), (_, s)| {
-                    (
-                        n + 1,
-                        slow + usize::from(now.saturating_duration_since(s.started) >= SLOW_AFTER),
-                    )
-                })
+                .fold((0, 0), |(n, slow), (_, s)| (n + 1, slow + usize::from(s.slow(now))))
         };
         let (on_host, slow) = count(&|_, s| s.host == host);
         if on_host >= self.limit && slow > 0 {
-            return Err(Busy::Host {
-                host: host.into(),
-                running: on_host,
-                slow,
-            });
+            let (ours, _) = count(&|k, s| s.host == host && k.namespace() == namespace);
+            let scanning: HashSet<&str> = scans
+                .iter()
+                .filter(|(_, s)| s.host == host)
+                .map(|(k, _)| k.namespace())
+                .collect();
+            let namespaces = scanning.len() + usize::from(ours == 0);
+            let fair = (self.limit / namespaces).max(1);
+            if ours >= fair {
+                return Err(Busy::Host {
+                    host: host.into(),
+                    running: on_host,
+                    slow,
+                    ours,
+                    namespaces,
+                    fair,
+                });
+            }
         }
         let (in_namespace, slow) = count(&|k, _| k.namespace() == namespace);
         if in_namespace >= self.limit && slow > 0 {
@@ -109,11 +135,13 @@ impl RunningScans {
             });
         }
         let cancelled = CancellationToken::new();
+        let waits = WaitClock::default();
         scans.insert(
             key.clone(),
             Scan {
                 host: host.to_string(),
                 started,
+                waits: waits.clone(),
                 cancel: cancelled.clone(),
             },
         );
@@ -121,6 +149,7 @@ impl RunningScans {
             state: self.state.clone(),
             key: key.clone(),
             cancelled,
+            waits,
         })
     }
 
@@ -143,9 +172,15 @@ pub struct ScanSlot {
     state: Arc<Mutex<HashMap<RepoKey, Scan>>>,
     key: RepoKey,
     cancelled: CancellationToken,
+    waits: WaitClock,
 }
 
 impl ScanSlot {
+    /// The clock the scan's registry client counts its waits on (`ClientOptions::waits`).
+    pub fn waits(&self) -> WaitClock {
+        self.waits.clone()
+    }
+
     /// Completes when the scan's object is deleted.
     pub fn cancelled(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
         self.cancelled.cancelled()
@@ -197,13 +232,28 @@ mod tests {
             })
             .collect();
         let err = scans
-            .try_start(&key("b", "r0"), "slow.example")
+            .try_start(&key("a", "r3"), "slow.example")
+            .unwrap_err();
+        assert!(
+            err.to_string().contains(
+                "3 scans of slow.example are running, 1 of them for over 10s (the most at once \
+                 for one slow registry host), 3 of them this namespace's, its fair share among \
+                 the 1 namespaces scanning it being 3"
+            ),
+            "{err}"
+        );
+        // Another namespace on that host is under its fair share (3 over 2 namespaces: 1):
+        // it starts one, and no more.
+        let shared = scans.try_start(&key("b", "s0"), "slow.example").unwrap();
+        let err = scans
+            .try_start(&key("b", "s1"), "slow.example")
             .unwrap_err();
         assert!(
             err.to_string()
-                .contains("3 scans of slow.example are running, 1 of them for over 10s"),
+                .contains("1 of them this namespace's, its fair share among the 2 namespaces scanning it being 1"),
             "{err}"
         );
+        drop(shared);
         // Another host is free; the namespace (with a slow scan) is full.
         let err = scans
             .try_start(&key("a", "r9"), "other.example")
@@ -214,6 +264,30 @@ mod tests {
         drop(other);
         assert!(scans.state.lock().unwrap().is_empty());
         assert_eq!(RunningScans::for_workers(1).limit(), 1);
+    }
+
+    /// What only waited for a slot is not slow: a scan started long ago that spent its time
+    /// waiting behind another tenant's queue does not make its host or namespace slow; the
+    /// same scan answered slowly does.
+    #[test]
+    fn waiting_for_a_slot_is_not_slowness() {
+        let scans = RunningScans::for_workers(2);
+        assert_eq!(scans.limit(), 1);
+        let scan = scans
+            .try_start_since(&key("a", "w"), "shared.example", long_ago())
+            .unwrap();
+        let (clock, wait) = WaitClock::waiting_since(long_ago());
+        let set_clock = |clock: WaitClock| {
+            scans.state.lock().unwrap().get_mut(&key("a", "w")).unwrap().waits = clock;
+        };
+        set_clock(clock);
+        drop(scans.try_start(&key("a", "x"), "shared.example").unwrap());
+        drop(wait);
+        drop(scans.try_start(&key("a", "y"), "shared.example").unwrap());
+        set_clock(WaitClock::default());
+        let err = scans.try_start(&key("a", "z"), "shared.example").unwrap_err();
+        assert!(err.to_string().contains("1 of them for over 10s"), "{err}");
+        drop(scan);
     }
 
     #[tokio::test]

@@ -5,6 +5,7 @@
 
 use super::registry_faults::{client, shared};
 use crate::support::fault_server::{FaultServer, Reply};
+use image_reflector::fair::WaitClock;
 use image_reflector::reference::ImageReference;
 use image_reflector::registry::PROCESS_BUDGET_BYTES;
 use serde_json::json;
@@ -226,8 +227,21 @@ async fn a_tenant_arriving_behind_anothers_queue_gets_the_next_free_slot() {
         tokio::task::yield_now().await;
     }
     let image = ImageReference::parse(&format!("{host}/team/app"), true).unwrap();
-    let team = client(&registries, |o| o.tenant = Some("team".into()));
+    let clock = WaitClock::default();
+    let team = client(&registries, |o| {
+        o.tenant = Some("team".into());
+        o.waits = Some(clock.clone());
+    });
+    let asked = std::time::Instant::now();
     assert!(matches!(team.manifest(&image, "1.0").await, Ok(Some(_))));
+    // Its wait for the slot is on the scan's clock: waiting is not slowness
+    // (running_scans.rs).
+    let waited = clock.waited(std::time::Instant::now());
+    assert!(
+        waited >= std::time::Duration::from_millis(100) && waited <= asked.elapsed(),
+        "{waited:?} of {:?}",
+        asked.elapsed()
+    );
     let before = done.load(Ordering::SeqCst);
     assert!(
         before <= 8,
