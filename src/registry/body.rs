@@ -2,9 +2,27 @@
 //! answer with its OCI error codes.
 
 use super::describe::{chain, method_name};
+use super::scheduler::Slot;
 use super::{ClientOptions, RegistryError};
 use reqwest::{Method, Response, Url};
 use serde::Deserialize;
+use std::sync::Arc;
+
+/// The request or body read that held a host's slot past `crate::fair::TAKE_BACK_AFTER` while
+/// another namespace, under its fair share of the host, waited: stopped, and tried again.
+pub(super) fn taken_back_error(method: &Method, url: &Url, host: &str) -> RegistryError {
+    RegistryError::InvalidResponse {
+        method: method_name(method),
+        url: url.to_string(),
+        host: host.into(),
+        detail: format!(
+            "stopped after {}s: the registry was slow to answer while another namespace, \
+             under its fair share of this host's request slots, waited for one; this \
+             namespace held more than its share; it will be tried again",
+            crate::fair::TAKE_BACK_AFTER.as_secs()
+        ),
+    }
+}
 
 /// Reads a body, refusing more than `limit` bytes (checked as it streams, not after).
 pub(super) async fn read_limited(
@@ -49,6 +67,15 @@ pub(super) async fn read_limited_with(
         .map_or(limit, |n| (n as usize).min(limit));
     let mut body = Vec::new();
     tokio::pin!(stopped);
+    // The host's slot, held until the body is read, may be taken back (crate::fair).
+    let slot = response.extensions().get::<Arc<Slot>>().map(|slot| slot.stopped());
+    let taken_back = async move {
+        match slot {
+            Some(stopped) => stopped.await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(taken_back);
     loop {
         let chunk = tokio::select! {
             biased;
@@ -60,6 +87,7 @@ pub(super) async fn read_limited_with(
                     detail,
                 })
             }
+            () = &mut taken_back => return Err(taken_back_error(method, url, host)),
             chunk = response.chunk() => chunk,
         };
         match chunk {

@@ -7,6 +7,7 @@
 //! costs less than working around those gaps. (oci-client pushes the images in the tests.)
 
 use super::describe::{chain, method_name};
+use super::body::taken_back_error;
 use super::keyring::Credentials;
 use super::registries::Registries;
 use super::retry_after::parse_retry_after;
@@ -120,7 +121,11 @@ impl RegistryClient {
             .build()
             .map_err(|err| self.transport_error(method, url, host, &err))?;
         let headers = request.headers().clone();
-        let result = self.http.execute(request).instrument(span.clone()).await;
+        let executing = self.http.execute(request).instrument(span.clone());
+        let result = tokio::select! {
+            result = executing => result,
+            () = slot.stopped() => return Err(taken_back_error(method, url, host)),
+        };
         if let Ok(response) = &result {
             span.record("http.status_code", response.status().as_u16());
         }

@@ -85,7 +85,15 @@ impl Host {
 /// `max_concurrent_per_host` answers in flight, bodies included: a slot that ended with the
 /// headers let 200 dripping manifests of one host hold 200 sockets.
 pub(super) struct Slot {
-    _permit: FairPermit,
+    permit: FairPermit,
+}
+
+impl Slot {
+    /// Completes when the slot is taken back for a tenant under its fair share of the host
+    /// (crate::fair): the request or body read holding it stops.
+    pub(super) fn stopped(&self) -> tokio_util::sync::WaitForCancellationFutureOwned {
+        self.permit.stopped()
+    }
 }
 
 impl Scheduler {
@@ -193,7 +201,7 @@ impl Scheduler {
             }
         }
         let permit = state.permits.acquire(asking.tenant).await;
-        Ok(Slot { _permit: permit })
+        Ok(Slot { permit })
     }
 
     /// Records an answer (or `None`: no answer). A throttling status moves the host's

@@ -251,3 +251,54 @@ async fn a_tenant_arriving_behind_anothers_queue_gets_the_next_free_slot() {
         assert!(matches!(read.await.unwrap(), Ok(Some(_))));
     }
 }
+
+/// One tenant's 4 requests to a shared host that answers them after a minute hold all its
+/// slots; another tenant's request, under its fair share (2 of 4), takes one back once held
+/// 10 s (crate::fair::TAKE_BACK_AFTER): it is served in about 10 s, not a minute, and the
+/// stopped request says why. Before, it waited for a slot to free, up to the attacker's
+/// timeout (5 minutes at most).
+#[tokio::test]
+async fn a_slot_held_past_ten_seconds_is_taken_back_for_a_tenant_under_its_share() {
+    let server = FaultServer::start(|seen| {
+        if seen.path().starts_with("/v2/hostile/") {
+            Reply::json(200, json!({ "tags": ["late"] })).delayed(std::time::Duration::from_secs(60))
+        } else {
+            Reply::json(200, json!({ "tags": ["1.0"] }))
+        }
+    })
+    .await;
+    let registries = shared();
+    let attacker: Vec<_> = (0..4)
+        .map(|i| {
+            let image =
+                ImageReference::parse(&format!("{}/hostile/app{i}", server.host()), true).unwrap();
+            let reader = client(&registries, |o| {
+                o.tenant = Some("hostile".into());
+                o.timeout = std::time::Duration::from_secs(300);
+            });
+            tokio::spawn(async move { reader.list_tags(&image).await })
+        })
+        .collect();
+    while server.seen().len() < 4 {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let image = ImageReference::parse(&format!("{}/team/app", server.host()), true).unwrap();
+    let team = client(&registries, |o| o.tenant = Some("team".into()));
+    let asked = std::time::Instant::now();
+    assert_eq!(team.list_tags(&image).await.unwrap(), ["1.0"]);
+    // Served while the attacker's answers are still a minute away: by a slot taken back.
+    let waited = asked.elapsed();
+    let finished = attacker.iter().filter(|t| t.is_finished()).count();
+    assert_eq!(finished, 1, "served after {waited:?}");
+    let mut stopped = 0;
+    for task in attacker {
+        if task.is_finished() {
+            let err = task.await.unwrap().unwrap_err().to_string();
+            assert!(err.contains("stopped after 10s"), "{err}");
+            stopped += 1;
+        } else {
+            task.abort();
+        }
+    }
+    assert_eq!(stopped, 1, "one slot taken back, the attacker keeps its share");
+}
