@@ -3,6 +3,7 @@
 
 mod cloud;
 mod downgrade;
+mod fair_shares;
 mod gates;
 mod kube_version;
 mod log_volume;
