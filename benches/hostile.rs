@@ -5,8 +5,12 @@
 //! ImageRepositories are scanned at once by `image-reflector scan --concurrent 4` (the
 //! controller's own reconcile and registry client); its peak RSS is its own VmHWM.
 //! A scan may fail (a budget stops it): what is measured is the memory it took to get there.
+//! Then the fair shares (hostile/fair.rs): the worst wait a tenant that behaves sees while
+//! another holds each shared resource.
 
 mod common;
+#[path = "hostile/fair.rs"]
+mod fair;
 #[path = "../tests/it/support/fault_server.rs"]
 #[allow(dead_code)]
 mod fault_server;
@@ -101,10 +105,24 @@ fn scenario(name: &str) {
 }
 
 fn main() {
+    let run = |name: &str| match name.strip_prefix("fair-") {
+        Some(_) => fair::scenario(name),
+        None => scenario(name),
+    };
+    // One scenario asked for by name (run_scenarios runs each as its own process).
+    if std::env::args().skip(1).any(|a| !a.starts_with('-') && a != "hostile") {
+        return run_scenarios("hostile", "", &[], run);
+    }
     run_scenarios(
         "hostile",
         "| scenario | repositories | wall | peak RSS | outcome | requests |\n|---|---|---|---|---|---|",
         &["invalid-1000b", "valid-128b"],
-        scenario,
+        run,
+    );
+    run_scenarios(
+        "hostile",
+        "\n| resource | the attack | the other tenant's wait | the bound stated |\n|---|---|---|---|",
+        fair::SCENARIOS,
+        run,
     );
 }
