@@ -110,7 +110,10 @@ fn main() {
         None => scenario(name),
     };
     // One scenario asked for by name (run_scenarios runs each as its own process).
-    if std::env::args().skip(1).any(|a| !a.starts_with('-') && a != "hostile") {
+    if std::env::args()
+        .skip(1)
+        .any(|a| !a.starts_with('-') && a != "hostile")
+    {
         return run_scenarios("hostile", "", &[], run);
     }
     run_scenarios(

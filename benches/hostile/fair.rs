@@ -11,7 +11,7 @@ use image_reflector::controller::events::notify::Notifier;
 use image_reflector::controller::frame::handoff::{Handed, Handoffs};
 use image_reflector::reference::ImageReference;
 use image_reflector::registry::{
-    ClientOptions, Credentials, RegistryClient, Registries, SchedulerConfig,
+    ClientOptions, Credentials, Registries, RegistryClient, SchedulerConfig,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,7 +45,11 @@ pub fn scenario(name: &str) {
     runtime.shutdown_background();
 }
 
-fn client(registries: &Arc<Registries>, tenant: &str, user: Option<(&str, &str)>) -> RegistryClient {
+fn client(
+    registries: &Arc<Registries>,
+    tenant: &str,
+    user: Option<(&str, &str)>,
+) -> RegistryClient {
     let options = ClientOptions {
         tenant: Some(tenant.into()),
         timeout: Duration::from_secs(300),
@@ -88,7 +92,11 @@ async fn slots() -> (String, Duration, String) {
         .await
         .unwrap();
     let attack = "16 listings answered 60 s late hold the host's 4 slots, 12 queued";
-    (attack.into(), asked.elapsed(), "10 s (a slot taken back)".into())
+    (
+        attack.into(),
+        asked.elapsed(),
+        "10 s (a slot taken back)".into(),
+    )
 }
 
 /// A registry sending all but 12 bytes of a `length`-byte page, then stalling.
@@ -99,9 +107,8 @@ async fn stalling(length: usize) -> String {
         while let Ok((mut socket, _)) = listener.accept().await {
             tokio::spawn(async move {
                 let _ = socket.read(&mut vec![0; 4096]).await;
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\n{{\"tags\": [\""
-                );
+                let head =
+                    format!("HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\n{{\"tags\": [\"");
                 let mut page = head.into_bytes();
                 page.resize(page.len() + length - 12, b'a');
                 let _ = socket.write_all(&page).await;
@@ -123,12 +130,17 @@ async fn memory() -> (String, Duration, String) {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
-    let healthy = FaultServer::start(|_| Reply::json(200, serde_json::json!({"tags": ["1.0"]}))).await;
+    let healthy =
+        FaultServer::start(|_| Reply::json(200, serde_json::json!({"tags": ["1.0"]}))).await;
     let team = client(&registries, "team", None);
     let asked = Instant::now();
     // Tried again at once after a refusal, as a retry would be (the controller's first
     // retry comes 750 ms later).
-    while team.list_tags(&image(&healthy.host(), "team/app")).await.is_err() {
+    while team
+        .list_tags(&image(&healthy.host(), "team/app"))
+        .await
+        .is_err()
+    {
         tokio::task::yield_now().await;
     }
     let attack = "two namespaces hold 64 + 32 MiB of stalled pages: the whole budget";
@@ -153,14 +165,21 @@ async fn throttle() -> (String, Duration, String) {
     let registries = Registries::new(SchedulerConfig::default());
     let shared_path = image(&server.host(), "b/app");
     let mallory = client(&registries, "hostile", Some(("mallory", "m")));
-    assert!(mallory.list_tags(&shared_path).await.is_err(), "mallory is throttled");
+    assert!(
+        mallory.list_tags(&shared_path).await.is_err(),
+        "mallory is throttled"
+    );
     let asked = Instant::now();
     client(&registries, "team", Some(("alice", "a")))
         .list_tags(&shared_path)
         .await
         .unwrap();
     let attack = "another identity on the same path got 429 Retry-After: 3600";
-    (attack.into(), asked.elapsed(), "none: throttling is per identity".into())
+    (
+        attack.into(),
+        asked.elapsed(),
+        "none: throttling is per identity".into(),
+    )
 }
 
 fn policy(namespace: &str, name: &str) -> ImagePolicy {
@@ -191,7 +210,10 @@ async fn background() -> (String, Duration, String) {
             tokio::time::sleep(Duration::from_millis(3500)).await;
         })
         .await;
-    assert!(matches!(handed, Handed::Working), "the other namespace gets room");
+    assert!(
+        matches!(handed, Handed::Working),
+        "the other namespace gets room"
+    );
     let attack = "4 namespaces x 16 decisions that never end fill the 64 places";
     let bound = "none past the worker's own 3 s (room taken back at once)";
     (attack.into(), asked.elapsed(), bound.into())
@@ -232,5 +254,9 @@ async fn notify() -> (String, Duration, String) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let attack = "200 notifications answered 4 s late (then 503, retried)";
-    (attack.into(), asked.elapsed(), "one attempt in flight (5 s timeout)".into())
+    (
+        attack.into(),
+        asked.elapsed(),
+        "one attempt in flight (5 s timeout)".into(),
+    )
 }

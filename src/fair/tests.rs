@@ -90,7 +90,10 @@ async fn a_waiter_under_its_share_takes_back_a_slot_held_past_ten_seconds() {
         tokio::spawn(async move { slots.acquire(Some("victim")).await })
     };
     tokio::time::sleep(Duration::from_secs(4)).await;
-    assert!(held.iter().all(|p| !p.stop.is_cancelled()), "none held 10 s yet");
+    assert!(
+        held.iter().all(|p| !p.stop.is_cancelled()),
+        "none held 10 s yet"
+    );
     tokio::time::sleep(Duration::from_secs(2)).await;
     let stopped: Vec<usize> = (0..4).filter(|i| held[*i].stop.is_cancelled()).collect();
     assert_eq!(stopped, [2], "the newest of those held 10 s");
@@ -117,7 +120,10 @@ async fn a_waiter_under_its_share_takes_back_a_slot_held_past_ten_seconds() {
         tokio::spawn(async move { slots.acquire(Some("victim")).await })
     };
     tokio::time::sleep(Duration::from_secs(60)).await;
-    assert!(held.iter().all(|p| !p.stop.is_cancelled()), "the attacker keeps its share");
+    assert!(
+        held.iter().all(|p| !p.stop.is_cancelled()),
+        "the attacker keeps its share"
+    );
     assert!(!third.is_finished());
     third.abort();
     drop(permit);

@@ -68,7 +68,10 @@ pub(super) async fn read_limited_with(
     let mut body = Vec::new();
     tokio::pin!(stopped);
     // The host's slot, held until the body is read, may be taken back (crate::fair).
-    let slot = response.extensions().get::<Arc<Slot>>().map(|slot| slot.stopped());
+    let slot = response
+        .extensions()
+        .get::<Arc<Slot>>()
+        .map(|slot| slot.stopped());
     let taken_back = async move {
         match slot {
             Some(stopped) => stopped.await,

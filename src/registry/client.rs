@@ -6,8 +6,8 @@
 //! Accept list on HEAD with no GET fallback. The requests here are few and simple; owning them
 //! costs less than working around those gaps. (oci-client pushes the images in the tests.)
 
-use super::describe::{chain, method_name};
 use super::body::taken_back_error;
+use super::describe::{chain, method_name};
 use super::keyring::Credentials;
 use super::registries::Registries;
 use super::retry_after::parse_retry_after;
@@ -107,7 +107,11 @@ impl RegistryClient {
         // Throttling learnt through this client's own proxy stays on that path (scope.rs).
         let key = scheduler_key(host, &self.options);
         let asking = self.asking(repository);
-        let waiting = self.options.waits.as_ref().map(crate::fair::WaitClock::start);
+        let waiting = self
+            .options
+            .waits
+            .as_ref()
+            .map(crate::fair::WaitClock::start);
         let slot = scheduler.acquire_for(&key, &asking).await?;
         drop(waiting);
         let span = tracing::info_span!(

@@ -9,8 +9,8 @@ mod queue;
 
 use super::transition::{EventSpec, EventType, REPORTING_CONTROLLER};
 use k8s_openapi::jiff::Timestamp;
-use serde_json::{json, Value};
 use queue::{Dropped, SendQueue};
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;

@@ -14,10 +14,10 @@
 //! object aborts it too, so its registry requests stop.
 
 use crate::controller::object::keys::{object_key, trigger_hash};
-use room::{room, taken_reason, Room};
 use futures::channel::mpsc;
 use kube::runtime::reflector::ObjectRef;
 use kube::Resource;
+use room::{room, taken_reason, Room};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};

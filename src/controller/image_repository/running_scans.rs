@@ -103,7 +103,9 @@ impl RunningScans {
             scans
                 .iter()
                 .filter(|(k, s)| matches(k, s))
-                .fold((0, 0), |(n, slow), (_, s)| (n + 1, slow + usize::from(s.slow(now))))
+                .fold((0, 0), |(n, slow), (_, s)| {
+                    (n + 1, slow + usize::from(s.slow(now)))
+                })
         };
         let (on_host, slow) = count(&|_, s| s.host == host);
         if on_host >= self.limit && slow > 0 {
@@ -278,14 +280,22 @@ mod tests {
             .unwrap();
         let (clock, wait) = WaitClock::waiting_since(long_ago());
         let set_clock = |clock: WaitClock| {
-            scans.state.lock().unwrap().get_mut(&key("a", "w")).unwrap().waits = clock;
+            scans
+                .state
+                .lock()
+                .unwrap()
+                .get_mut(&key("a", "w"))
+                .unwrap()
+                .waits = clock;
         };
         set_clock(clock);
         drop(scans.try_start(&key("a", "x"), "shared.example").unwrap());
         drop(wait);
         drop(scans.try_start(&key("a", "y"), "shared.example").unwrap());
         set_clock(WaitClock::default());
-        let err = scans.try_start(&key("a", "z"), "shared.example").unwrap_err();
+        let err = scans
+            .try_start(&key("a", "z"), "shared.example")
+            .unwrap_err();
         assert!(err.to_string().contains("1 of them for over 10s"), "{err}");
         drop(scan);
     }

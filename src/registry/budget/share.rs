@@ -93,7 +93,11 @@ impl Tenants {
         read.bytes.fetch_add(bytes, Ordering::SeqCst);
         let holding = self.held.entry(tenant.to_string()).or_default();
         holding.bytes += bytes;
-        if !holding.reads.iter().any(|r| r.as_ptr() == Arc::as_ptr(read)) {
+        if !holding
+            .reads
+            .iter()
+            .any(|r| r.as_ptr() == Arc::as_ptr(read))
+        {
             holding.reads.retain(|r| r.strong_count() > 0);
             holding.reads.push(Arc::downgrade(read));
         }

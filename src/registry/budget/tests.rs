@@ -71,10 +71,17 @@ async fn a_refused_namespace_stops_the_reads_over_their_fair_share() {
     let reason = tokio::time::timeout(Duration::from_secs(5), stopped)
         .await
         .expect("the read over its fair share is told to stop");
-    assert!(reason.contains("namespace hostile-a held more than its fair share (32 MiB)"), "{reason}");
+    assert!(
+        reason.contains("namespace hostile-a held more than its fair share (32 MiB)"),
+        "{reason}"
+    );
     let again = budget.reserve_at(&mut big, 1, now).unwrap_err();
     assert_eq!(again, reason, "a stopped read reserves nothing more");
-    assert_eq!(budget.held_by("hostile-b"), 32 * MIB, "a namespace within its share keeps it");
+    assert_eq!(
+        budget.held_by("hostile-b"),
+        32 * MIB,
+        "a namespace within its share keeps it"
+    );
     drop(big);
     let later = now + Duration::from_secs(2);
     budget.reserve_at(&mut victim, MIB, later).unwrap();
@@ -108,11 +115,17 @@ fn shares_bind_only_while_others_wait() {
     drop(other);
     let mut more = Held::for_tenant(Some("a"));
     let err = budget.reserve_at(&mut more, MIB, now).unwrap_err();
-    assert!(err.contains("share of the controller's memory budget"), "{err}");
+    assert!(
+        err.contains("share of the controller's memory budget"),
+        "{err}"
+    );
     drop(hog);
     let mut grown = Held::for_tenant(Some("a"));
     let err = budget.reserve_at(&mut grown, 60 * MIB, now).unwrap_err();
-    assert!(err.contains("(48 MiB)") && err.contains("past its fair share"), "{err}");
+    assert!(
+        err.contains("(48 MiB)") && err.contains("past its fair share"),
+        "{err}"
+    );
     let past = now + WANT_WINDOW;
     budget.reserve_at(&mut grown, 60 * MIB, past).unwrap();
 }
@@ -131,7 +144,10 @@ fn a_body_beside_its_listing_is_stopped_with_it() {
     let mut victim = Held::for_tenant(Some("c"));
     budget.reserve_at(&mut victim, MIB, now).unwrap_err();
     assert!(body.read.stopped_reason().is_some() && kept.read.stopped_reason().is_some());
-    assert!(b.read.stopped_reason().is_none(), "b holds its fair share, 30 MiB");
+    assert!(
+        b.read.stopped_reason().is_none(),
+        "b holds its fair share, 30 MiB"
+    );
     drop(body);
     assert_eq!(budget.held_by("a"), 20 * MIB);
     drop(kept);

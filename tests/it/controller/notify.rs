@@ -192,6 +192,10 @@ async fn a_slow_namespace_holds_no_more_than_its_share_of_the_sends() {
     .await
     .expect("the other namespace's notification is posted");
     assert!(team <= 8, "{team} posts of the slow namespace went first");
-    assert!(server.peak_concurrency() <= 4, "{}", server.peak_concurrency());
+    assert!(
+        server.peak_concurrency() <= 4,
+        "{}",
+        server.peak_concurrency()
+    );
     notifier.flush(Duration::from_millis(1)).await;
 }

@@ -72,8 +72,7 @@ async fn shared_host() -> FaultServer {
                 if seen.path().starts_with("/v2/b/app/") {
                     Reply::status(429).header("Retry-After", "3600")
                 } else {
-                    Reply::json(200, json!({"tags": ["late"]}))
-                        .delayed(Duration::from_secs(120))
+                    Reply::json(200, json!({"tags": ["late"]})).delayed(Duration::from_secs(120))
                 }
             } else {
                 Reply::status(401).header("WWW-Authenticate", &challenge)
@@ -122,7 +121,10 @@ fn manifests(
 /// The Ready message of `namespace`'s ImageRepository `name`.
 fn ready_message(namespace: &str, name: &str) -> String {
     let repo = get_json(namespace, &format!("imagerepository/{name}"));
-    let conditions = repo["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    let conditions = repo["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     conditions
         .iter()
         .find(|c| c["type"] == "Ready")
@@ -151,13 +153,28 @@ async fn e2e_a_tenant_that_behaves_is_served_while_four_others_attack_every_shar
         .map(|i| (format!("app{i}"), format!("{h}/hostile/app{i}")))
         .collect();
     let mallory_on = |ns: &Namespace, repositories: &[(String, String)]| {
-        manifests(&ns.0, &shard, Some((&h, "mallory", "mallory-pw")), repositories)
+        manifests(
+            &ns.0,
+            &shard,
+            Some((&h, "mallory", "mallory-pw")),
+            repositories,
+        )
     };
     let attacks = [
         mallory_on(&slow, &hostile),
         mallory_on(&throttler, &[("app".into(), format!("{h}/b/app"))]),
-        manifests(&a.0, &shard, None, &[("app".into(), format!("{big}/a/app"))]),
-        manifests(&b.0, &shard, None, &[("app".into(), format!("{small}/b/app"))]),
+        manifests(
+            &a.0,
+            &shard,
+            None,
+            &[("app".into(), format!("{big}/a/app"))],
+        ),
+        manifests(
+            &b.0,
+            &shard,
+            None,
+            &[("app".into(), format!("{small}/b/app"))],
+        ),
     ];
     ok(kubectl(&["apply", "-f", "-"], Some(&attacks.join("---\n"))));
     let dir = tempfile::tempdir().unwrap();
@@ -201,7 +218,12 @@ async fn e2e_a_tenant_that_behaves_is_served_while_four_others_attack_every_shar
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let repositories = [("app".to_string(), format!("{h}/b/app"))];
-    let behaving = manifests(&victim.0, &shard, Some((&h, "alice", "alice-pw")), &repositories);
+    let behaving = manifests(
+        &victim.0,
+        &shard,
+        Some((&h, "alice", "alice-pw")),
+        &repositories,
+    );
     ok(kubectl(&["apply", "-f", "-"], Some(&behaving)));
     wait_for(
         &victim.0,

@@ -130,7 +130,11 @@ async fn a_refused_namespace_stops_the_reads_over_their_fair_share() {
         }
     }
     let budget = registries.memory_budget();
-    assert!(budget.available() < 1 << 20, "{} bytes free", budget.available());
+    assert!(
+        budget.available() < 1 << 20,
+        "{} bytes free",
+        budget.available()
+    );
     let healthy = FaultServer::start(|_| Reply::json(200, json!({ "tags": ["1.0"] }))).await;
     let image = ImageReference::parse(&format!("{}/team/app", healthy.host()), true).unwrap();
     let team = client(&registries, |o| o.tenant = Some("team".into()));
@@ -142,7 +146,10 @@ async fn a_refused_namespace_stops_the_reads_over_their_fair_share() {
         "{big}"
     );
     assert_eq!(team.list_tags(&image).await.unwrap(), ["1.0"]);
-    assert!(!stalled[0].is_finished(), "a read within its fair share goes on");
+    assert!(
+        !stalled[0].is_finished(),
+        "a read within its fair share goes on"
+    );
     assert_eq!(budget.held_by("hostile-b"), 32 << 20);
     stalled[0].abort();
 }
@@ -261,7 +268,8 @@ async fn a_tenant_arriving_behind_anothers_queue_gets_the_next_free_slot() {
 async fn a_slot_held_past_ten_seconds_is_taken_back_for_a_tenant_under_its_share() {
     let server = FaultServer::start(|seen| {
         if seen.path().starts_with("/v2/hostile/") {
-            Reply::json(200, json!({ "tags": ["late"] })).delayed(std::time::Duration::from_secs(60))
+            Reply::json(200, json!({ "tags": ["late"] }))
+                .delayed(std::time::Duration::from_secs(60))
         } else {
             Reply::json(200, json!({ "tags": ["1.0"] }))
         }
@@ -300,5 +308,8 @@ async fn a_slot_held_past_ten_seconds_is_taken_back_for_a_tenant_under_its_share
             task.abort();
         }
     }
-    assert_eq!(stopped, 1, "one slot taken back, the attacker keeps its share");
+    assert_eq!(
+        stopped, 1,
+        "one slot taken back, the attacker keeps its share"
+    );
 }

@@ -196,7 +196,11 @@ mod tests {
         assert_eq!(queue.len(), 100);
         let (team, evicted) = queue.admit("team").unwrap();
         assert_eq!(evicted.as_deref(), Some("hostile"));
-        assert_eq!(queue.len(), 101, "the dropped one leaves when its task ends");
+        assert_eq!(
+            queue.len(),
+            101,
+            "the dropped one leaves when its task ends"
+        );
         drop(hostile);
         drop(team);
         assert_eq!(queue.len(), 36);

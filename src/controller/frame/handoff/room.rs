@@ -119,7 +119,10 @@ mod tests {
             Room::Free => assert!(total < MAX_BACKGROUND && mine < 16, "{counts:?} {ours}"),
             Room::TakenFrom(ns) => {
                 assert!(total >= MAX_BACKGROUND && mine < fair, "{counts:?} {ours}");
-                assert!(counts[ns.as_str()] > fair && ns != ours, "{counts:?} {ours}");
+                assert!(
+                    counts[ns.as_str()] > fair && ns != ours,
+                    "{counts:?} {ours}"
+                );
             }
             Room::Busy(why) => {
                 assert!(why.contains("in 30s"), "{why}");
@@ -141,15 +144,23 @@ mod tests {
         let shared = running(&[("a", 12), ("b", 13), ("c", 13), ("d", 14), ("e", 12)]);
         match room(&shared, "e") {
             Room::Busy(why) => assert!(
-                why.contains("12 of them this namespace's, its fair share among the 5 \
-                              namespaces there being 12"),
+                why.contains(
+                    "12 of them this namespace's, its fair share among the 5 \
+                              namespaces there being 12"
+                ),
                 "{why}"
             ),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(room(&shared, "a"), Room::Busy(_)), "a is over its share");
+        assert!(
+            matches!(room(&shared, "a"), Room::Busy(_)),
+            "a is over its share"
+        );
         let room_left = running(&[("a", 16), ("b", 16)]);
-        assert!(matches!(room(&room_left, "a"), Room::Busy(_)), "a namespace's cap");
+        assert!(
+            matches!(room(&room_left, "a"), Room::Busy(_)),
+            "a namespace's cap"
+        );
         assert_eq!(room(&room_left, "c"), Room::Free);
     }
 }

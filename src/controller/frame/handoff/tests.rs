@@ -77,8 +77,15 @@ async fn background_decisions_are_capped_in_all_and_per_namespace() {
     let running = running_by_namespace(&parked);
     assert_eq!(running.values().sum::<usize>(), 64, "{running:?}");
     assert_eq!(running["d"], 12);
-    assert!(running.values().all(|n| (12..=13).contains(n)), "{running:?}");
-    assert_eq!(parked.len(), 75, "11 stopped ones wait for their objects to take why");
+    assert!(
+        running.values().all(|n| (12..=13).contains(n)),
+        "{running:?}"
+    );
+    assert_eq!(
+        parked.len(),
+        75,
+        "11 stopped ones wait for their objects to take why"
+    );
 }
 
 /// The documented handoff (docs/security.md), written out: a worker waits 3 s for a
