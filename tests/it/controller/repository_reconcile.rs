@@ -810,8 +810,9 @@ async fn a_scan_is_cut_at_five_minutes_whatever_spec_timeout_says() {
 }
 
 /// A slow host (or namespace) already running `--concurrent - 1` scans leaves the last worker
-/// to the others: a scan of it does not wait on a worker, it is tried again in 2 s, with no
-/// write and no request; once a slot is free it scans.
+/// to the others: a scan of it, from a namespace holding its fair share of the host, does not
+/// wait on a worker, it is tried again in 2 s, with no write and no request; once a slot is
+/// free it scans.
 #[tokio::test]
 async fn a_busy_host_or_namespace_requeues_without_holding_a_worker() {
     // Scans that have run past SLOW_AFTER: their host and namespace count as slow.
@@ -820,11 +821,14 @@ async fn a_busy_host_or_namespace_requeues_without_holding_a_worker() {
     let obj = object(json!({"image": format!("{}/demo/app", reg.host()), "interval": "5m"}));
     let (client, server) = mock(vec![]);
     let ctx = context(client, memory());
-    let busy: Vec<_> = (0..3)
-        .map(|i| {
+    // Another namespace's one and two of this namespace's: over its share (3 over 2: 1).
+    let busy: Vec<_> = ["other", NS, NS]
+        .iter()
+        .enumerate()
+        .map(|(i, namespace)| {
             ctx.running
                 .try_start_since(
-                    &RepoKey::new("other", format!("r{i}")).unwrap(),
+                    &RepoKey::new(*namespace, format!("r{i}")).unwrap(),
                     &reg.host(),
                     slow,
                 )
