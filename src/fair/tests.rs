@@ -47,7 +47,9 @@ async fn a_freed_slot_goes_to_the_tenant_holding_the_fewest() {
 #[tokio::test]
 async fn a_waiter_that_gives_up_takes_no_slot_with_it() {
     let slots = FairSlots::new(1);
+    assert!(slots.idle());
     let first = slots.acquire(Some("a")).await;
+    assert!(!slots.idle(), "a slot held, nobody waiting: not idle");
     let gone = {
         let slots = slots.clone();
         tokio::spawn(async move { slots.acquire(Some("b")).await })
