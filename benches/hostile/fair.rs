@@ -5,7 +5,7 @@
 //! `Notifier`) with fake servers on loopback, then times the other tenant's first try until
 //! it is served.
 
-use crate::fault_server::{FaultServer, Reply, Seen};
+use crate::fault_server::{stalling_pages, FaultServer, Reply, Seen};
 use image_reflector::api::ImagePolicy;
 use image_reflector::controller::events::notify::Notifier;
 use image_reflector::controller::frame::handoff::{Handed, Handoffs};
@@ -15,7 +15,6 @@ use image_reflector::registry::{
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 pub const SCENARIOS: &[&str] = &[
     "fair-slots",
@@ -99,31 +98,11 @@ async fn slots() -> (String, Duration, String) {
     )
 }
 
-/// A registry sending all but 12 bytes of a `length`-byte page, then stalling.
-async fn stalling(length: usize) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let host = listener.local_addr().unwrap().to_string();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let _ = socket.read(&mut vec![0; 4096]).await;
-                let head =
-                    format!("HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\n{{\"tags\": [\"");
-                let mut page = head.into_bytes();
-                page.resize(page.len() + length - 12, b'a');
-                let _ = socket.write_all(&page).await;
-                tokio::time::sleep(Duration::from_secs(600)).await;
-            });
-        }
-    });
-    host
-}
-
 /// Two namespaces' pages of 64 and 32 MiB nearly sent, then stalled: the whole budget.
 async fn memory() -> (String, Duration, String) {
     let registries = Registries::new(SchedulerConfig::default());
     for (tenant, mib) in [("hostile-a", 64), ("hostile-b", 32)] {
-        let host = stalling(mib << 20).await;
+        let (host, _) = stalling_pages(mib << 20).await;
         let reader = client(&registries, tenant, None);
         tokio::spawn(async move { reader.list_tags(&image(&host, "x/app")).await });
         while registries.memory_budget().held_by(tenant) < (mib - 1) << 20 {

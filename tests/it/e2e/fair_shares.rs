@@ -16,47 +16,16 @@ use crate::support::cluster::{
     get_json, install_and_controller_kubeconfig, install_crds, kubectl, ok, wait_for,
 };
 use crate::support::cluster::{Controller, Namespace};
-use crate::support::fault_server::{FaultServer, Reply, Seen};
+use crate::support::fault_server::{stalling_pages, FaultServer, Reply, Seen};
 use serde_json::json;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn basic(username: &str, password: &str) -> String {
     use base64::Engine;
     let raw = format!("{username}:{password}");
     let encoded = base64::engine::general_purpose::STANDARD.encode(raw);
     format!("Basic {encoded}")
-}
-
-/// A registry whose every tag page is `length` bytes declared, all but the last 12 sent at
-/// once, then nothing; counts the pages so sent.
-async fn stalling_pages(length: usize) -> (String, Arc<AtomicUsize>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let host = listener.local_addr().unwrap().to_string();
-    let sent = Arc::new(AtomicUsize::new(0));
-    let count = sent.clone();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let count = count.clone();
-            tokio::spawn(async move {
-                let mut request = vec![0; 4096];
-                let _ = socket.read(&mut request).await;
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
-                     Content-Length: {length}\r\n\r\n{{\"tags\": [\""
-                );
-                let mut page = head.into_bytes();
-                page.resize(page.len() + length - 12, b'a');
-                if socket.write_all(&page).await.is_ok() {
-                    count.fetch_add(1, Ordering::SeqCst);
-                }
-                tokio::time::sleep(Duration::from_secs(600)).await;
-            });
-        }
-    });
-    (host, sent)
 }
 
 /// The shared host: Basic challenges; `mallory` (the attacker) throttled an hour on `b/app`

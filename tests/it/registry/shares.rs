@@ -4,7 +4,7 @@
 //! refused while others hold more than their fair share stops their largest reads.
 
 use super::registry_faults::{client, shared};
-use crate::support::fault_server::{FaultServer, Reply};
+use crate::support::fault_server::{stalling_pages, FaultServer, Reply};
 use image_reflector::fair::WaitClock;
 use image_reflector::reference::ImageReference;
 use image_reflector::registry::PROCESS_BUDGET_BYTES;
@@ -77,35 +77,6 @@ async fn declared_lengths_that_never_arrive_hold_no_budget() {
     }
 }
 
-/// A registry that sends all but the last byte of a `length`-byte tag page at once, then
-/// stalls; counts the pages it has sent so.
-async fn stalling_after_nearly_all(length: usize) -> (String, Arc<AtomicUsize>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let host = listener.local_addr().unwrap().to_string();
-    let sent = Arc::new(AtomicUsize::new(0));
-    let count = sent.clone();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let count = count.clone();
-            tokio::spawn(async move {
-                let mut request = vec![0; 4096];
-                let _ = socket.read(&mut request).await;
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
-                     Content-Length: {length}\r\n\r\n{{\"tags\": [\""
-                );
-                let mut page = head.into_bytes();
-                page.resize(page.len() + length - 12, b'a');
-                if socket.write_all(&page).await.is_ok() {
-                    count.fetch_add(1, Ordering::SeqCst);
-                }
-                tokio::time::sleep(std::time::Duration::from_secs(600)).await;
-            });
-        }
-    });
-    (host, sent)
-}
-
 /// The attack measured: two namespaces of one tenant, 64 + 32 MiB nearly sent and then
 /// stalled, held the whole budget, and other namespaces' scans failed for over 6 minutes.
 /// Now the other namespace's refusal stops the read over its fair share (a third each), that
@@ -116,7 +87,7 @@ async fn a_refused_namespace_stops_the_reads_over_their_fair_share() {
     let registries = shared();
     let mut stalled = Vec::new();
     for (namespace, mib) in [("hostile-a", 64), ("hostile-b", 32)] {
-        let (host, sent) = stalling_after_nearly_all(mib << 20).await;
+        let (host, sent) = stalling_pages(mib << 20).await;
         let image = ImageReference::parse(&format!("{host}/hostile/app"), true).unwrap();
         let hostile = client(&registries, |o| {
             o.tenant = Some(namespace.into());

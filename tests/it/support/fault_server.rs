@@ -2,6 +2,8 @@
 //! paging with `Link`, 429 with `Retry-After`, 5xx, truncated JSON, pagination loops, page-size
 //! rejection, slow answers, HEAD without `Docker-Content-Digest`, token endpoints, and acting as
 //! an HTTP proxy (requests arrive in absolute form). Every request is logged for assertions.
+//! Beside it, [`stalling_pages`]: tag pages nearly sent, then stalled (the memory budget's
+//! attack).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -310,4 +312,33 @@ fn reason(status: u16) -> &'static str {
         504 => "Gateway Timeout",
         _ => "Status",
     }
+}
+
+/// A registry whose every tag page is `length` bytes declared, all but the last 12 sent at
+/// once, then nothing for ten minutes; counts the pages so sent.
+pub async fn stalling_pages(length: usize) -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let count = sent.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let count = count.clone();
+            tokio::spawn(async move {
+                let mut request = vec![0; 4096];
+                let _ = socket.read(&mut request).await;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                     Content-Length: {length}\r\n\r\n{{\"tags\": [\""
+                );
+                let mut page = head.into_bytes();
+                page.resize(page.len() + length - 12, b'a');
+                if socket.write_all(&page).await.is_ok() {
+                    count.fetch_add(1, Ordering::SeqCst);
+                }
+                tokio::time::sleep(Duration::from_secs(600)).await;
+            });
+        }
+    });
+    (host, sent)
 }
