@@ -211,15 +211,18 @@ MUTATED = -f 'src/verify/**/*.rs' -f 'src/policy/gates/**/*.rs' \
 	-f src/controller/image_policy/record.rs -f src/controller/frame/handoff.rs \
 	-f 'src/controller/schema/*.rs' -f src/controller/frame/confirm.rs -f src/api/beyond_flux.rs \
 	-f src/controller/image_policy/serving.rs \
+	-f 'src/fair.rs' -f 'src/fair/*.rs' -f src/registry/budget/share.rs \
+	-f src/controller/frame/handoff/room.rs -f src/controller/events/notify/queue.rs \
 	-e '**/tests.rs' -e '**/tests/**' -e '**/model.rs' -e '**/property.rs' -e src/verify/fuzz.rs
 mutants: deps
 	@command -v cargo-mutants >/dev/null || { echo "cargo-mutants not found: cargo install cargo-mutants" >&2; exit 1; }
 	cargo mutants --no-shuffle --copy-target=true -j $${MUTANTS_JOBS:-2} --cargo-arg=--lib $(MUTATED) \
 		-- -- verify:: policy::gates controller::image_policy controller::frame controller::schema \
-		controller::object api::beyond_flux cli::crds; \
+		controller::object api::beyond_flux cli::crds fair:: registry::budget controller::events::notify; \
 	status=$$?; [ $$status -eq 0 ] || [ $$status -eq 2 ] || exit $$status; \
 	cargo mutants --iterate --no-shuffle --copy-target=true -j $${MUTANTS_JOBS:-2} $(MUTATED) \
-		-- --lib --test it -- verify:: policy::gates controller:: cli::gates
+		-- --lib --test it -- verify:: policy::gates controller:: cli::gates fair:: registry::budget \
+		registry::shares
 
 # promtool (Debian's prometheus package), for the metrics e2e check; installed when missing.
 prometheus-deps:
