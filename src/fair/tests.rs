@@ -130,3 +130,28 @@ async fn a_waiter_under_its_share_takes_back_a_slot_held_past_ten_seconds() {
     third.abort();
     drop(permit);
 }
+
+/// A tenant holding exactly its fair share gives nothing back: four tenants hold one slot
+/// each (the share of 4 slots over 5 tenants, at least one), and a fifth waits for a slot to
+/// free, however long they are held.
+#[tokio::test(start_paused = true)]
+async fn a_tenant_at_its_fair_share_gives_nothing_back() {
+    let slots = FairSlots::new(4);
+    let mut held = Vec::new();
+    for tenant in ["a", "b", "c", "d"] {
+        held.push(slots.acquire(Some(tenant)).await);
+    }
+    let waiter = {
+        let slots = slots.clone();
+        tokio::spawn(async move { slots.acquire(Some("e")).await })
+    };
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert!(held.iter().all(|p| !p.stop.is_cancelled()));
+    drop(held.pop());
+    let permit = tokio::time::timeout(Duration::from_secs(1), waiter)
+        .await
+        .expect("served by the slot that freed")
+        .unwrap();
+    assert_eq!(slots.held_by(Some("e")), 1);
+    drop(permit);
+}
