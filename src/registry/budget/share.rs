@@ -93,12 +93,13 @@ impl Tenants {
         read.bytes.fetch_add(bytes, Ordering::SeqCst);
         let holding = self.held.entry(tenant.to_string()).or_default();
         holding.bytes += bytes;
+        // A read leaves the list when its last byte comes back (give_back), so the list
+        // holds no read that has ended.
         if !holding
             .reads
             .iter()
             .any(|r| r.as_ptr() == Arc::as_ptr(read))
         {
-            holding.reads.retain(|r| r.strong_count() > 0);
             holding.reads.push(Arc::downgrade(read));
         }
     }
@@ -109,10 +110,11 @@ impl Tenants {
             return;
         };
         holding.bytes = holding.bytes.saturating_sub(bytes);
+        if read.bytes.load(Ordering::SeqCst) == 0 {
+            holding.reads.retain(|r| r.as_ptr() != Arc::as_ptr(read));
+        }
         if holding.bytes == 0 {
             self.held.remove(tenant);
-        } else if read.bytes.load(Ordering::SeqCst) == 0 {
-            holding.reads.retain(|r| r.as_ptr() != Arc::as_ptr(read));
         }
     }
 

@@ -153,3 +153,56 @@ fn a_body_beside_its_listing_is_stopped_with_it() {
     drop(kept);
     assert_eq!(budget.lock_tenants().holders(), 1);
 }
+
+/// The reads over the share stop largest first, and no more than bring the namespace to its
+/// share: of 24 and 40 MiB, the 40 stops and the 24 goes on.
+#[test]
+fn the_largest_reads_stop_first_and_no_more_than_needed() {
+    let budget = MemoryBudget::default();
+    let now = Instant::now();
+    let mut small = Held::for_tenant(Some("a"));
+    let mut large = Held::for_tenant(Some("a"));
+    budget.reserve_at(&mut small, 24 * MIB, now).unwrap();
+    budget.reserve_at(&mut large, 40 * MIB, now).unwrap();
+    let mut b = Held::for_tenant(Some("b"));
+    budget.reserve_at(&mut b, 32 * MIB, now).unwrap();
+    let mut victim = Held::for_tenant(Some("c"));
+    budget.reserve_at(&mut victim, MIB, now).unwrap_err();
+    assert!(large.read.stopped_reason().is_some(), "the largest stops");
+    assert!(
+        small.read.stopped_reason().is_none(),
+        "24 MiB is within the share, 32"
+    );
+    assert!(b.read.stopped_reason().is_none());
+}
+
+/// A read stays stoppable while any part of it holds bytes (a listing whose page body was
+/// given back), and one that gave everything back leaves the others listed.
+#[test]
+fn a_read_is_listed_while_it_holds_bytes() {
+    let budget = MemoryBudget::default();
+    let now = Instant::now();
+    let mut kept = Held::for_tenant(Some("a"));
+    budget.reserve_at(&mut kept, 36 * MIB, now).unwrap();
+    let mut body = Held::beside(&kept);
+    budget.reserve_at(&mut body, 4 * MIB, now).unwrap();
+    drop(body);
+    let mut other = Held::for_tenant(Some("a"));
+    budget.reserve_at(&mut other, 16 * MIB, now).unwrap();
+    let mut ended = Held::for_tenant(Some("a"));
+    budget.reserve_at(&mut ended, 4 * MIB, now).unwrap();
+    drop(ended);
+    let mut b = Held::for_tenant(Some("b"));
+    budget.reserve_at(&mut b, 44 * MIB, now).unwrap();
+    assert_eq!(budget.available(), 0);
+    let mut victim = Held::for_tenant(Some("c"));
+    budget.reserve_at(&mut victim, MIB, now).unwrap_err();
+    assert!(
+        kept.read.stopped_reason().is_some(),
+        "the listing, 36 MiB, stops"
+    );
+    assert!(
+        other.read.stopped_reason().is_none(),
+        "16 MiB is within the share"
+    );
+}
