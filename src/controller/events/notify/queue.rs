@@ -171,19 +171,24 @@ mod tests {
     use super::*;
 
     /// Held tickets of `namespace`, `n` of them, each with a task that never ends.
-    fn fill(queue: &Arc<SendQueue>, namespace: &str, n: usize) -> Vec<Ticket> {
+    fn fill(
+        queue: &Arc<SendQueue>,
+        namespace: &str,
+        n: usize,
+    ) -> Vec<(Ticket, tokio::task::JoinHandle<()>)> {
         (0..n)
             .map(|_| {
                 let (ticket, _) = queue.admit(namespace).unwrap();
                 let task = tokio::spawn(std::future::pending::<()>());
                 queue.started(ticket.id(), namespace, task.abort_handle());
-                ticket
+                (ticket, task)
             })
             .collect()
     }
 
     /// A namespace queues at most 64; past the total, a namespace under its fair share drops
-    /// the oldest of the one queueing the most, and one at its share is refused.
+    /// the oldest of the one queueing the most (its task is aborted, no other), and one at
+    /// its share is refused.
     #[tokio::test]
     async fn the_queue_is_bounded_and_shared_by_namespace() {
         let queue = SendQueue::new(MAX_SENDING, 100);
@@ -196,20 +201,42 @@ mod tests {
         assert_eq!(queue.len(), 100);
         let (team, evicted) = queue.admit("team").unwrap();
         assert_eq!(evicted.as_deref(), Some("hostile"));
+        tokio::task::yield_now().await;
+        let aborted: Vec<usize> = (0..hostile.len())
+            .filter(|i| hostile[*i].1.is_finished())
+            .collect();
+        assert_eq!(aborted, [0], "the oldest, and no other");
         assert_eq!(
             queue.len(),
             101,
-            "the dropped one leaves when its task ends"
+            "the dropped one leaves when its ticket goes"
         );
         drop(hostile);
         drop(team);
         assert_eq!(queue.len(), 36);
-        let full = SendQueue::new(MAX_SENDING, 4);
+    }
+
+    /// Only a namespace under its share takes a place, and only from one over it.
+    #[tokio::test]
+    async fn a_place_is_taken_only_below_the_share_from_above_it() {
+        // 2 and 3 of 5: "a" holds its share (2), so it takes nothing from "b".
+        let full = SendQueue::new(MAX_SENDING, 5);
         let _a = fill(&full, "a", 2);
-        let _b = fill(&full, "b", 2);
+        let _b = fill(&full, "b", 3);
         assert_eq!(
             full.admit("a").unwrap_err(),
             Dropped::OverShare { queued: 2, fair: 2 }
+        );
+        // One each of 4, a fifth namespace: its share is one (at least), and no one holds
+        // more than that.
+        let even = SendQueue::new(MAX_SENDING, 4);
+        let _held: Vec<_> = ["a", "b", "c", "d"]
+            .iter()
+            .flat_map(|ns| fill(&even, ns, 1))
+            .collect();
+        assert_eq!(
+            even.admit("e").unwrap_err(),
+            Dropped::OverShare { queued: 0, fair: 1 }
         );
     }
 }
