@@ -162,5 +162,13 @@ mod tests {
             "a namespace's cap"
         );
         assert_eq!(room(&room_left, "c"), Room::Free);
+        // 64 namespaces running one each, a 65th: the share is one (at least), and no one
+        // runs more than that, so no one gives a place up.
+        let names: Vec<String> = (0..64).map(|i| format!("ns{i}")).collect();
+        let one_each: HashMap<&str, usize> = names.iter().map(|n| (n.as_str(), 1)).collect();
+        match room(&one_each, "late") {
+            Room::Busy(why) => assert!(why.contains("being 1;"), "{why}"),
+            other => panic!("{other:?}"),
+        }
     }
 }
