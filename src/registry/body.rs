@@ -48,12 +48,13 @@ pub(super) async fn read_limited_with(
     mut grow: impl FnMut(usize) -> Result<(), String>,
     stopped: impl std::future::Future<Output = String>,
 ) -> Result<Vec<u8>, RegistryError> {
-    let too_big = || RegistryError::InvalidResponse {
+    let invalid = |detail: String| RegistryError::InvalidResponse {
         method: method_name(method),
         url: url.to_string(),
         host: host.into(),
-        detail: format!("the body exceeds the {limit}-byte limit"),
+        detail,
     };
+    let too_big = || invalid(format!("the body exceeds the {limit}-byte limit"));
     // A declared length only refuses what exceeds the limit: it is charged as bytes arrive,
     // since a length alone, declared and never sent, held the memory budget for as long as
     // the registry stalled.
@@ -82,14 +83,7 @@ pub(super) async fn read_limited_with(
     loop {
         let chunk = tokio::select! {
             biased;
-            detail = &mut stopped => {
-                return Err(RegistryError::InvalidResponse {
-                    method: method_name(method),
-                    url: url.to_string(),
-                    host: host.into(),
-                    detail,
-                })
-            }
+            detail = &mut stopped => return Err(invalid(detail)),
             () = &mut taken_back => return Err(taken_back_error(method, url, host)),
             chunk = response.chunk() => chunk,
         };
@@ -102,27 +96,13 @@ pub(super) async fn read_limited_with(
                 // `grow` is charged what is allocated (capacity), not only what is used.
                 if needed > body.capacity() {
                     let capacity = needed.max(body.capacity() * 2).min(ceiling.max(needed));
-                    grow(capacity - body.capacity()).map_err(|detail| {
-                        RegistryError::InvalidResponse {
-                            method: method_name(method),
-                            url: url.to_string(),
-                            host: host.into(),
-                            detail,
-                        }
-                    })?;
+                    grow(capacity - body.capacity()).map_err(invalid)?;
                     body.reserve_exact(capacity - body.len());
                 }
                 body.extend_from_slice(&chunk);
             }
             Ok(None) => return Ok(body),
-            Err(err) => {
-                return Err(RegistryError::InvalidResponse {
-                    method: method_name(method),
-                    url: url.to_string(),
-                    host: host.into(),
-                    detail: format!("reading the body: {}", chain(&err)),
-                })
-            }
+            Err(err) => return Err(invalid(format!("reading the body: {}", chain(&err)))),
         }
     }
 }

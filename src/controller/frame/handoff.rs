@@ -17,7 +17,7 @@ use crate::controller::object::keys::{object_key, trigger_hash};
 use futures::channel::mpsc;
 use kube::runtime::reflector::ObjectRef;
 use kube::Resource;
-use room::{room, taken_reason, Room};
+use room::{room, Room};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -50,6 +50,14 @@ struct Parked<K: Resource<DynamicType = ()>, T> {
     /// A reconcile was asked for while it ran: run once more after taking its result, since
     /// what triggered it (a repository's new tags, for a policy) may be newer than the work.
     rerun: bool,
+}
+
+impl<K: Resource<DynamicType = ()>, T> Parked<K, T> {
+    /// Still running: not finished (a finished one waiting to be taken holds nothing), nor
+    /// stopped for another namespace.
+    fn running(&self) -> bool {
+        self.taken.is_none() && self.done.lock().expect("handoff lock").is_none()
+    }
 }
 
 /// What became of a decision.
@@ -137,13 +145,9 @@ where
         };
         {
             let mut all = self.parked.lock().expect("handoffs lock");
-            let running = running_by_namespace(&all);
-            let ours = namespace_of(&key);
-            match room(&running, ours) {
+            match room(&running_by_namespace(&all), namespace_of(&key)) {
                 Room::Free => {}
-                Room::TakenFrom(namespace) => {
-                    let namespaces = running.len() + usize::from(!running.contains_key(ours));
-                    let reason = taken_reason(&namespace, running[namespace.as_str()], namespaces);
+                Room::TakenFrom { namespace, reason } => {
                     let stopped = take_newest(&mut all, &namespace, reason);
                     if let Some(stopped) = stopped {
                         let _ = self.wake.unbounded_send(stopped);
@@ -209,7 +213,7 @@ fn running_by_namespace<K: Resource<DynamicType = ()>, T>(
 ) -> HashMap<&str, usize> {
     let mut running = HashMap::new();
     for (key, p) in parked {
-        if p.taken.is_none() && p.done.lock().expect("handoff lock").is_none() {
+        if p.running() {
             *running.entry(namespace_of(key)).or_default() += 1;
         }
     }
@@ -225,11 +229,7 @@ fn take_newest<K: Resource<DynamicType = ()>, T>(
 ) -> Option<ObjectRef<K>> {
     let newest = parked
         .iter_mut()
-        .filter(|(key, p)| {
-            namespace_of(key) == namespace
-                && p.taken.is_none()
-                && p.done.lock().expect("handoff lock").is_none()
-        })
+        .filter(|(key, p)| namespace_of(key) == namespace && p.running())
         .max_by_key(|(_, p)| p.started)?;
     let entry = newest.1;
     entry.abort.abort();

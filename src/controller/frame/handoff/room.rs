@@ -23,8 +23,12 @@ pub const BUSY_RETRY: Duration = Duration::from_secs(30);
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Room {
     Free,
-    /// Room taken from this namespace, which runs more than its fair share.
-    TakenFrom(String),
+    /// Room taken from this namespace, which runs more than its fair share; the reason its
+    /// stopped decision gives.
+    TakenFrom {
+        namespace: String,
+        reason: String,
+    },
     /// No room; says why.
     Busy(String),
 }
@@ -56,7 +60,10 @@ pub(super) fn room(running: &HashMap<&str, usize>, ours: &str) -> Room {
         .filter(|(ns, _)| **ns != ours)
         .max_by_key(|(ns, n)| (**n, std::cmp::Reverse(**ns)));
     match most {
-        Some((ns, n)) if mine < fair && *n > fair => Room::TakenFrom(ns.to_string()),
+        Some((ns, n)) if mine < fair && *n > fair => Room::TakenFrom {
+            namespace: ns.to_string(),
+            reason: taken_reason(ns, *n, namespaces),
+        },
         _ => Room::Busy(format!(
             "waiting: {total} decisions already run in the background (registries slow to \
              answer; at most {MAX_BACKGROUND}), {mine} of them this namespace's, its fair share \
@@ -66,7 +73,7 @@ pub(super) fn room(running: &HashMap<&str, usize>, ours: &str) -> Room {
 }
 
 /// The reason a decision stopped to give its room to another namespace fails with.
-pub(super) fn taken_reason(namespace: &str, running: usize, namespaces: usize) -> String {
+fn taken_reason(namespace: &str, running: usize, namespaces: usize) -> String {
     format!(
         "waiting: stopped to give room in the background to another namespace: namespace \
          {namespace} ran {running} of the {MAX_BACKGROUND} decisions there (registries slow to \
@@ -117,7 +124,7 @@ mod tests {
         let fair = fair_share(namespaces);
         match room(counts, ours) {
             Room::Free => assert!(total < MAX_BACKGROUND && mine < 16, "{counts:?} {ours}"),
-            Room::TakenFrom(ns) => {
+            Room::TakenFrom { namespace: ns, .. } => {
                 assert!(total >= MAX_BACKGROUND && mine < fair, "{counts:?} {ours}");
                 assert!(
                     counts[ns.as_str()] > fair && ns != ours,
@@ -140,7 +147,16 @@ mod tests {
     #[test]
     fn a_fifth_namespace_takes_room_from_four_full_ones() {
         let full = running(&[("a", 16), ("b", 16), ("c", 16), ("d", 16)]);
-        assert_eq!(room(&full, "e"), Room::TakenFrom("a".into()));
+        match room(&full, "e") {
+            Room::TakenFrom { namespace, reason } => {
+                assert_eq!(namespace, "a");
+                assert!(
+                    reason.contains("fair share among 5 namespaces (12)"),
+                    "{reason}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
         let shared = running(&[("a", 12), ("b", 13), ("c", 13), ("d", 14), ("e", 12)]);
         match room(&shared, "e") {
             Room::Busy(why) => assert!(
