@@ -81,6 +81,41 @@ impl Current {
     }
 }
 
+/// What [`PublicGoodRoot::fresh`] does about the mirror.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MirrorRead {
+    /// The caller waits for a read: none has been tried, or the root in use has expired.
+    Now,
+    /// A read is due; the root in use serves meanwhile.
+    InBackground,
+    NotYet,
+}
+
+/// Whether a read of the mirror is due, `last` tried at that instant (`None`: never).
+fn read_due(
+    last: Option<std::time::Instant>,
+    current: &Current,
+    has_mirror: bool,
+    now: SystemTime,
+    instant: std::time::Instant,
+) -> MirrorRead {
+    let Some(last) = last else {
+        return MirrorRead::Now;
+    };
+    if current.expired(now) {
+        return MirrorRead::Now;
+    }
+    let wait = match current.stale {
+        None => REFRESH_EVERY,
+        Some(_) => RETRY_AFTER_FAILURE,
+    };
+    if has_mirror && instant.saturating_duration_since(last) >= wait {
+        MirrorRead::InBackground
+    } else {
+        MirrorRead::NotYet
+    }
+}
+
 /// How the root is had.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
@@ -126,27 +161,21 @@ impl PublicGoodRoot {
     pub async fn fresh(self: &Arc<Self>) -> Arc<Current> {
         let mut attempted = self.attempted.lock().await;
         let current = self.current();
-        let due = match *attempted {
-            None => true,
-            Some(_) if current.expired(SystemTime::now()) => true,
-            Some(at) => {
-                let wait = match current.stale {
-                    None => REFRESH_EVERY,
-                    Some(_) => RETRY_AFTER_FAILURE,
-                };
-                if at.elapsed() >= wait && self.settings.mirror.is_some() {
-                    *attempted = Some(std::time::Instant::now());
-                    let this = self.clone();
-                    tokio::spawn(async move { this.refresh().await });
-                }
-                false
+        let now = std::time::Instant::now();
+        let has_mirror = self.settings.mirror.is_some();
+        match read_due(*attempted, &current, has_mirror, SystemTime::now(), now) {
+            MirrorRead::Now => {
+                *attempted = Some(now);
+                self.refresh().await
             }
-        };
-        if due {
-            *attempted = Some(std::time::Instant::now());
-            return self.refresh().await;
+            MirrorRead::InBackground => {
+                *attempted = Some(now);
+                let this = self.clone();
+                tokio::spawn(async move { this.refresh().await });
+                current
+            }
+            MirrorRead::NotYet => current,
         }
-        current
     }
 
     /// The root in use.

@@ -13,6 +13,14 @@ fn the_embedded_roots_are_sigstores() {
     assert_eq!(MAX_ROOT_BYTES, 262_144);
 }
 
+/// docs/imagepolicy.md: read every 24 hours, 10 minutes after a failed read, 60 s at most.
+#[test]
+fn the_mirror_is_read_on_the_documented_schedule() {
+    assert_eq!(REFRESH_EVERY, Duration::from_secs(86_400));
+    assert_eq!(RETRY_AFTER_FAILURE, Duration::from_secs(600));
+    assert_eq!(READ_DEADLINE, Duration::from_secs(60));
+}
+
 #[tokio::test]
 async fn without_a_mirror_the_embedded_root_is_used_and_said_so() {
     let roots = PublicGoodRoot::new(Settings::default());
@@ -88,6 +96,54 @@ fn a_root_expires_with_its_metadata() {
     assert!(
         !current(None).expired(now),
         "the embedded root has no TUF expiry"
+    );
+}
+
+/// The schedule of reads: the first call and any call with an expired root wait for one; a
+/// good root is read again after 24 hours, a stale one 10 minutes after the failed read, each
+/// in the background; without a mirror, never in the background.
+#[test]
+fn a_read_is_due_on_its_schedule() {
+    let now = SystemTime::now();
+    let root = |stale: Option<&str>, expires| Current {
+        bytes: Some(EMBEDDED_ROOT.into()),
+        source: Source::Mirror,
+        stale: stale.map(str::to_string),
+        expires,
+    };
+    let last = std::time::Instant::now();
+    let after = |secs| last + Duration::from_secs(secs);
+    let good = root(None, Some(now + Duration::from_secs(3_600)));
+    let stale = root(Some("unreachable"), None);
+    let due = |last, current: &Current, mirror, at| read_due(last, current, mirror, now, at);
+    assert_eq!(due(None, &good, true, last), MirrorRead::Now);
+    assert_eq!(due(None, &good, false, last), MirrorRead::Now);
+    let expired = root(None, Some(now));
+    assert_eq!(due(Some(last), &expired, true, last), MirrorRead::Now);
+    assert_eq!(due(Some(last), &expired, false, last), MirrorRead::Now);
+    assert_eq!(
+        due(Some(last), &good, true, after(86_399)),
+        MirrorRead::NotYet
+    );
+    assert_eq!(
+        due(Some(last), &good, true, after(86_400)),
+        MirrorRead::InBackground
+    );
+    assert_eq!(
+        due(Some(last), &good, false, after(86_400)),
+        MirrorRead::NotYet
+    );
+    assert_eq!(
+        due(Some(last), &stale, true, after(599)),
+        MirrorRead::NotYet
+    );
+    assert_eq!(
+        due(Some(last), &stale, true, after(600)),
+        MirrorRead::InBackground
+    );
+    assert_eq!(
+        due(Some(last), &stale, false, after(600)),
+        MirrorRead::NotYet
     );
 }
 
