@@ -235,3 +235,39 @@ fn usages_and_keys_are_read_as_sigstore_go_reads_them() {
     assert!(key_read.verifies(message, &sha256, &signature));
     assert!(!key_read.verifies(b"other bytes", &sha256, &signature));
 }
+
+/// A timestamp authority's first certificate is its one leaf only when its basic constraints
+/// do not make it a CA, as sigstore-go splits the chain: a leaf saying `CA:FALSE` (or saying
+/// nothing) signs; a CA first (here the root twice) is no leaf, only an intermediate.
+#[test]
+fn a_timestamp_chains_leaf_is_its_first_certificate_unless_a_ca() {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+    let leaf = |is_ca| {
+        let mut leaf = CertificateParams::new(Vec::<String>::new()).unwrap();
+        leaf.is_ca = is_ca;
+        leaf.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::TimeStamping];
+        let key = KeyPair::generate().unwrap();
+        leaf.signed_by(&key, &ca).unwrap().der().to_vec()
+    };
+    let explicit = leaf(IsCa::ExplicitNoCa);
+    let silent = leaf(IsCa::NoCa);
+    let root_der = ca.der().to_vec();
+    let read = |first: &[u8]| {
+        let root = serde_json::json!({
+            "certificateAuthorities": [{"certChain": {"certificates": [
+                {"rawBytes": b64.encode(&root_der)}]}}],
+            "timestampAuthorities": [{"certChain": {"certificates": [
+                {"rawBytes": b64.encode(first)}, {"rawBytes": b64.encode(&root_der)}]}}]});
+        let root = TrustedRoot::parse(root.to_string().as_bytes()).unwrap();
+        root.timestamps.into_iter().next().unwrap()
+    };
+    assert_eq!(read(&explicit).leaf.as_deref(), Some(&explicit[..]));
+    assert_eq!(read(&silent).leaf.as_deref(), Some(&silent[..]));
+    let ca_first = read(&root_der);
+    assert_eq!(ca_first.leaf, None);
+    assert_eq!(ca_first.intermediates.ders().count(), 1);
+}
