@@ -197,7 +197,8 @@ sigtools:
 e2e-signatures: deps kube sigtools
 	@$(with_apiserver) $(CARGO) test --locked --test it -- --ignored signatures::
 
-# cargo-mutants (cargo install cargo-mutants) over the signature verification (src/verify/; the
+# cargo-mutants (cargo install cargo-mutants) over the signature verification (src/verify/ and
+# the public-good root's TUF client, src/registry/sigstore_root/; the
 # registry's fetching of signatures is the integration suite's to test), the gates that judge
 # an image's facts (src/policy/gates/), the election that walks them with the downgrade guard
 # and the status record (src/controller/image_policy/election/, downgrade.rs, record.rs) and
@@ -213,16 +214,18 @@ MUTATED = -f 'src/verify/**/*.rs' -f 'src/policy/gates/**/*.rs' \
 	-f src/controller/image_policy/serving.rs \
 	-f 'src/fair.rs' -f 'src/fair/*.rs' -f src/registry/budget/share.rs \
 	-f src/controller/frame/handoff/room.rs -f src/controller/events/notify/queue.rs \
+	-f 'src/registry/sigstore_root/*.rs' \
 	-e '**/tests.rs' -e '**/tests/**' -e '**/model.rs' -e '**/property.rs' -e src/verify/fuzz.rs
 mutants: deps
 	@command -v cargo-mutants >/dev/null || { echo "cargo-mutants not found: cargo install cargo-mutants" >&2; exit 1; }
 	cargo mutants --no-shuffle --copy-target=true -j $${MUTANTS_JOBS:-2} --cargo-arg=--lib $(MUTATED) \
 		-- -- verify:: policy::gates controller::image_policy controller::frame controller::schema \
-		controller::object api::beyond_flux cli::crds fair:: registry::budget controller::events::notify; \
+		controller::object api::beyond_flux cli::crds fair:: registry::budget controller::events::notify \
+		registry::sigstore_root; \
 	status=$$?; [ $$status -eq 0 ] || [ $$status -eq 2 ] || exit $$status; \
 	cargo mutants --iterate --no-shuffle --copy-target=true -j $${MUTANTS_JOBS:-2} $(MUTATED) \
 		-- --lib --test it -- verify:: policy::gates controller:: cli::gates fair:: registry::budget \
-		registry::shares
+		registry::shares registry::sigstore_root
 
 # promtool (Debian's prometheus package), for the metrics e2e check; installed when missing.
 prometheus-deps:
