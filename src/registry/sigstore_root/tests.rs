@@ -180,3 +180,116 @@ async fn a_mirrors_file_is_read_up_to_4_mib() {
     let err = http.fetch(url).await.err().unwrap();
     assert!(format!("{err:?}").contains("over 4194304 bytes"), "{err:?}");
 }
+
+/// A loopback mirror answering every path with `answer(path)`: a status and a body.
+fn mirror(answer: fn(&str) -> (u16, &'static str)) -> url::Url {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let path = line.split(' ').nth(1).unwrap_or("/").to_string();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let (status, body) = answer(&path);
+            let head = format!(
+                "HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body.as_bytes());
+        }
+    });
+    format!("http://127.0.0.1:{port}/").parse().unwrap()
+}
+
+/// TUF asks whether a next root exists: "not found" (404, or 403 as S3 answers) is an answer,
+/// any other failure the mirror out of reach; what was served is recorded, in order.
+#[tokio::test]
+async fn a_mirrors_missing_file_is_an_answer_and_its_failure_is_not() {
+    use tough::{Transport, TransportErrorKind};
+    let base = mirror(|path| match path {
+        "/missing" => (404, ""),
+        "/forbidden" => (403, ""),
+        "/broken" => (500, "no"),
+        _ => (200, "served"),
+    });
+    let http = transport::Http::new().unwrap();
+    let fetch = |path: &str| http.fetch(base.join(path).unwrap());
+    let body = tough::IntoVec::into_vec(fetch("file").await.unwrap())
+        .await
+        .unwrap();
+    assert_eq!(body, b"served");
+    for missing in ["missing", "forbidden"] {
+        let kind = fetch(missing).await.err().unwrap().kind();
+        assert_eq!(kind, TransportErrorKind::FileNotFound, "{missing}");
+    }
+    assert!(!http.was_unreachable());
+    let recorded = http.recorded().lock().unwrap().clone();
+    assert_eq!(
+        recorded,
+        vec![(base.join("file").unwrap(), b"served".to_vec())]
+    );
+    let kind = fetch("broken").await.err().unwrap().kind();
+    assert_eq!(kind, TransportErrorKind::Other);
+    assert!(http.was_unreachable());
+}
+
+/// A mirror that answers is judged by TUF: here nothing newer than the embedded anchor
+/// (version 14, expired in June 2026) is served, so TUF refuses it, whatever the answer for
+/// the next root ("not found" either way); a mirror failing its answers is out of reach.
+#[tokio::test]
+async fn what_a_mirror_answers_is_refused_and_its_failure_is_out_of_reach() {
+    let trust = tuf::Trust {
+        anchor: EMBEDDED_ANCHOR,
+        datastore: None,
+    };
+    for base in [mirror(|_| (404, "")), mirror(|_| (403, ""))] {
+        match tuf::online(&trust, &base).await {
+            Err(tuf::Failure::Refused(why)) => assert!(why.contains("xpired"), "{why}"),
+            other => panic!("{base}: {other:?}"),
+        }
+    }
+    let failing = mirror(|_| (500, "no"));
+    match tuf::online(&trust, &failing).await {
+        // tough took the next root it could not fetch for none, then judged the anchor: the
+        // transport's failure makes that out of reach, not a refusal.
+        Err(tuf::Failure::Unreachable(_)) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The store's copy is read only when one is kept (its timestamp.json); one kept is judged by
+/// TUF as the mirror is.
+#[tokio::test]
+async fn the_kept_copy_is_read_only_when_kept() {
+    let trust = tuf::Trust {
+        anchor: EMBEDDED_ANCHOR,
+        datastore: None,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let none = tuf::kept(&trust, dir.path()).await.err();
+    let expected = tuf::Failure::Unreachable("no copy is kept in the store".into());
+    assert_eq!(none, Some(expected));
+    let copy = dir.path().join(tuf::MIRROR_COPY);
+    std::fs::create_dir_all(copy.join("targets")).unwrap();
+    std::fs::write(copy.join("timestamp.json"), b"{}").unwrap();
+    match tuf::kept(&trust, dir.path()).await {
+        Err(tuf::Failure::Refused(why)) => assert!(why.contains("xpired"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// tough's bounds, by their numbers.
+#[test]
+fn tough_reads_within_its_stated_bounds() {
+    assert_eq!(tuf::LIMITS.max_root_size, 1_048_576);
+    assert_eq!(tuf::LIMITS.max_targets_size, 4_194_304);
+    assert_eq!(tuf::LIMITS.max_timestamp_size, 1_048_576);
+    assert_eq!(tuf::LIMITS.max_root_updates, 1_024);
+}

@@ -19,6 +19,15 @@ pub const MAX_ROOT_BYTES: usize = crate::verify::keyless::MAX_ROOT_BYTES;
 /// The TUF target that holds the trusted root.
 pub const TARGET: &str = "trusted_root.json";
 
+/// tough's own bounds on what it reads (its defaults, said here so that a new tough cannot
+/// move them): a root or timestamp 1 MiB, targets 4 MiB, 1,024 root rotations.
+pub const LIMITS: tough::Limits = tough::Limits {
+    max_root_size: 1 << 20,
+    max_targets_size: 4 << 20,
+    max_timestamp_size: 1 << 20,
+    max_root_updates: 1024,
+};
+
 /// The kept copy of the mirror's files, under the store's `sigstore/` directory.
 pub const MIRROR_COPY: &str = "tuf-mirror";
 
@@ -99,12 +108,7 @@ async fn load(
 ) -> Result<Verified, Failure> {
     let mut loader = tough::RepositoryLoader::new(&trust.anchor, metadata, targets)
         .transport(transport)
-        .limits(tough::Limits {
-            max_root_size: 1 << 20,
-            max_targets_size: 4 << 20,
-            max_timestamp_size: 1 << 20,
-            max_root_updates: 1024,
-        });
+        .limits(LIMITS);
     if let Some(datastore) = &trust.datastore {
         std::fs::create_dir_all(datastore)
             .map_err(|e| Failure::Unreachable(format!("{}: {e}", datastore.display())))?;
