@@ -195,6 +195,10 @@ fn a_root_whose_ct_log_keys_cannot_be_read_still_asks_an_sct() {
     let parsed = TrustedRoot::parse(root.to_string().as_bytes()).unwrap();
     assert!(parsed.ctlogs_named && parsed.ctlogs.is_empty());
     let mut trusted = ca.keyless(&[(&log, "2020-01-01T00:00:00Z")]);
+    assert!(
+        !trusted.root.ctlogs.is_empty(),
+        "a P-256 CT log's key is read"
+    );
     trusted.root = parsed;
     let err = judged(&trusted, ca.leaf(&log, Sct::Good)).unwrap_err();
     assert!(

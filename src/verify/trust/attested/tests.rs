@@ -50,3 +50,50 @@ fn the_statements_of_a_type_that_verify_are_returned() {
         Err("no attestation of that type among its referrers".into())
     );
 }
+
+/// The fixture's bundle with its statement's type changed: what an attestation claims, read
+/// without verifying it (its signature no longer verifies).
+fn attestation() -> Signed {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut bundle: serde_json::Value = serde_json::from_str(BUNDLE).unwrap();
+    let payload = &mut bundle["dsseEnvelope"]["payload"];
+    let mut statement: serde_json::Value =
+        serde_json::from_slice(&b64.decode(payload.as_str().unwrap()).unwrap()).unwrap();
+    statement["predicateType"] = "https://slsa.dev/provenance/v1".into();
+    *payload = b64.encode(statement.to_string()).into();
+    Signed::Bundle(bundle.to_string().into_bytes())
+}
+
+/// An attestation among an image's referrers is not one of its signatures: alone, the image
+/// is unsigned and told how many attestations it has; beside a valid signature, the image is
+/// signed; nothing at all is said as such.
+#[test]
+fn attestations_are_not_signatures() {
+    use crate::reference::ImageReference;
+    use crate::verify::Refusal;
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(4_102_444_800);
+    let trusted = trust("^dev@example\\.com$");
+    let image = ImageReference::parse("registry.example/team/app", false).unwrap();
+    let verify = |signed: &[Signed]| trusted.verify_until(signed, &image, DIGEST, now);
+    let tag = format!("no tag sha256-{}.sig", &DIGEST[7..]);
+    assert_eq!(
+        verify(&[attestation()]).unwrap_err(),
+        Refusal::Unsigned(format!(
+            "no cosign signature among its referrers, 1 attestation; {tag}"
+        ))
+    );
+    assert_eq!(
+        verify(&[attestation(), attestation()]).unwrap_err(),
+        Refusal::Unsigned(format!(
+            "no cosign signature among its referrers, 2 attestations; {tag}"
+        ))
+    );
+    assert_eq!(
+        verify(&[]).unwrap_err(),
+        Refusal::Unsigned(format!("no cosign bundle among its referrers, {tag}"))
+    );
+    let signature = Signed::Bundle(BUNDLE.as_bytes().to_vec());
+    let signed = verify(&[attestation(), signature]).unwrap();
+    assert!(signed.who.contains("dev@example.com"), "{}", signed.who);
+}
