@@ -71,11 +71,12 @@ pub async fn online(trust: &Trust<'_>, mirror: &Url) -> Result<Verified, Failure
     // Out of reach only when our transport could not fetch a file: what tough refuses of
     // what it did fetch (a size over what targets.json says is a "transport" error to tough)
     // is a refusal.
-    let mut verified = loaded.map_err(|failure| match failure {
-        Failure::Refused(why) | Failure::Unreachable(why) if watched.was_unreachable() => {
+    let mut verified = loaded.map_err(|why| {
+        if watched.was_unreachable() {
             Failure::Unreachable(why)
+        } else {
+            Failure::Refused(why)
         }
-        Failure::Refused(why) | Failure::Unreachable(why) => Failure::Refused(why),
     })?;
     let prefix = format!("{}/", mirror.path().trim_end_matches('/'));
     let taken = std::mem::take(&mut *recorded.lock().expect("recorded lock"));
@@ -97,40 +98,40 @@ pub async fn kept(trust: &Trust<'_>, dir: &Path) -> Result<Verified, Failure> {
             .map_err(|()| Failure::Unreachable(format!("{}: not a path", path.display())))
     };
     let (metadata, targets) = (url(&copy)?, url(&copy.join("targets"))?);
-    load(trust, metadata, targets, tough::FilesystemTransport).await
+    // The copy kept is no mirror: whatever keeps it from being verified, it is not used.
+    load(trust, metadata, targets, tough::FilesystemTransport)
+        .await
+        .map_err(Failure::Refused)
 }
 
+/// The trusted root through TUF, or why not (whether that is the mirror's fault is told by
+/// the transport: [`online`]).
 async fn load(
     trust: &Trust<'_>,
     metadata: Url,
     targets: Url,
     transport: impl tough::Transport + 'static,
-) -> Result<Verified, Failure> {
+) -> Result<Verified, String> {
     let mut loader = tough::RepositoryLoader::new(&trust.anchor, metadata, targets)
         .transport(transport)
         .limits(LIMITS);
     if let Some(datastore) = &trust.datastore {
-        std::fs::create_dir_all(datastore)
-            .map_err(|e| Failure::Unreachable(format!("{}: {e}", datastore.display())))?;
+        std::fs::create_dir_all(datastore).map_err(|e| format!("{}: {e}", datastore.display()))?;
         loader = loader.datastore(datastore);
     }
-    let repository = loader.load().await.map_err(|e| classify(&e))?;
-    let name = tough::TargetName::new(TARGET).map_err(|e| Failure::Refused(e.to_string()))?;
+    let repository = loader.load().await.map_err(|e| describe(&e))?;
+    let name = tough::TargetName::new(TARGET).map_err(|e| e.to_string())?;
     let stream = repository
         .read_target(&name)
         .await
-        .map_err(|e| classify(&e))?;
-    let stream = stream.ok_or_else(|| Failure::Refused(format!("its targets list no {TARGET}")))?;
+        .map_err(|e| describe(&e))?;
+    let stream = stream.ok_or_else(|| format!("its targets list no {TARGET}"))?;
     let bytes = tough::IntoVec::into_vec(stream)
         .await
-        .map_err(|e| classify(&e))?;
-    if bytes.len() > MAX_ROOT_BYTES {
-        return Err(Failure::Refused(format!(
-            "its {TARGET} is over {MAX_ROOT_BYTES} bytes"
-        )));
-    }
+        .map_err(|e| describe(&e))?;
+    // Within MAX_ROOT_BYTES, as the parse bounds it before reading anything.
     crate::verify::keyless::TrustedRoot::parse(&bytes)
-        .map_err(|e| Failure::Refused(format!("its {TARGET} is not a usable trusted root: {e}")))?;
+        .map_err(|e| format!("its {TARGET} is not a usable trusted root: {e}"))?;
     let expires = [
         repository.root().signed.expires,
         repository.timestamp().signed.expires,
@@ -146,16 +147,6 @@ async fn load(
         expires,
         files: Vec::new(),
     })
-}
-
-/// A transport failure is the mirror out of reach; anything else tough says is a refusal of
-/// what it served.
-fn classify(e: &tough::error::Error) -> Failure {
-    let text = describe(e);
-    match e {
-        tough::error::Error::Transport { .. } => Failure::Unreachable(text),
-        _ => Failure::Refused(text),
-    }
 }
 
 /// An error with its causes, as tough nests them.

@@ -231,7 +231,10 @@ async fn a_target_over_256_kib_is_refused() {
     assert_eq!(current.source, Source::Nothing);
     let why = current.stale.clone().unwrap();
     assert!(
-        why.contains("its trusted_root.json is over 262144 bytes"),
+        why.contains(
+            "its trusted_root.json is not a usable trusted root: trusted_root.json is over \
+             262144 bytes"
+        ),
         "{why}"
     );
     assert!(!cache.path().join(TARGET).exists());
