@@ -49,6 +49,12 @@ fn the_statements_of_a_type_that_verify_are_returned() {
         trusted.attested(&[], DIGEST, SIGNING_PREDICATE, now),
         Err("no attestation of that type among its referrers".into())
     );
+    // Two refused alike: counted twice, their reason said once.
+    let twice = [signed[1].clone(), signed[1].clone()];
+    assert_eq!(
+        trusted.attested(&twice, DIGEST, SIGNING_PREDICATE, now),
+        Err("2 attestations, none valid: a signature bundle is not a Sigstore bundle (expected ident at line 1 column 2)".into())
+    );
 }
 
 /// The fixture's bundle with its statement's type changed: what an attestation claims, read
