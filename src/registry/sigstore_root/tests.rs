@@ -121,30 +121,23 @@ fn a_read_is_due_on_its_schedule() {
     let expired = root(None, Some(now));
     assert_eq!(due(Some(last), &expired, true, last), MirrorRead::Now);
     assert_eq!(due(Some(last), &expired, false, last), MirrorRead::Now);
-    assert_eq!(
-        due(Some(last), &good, true, after(86_399)),
-        MirrorRead::NotYet
-    );
-    assert_eq!(
-        due(Some(last), &good, true, after(86_400)),
-        MirrorRead::InBackground
-    );
-    assert_eq!(
-        due(Some(last), &good, false, after(86_400)),
-        MirrorRead::NotYet
-    );
-    assert_eq!(
-        due(Some(last), &stale, true, after(599)),
-        MirrorRead::NotYet
-    );
-    assert_eq!(
-        due(Some(last), &stale, true, after(600)),
-        MirrorRead::InBackground
-    );
-    assert_eq!(
-        due(Some(last), &stale, false, after(600)),
-        MirrorRead::NotYet
-    );
+    // (the root, whether a mirror is set, seconds since the last read, what is due)
+    let schedule = [
+        (&good, true, 86_399, MirrorRead::NotYet),
+        (&good, true, 86_400, MirrorRead::InBackground),
+        (&good, false, 86_400, MirrorRead::NotYet),
+        (&stale, true, 599, MirrorRead::NotYet),
+        (&stale, true, 600, MirrorRead::InBackground),
+        (&stale, false, 600, MirrorRead::NotYet),
+    ];
+    for (current, mirror, secs, read) in schedule {
+        let stale = current.stale.is_some();
+        assert_eq!(
+            due(Some(last), current, mirror, after(secs)),
+            read,
+            "stale {stale}, mirror {mirror}, {secs} s"
+        );
+    }
 }
 
 /// A mirror's file is read up to 4 MiB: one byte more fails the read, whatever tough's own
