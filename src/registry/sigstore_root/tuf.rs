@@ -19,8 +19,9 @@ pub const MAX_ROOT_BYTES: usize = crate::verify::keyless::MAX_ROOT_BYTES;
 /// The TUF target that holds the trusted root.
 pub const TARGET: &str = "trusted_root.json";
 
-/// tough's own bounds on what it reads (its defaults, said here so that a new tough cannot
-/// move them): a root or timestamp 1 MiB, targets 4 MiB, 1,024 root rotations.
+/// tough's own bounds on what it reads, said here so that a new tough cannot move them: a
+/// root or timestamp 1 MiB and 1,024 root rotations (its defaults), targets 4 MiB (its default
+/// is 10 MiB; the transport reads no file over 4 MiB anyway).
 pub const LIMITS: tough::Limits = tough::Limits {
     max_root_size: 1 << 20,
     max_targets_size: 4 << 20,
