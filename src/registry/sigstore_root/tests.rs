@@ -222,7 +222,7 @@ async fn a_mirrors_missing_file_is_an_answer_and_its_failure_is_not() {
         let kind = fetch(missing).await.err().unwrap().kind();
         assert_eq!(kind, TransportErrorKind::FileNotFound, "{missing}");
     }
-    assert!(!http.was_unreachable());
+    assert_eq!(http.failure(), None);
     let recorded = http.recorded().lock().unwrap().clone();
     assert_eq!(
         recorded,
@@ -230,7 +230,17 @@ async fn a_mirrors_missing_file_is_an_answer_and_its_failure_is_not() {
     );
     let kind = fetch("broken").await.err().unwrap().kind();
     assert_eq!(kind, TransportErrorKind::Other);
-    assert!(http.was_unreachable());
+    let said = http.failure().unwrap();
+    assert_eq!(
+        said,
+        format!(
+            "{}: HTTP 500 Internal Server Error",
+            base.join("broken").unwrap()
+        )
+    );
+    fetch("missing").await.err().unwrap();
+    fetch("broken").await.err().unwrap();
+    assert_eq!(http.failure(), Some(said), "the first failure is kept");
 }
 
 /// A mirror that answers is judged by TUF: here nothing newer than the embedded anchor
@@ -251,8 +261,11 @@ async fn what_a_mirror_answers_is_refused_and_its_failure_is_out_of_reach() {
     let failing = mirror(|_| (500, "no"));
     match tuf::online(&trust, &failing).await {
         // tough took the next root it could not fetch for none, then judged the anchor: the
-        // transport's failure makes that out of reach, not a refusal.
-        Err(tuf::Failure::Unreachable(_)) => {}
+        // transport's failure makes that out of reach, not a refusal, and is the reason.
+        Err(tuf::Failure::Unreachable(why)) => {
+            let next = failing.join("15.root.json").unwrap();
+            assert_eq!(why, format!("{next}: HTTP 500 Internal Server Error"));
+        }
         other => panic!("{other:?}"),
     }
 }

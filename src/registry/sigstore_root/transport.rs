@@ -26,10 +26,10 @@ pub type Recorded = Arc<Mutex<Vec<(Url, Vec<u8>)>>>;
 pub struct Http {
     client: reqwest::Client,
     recorded: Recorded,
-    /// Set when a fetch failed otherwise than "not found" (no answer, an HTTP error): tough
-    /// takes a next root it could not fetch for none, and may then say "expired" of an old
-    /// anchor when the mirror was only out of reach.
-    unreachable: Arc<std::sync::atomic::AtomicBool>,
+    /// The first fetch that failed otherwise than "not found" (no answer, an HTTP error), and
+    /// why: tough takes a next root it could not fetch for none, and may then say "expired" of
+    /// an old anchor when the mirror was only out of reach.
+    failure: Arc<Mutex<Option<String>>>,
 }
 
 impl Http {
@@ -44,13 +44,13 @@ impl Http {
         Ok(Http {
             client,
             recorded: Recorded::default(),
-            unreachable: Arc::default(),
+            failure: Arc::default(),
         })
     }
 
-    /// Whether a fetch failed otherwise than "not found".
-    pub fn was_unreachable(&self) -> bool {
-        self.unreachable.load(std::sync::atomic::Ordering::SeqCst)
+    /// The first fetch that failed otherwise than "not found", and why.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().expect("failure lock").clone()
     }
 
     /// What this transport has served so far.
@@ -63,8 +63,8 @@ impl Http {
 impl Transport for Http {
     async fn fetch(&self, url: Url) -> Result<TransportStream, TransportError> {
         let failed = |kind, e: String| {
-            self.unreachable
-                .store(true, std::sync::atomic::Ordering::SeqCst);
+            let mut failure = self.failure.lock().expect("failure lock");
+            failure.get_or_insert_with(|| format!("{url}: {e}"));
             TransportError::new_with_cause(kind, url.as_str(), e)
         };
         if !matches!(url.scheme(), "http" | "https") {

@@ -69,15 +69,12 @@ pub async fn online(trust: &Trust<'_>, mirror: &Url) -> Result<Verified, Failure
         url
     };
     let loaded = load(trust, base(""), base("targets/"), http).await;
-    // Out of reach only when our transport could not fetch a file: what tough refuses of
-    // what it did fetch (a size over what targets.json says is a "transport" error to tough)
-    // is a refusal.
-    let mut verified = loaded.map_err(|why| {
-        if watched.was_unreachable() {
-            Failure::Unreachable(why)
-        } else {
-            Failure::Refused(why)
-        }
+    // Out of reach only when our transport could not fetch a file, and then for that reason
+    // (not what tough concluded without the file): what tough refuses of what it did fetch
+    // (a size over what targets.json says is a "transport" error to tough) is a refusal.
+    let mut verified = loaded.map_err(|why| match watched.failure() {
+        Some(failure) => Failure::Unreachable(failure),
+        None => Failure::Refused(why),
     })?;
     let prefix = format!("{}/", mirror.path().trim_end_matches('/'));
     let taken = std::mem::take(&mut *recorded.lock().expect("recorded lock"));
