@@ -4,7 +4,7 @@
 //! refused while others hold more than their fair share stops their largest reads.
 
 use super::registry_faults::{client, shared};
-use crate::support::fault_server::{stalling_pages, FaultServer, Reply};
+use crate::support::fault_server::{stalling_after, stalling_pages, FaultServer, Reply};
 use image_reflector::fair::WaitClock;
 use image_reflector::reference::ImageReference;
 use image_reflector::registry::PROCESS_BUDGET_BYTES;
@@ -12,35 +12,6 @@ use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// A registry that declares `length` bytes for every answer and never sends them.
-async fn stalling_declarations(length: usize) -> (String, Arc<AtomicUsize>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let host = listener.local_addr().unwrap().to_string();
-    let asked = Arc::new(AtomicUsize::new(0));
-    let count = asked.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut socket, _)) = listener.accept().await else {
-                return;
-            };
-            let count = count.clone();
-            tokio::spawn(async move {
-                let mut request = vec![0; 4096];
-                let _ = socket.read(&mut request).await;
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
-                     Content-Length: {length}\r\n\r\n{{\"tags\": ["
-                );
-                let _ = socket.write_all(head.as_bytes()).await;
-                count.fetch_add(1, Ordering::SeqCst);
-                // Stall: hold the connection, send nothing more.
-                tokio::time::sleep(std::time::Duration::from_secs(600)).await;
-            });
-        }
-    });
-    (host, asked)
-}
 
 /// Two stalled declarations of 64 and 32 MiB made every other tenant's scans fail ("memory
 /// budget held by other reads") for as long as they stalled.
@@ -50,7 +21,8 @@ async fn declared_lengths_that_never_arrive_hold_no_budget() {
     let mut stalled = Vec::new();
     let mut counters = Vec::new();
     for mib in [64, 32] {
-        let (host, asked) = stalling_declarations(mib << 20).await;
+        // The page's opening sent, the rest never.
+        let (host, asked) = stalling_after(mib << 20, 0).await;
         let image = ImageReference::parse(&format!("{host}/hostile/app"), true).unwrap();
         let hostile = client(&registries, |o| o.tenant = Some("hostile".into()));
         stalled.push(tokio::spawn(async move { hostile.list_tags(&image).await }));

@@ -2,8 +2,8 @@
 //! paging with `Link`, 429 with `Retry-After`, 5xx, truncated JSON, pagination loops, page-size
 //! rejection, slow answers, HEAD without `Docker-Content-Digest`, token endpoints, and acting as
 //! an HTTP proxy (requests arrive in absolute form). Every request is logged for assertions.
-//! Beside it, [`stalling_pages`]: tag pages nearly sent, then stalled (the memory budget's
-//! attack).
+//! Beside it, [`stalling_pages`] and [`stalling_after`]: tag pages declared, partly sent, then
+//! stalled (the memory budget's attacks).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -317,10 +317,17 @@ fn reason(status: u16) -> &'static str {
 /// A registry whose every tag page is `length` bytes declared, all but the last 12 sent at
 /// once, then nothing for ten minutes; counts the pages so sent.
 pub async fn stalling_pages(length: usize) -> (String, Arc<AtomicUsize>) {
+    stalling_after(length, length - 12).await
+}
+
+/// A registry whose every tag page is `length` bytes declared, of which it sends the first
+/// `sent` (at least the page's opening, `{"tags": ["`) at once, then nothing for ten minutes;
+/// counts the pages so sent.
+pub async fn stalling_after(length: usize, sent: usize) -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let host = listener.local_addr().unwrap().to_string();
-    let sent = Arc::new(AtomicUsize::new(0));
-    let count = sent.clone();
+    let pages = Arc::new(AtomicUsize::new(0));
+    let count = pages.clone();
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
             let count = count.clone();
@@ -329,10 +336,12 @@ pub async fn stalling_pages(length: usize) -> (String, Arc<AtomicUsize>) {
                 let _ = socket.read(&mut request).await;
                 let head = format!(
                     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
-                     Content-Length: {length}\r\n\r\n{{\"tags\": [\""
+                     Content-Length: {length}\r\n\r\n"
                 );
                 let mut page = head.into_bytes();
-                page.resize(page.len() + length - 12, b'a');
+                let body = page.len();
+                page.extend_from_slice(b"{\"tags\": [\"");
+                page.resize(page.len().max(body + sent), b'a');
                 if socket.write_all(&page).await.is_ok() {
                     count.fetch_add(1, Ordering::SeqCst);
                 }
@@ -340,5 +349,5 @@ pub async fn stalling_pages(length: usize) -> (String, Arc<AtomicUsize>) {
             });
         }
     });
-    (host, sent)
+    (host, pages)
 }
