@@ -3,8 +3,8 @@
 //! of [`MAX_STRING_BYTES`]). A statement over a bound is refused, never cut: a condition on
 //! part of it could pass where the whole would not.
 
-use cel::objects::{Key, Map, Value};
-use std::collections::HashMap;
+use super::value::{Key, Value};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The most entries of one list or map (a scan of four thousand findings).
@@ -50,7 +50,7 @@ fn convert(json: &serde_json::Value, bounds: &Bounds, left: &mut usize) -> Resul
     Ok(match json {
         J::Null => Value::Null,
         J::Bool(b) => Value::Bool(*b),
-        J::Number(n) => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        J::Number(n) => Value::Double(n.as_f64().unwrap_or(f64::NAN)),
         J::String(s) if s.len() > bounds.string_bytes => {
             return Err(format!(
                 "the statement has a string of {} bytes; at most {} are read",
@@ -58,24 +58,25 @@ fn convert(json: &serde_json::Value, bounds: &Bounds, left: &mut usize) -> Resul
                 bounds.string_bytes
             ))
         }
-        J::String(s) => Value::String(Arc::new(s.clone())),
+        J::String(s) => Value::string(s),
         J::Array(items) if items.len() > bounds.items => return Err(too_many(items.len())),
-        J::Array(items) => Value::List(Arc::new(
+        J::Array(items) => Value::List(
             items
                 .iter()
                 .map(|x| convert(x, bounds, left))
-                .collect::<Result<_, _>>()?,
-        )),
+                .collect::<Result<Vec<_>, _>>()?
+                .into(),
+        ),
         J::Object(fields) if fields.len() > bounds.items => return Err(too_many(fields.len())),
         J::Object(fields) => {
-            let mut map = HashMap::with_capacity(fields.len());
+            let mut map = BTreeMap::new();
             for (k, v) in fields {
                 if k.len() > bounds.string_bytes {
                     return Err(format!("the statement has a key of {} bytes", k.len()));
                 }
-                map.insert(Key::String(Arc::new(k.clone())), convert(v, bounds, left)?);
+                map.insert(Key::String(k.as_str().into()), convert(v, bounds, left)?);
             }
-            Value::Map(Map { map: Arc::new(map) })
+            Value::Map(Arc::new(map))
         }
     })
 }
@@ -124,10 +125,10 @@ mod tests {
         let Value::List(items) = value else {
             panic!("a list")
         };
-        assert_eq!(items[0], Value::Float(1.0));
-        assert_eq!(items[1], Value::Bool(true));
-        assert_eq!(items[2], Value::Null);
-        assert_eq!(items[3], Value::String(Arc::new("s".into())));
+        assert!(matches!(items[0], Value::Double(d) if d == 1.0));
+        assert!(matches!(items[1], Value::Bool(true)));
+        assert!(matches!(items[2], Value::Null));
+        assert!(matches!(&items[3], Value::String(s) if &**s == "s"));
         assert_eq!(
             (MAX_ITEMS, MAX_VALUES, MAX_STRING_BYTES),
             (4096, 65_536, 16_384)

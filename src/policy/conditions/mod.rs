@@ -1,34 +1,63 @@
 //! Conditions on a verified attestation, written in CEL (`spec.verify.attestations[].conditions`):
-//! compiled once per spec, each checked statically before it is accepted (the variables and
-//! functions it names, its estimated cost), then evaluated on a statement whose size is bounded
-//! too ([`data`]). Pure: the statement comes in verified, the clock as a value.
+//! parsed, type-checked and their regular expressions compiled once per spec, then evaluated on
+//! a statement whose size is bounded too ([`data`]), within a budget counted as they run.
+//! Pure: the statement comes in verified, the clock as a value.
+//!
+//! One rule (docs/imagepolicy.md, "Conditions"): a condition passes only where cel-go, with the
+//! Kubernetes API server's options, evaluates it to `true`. This is an evaluator of our own for
+//! the subset conditions use (JSON data, the standard functions and macros), written to
+//! cel-go's semantics: a missing key is an error, `in` is membership, RE2 classes are ASCII,
+//! the accessors read UTC, Go's grammars for times and durations, overflow is an error. Where
+//! it cannot match cel-go it errs (an error is never true, and CEL's logic only lets an error
+//! be absorbed by an answer cel-go would give too), or refuses at compile time.
 //!
 //! The variables are `statement` (the in-toto statement), `predicate` (its predicate),
 //! `digest` (`sha256:<hex>`, the image's) and `now` (a timestamp). JSON numbers are doubles, as
 //! cel-go reads JSON. A condition passes only when it evaluates to `true`: `false`, an error
 //! (a missing field, a type mismatch) and anything but a boolean hold the tag.
 
-mod cost;
+mod ast;
+mod check;
+mod convert;
 mod data;
+mod escape;
+mod eval;
+mod format;
+mod functions;
+mod lex;
+mod parse;
+mod regex;
 #[cfg(test)]
 mod tests;
+mod time;
+mod value;
 
-pub use cost::{COST_LIMIT, MAX_COMPREHENSION_DEPTH, MAX_STATEMENTS_JUDGED, POLICY_COST_LIMIT};
+pub use check::MAX_COMPREHENSION_DEPTH;
 pub use data::{Bounds as DataBounds, MAX_ITEMS, MAX_STRING_BYTES, MAX_VALUES};
+pub use eval::Budget;
+pub use parse::MAX_NESTING as MAX_DEPTH;
+pub use regex::MAX_STATES as MAX_PATTERN_STATES;
+#[doc(hidden)]
+pub use value::{Key, Value};
 
-use cel::{Context, Program, Value};
+use ast::Expr;
+use eval::{Fault, Scope};
 use std::sync::Arc;
 
 /// The longest expression accepted (Kubernetes' validation rules are usually under 1 KiB).
 pub const MAX_EXPRESSION_BYTES: usize = 4096;
-/// The deepest an expression's tree may be (and its brackets, ternaries and unary operators
-/// before it is parsed): the parser, the check and the evaluator all recurse on it.
-pub const MAX_DEPTH: usize = 32;
-/// The parser's stack: its ANTLR descent takes about 140 KiB a nesting level unoptimized, and
-/// it runs on a thread of its own, once per expression (compiled conditions are kept).
-const PARSER_STACK: usize = 64 << 20;
+/// The most one condition may spend on one statement, in units of about one node's evaluation
+/// (as Kubernetes bounds one CEL call: its `PerCallLimit`).
+pub const COST_LIMIT: u64 = 1_000_000;
+/// The most all the conditions of one policy may spend on one digest, every statement judged.
+pub const POLICY_COST_LIMIT: u64 = 4 * COST_LIMIT;
+/// The attestations of one predicate type judged per digest, at most: every one that verifies
+/// must satisfy every condition (cosign's rule); past this many the tag is held.
+pub const MAX_STATEMENTS_JUDGED: usize = 8;
 /// The variables a condition may name.
 pub const VARIABLES: [&str; 4] = ["statement", "predicate", "digest", "now"];
+/// The deepest an expression's tree may be (long chains of `+` included): evaluation recurses.
+const MAX_HEIGHT: usize = 64;
 
 /// A compiled condition and how a refusal names it.
 #[derive(Clone)]
@@ -36,22 +65,20 @@ pub struct Condition {
     pub expression: String,
     /// The user's message when it is false; else the expression is quoted.
     pub message: Option<String>,
-    program: Arc<Program>,
-    /// Its estimated cost, at most [`COST_LIMIT`].
-    pub cost: u64,
+    program: Arc<Expr>,
+    reads_now: bool,
 }
 
 impl std::fmt::Debug for Condition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Condition")
             .field("expression", &self.expression)
-            .field("cost", &self.cost)
             .finish()
     }
 }
 
 /// Why an expression is refused: what, and where (a byte offset of the expression, when the
-/// parser or the check knows one).
+/// parser knows one).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{reason}")]
 pub struct CompileError {
@@ -65,11 +92,11 @@ pub struct Input {
     digest: Value,
 }
 
-/// Compiled expressions kept, so that a spec decided again is not parsed again (a parse is a
-/// thread and up to a millisecond): at most this many, then forgotten at once.
+/// Compiled expressions kept, so that a spec decided again is not compiled again (its
+/// regular expressions above all): at most this many, then forgotten at once.
 const KEPT: usize = 1024;
 
-type Kept = std::collections::HashMap<String, Result<(Arc<Program>, u64), CompileError>>;
+type Kept = std::collections::HashMap<String, Result<Arc<Expr>, CompileError>>;
 
 static COMPILED: std::sync::Mutex<Option<Kept>> = std::sync::Mutex::new(None);
 
@@ -83,7 +110,7 @@ impl Condition {
         let compiled = match known {
             Some(compiled) => compiled,
             None => {
-                let compiled = Condition::compile(expression, None).map(|c| (c.program, c.cost));
+                let compiled = Condition::compile(expression, None).map(|c| c.program);
                 if let Ok(mut kept) = COMPILED.lock() {
                     let kept = kept.get_or_insert_with(Kept::new);
                     if kept.len() >= KEPT {
@@ -94,18 +121,21 @@ impl Condition {
                 compiled
             }
         };
-        let (program, cost) = compiled?;
-        Ok(Condition {
+        Ok(Condition::of(expression, message, compiled?))
+    }
+
+    fn of(expression: &str, message: Option<&str>, program: Arc<Expr>) -> Condition {
+        Condition {
             expression: expression.to_string(),
             message: message.map(str::to_string),
+            reads_now: names_now(&program),
             program,
-            cost,
-        })
+        }
     }
 
     /// Parses and checks `expression`: within [`MAX_EXPRESSION_BYTES`], CEL's grammar, only
-    /// [`VARIABLES`] and supported functions, a regular expression only as a literal, and an
-    /// estimated cost within [`COST_LIMIT`].
+    /// [`VARIABLES`] and supported functions, every operator on types cel-go has an overload
+    /// for, a regular expression only as a literal that Go compiles, a boolean result.
     pub fn compile(expression: &str, message: Option<&str>) -> Result<Condition, CompileError> {
         let refuse = |reason: String| CompileError { reason };
         if expression.len() > MAX_EXPRESSION_BYTES {
@@ -117,45 +147,54 @@ impl Condition {
         if expression.trim().is_empty() {
             return Err(refuse("the expression is empty".into()));
         }
-        prescan(expression).map_err(refuse)?;
-        let (program, cost) = parse(expression)?;
-        Ok(Condition {
-            expression: expression.to_string(),
-            message: message.map(str::to_string),
-            program: Arc::new(program),
-            cost,
-        })
+        let program =
+            parse::parse(expression).map_err(|e| refuse(format!("does not parse: {}", cut(&e))))?;
+        if height(&program) > MAX_HEIGHT {
+            return Err(refuse(format!(
+                "the expression's tree is over {MAX_HEIGHT} deep (long chains of + included)"
+            )));
+        }
+        check::check(&program).map_err(|e| refuse(format!("does not compile: {}", cut(&e))))?;
+        Ok(Condition::of(expression, message, Arc::new(program)))
     }
 
     /// Whether it names `now` (then its answer may change with time alone).
     pub fn reads_now(&self) -> bool {
-        self.program.references().has_variable("now")
+        self.reads_now
     }
 
-    /// `Ok(())` when the condition is `true` for `input` at `now`; else why not, in a line.
+    /// `Ok(())` when the condition is `true` for `input` at `now`, within [`COST_LIMIT`]; else
+    /// why not, in a line.
     pub fn holds(&self, input: &Input, now: i64) -> Result<(), String> {
-        let now = chrono::DateTime::from_timestamp(now, 0).unwrap_or_default();
-        let mut context = Context::default();
-        // CEL's size of a string counts code points, as cel-go's; the crate's counts bytes.
-        context.add_function("size", size);
-        // The crate compiles a regular expression at every call (26 µs each: 4,096 names
-        // matched cost 106 ms); patterns are literals, compiled once and kept.
-        context.add_function("matches", matches);
-        context.add_variable_from_value("statement", input.statement.clone());
-        context.add_variable_from_value("predicate", input.predicate.clone());
-        context.add_variable_from_value("digest", input.digest.clone());
-        context.add_variable_from_value("now", Value::Timestamp(now.fixed_offset()));
-        // The interpreter panics on a few shapes it does not support (a comprehension over a
-        // number); that is an error of this condition, not of the process.
-        let program = self.program.clone();
-        let run =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| program.execute(&context)));
-        match run {
-            Ok(Ok(Value::Bool(true))) => Ok(()),
-            Ok(Ok(Value::Bool(false))) => Err(self.failed("is false")),
-            Ok(Ok(other)) => Err(self.failed(&format!("is not a boolean ({:?})", other.type_of()))),
-            Ok(Err(err)) => Err(self.failed(&format!("failed: {}", cut(&format!("{err:?}"))))),
-            Err(_) => Err(self.failed("failed: the evaluator does not support this shape")),
+        self.holds_within(input, now, &mut Budget { left: COST_LIMIT })
+    }
+
+    /// [`Condition::holds`], spending at most [`COST_LIMIT`] of `budget`.
+    pub fn holds_within(&self, input: &Input, now: i64, budget: &mut Budget) -> Result<(), String> {
+        let now = Value::Timestamp(time::Timestamp::new(now, 0).map_err(|e| self.failed(&e))?);
+        let limit = budget.left.min(COST_LIMIT);
+        let mut own = Budget { left: limit };
+        let mut scope = Scope {
+            globals: [
+                ("statement", &input.statement),
+                ("predicate", &input.predicate),
+                ("digest", &input.digest),
+                ("now", &now),
+            ],
+            locals: Vec::new(),
+            budget: &mut own,
+        };
+        let result = scope.eval(&self.program);
+        budget.left -= limit - own.left;
+        match result {
+            Ok(Value::Bool(true)) => Ok(()),
+            Ok(Value::Bool(false)) => Err(self.failed("is false")),
+            Ok(other) => Err(self.failed(&format!("is not a boolean ({})", other.kind()))),
+            Err(Fault::Error(err)) => Err(self.failed(&format!("failed: {}", cut(&err)))),
+            Err(Fault::Budget) => Err(self.failed(&format!(
+                "was stopped: its evaluation spent the {limit} it may (a macro over statement \
+                 data runs once per element; prefer comparisons with literals)"
+            ))),
         }
     }
 
@@ -175,8 +214,7 @@ impl Input {
         let value = data::to_value(statement, &bounds)?;
         let predicate = match &value {
             Value::Map(map) => map
-                .map
-                .get(&cel::objects::Key::String(Arc::new("predicate".into())))
+                .get(&value::Key::String("predicate".into()))
                 .cloned()
                 .unwrap_or(Value::Null),
             _ => Value::Null,
@@ -184,56 +222,81 @@ impl Input {
         Ok(Input {
             statement: value,
             predicate,
-            digest: Value::String(Arc::new(digest.to_string())),
+            digest: Value::string(digest),
         })
     }
 }
 
-/// `size()` as CEL defines it: a string's code points, a list's or map's entries, bytes.
-fn size(
-    ftx: &cel::FunctionContext,
-    cel::extractors::This(this): cel::extractors::This<Value>,
-) -> Result<i64, cel::ExecutionError> {
-    let size = match this {
-        Value::List(l) => l.len(),
-        Value::Map(m) => m.map.len(),
-        Value::String(s) => s.chars().count(),
-        Value::Bytes(b) => b.len(),
-        value => return Err(ftx.error(format!("cannot determine the size of {value:?}"))),
+/// The value of `expression` on an empty statement, checked as a condition is but of any type:
+/// what CEL's conformance suite asks of an implementation (tests/it/policy/cel_conformance.rs).
+#[doc(hidden)]
+pub fn evaluate(expression: &str) -> Result<Value, String> {
+    let program = parse::parse(expression).map_err(|e| format!("does not parse: {e}"))?;
+    if height(&program) > MAX_HEIGHT {
+        return Err("the expression's tree is too deep".into());
+    }
+    check::type_of(&program).map_err(|e| format!("does not compile: {e}"))?;
+    let (null, digest) = (Value::Null, Value::string(""));
+    let now = Value::Timestamp(time::Timestamp::new(0, 0)?);
+    let mut budget = Budget { left: COST_LIMIT };
+    let mut scope = Scope {
+        globals: [
+            ("statement", &null),
+            ("predicate", &null),
+            ("digest", &digest),
+            ("now", &now),
+        ],
+        locals: Vec::new(),
+        budget: &mut budget,
     };
-    Ok(size as i64)
+    scope.eval(&program).map_err(|fault| format!("{fault:?}"))
 }
 
-/// The regular expressions `matches()` compiled, by pattern (literals of compiled conditions:
-/// at most [`KEPT`], then forgotten at once).
-static PATTERNS: std::sync::Mutex<Option<std::collections::HashMap<String, regex::Regex>>> =
-    std::sync::Mutex::new(None);
+/// Whether `e` reads `now`.
+fn names_now(e: &Expr) -> bool {
+    let mut found = false;
+    visit(e, &mut |node| {
+        found |= matches!(node, Expr::Var(name) if &**name == "now")
+    });
+    found
+}
 
-/// `s.matches(re)`, RE2's syntax as Rust's regex reads it, within the size the check allowed.
-fn matches(
-    ftx: &cel::FunctionContext,
-    cel::extractors::This(this): cel::extractors::This<Arc<String>>,
-    pattern: Arc<String>,
-) -> Result<bool, cel::ExecutionError> {
-    let known = PATTERNS
-        .lock()
-        .ok()
-        .and_then(|kept| kept.as_ref()?.get(pattern.as_str()).cloned());
-    let compiled = match known {
-        Some(compiled) => compiled,
-        None => {
-            let compiled = cost::regex(&pattern).map_err(|e| ftx.error(e))?;
-            if let Ok(mut kept) = PATTERNS.lock() {
-                let kept = kept.get_or_insert_with(Default::default);
-                if kept.len() >= KEPT {
-                    kept.clear();
-                }
-                kept.insert(pattern.to_string(), compiled.clone());
-            }
-            compiled
+/// The height of `e`'s tree.
+fn height(e: &Expr) -> usize {
+    let mut tallest = 0;
+    children(e, &mut |child| tallest = tallest.max(height(child)));
+    1 + tallest
+}
+
+fn visit(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    f(e);
+    children(e, &mut |child| visit(child, f));
+}
+
+fn children(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    match e {
+        Expr::Literal(_) | Expr::Var(_) => {}
+        Expr::List(items) | Expr::Call(_, items) => items.iter().for_each(f),
+        Expr::Map(entries) => entries.iter().for_each(|(k, v)| {
+            f(k);
+            f(v)
+        }),
+        Expr::Select(x, _) | Expr::Has(x, _) | Expr::Not(x) | Expr::Neg(x) => f(x),
+        Expr::Index(a, b) | Expr::And(a, b) | Expr::Or(a, b) | Expr::Binary(_, a, b) => {
+            f(a);
+            f(b)
         }
-    };
-    Ok(compiled.is_match(&this))
+        Expr::Cond(a, b, c) => {
+            f(a);
+            f(b);
+            f(c)
+        }
+        Expr::Loop(l) => {
+            f(&l.range);
+            l.filter.iter().for_each(&mut *f);
+            f(&l.body)
+        }
+    }
 }
 
 /// A text in one line of at most 200 characters: what a refusal repeats.
@@ -246,71 +309,5 @@ fn cut(text: &str) -> String {
     match shown.len() < line.len() {
         true => format!("{shown}..."),
         false => shown,
-    }
-}
-
-fn one_line(err: &impl std::fmt::Display) -> String {
-    cut(&err.to_string())
-}
-
-/// What the parser would recurse on, bounded before it runs: brackets nested, ternaries and
-/// runs of unary operators (string literals aside).
-fn prescan(expression: &str) -> Result<(), String> {
-    let (mut depth, mut deepest, mut ternaries, mut unary, mut longest) = (0usize, 0, 0, 0, 0);
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    for c in expression.chars() {
-        if let Some(q) = quote {
-            (escaped, quote) = match (escaped, c) {
-                (false, '\\') => (true, quote),
-                (false, c) if c == q => (false, None),
-                _ => (false, quote),
-            };
-            continue;
-        }
-        match c {
-            '"' | '\'' => quote = Some(c),
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' => depth = depth.saturating_sub(1),
-            '?' => ternaries += 1,
-            _ => {}
-        }
-        deepest = deepest.max(depth);
-        unary = match c {
-            '!' | '-' => unary + 1,
-            c if c.is_whitespace() => unary,
-            _ => 0,
-        };
-        longest = longest.max(unary);
-    }
-    if deepest > MAX_DEPTH || ternaries > MAX_DEPTH || longest > MAX_DEPTH {
-        return Err(format!("the expression is nested over {MAX_DEPTH} deep"));
-    }
-    Ok(())
-}
-
-/// Parses and checks `expression` on a thread with [`PARSER_STACK`]; a panic of the parser
-/// (it has some on odd input) refuses the expression.
-fn parse(expression: &str) -> Result<(Program, u64), CompileError> {
-    let owned = expression.to_string();
-    let parsed = std::thread::Builder::new()
-        .name("cel-parse".into())
-        .stack_size(PARSER_STACK)
-        .spawn(move || -> Result<(Program, u64), String> {
-            let program = Program::compile(&owned)
-                .map_err(|e| format!("does not parse: {}", one_line(&e)))?;
-            let cost = cost::check(program.expression())?;
-            Ok((program, cost))
-        })
-        .map_err(|e| CompileError {
-            reason: format!("could not be parsed: {e}"),
-        })?
-        .join();
-    match parsed {
-        Ok(Ok(done)) => Ok(done),
-        Ok(Err(reason)) => Err(CompileError { reason }),
-        Err(_) => Err(CompileError {
-            reason: "does not parse (the parser failed on it)".into(),
-        }),
     }
 }

@@ -46,10 +46,9 @@ fn a_condition_passes_only_when_true() {
     assert_eq!(holds("!has(predicate.nothing)", provenance.clone()), Ok(()));
     let err = holds("predicate.runDetails.builder.id", provenance.clone()).unwrap_err();
     assert!(err.contains("is not a boolean"), "{err}");
-    // A shape the evaluator does not support (a macro over a string) holds, without a panic
-    // reaching the caller.
+    // A macro over a string is an error, and holds.
     let err = holds("predicate.runDetails.builder.id.all(x, true)", provenance).unwrap_err();
-    assert!(err.contains("failed"), "{err}");
+    assert!(err.contains("failed: a macro over a string"), "{err}");
 }
 
 #[test]
@@ -80,14 +79,25 @@ fn the_message_names_a_false_condition() {
 fn what_cannot_be_evaluated_is_refused_at_compile() {
     assert!(refused("").contains("empty"));
     assert!(refused("predicate.x ==").contains("does not parse"));
+    assert!(refused("'a' == 1").contains("no overload of Eq for (string, int)"));
+    assert!(refused("[1, 'a'].size() == 2").contains("literals are homogeneous"));
+    assert!(
+        refused("predicate.x + 1").contains("not bool"),
+        "{}",
+        refused("predicate.x + 1")
+    );
     let err = refused("tag == 'v1'");
     assert!(err.contains("undeclared reference to 'tag'"), "{err}");
     // A macro's variable is in scope in its body only.
     assert!(refused("predicate.l.all(x, x > 0) && x > 0").contains("'x'"));
-    assert!(refused("type(predicate) == map").contains("'type' is not supported"));
-    assert!(refused("max(1, 2) == 2").contains("'max' is not supported"));
+    assert!(
+        refused("type(predicate) == map").contains("'type()' with 1 argument(s) is not supported")
+    );
+    assert!(refused("max(1, 2) == 2").contains("'max()' with 2 argument(s) is not supported"));
     assert!(refused("predicate.s.matches(predicate.p)").contains("literal regular expression"));
     assert!(refused("predicate.s.matches('(')").contains("does not compile"));
+    // RE2 refuses nested repetition over 1,000, and so does Go.
+    assert!(refused("predicate.s.matches('(?:a{0,300}){10}b')").contains("invalid repeat count"));
     assert!(
         refused("Foo{a: 1} == 1").contains("not supported"),
         "{}",
@@ -98,14 +108,13 @@ fn what_cannot_be_evaluated_is_refused_at_compile() {
 }
 
 /// What would take the parser's, the check's or the evaluator's stack is refused before: deep
-/// brackets, ternaries, unary runs and long chains (each shape once, far over the bound).
+/// brackets and ternaries, long chains (each shape once, far over the bound). Runs of unary
+/// operators are read as cel-go reads them: an even run is dropped.
 #[test]
 fn hostile_shapes_are_refused_without_a_crash() {
     let shapes = [
         format!("{}true{}", "(".repeat(2_000), ")".repeat(2_000)),
         format!("{}1{}", "[".repeat(2_000), "]".repeat(2_000)),
-        format!("{}true", "!".repeat(4_000)),
-        format!("{}1 == 1", "- ".repeat(2_000)),
         format!("{}true", "true ? true : ".repeat(250)),
     ];
     for shape in &shapes {
@@ -118,32 +127,58 @@ fn hostile_shapes_are_refused_without_a_crash() {
         "{}",
         refused(&chain)
     );
-    // Within the bounds: accepted, and evaluated on a small stack.
-    let nested = format!("{}true{}", "(".repeat(32), ")".repeat(32));
+    assert_eq!(
+        holds(&format!("{}true", "!".repeat(4_000)), json!({})),
+        Ok(())
+    );
+    assert!(holds(&format!("{}true", "!".repeat(4_001)), json!({})).is_err());
+    assert_eq!(
+        holds(&format!("{}1 == 1", "- ".repeat(2_000)), json!({})),
+        Ok(())
+    );
+    // Within the bounds: accepted, and evaluated on a small stack (chains of && balanced).
+    let nested = format!("{}true{}", "(".repeat(31), ")".repeat(31));
     let chain = vec!["true"; 400].join(" && ") + " && " + &vec!["1"; 40].join(" + ") + " > 0";
     for expression in [nested, chain] {
         let condition = Condition::compile(&expression, None).unwrap();
         let input = Input::new(&statement(json!({})), "sha256:ab").unwrap();
         let run = std::thread::Builder::new()
-            .stack_size(2 << 20)
+            .stack_size(256 << 10)
             .spawn(move || condition.holds(&input, NOW))
             .unwrap();
         assert_eq!(run.join().unwrap(), Ok(()));
     }
 }
 
+/// The budget is counted as the evaluation runs: a walk of one list against another stops
+/// at [`COST_LIMIT`], saying so, and an error of the budget is never absorbed by `||`.
 #[test]
-fn the_cost_bound_refuses_nested_walks_of_independent_lists() {
-    // Each element of one list against each of another: MAX_ITEMS squared.
-    let err = refused("predicate.a.all(x, predicate.b.exists(y, y == x))");
-    assert!(err.contains("over the limit of 1000000"), "{err}");
-    // map() copies what it built at each element.
-    assert!(refused("size(predicate.a.map(x, x)) > 0").contains("over the limit"));
+fn the_budget_stops_an_evaluation_that_runs_past_it() {
+    let mut b = vec![2; 4096];
+    b[4095] = 1;
+    let lists = json!({"a": vec![1; 4096], "b": b});
+    let nested = "predicate.a.all(x, predicate.b.exists(y, y == x))";
+    let err = holds(nested, lists.clone()).unwrap_err();
+    assert!(
+        err.contains("was stopped") && err.contains("1000000"),
+        "{err}"
+    );
+    let absorbed = format!("({nested}) || true");
+    assert!(holds(&absorbed, lists.clone())
+        .unwrap_err()
+        .contains("was stopped"));
+    // One walk of each is well within it.
+    let walks = "predicate.a.all(x, x == 1) && !predicate.b.exists(y, y == 3)";
+    assert_eq!(holds(walks, lists.clone()), Ok(()));
+    let mut budget = Budget { left: 50 };
+    let input = Input::new(&statement(lists), "sha256:ab").unwrap();
+    let walk = Condition::compile("predicate.a.all(x, x == 1)", None).unwrap();
+    let err = walk.holds_within(&input, NOW, &mut budget).unwrap_err();
+    assert!(err.contains("spent the 50"), "{err}");
+    assert_eq!(budget.left, 0);
     // Over the parts of each element: the statement's values, once.
     let nested = "predicate.results.all(r, !has(r.vulnerabilities) || \
                   r.vulnerabilities.all(v, v.severity != 'CRITICAL'))";
-    let cost = Condition::compile(nested, None).unwrap().cost;
-    assert!(cost <= COST_LIMIT, "{cost}");
     let scan = json!({"results": [
         {"vulnerabilities": [{"severity": "LOW"}, {"severity": "HIGH"}]}, {"target": "x"}]});
     assert_eq!(holds(nested, scan.clone()), Ok(()));
@@ -152,6 +187,40 @@ fn the_cost_bound_refuses_nested_walks_of_independent_lists() {
     // Macros nested four deep are refused whatever they walk.
     let four = "[1].all(a, [1].all(b, [1].all(c, [1].all(d, true))))";
     assert!(refused(four).contains("nested over 3 deep"));
+}
+
+/// cel-go's answers where an evaluator is easiest to get wrong (issue 86), each the one cel-go
+/// v0.33 gives (tests/it/signatures/conditions.rs judges these families and more).
+#[test]
+fn the_semantics_are_cel_gos() {
+    let data = json!({"repo": "https://github.com/acme/app-evil", "arabic": "v\u{0661}",
+                      "event": {"name": "push"}, "n": 3, "s": "héllo"});
+    let is = |e: &str| holds(e, data.clone());
+    // A missing key is an error, whatever compares it.
+    assert!(is("predicate.event.missing != 'pull_request_target'").is_err());
+    assert!(is("predicate.event['missing'] != 'x'").is_err());
+    // `in` on a string is no substring test; contains() is for strings only.
+    assert!(is("'https://github.com/acme/app' in predicate.repo").is_err());
+    assert!(is("dyn([1, 2]).contains(1)").is_err());
+    // RE2's \d is ASCII.
+    assert!(is(r"predicate.arabic.matches('^v\\d$')").is_err());
+    assert_eq!(is(r"predicate.arabic.matches('^v\\pN$')"), Ok(()));
+    // Go's duration grammar, UTC accessors, overflow as an error.
+    assert!(is("duration('1h7d') == duration('1h')").is_err());
+    assert_eq!(
+        is("timestamp('2026-01-01T01:00:00+02:00').getHours() == 23"),
+        Ok(())
+    );
+    assert!(is("-(-9223372036854775807 - 1) < 0").is_err());
+    // An error is absorbed only where the other side decides.
+    assert_eq!(is("predicate.missing == 1 || predicate.n == 3"), Ok(()));
+    assert!(is("predicate.missing == 1 || predicate.n == 4").is_err());
+    assert!(is("!(predicate.missing == 1 && true)").is_err());
+    // Numbers compare across kinds; other kinds are unequal, never equal.
+    assert_eq!(
+        is("predicate.n == 3 && predicate.n > 2u && !(dyn('3') == 3)"),
+        Ok(())
+    );
 }
 
 #[test]
@@ -215,10 +284,7 @@ fn a_condition_says_whether_it_reads_the_clock() {
     assert!(!reads("predicate.a == 1"));
     let condition = Condition::compile("true", None).unwrap();
     let shown = format!("{condition:?}");
-    assert!(
-        shown.contains("expression: \"true\"") && shown.contains("cost:"),
-        "{shown}"
-    );
+    assert_eq!(shown, "Condition { expression: \"true\" }");
 }
 
 #[test]
@@ -243,7 +309,7 @@ fn compiled_expressions_are_kept_side_by_side() {
 /// Brackets inside string literals (quotes escaped within them too) are text, not nesting;
 /// outside a closed literal they count.
 #[test]
-fn the_prescan_reads_string_literals() {
+fn the_parser_reads_string_literals() {
     let parens = "(".repeat(40);
     for literal in [
         format!("'{parens}'"),
@@ -258,8 +324,6 @@ fn the_prescan_reads_string_literals() {
     }
     let outside = format!("'a' != {}'b'{}", parens, ")".repeat(40));
     assert!(refused(&outside).contains("nested over 32 deep"));
-    let after_double = format!("\"a\" != {}'b'{}", parens, ")".repeat(40));
-    assert!(refused(&after_double).contains("nested over 32 deep"));
 }
 
 /// What a refusal repeats is one line of at most 200 characters, the parser's words kept.
@@ -285,42 +349,19 @@ fn refusals_are_one_short_line() {
     );
 }
 
-/// Patterns are kept side by side: matching with one does not forget another.
-#[test]
-fn patterns_are_kept_side_by_side() {
-    let input = Input::new(&statement(json!({"s": "abc"})), "sha256:ab").unwrap();
-    for expression in [
-        "predicate.s.matches('^a')",
-        "predicate.s.matches('c$')",
-        "predicate.s.matches('^a')",
-    ] {
-        let condition = Condition::compile(expression, None).unwrap();
-        assert_eq!(condition.holds(&input, NOW), Ok(()), "{expression}");
-    }
-    let kept = PATTERNS.lock().unwrap();
-    let kept = kept.as_ref().unwrap();
-    assert!(kept.contains_key("^a") && kept.contains_key("c$"));
-}
-
 /// Nesting is counted as deep as it goes, not as long: groups one after another, and binary
-/// minus between operands, are no nesting.
+/// minus between operands, are no nesting; 31 brackets or ternaries inside the expression's
+/// own level are accepted, and 32 are not.
 #[test]
-fn the_prescan_counts_depth_not_length() {
+fn the_parser_counts_depth_not_length() {
     let groups = vec!["(1 == 1)"; 40].join(" && ");
     assert!(Condition::compile(&groups, None).is_ok());
     let minus = vec!["1"; 40].join(" - ") + " < 100";
     assert!(Condition::compile(&minus, None).is_ok());
-    let unary = format!("{}1 == 1", "-".repeat(33));
-    assert!(refused(&unary).contains("nested over 32 deep"));
-}
-
-/// 32 ternaries and a run of 32 unary operators are within the prescan's bound; 33 are not.
-#[test]
-fn the_prescan_bounds_are_exact() {
     let ternaries = |n: usize| format!("{}true", "true ? true : ".repeat(n));
-    assert!(Condition::compile(&ternaries(32), None).is_ok());
-    assert!(refused(&ternaries(33)).contains("nested over 32 deep"));
-    let nots = |n: usize| format!("{}true", "!".repeat(n));
-    assert!(Condition::compile(&nots(32), None).is_ok());
-    assert!(refused(&nots(33)).contains("nested over 32 deep"));
+    assert!(Condition::compile(&ternaries(31), None).is_ok());
+    assert!(refused(&ternaries(32)).contains("nested over 32 deep"));
+    let brackets = |n: usize| format!("{}true{}", "(".repeat(n), ")".repeat(n));
+    assert!(Condition::compile(&brackets(31), None).is_ok());
+    assert!(refused(&brackets(32)).contains("nested over 32 deep"));
 }

@@ -29,7 +29,9 @@ fn provenance(repository: &str) -> String {
 /// A cosign vuln predicate (Trivy's report in `scanner.result`), finished now, with one
 /// finding of `severity`.
 fn scan(severity: &str) -> String {
-    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let now = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
     serde_json::json!({
         "invocation": {"uri": "", "event_id": "", "builder.id": ""},
         "scanner": {"uri": "pkg:github/aquasecurity/trivy@0.58.0", "version": "0.58.0",

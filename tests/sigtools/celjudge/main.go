@@ -9,8 +9,11 @@
 //	{"id": "...", "valid": true|false, "reason": "..."}
 //
 // The environment is the controller's: the variables statement, predicate, digest and now, the
-// statement as JSON decodes (numbers are doubles), cel-go's standard library. A case is valid
-// when the expression compiles and evaluates to true.
+// statement as JSON decodes (numbers are doubles), cel-go's standard library, with the options
+// the Kubernetes API server sets (k8s.io/apiserver/pkg/cel/environment): UTC as the default
+// time zone of the timestamp accessors, numeric comparisons across int, uint and double,
+// homogeneous aggregate literals. A case is valid when the expression compiles, its type is
+// bool, and it evaluates to true.
 package main
 
 import (
@@ -20,7 +23,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/google/cel-go/cel"
+	"cel.dev/cel-go/cel"
 )
 
 type condition struct {
@@ -43,6 +46,10 @@ func main() {
 		cel.Variable("predicate", cel.DynType),
 		cel.Variable("digest", cel.StringType),
 		cel.Variable("now", cel.TimestampType),
+		cel.DefaultUTCTimeZone(true),
+		cel.CrossTypeNumericComparisons(true),
+		cel.HomogeneousAggregateLiterals(),
+		cel.EagerlyValidateDeclarations(true),
 	)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cel-judge:", err)
@@ -73,6 +80,9 @@ func judge(env *cel.Env, c *condition) (bool, string) {
 	ast, issues := env.Compile(c.Expression)
 	if issues != nil && issues.Err() != nil {
 		return false, "compile: " + issues.Err().Error()
+	}
+	if ast.OutputType() != cel.BoolType && ast.OutputType() != cel.DynType {
+		return false, "compile: its type is " + ast.OutputType().String() + ", not bool"
 	}
 	program, err := env.Program(ast)
 	if err != nil {

@@ -1,0 +1,473 @@
+//! CEL's grammar (cel-spec's `langdef.md`), by recursive descent, as cel-go's parser reads it:
+//! `?:` below `||` below `&&` below the relations (`in` among them) below `+ -` below
+//! `* / %` below the unary operators (an even run of `!` or `-` is dropped, an odd one is one)
+//! below members; a `-` before a number is part of it; chains of `&&` and `||` balanced as
+//! cel-go balances them. Macros and functions resolve here; what the subset lacks is refused.
+
+use super::ast::{Expr, Func, Loop, LoopKind, Op, ACCESSORS};
+use super::lex::{tokens, Tok};
+use super::regex::Pattern;
+use super::value::Value;
+use std::sync::Arc;
+
+/// Brackets, calls and ternaries nested at most this deep.
+pub const MAX_NESTING: usize = 32;
+
+/// CEL's reserved words, refused as identifiers.
+const RESERVED: [&str; 18] = [
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+    "in",
+];
+
+pub fn parse(src: &str) -> Result<Expr, String> {
+    let mut p = Parser {
+        toks: tokens(src)?,
+        pos: 0,
+        depth: 0,
+    };
+    let e = p.expr()?;
+    match p.toks.get(p.pos) {
+        None => Ok(e),
+        Some((t, at)) => Err(format!("unexpected {} at offset {at}", shown(t))),
+    }
+}
+
+struct Parser {
+    toks: Vec<(Tok, usize)>,
+    pos: usize,
+    depth: usize,
+}
+
+fn shown(t: &Tok) -> String {
+    match t {
+        Tok::Op(op) => format!("'{op}'"),
+        Tok::Ident(name) => format!("'{name}'"),
+        _ => "a literal".into(),
+    }
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos).map(|(t, _)| t)
+    }
+
+    fn peek_op(&self, op: &str) -> bool {
+        matches!(self.peek(), Some(Tok::Op(o)) if *o == op)
+    }
+
+    fn eat(&mut self, op: &str) -> bool {
+        let found = self.peek_op(op) || matches!(self.peek(), Some(Tok::Ident(i)) if i == op);
+        self.pos += usize::from(found);
+        found
+    }
+
+    fn expect(&mut self, op: &str) -> Result<(), String> {
+        match self.eat(op) {
+            true => Ok(()),
+            false => Err(self.unexpected(&format!("'{op}'"))),
+        }
+    }
+
+    fn unexpected(&self, wanted: &str) -> String {
+        match self.toks.get(self.pos) {
+            Some((t, at)) => format!("expected {wanted}, found {} at offset {at}", shown(t)),
+            None => format!("expected {wanted} at the end"),
+        }
+    }
+
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, String>) -> Result<T, String> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return Err(format!("the expression is nested over {MAX_NESTING} deep"));
+        }
+        let out = f(self);
+        self.depth -= 1;
+        out
+    }
+
+    fn expr(&mut self) -> Result<Expr, String> {
+        self.nested(|p| {
+            let cond = p.chain("||")?;
+            if !p.eat("?") {
+                return Ok(cond);
+            }
+            let yes = p.chain("||")?;
+            p.expect(":")?;
+            let no = p.expr()?;
+            Ok(Expr::Cond(Box::new(cond), Box::new(yes), Box::new(no)))
+        })
+    }
+
+    /// A chain of `||` (of `&&` within), balanced.
+    fn chain(&mut self, op: &str) -> Result<Expr, String> {
+        let mut terms = vec![self.term(op)?];
+        while self.eat(op) {
+            terms.push(self.term(op)?);
+        }
+        Ok(balance(op, terms))
+    }
+
+    fn term(&mut self, op: &str) -> Result<Expr, String> {
+        match op {
+            "||" => self.chain("&&"),
+            _ => self.relation(),
+        }
+    }
+
+    fn relation(&mut self) -> Result<Expr, String> {
+        let mut e = self.sum()?;
+        let ops = [("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)];
+        let ops = ops
+            .into_iter()
+            .chain([("==", Op::Eq), ("!=", Op::Ne), ("in", Op::In)]);
+        let ops: Vec<_> = ops.collect();
+        while let Some((_, op)) = ops.iter().find(|(text, _)| self.eat(text)) {
+            e = Expr::Binary(*op, Box::new(e), Box::new(self.sum()?));
+        }
+        Ok(e)
+    }
+
+    fn sum(&mut self) -> Result<Expr, String> {
+        let mut e = self.product()?;
+        while let Some(op) = [("+", Op::Add), ("-", Op::Sub)]
+            .into_iter()
+            .find(|(t, _)| self.eat(t))
+        {
+            e = Expr::Binary(op.1, Box::new(e), Box::new(self.product()?));
+        }
+        Ok(e)
+    }
+
+    fn product(&mut self) -> Result<Expr, String> {
+        let mut e = self.unary()?;
+        let ops = [("*", Op::Mul), ("/", Op::Div), ("%", Op::Rem)];
+        while let Some(op) = ops.into_iter().find(|(t, _)| self.eat(t)) {
+            e = Expr::Binary(op.1, Box::new(e), Box::new(self.unary()?));
+        }
+        Ok(e)
+    }
+
+    fn unary(&mut self) -> Result<Expr, String> {
+        for op in ["!", "-"] {
+            let mut count = 0;
+            while self.eat(op) {
+                count += 1;
+            }
+            if count == 0 {
+                continue;
+            }
+            if op == "-" && self.number_alone() {
+                count -= 1;
+            }
+            let e = self.member()?;
+            return Ok(match (count % 2, op) {
+                (0, _) => e,
+                (_, "!") => Expr::Not(Box::new(e)),
+                _ => Expr::Neg(Box::new(e)),
+            });
+        }
+        self.member()
+    }
+
+    /// Whether a number follows with no member after it: then a `-` before it is its sign.
+    fn number_alone(&mut self) -> bool {
+        let number = match self.peek() {
+            Some(Tok::Int(text)) => Tok::Int(format!("-{text}")),
+            Some(Tok::Double(text)) => Tok::Double(format!("-{text}")),
+            _ => return false,
+        };
+        let after = self.toks.get(self.pos + 1).map(|(t, _)| t);
+        if matches!(after, Some(Tok::Op("." | "["))) {
+            return false;
+        }
+        self.toks[self.pos].0 = number;
+        true
+    }
+
+    fn member(&mut self) -> Result<Expr, String> {
+        let mut e = self.primary()?;
+        loop {
+            if self.eat(".") {
+                let name = self.ident()?;
+                e = match self.peek_op("(") {
+                    true => {
+                        let args = self.args(")")?;
+                        self.method(e, &name, args)?
+                    }
+                    false => Expr::Select(Box::new(e), name.into()),
+                };
+            } else if self.eat("[") {
+                let index = self.nested(|p| p.expr())?;
+                self.expect("]")?;
+                e = Expr::Index(Box::new(e), Box::new(index));
+            } else {
+                return Ok(e);
+            }
+        }
+    }
+
+    fn ident(&mut self) -> Result<String, String> {
+        match self.peek() {
+            Some(Tok::Ident(name)) if !RESERVED.contains(&name.as_str()) => {
+                let name = name.clone();
+                self.pos += 1;
+                Ok(name)
+            }
+            _ => Err(self.unexpected("a name")),
+        }
+    }
+
+    /// `(a, b, ...)` or `[a, b, ...]` after its opening bracket is peeked; a trailing comma
+    /// is allowed in lists, as CEL's grammar allows it.
+    fn args(&mut self, close: &str) -> Result<Vec<Expr>, String> {
+        self.pos += 1;
+        self.nested(|p| {
+            let mut args = Vec::new();
+            while !p.eat(close) {
+                if !args.is_empty() {
+                    p.expect(",")?;
+                    if close == "]" && p.eat(close) {
+                        break;
+                    }
+                }
+                args.push(p.expr()?);
+            }
+            Ok(args)
+        })
+    }
+
+    fn primary(&mut self) -> Result<Expr, String> {
+        let Some((tok, at)) = self.toks.get(self.pos).cloned() else {
+            return Err(self.unexpected("an expression"));
+        };
+        let literal = |v: Value| Ok(Expr::Literal(v));
+        match tok {
+            Tok::Int(text) => {
+                self.pos += 1;
+                literal(Value::Int(int_literal(&text).ok_or(format!(
+                    "int literal {text} out of range at offset {at}"
+                ))?))
+            }
+            Tok::Uint(u) => {
+                self.pos += 1;
+                literal(Value::Uint(u))
+            }
+            Tok::Double(text) => {
+                self.pos += 1;
+                let d: f64 = text
+                    .parse()
+                    .map_err(|_| format!("invalid double literal at offset {at}"))?;
+                if !d.is_finite() {
+                    return Err(format!("invalid double literal {text} at offset {at}"));
+                }
+                literal(Value::Double(d))
+            }
+            Tok::Str(s) => {
+                self.pos += 1;
+                literal(Value::string(&s))
+            }
+            Tok::Bytes(b) => {
+                self.pos += 1;
+                literal(Value::Bytes(b.into()))
+            }
+            Tok::Op("(") => {
+                self.pos += 1;
+                let e = self.expr()?;
+                self.expect(")")?;
+                Ok(e)
+            }
+            Tok::Op("[") => Ok(Expr::List(self.args("]")?)),
+            Tok::Op("{") => self.map(),
+            Tok::Ident(_) => self.name(),
+            _ => Err(self.unexpected("an expression")),
+        }
+    }
+
+    fn name(&mut self) -> Result<Expr, String> {
+        let name = self.ident()?;
+        if self.peek_op("(") {
+            let args = self.args(")")?;
+            return global(&name, args);
+        }
+        if self.peek_op("{") {
+            return Err(format!(
+                "'{name}{{...}}': message literals are not supported"
+            ));
+        }
+        Ok(match name.as_str() {
+            "true" => Expr::Literal(Value::Bool(true)),
+            "false" => Expr::Literal(Value::Bool(false)),
+            "null" => Expr::Literal(Value::Null),
+            _ => Expr::Var(name.into()),
+        })
+    }
+
+    fn map(&mut self) -> Result<Expr, String> {
+        self.pos += 1;
+        self.nested(|p| {
+            let mut entries = Vec::new();
+            while !p.eat("}") {
+                if !entries.is_empty() {
+                    p.expect(",")?;
+                    if p.eat("}") {
+                        break;
+                    }
+                }
+                let key = p.expr()?;
+                p.expect(":")?;
+                entries.push((key, p.expr()?));
+            }
+            Ok(Expr::Map(entries))
+        })
+    }
+
+    fn method(&mut self, target: Expr, name: &str, mut args: Vec<Expr>) -> Result<Expr, String> {
+        let kind = match name {
+            "all" => Some(LoopKind::All),
+            "exists" => Some(LoopKind::Exists),
+            "exists_one" => Some(LoopKind::ExistsOne),
+            "map" => Some(LoopKind::Map),
+            "filter" => Some(LoopKind::Filter),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            return macro_loop(kind, target, args);
+        }
+        let func = match (name, args.len()) {
+            ("size", 0) => Func::Size,
+            ("contains", 1) => Func::Contains,
+            ("startsWith", 1) => Func::StartsWith,
+            ("endsWith", 1) => Func::EndsWith,
+            ("matches", 1) => Func::Matches(pattern(&args[0])?),
+            (name, 0) if ACCESSORS.contains(&name) => Func::Accessor(
+                ACCESSORS
+                    .iter()
+                    .find(|a| **a == name)
+                    .copied()
+                    .unwrap_or_default(),
+            ),
+            (name, 1) if ACCESSORS.contains(&name) => {
+                return Err(format!(
+                    "{name}() with a time zone is not supported (the accessors read UTC)"
+                ))
+            }
+            _ => return Err(unknown(name, args.len(), true)),
+        };
+        if matches!(func, Func::Matches(_)) {
+            args.clear();
+        }
+        args.insert(0, target);
+        Ok(Expr::Call(func, args))
+    }
+}
+
+fn balance(op: &str, mut terms: Vec<Expr>) -> Expr {
+    if terms.len() == 1 {
+        return terms.pop().unwrap_or(Expr::Literal(Value::Null));
+    }
+    let right = terms.split_off(terms.len() / 2);
+    let (l, r) = (Box::new(balance(op, terms)), Box::new(balance(op, right)));
+    match op {
+        "||" => Expr::Or(l, r),
+        _ => Expr::And(l, r),
+    }
+}
+
+/// An int literal with its sign, decimal or hex, within int64.
+fn int_literal(text: &str) -> Option<i64> {
+    let (sign, digits) = match text.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", text),
+    };
+    match digits.strip_prefix("0x") {
+        Some(hex) => i64::from_str_radix(&format!("{sign}{hex}"), 16).ok(),
+        None => format!("{sign}{digits}").parse().ok(),
+    }
+}
+
+fn pattern(e: &Expr) -> Result<Arc<Pattern>, String> {
+    match e {
+        Expr::Literal(Value::String(s)) => Pattern::new(s).map(Arc::new),
+        _ => Err("matches() takes a literal regular expression".into()),
+    }
+}
+
+fn macro_loop(kind: LoopKind, range: Expr, mut args: Vec<Expr>) -> Result<Expr, String> {
+    let arity_ok = match kind {
+        LoopKind::Map => args.len() == 2 || args.len() == 3,
+        _ => args.len() == 2,
+    };
+    let Some(Expr::Var(var)) = args.first().filter(|_| arity_ok) else {
+        return Err(
+            "a macro takes a variable name, then its expressions (e.g. all(x, x > 0))".into(),
+        );
+    };
+    let var = var.clone();
+    let body = args.pop().unwrap_or(Expr::Literal(Value::Null));
+    let filter = (args.len() == 2).then(|| args.pop()).flatten();
+    let (filter, body) = match kind {
+        LoopKind::Filter => (Some(body), Expr::Var(var.clone())),
+        _ => (filter, body),
+    };
+    Ok(Expr::Loop(Box::new(Loop {
+        kind,
+        range,
+        var,
+        filter,
+        body,
+    })))
+}
+
+fn global(name: &str, mut args: Vec<Expr>) -> Result<Expr, String> {
+    if name == "has" {
+        return match args.pop() {
+            Some(Expr::Select(operand, field)) if args.is_empty() => Ok(Expr::Has(operand, field)),
+            _ => Err("has() takes a field selection, as has(predicate.field)".into()),
+        };
+    }
+    let func = match (name, args.len()) {
+        ("size", 1) => Func::Size,
+        ("matches", 2) => Func::Matches(pattern(&args[1])?),
+        ("int", 1) => Func::Int,
+        ("uint", 1) => Func::Uint,
+        ("double", 1) => Func::Double,
+        ("string", 1) => Func::String,
+        ("bytes", 1) => Func::Bytes,
+        ("timestamp", 1) => Func::Timestamp,
+        ("duration", 1) => Func::Duration,
+        ("dyn", 1) => Func::Dyn,
+        _ => return Err(unknown(name, args.len(), false)),
+    };
+    args.truncate(1);
+    Ok(Expr::Call(func, args))
+}
+
+fn unknown(name: &str, arity: usize, method: bool) -> String {
+    let form = if method {
+        format!(".{name}()")
+    } else {
+        format!("{name}()")
+    };
+    format!(
+        "the function '{form}' with {arity} argument(s) is not supported (the standard functions \
+         are size, contains, startsWith, endsWith, matches, string, bytes, int, uint, double, \
+         timestamp, duration, dyn and the timestamp accessors, with has, all, exists, exists_one, \
+         map and filter)"
+    )
+}
