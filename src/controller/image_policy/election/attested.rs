@@ -1,10 +1,14 @@
 //! What the verify gate checks a digest with: the trusted keys, and `spec.verify.attestations`
 //! compiled, each with who must have signed it ([`Trust`]). A digest passes when a signature
-//! verifies and, for each entry, one attestation of its predicate type verifies and makes every
-//! condition true; the reason of a hold names the entry and its first false condition.
+//! verifies and, for each entry, an attestation of its predicate type verifies and every one
+//! that verifies makes every condition true (cosign's rule for `verify-attestation --policy`:
+//! a failing scan beside a passing one holds, whatever order the registry lists them in); the
+//! reason of a hold names the entry, the attestation and its first false condition.
 
 use crate::api::{AttestationRequirement, ImageVerification};
-use crate::policy::conditions::{Condition, Input, MAX_STATEMENTS_JUDGED};
+use crate::policy::conditions::{
+    Budget, Condition, Input, MAX_STATEMENTS_JUDGED, POLICY_COST_LIMIT,
+};
 use crate::verify::{Signed, TrustedKeys};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -74,17 +78,21 @@ impl Trust {
             .any(Condition::reads_now)
     }
 
-    /// `Ok(())` when every entry has an attestation among `signed` that verifies and satisfies
-    /// its conditions at `now`; else the first entry's reason.
+    /// `Ok(())` when every entry has attestations among `signed` that verify, each of which
+    /// satisfies its conditions at `now`, all within [`POLICY_COST_LIMIT`]; else the first
+    /// entry's reason.
     pub fn attested(&self, signed: &[Signed], digest: &str, now: SystemTime) -> Result<(), String> {
         let unix = now
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let mut budget = Budget {
+            left: POLICY_COST_LIMIT,
+        };
         for rule in &self.rules {
             let signers = rule.signers.as_ref().unwrap_or(&self.keys);
             let found = signers.attested(signed, digest, &rule.predicate_type, now);
             let statements = found.map_err(|why| rule.refused(&why))?;
-            rule.satisfied(&statements, digest, unix)
+            rule.satisfied(&statements, digest, unix, &mut budget)
                 .map_err(|why| rule.refused(&why))?;
         }
         Ok(())
@@ -92,29 +100,43 @@ impl Trust {
 }
 
 impl Rule {
-    /// One of `statements` (verified) makes every condition true; else the first statement's
-    /// first false condition.
+    /// Every one of `statements` (verified; the same statement twice counted once) makes every
+    /// condition true; else the first failing one's first false condition. Over
+    /// [`MAX_STATEMENTS_JUDGED`] distinct statements hold the tag unjudged.
     fn satisfied(
         &self,
         statements: &[serde_json::Value],
         digest: &str,
         now: i64,
+        budget: &mut Budget,
     ) -> Result<(), String> {
-        let mut first = None;
-        for statement in statements.iter().take(MAX_STATEMENTS_JUDGED) {
-            let checked = Input::new(statement, digest).and_then(|input| {
-                self.conditions
-                    .iter()
-                    .try_for_each(|c| c.holds(&input, now))
-            });
-            match checked {
-                Ok(()) => return Ok(()),
-                Err(why) => {
-                    first.get_or_insert(why);
-                }
+        let mut distinct: Vec<&serde_json::Value> = Vec::new();
+        for statement in statements {
+            if !distinct.contains(&statement) {
+                distinct.push(statement);
             }
         }
-        Err(first.unwrap_or_else(|| "no statement".into()))
+        let count = distinct.len();
+        if count == 0 {
+            return Err("no statement".into());
+        }
+        if count > MAX_STATEMENTS_JUDGED {
+            return Err(format!(
+                "{count} attestations of this type verify; at most {MAX_STATEMENTS_JUDGED} are \
+                 judged, and every one must satisfy the conditions, so the tag is held"
+            ));
+        }
+        for (i, statement) in distinct.into_iter().enumerate() {
+            let which = |why: String| match count {
+                1 => why,
+                _ => format!("attestation {} of {count}: {why}", i + 1),
+            };
+            let input = Input::new(statement, digest).map_err(which)?;
+            for condition in &self.conditions {
+                condition.holds_within(&input, now, budget).map_err(which)?;
+            }
+        }
+        Ok(())
     }
 
     fn refused(&self, why: &str) -> String {
@@ -169,28 +191,58 @@ fn rule(
 mod tests {
     use super::*;
 
-    /// Of the statements of one type, the first two that verify are judged: a registry that
-    /// lists sixteen makes no more work (the third, good one, is not looked at).
+    /// Every attestation of a type that verifies is judged, in any order: one failing beside
+    /// passing ones holds the tag (cosign's rule), one statement listed twice counts once,
+    /// and over [`MAX_STATEMENTS_JUDGED`] hold it unjudged.
     #[test]
-    fn two_statements_of_a_type_are_judged_at_most() {
+    fn every_statement_of_a_type_is_judged() {
         let rule = Rule {
             name: "scan".into(),
             predicate_type: "https://example.com/scan".into(),
             conditions: vec![Condition::compile("predicate.ok", Some("clean")).unwrap()],
             signers: None,
         };
-        let statement = |ok: bool| serde_json::json!({"predicate": {"ok": ok}});
-        let digest = "sha256:ab";
+        let statement = |ok: bool, n: u32| serde_json::json!({"predicate": {"ok": ok, "n": n}});
+        let judge = |statements: &[serde_json::Value]| {
+            let mut budget = Budget {
+                left: POLICY_COST_LIMIT,
+            };
+            rule.satisfied(statements, "sha256:ab", 0, &mut budget)
+        };
+        let (good, good2, bad) = (statement(true, 1), statement(true, 2), statement(false, 3));
+        assert_eq!(judge(std::slice::from_ref(&good)), Ok(()));
+        assert_eq!(judge(&[good.clone(), good2.clone()]), Ok(()));
         assert_eq!(
-            rule.satisfied(&[statement(false), statement(true)], digest, 0),
-            Ok(())
-        );
-        let third = [statement(false), statement(false), statement(true)];
-        assert_eq!(
-            rule.satisfied(&third, digest, 0),
+            judge(std::slice::from_ref(&bad)),
             Err("clean (is false)".into())
         );
-        assert_eq!(MAX_STATEMENTS_JUDGED, 2);
+        // Two and three, the failing one in every place.
+        let orders: [&[&serde_json::Value]; 5] = [
+            &[&good, &bad],
+            &[&bad, &good],
+            &[&bad, &good, &good2],
+            &[&good, &bad, &good2],
+            &[&good, &good2, &bad],
+        ];
+        for order in orders {
+            let statements: Vec<_> = order.iter().map(|s| (*s).clone()).collect();
+            let held = judge(&statements).unwrap_err();
+            assert!(
+                held.ends_with("clean (is false)") && held.contains(" of "),
+                "{held}"
+            );
+        }
+        assert_eq!(judge(&[good.clone(), good.clone()]), Ok(()));
+        let many: Vec<_> = (0..=MAX_STATEMENTS_JUDGED as u32)
+            .map(|n| statement(true, n))
+            .collect();
+        let held = judge(&many).unwrap_err();
+        assert!(
+            held.starts_with("9 attestations of this type verify; at most 8"),
+            "{held}"
+        );
+        assert_eq!(judge(&many[..MAX_STATEMENTS_JUDGED]), Ok(()));
+        assert_eq!(judge(&[]), Err("no statement".into()));
         assert_eq!(
             rule.refused("why"),
             "attestation 'scan' (https://example.com/scan): why"
