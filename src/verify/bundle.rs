@@ -17,6 +17,7 @@ pub const BUNDLE_MEDIA_TYPES: [&str; 4] = [
 pub const MAX_BUNDLE_BYTES: usize = 256 << 10;
 
 pub mod statement;
+mod strict;
 
 /// A bundle, as far as verification reads it.
 #[derive(Debug, Deserialize)]

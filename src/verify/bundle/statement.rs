@@ -48,8 +48,7 @@ pub fn check_attestation(
         )));
     }
     names_digest(&statement.subject, digest)?;
-    serde_json::from_slice(payload)
-        .map_err(|e| subject(format!("a signed statement does not read ({e})")))
+    Ok(statement.json)
 }
 
 /// A verified payload read as an in-toto statement, whatever its predicate.
@@ -59,11 +58,17 @@ fn read(payload_type: &str, payload: &[u8]) -> Result<Statement, Refused> {
             "a signed envelope holds '{payload_type}', not an in-toto statement"
         )));
     }
-    let statement: Statement = serde_json::from_slice(payload).map_err(|e| {
+    let not_in_toto = |e: String| {
         subject(format!(
             "a signed statement is not an in-toto statement ({e})"
         ))
-    })?;
+    };
+    // Read as sigstore-go reads it (no key twice, no field in-toto's statement has not), then
+    // its fields.
+    let json = super::strict::statement(payload).map_err(not_in_toto)?;
+    let mut statement: Statement =
+        serde_json::from_value(json.clone()).map_err(|e| not_in_toto(e.to_string()))?;
+    statement.json = json;
     if !statement.kind.starts_with("https://in-toto.io/Statement/") {
         return Err(subject(format!(
             "a signed statement has the type '{}'",
@@ -81,6 +86,9 @@ struct Statement {
     predicate_type: String,
     #[serde(default)]
     subject: Vec<Subject>,
+    /// The whole statement, as read.
+    #[serde(skip)]
+    json: serde_json::Value,
 }
 
 #[derive(Deserialize)]
