@@ -76,21 +76,24 @@ impl Hash {
     }
 }
 
-/// The time (Unix seconds) `response` vouches `signature` existed at, and the authority's URI,
-/// by the first authority of `authorities` it verifies with; else why each refused. Paths to
-/// the authorities' roots are built within `budget`, the signature's.
+/// The times (Unix seconds) `response` vouches `signature` existed at, and the authority's
+/// URI, by the first authority of `authorities` it verifies with; else why each refused. A
+/// genTime with a fraction of a second is both its second and the next: what must hold at it
+/// (a certificate's validity, whose bounds are whole seconds) must hold at both, as Go
+/// compares the exact time. Paths to the authorities' roots are built within `budget`, the
+/// signature's.
 pub fn verify(
     authorities: &[Authority],
     response: &[u8],
     signature: &[u8],
     budget: &Budget,
-) -> Result<(i64, String), String> {
+) -> Result<(Vec<i64>, String), String> {
     let token = Token::parse(response, signature)?;
     let carried = Pool::new(token.certificates.iter().map(Vec::as_slice));
     let mut why = Vec::new();
     for authority in authorities {
         match token.verify(authority, &carried, budget) {
-            Ok(()) => return Ok((token.time, authority.uri.clone())),
+            Ok(()) => return Ok((token.times(), authority.uri.clone())),
             Err(e) => why.push(e),
         }
     }
@@ -102,7 +105,10 @@ pub fn verify(
 
 /// A response's token, read and checked as far as no authority is needed.
 struct Token {
+    /// genTime's whole second.
     time: i64,
+    /// Whether genTime has a fraction of a second past it.
+    fraction: bool,
     signer: Vec<u8>,
     certificates: Vec<Vec<u8>>,
     /// The bytes signed (the signed attributes as a SET, or the TSTInfo) and the signature.
@@ -116,7 +122,7 @@ struct Token {
 impl Token {
     fn parse(response: &[u8], signature: &[u8]) -> Result<Token, String> {
         let data = signed_data(response)?;
-        let (info_der, time) = tst_info(&data, signature)?;
+        let (info_der, time, fraction) = tst_info(&data, signature)?;
         let certificates: Vec<Vec<u8>> = data
             .certificates
             .iter()
@@ -146,6 +152,7 @@ impl Token {
         let signed = signed_bytes(signer_info, hash, info_der)?;
         Ok(Token {
             time,
+            fraction,
             signing_time: signing_time(signer_info),
             signer,
             certificates,
@@ -153,6 +160,15 @@ impl Token {
             signature: signer_info.signature.as_bytes().to_vec(),
             hash,
         })
+    }
+
+    /// The whole seconds genTime must be judged at: its own, and the next when it has a
+    /// fraction.
+    fn times(&self) -> Vec<i64> {
+        match self.fraction {
+            true => vec![self.time, self.time.saturating_add(1)],
+            false => vec![self.time],
+        }
     }
 
     /// Whether `authority` vouches for this token, through its own certificates and those the
@@ -186,7 +202,31 @@ impl Token {
             .map_err(|e| format!("{uri}: the token's signer is not a usable certificate ({e})"))?;
         webpki::anchor_from_trusted_cert(&authority.anchor)
             .map_err(|e| format!("{uri}: its root certificate is not usable ({e})"))?;
-        let at = std::time::Duration::from_secs(self.time.max(0) as u64);
+        for time in self.times() {
+            self.chains_at(authority, carried, budget, (&leaf, &signer), time)?;
+        }
+        self.signed_within_validity(&signer)
+            .map_err(|e| format!("{uri}: {e}"))?;
+        // Sigstore's timestamp-authority: the signer's one usage is time stamping, critical.
+        only_time_stamping(&signer).map_err(|e| format!("{uri}: {e}"))?;
+        if !self.signature_verifies(&signer) {
+            return Err(format!("{uri}: the token's signature does not verify"));
+        }
+        Ok(())
+    }
+
+    /// The signer chains to `authority`'s root at `time`, within the root's and the
+    /// authority's validity.
+    fn chains_at(
+        &self,
+        authority: &Authority,
+        carried: &Pool,
+        budget: &Budget,
+        (leaf, signer): (&webpki::EndEntityCert<'_>, &[u8]),
+        time: i64,
+    ) -> Result<(), String> {
+        let uri = &authority.uri;
+        let at = std::time::Duration::from_secs(time.max(0) as u64);
         // The authority's certificates first, then the token's, as sigstore-go pools them.
         let verification = Verification {
             time: UnixTime::since_unix_epoch(at),
@@ -199,7 +239,7 @@ impl Token {
             pools: &[&authority.intermediates, carried],
             budget,
         };
-        super::path::verify(&leaf, &signer, &authority.anchor, &verification).map_err(
+        super::path::verify(leaf, signer, &authority.anchor, &verification).map_err(
             |e| match e {
                 webpki::Error::MaximumSignatureChecksExceeded => {
                     format!("{uri}: {}", super::path::OVER_BUDGET)
@@ -209,18 +249,10 @@ impl Token {
                 ),
             },
         )?;
-        super::anchor::valid_at(&authority.anchor, self.time).map_err(|e| format!("{uri}: {e}"))?;
-        self.signed_within_validity(&signer)
-            .map_err(|e| format!("{uri}: {e}"))?;
-        // Sigstore's timestamp-authority: the signer's one usage is time stamping, critical.
-        only_time_stamping(&signer).map_err(|e| format!("{uri}: {e}"))?;
-        if !self.signature_verifies(&signer) {
-            return Err(format!("{uri}: the token's signature does not verify"));
-        }
-        if !authority.valid.contains(self.time) {
+        super::anchor::valid_at(&authority.anchor, time).map_err(|e| format!("{uri}: {e}"))?;
+        if !authority.valid.contains(time) {
             return Err(format!(
-                "{uri}: the timestamp's time {} is outside the authority's validFor",
-                self.time
+                "{uri}: the timestamp's time {time} is outside the authority's validFor"
             ));
         }
         Ok(())
@@ -347,7 +379,7 @@ fn signed_data(response: &[u8]) -> Result<SignedData, String> {
 
 /// The token's TSTInfo as signed (its DER) and its time, once its message imprint is found to
 /// be of `signature`.
-fn tst_info(data: &SignedData, signature: &[u8]) -> Result<(Vec<u8>, i64), String> {
+fn tst_info(data: &SignedData, signature: &[u8]) -> Result<(Vec<u8>, i64, bool), String> {
     let content = &data.encap_content_info;
     if content.econtent_type.to_string() != TST_INFO {
         return Err("a timestamp's token does not hold a TSTInfo".into());
@@ -361,11 +393,12 @@ fn tst_info(data: &SignedData, signature: &[u8]) -> Result<(Vec<u8>, i64), Strin
         .into_bytes();
     // RFC 3161 allows fractions of a second in genTime (Go reads them; der does not): read
     // the same TSTInfo with the whole second. The signed bytes stay `info_der`.
+    let mut fraction = false;
     let info = TstInfo::from_der(&info_der)
         .or_else(|e| {
-            whole_second(&info_der)
-                .ok_or(e)
-                .and_then(|d| TstInfo::from_der(&d))
+            let (whole, past) = whole_second(&info_der).ok_or(e)?;
+            fraction = past;
+            TstInfo::from_der(&whole)
         })
         .map_err(malformed("a timestamp's TSTInfo does not parse"))?;
     let imprint = &info.message_imprint;
@@ -374,7 +407,7 @@ fn tst_info(data: &SignedData, signature: &[u8]) -> Result<(Vec<u8>, i64), Strin
         return Err("a timestamp is of another signature (its message imprint)".into());
     }
     let time = info.gen_time.to_unix_duration().as_secs() as i64;
-    Ok((info_der, time))
+    Ok((info_der, time, fraction))
 }
 
 /// What the signer signed: the TSTInfo itself, or the signed attributes whose message digest

@@ -3,9 +3,9 @@
 //! again with the whole second; the bytes signed are never changed.
 
 /// `info` (a TSTInfo's DER) with its genTime's fraction of a second dropped (`...SS.fffZ` read
-/// as `...SSZ`, the time truncated as Go's time compares it to the second's start), when it has
-/// one; the rest as it was.
-pub(super) fn whole_second(info: &[u8]) -> Option<Vec<u8>> {
+/// as `...SSZ`), when it has one, and whether the fraction is past the second (a digit not
+/// zero): then the caller judges the time at the next second too.
+pub(super) fn whole_second(info: &[u8]) -> Option<(Vec<u8>, bool)> {
     use x509_cert::der::{Encode, Header, Length, Reader, SliceReader, Tag};
     let mut outer = SliceReader::new(info).ok()?;
     let header = outer.peek_header().ok()?;
@@ -37,5 +37,5 @@ pub(super) fn whole_second(info: &[u8]) -> Option<Vec<u8>> {
     out.extend(before);
     out.extend(time);
     out.extend_from_slice(rest);
-    Some(out)
+    Some((out, digits.iter().any(|d| *d != b'0')))
 }

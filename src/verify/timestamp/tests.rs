@@ -17,7 +17,7 @@ fn verified(tsa: &Tsa, key: Key, made: Made, leaf: bool) -> Result<i64, String> 
         SIGNATURE,
         &Budget::default(),
     )
-    .map(|(time, _)| time)
+    .map(|(times, _)| times[0])
 }
 
 #[test]
@@ -273,7 +273,7 @@ fn the_signers_certificate_is_for_time_stamping_alone() {
         let response = response(&tsa, Key::P256, Made::default());
         let verdict = verify(&[authority], &response, SIGNATURE, &Budget::default());
         match allowed {
-            true => assert_eq!(verdict.map(|v| v.0), Ok(AT as i64)),
+            true => assert_eq!(verdict.map(|v| v.0), Ok(vec![AT as i64])),
             false => {
                 let err = verdict.unwrap_err();
                 assert!(err.contains("does not chain to it"), "{purposes:?}: {err}");
@@ -330,6 +330,51 @@ fn a_signing_time_outside_the_signers_validity_is_refused_as_pkcs7_refuses_it() 
             assert!(err.ends_with(&format!("the token's signingTime {outside} is outside its signer's validity ({from} to {to})")), "{err}");
         }
     }
+}
+
+/// A time with a fraction is past its second: a root that ends at that second holds it, as
+/// Go's exact comparison does (0.25 s after the certificate's end is after it), while the
+/// whole second itself is within (the bounds are inclusive). Its times are the second and the
+/// next, each judged.
+#[test]
+fn a_fraction_past_a_certificates_end_is_after_it() {
+    let tsa = Tsa::with_root_until(Key::P256, (2026, 1, 1));
+    assert_eq!(AT, 1_767_225_600, "2026-01-01T00:00:00Z");
+    let at = |fraction| {
+        let made = Made {
+            fraction,
+            ..Made::default()
+        };
+        let response = response(&tsa, Key::P256, made);
+        verify(
+            &[tsa.authority(true)],
+            &response,
+            SIGNATURE,
+            &Budget::default(),
+        )
+        .map(|v| v.0)
+    };
+    assert_eq!(at(None), Ok(vec![AT as i64]));
+    let err = at(Some(".25")).unwrap_err();
+    assert!(
+        err.contains("is not valid at Thu, 01 Jan 2026 00:00:01 GMT"),
+        "{err}"
+    );
+    // Zeros are no fraction: the second itself.
+    assert_eq!(at(Some(".000")), Ok(vec![AT as i64]));
+    let good = Tsa::good(Key::P256);
+    let made = Made {
+        fraction: Some(".5"),
+        ..Made::default()
+    };
+    let response = response(&good, Key::P256, made);
+    let times = verify(
+        &[good.authority(true)],
+        &response,
+        SIGNATURE,
+        &Budget::default(),
+    );
+    assert_eq!(times.map(|v| v.0), Ok(vec![AT as i64, AT as i64 + 1]));
 }
 
 /// RFC 3161 allows a fraction of a second in genTime, and Go reads it (cosign accepts such a

@@ -145,8 +145,8 @@ fn verified_stamps(
             super::super::timestamp::verify(&keyless.root.timestamps, response, signature, budget);
         match verified {
             Ok((_, uri)) if authorities.contains(&uri) => {}
-            Ok((time, uri)) => {
-                times.push(time);
+            Ok((at, uri)) => {
+                times.extend(at);
                 authorities.push(uri);
             }
             Err(e) if !why.contains(&e) => why.push(e),
