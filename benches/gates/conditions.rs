@@ -192,7 +192,7 @@ pub fn hostile_conditions() {
         let input = Input::new(statement, "sha256:ab").unwrap();
         let mut spent = 0;
         let took = cpu(|| {
-            let mut budget = Budget { left: COST_LIMIT };
+            let mut budget = Budget::new(COST_LIMIT);
             let _ = condition.holds_within(&input, 1_796_000_000, &mut budget);
             spent = COST_LIMIT - budget.left;
         });

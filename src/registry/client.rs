@@ -62,6 +62,11 @@ pub fn install_crypto_provider() {
 }
 
 impl RegistryClient {
+    /// Whose reads these are (the object's namespace), for the shares that count by tenant.
+    pub fn tenant(&self) -> Option<&str> {
+        self.options.tenant.as_deref()
+    }
+
     pub fn new(options: ClientOptions, shared: Arc<Registries>) -> Result<Self, RegistryError> {
         install_crypto_provider();
         let http = shared.http_client(&options)?;

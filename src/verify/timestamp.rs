@@ -11,6 +11,7 @@
 //! is rustls-webpki's, as for signing certificates.
 
 mod fraction;
+mod usage;
 
 use super::path::{Budget, Pool, Verification};
 use super::valid_for::ValidFor;
@@ -20,6 +21,9 @@ use fraction::whole_second;
 use rustls_pki_types::{CertificateDer, UnixTime};
 use sha2::{Digest, Sha256, Sha384, Sha512};
 use std::sync::Arc;
+use usage::only_time_stamping;
+#[cfg(test)]
+use usage::TIME_STAMPING_OID;
 use x509_cert::der::asn1::OctetString;
 use x509_cert::der::{Decode, Encode};
 use x509_tsp::{TimeStampResp, TstInfo};
@@ -29,8 +33,6 @@ pub const MAX_TIMESTAMPS: usize = 32;
 
 /// id-kp-timeStamping (1.3.6.1.5.5.7.3.8), as webpki takes it.
 const TIME_STAMPING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x08];
-const TIME_STAMPING_OID: &str = "1.3.6.1.5.5.7.3.8";
-const EKU_EXTENSION: &str = "2.5.29.37";
 const SIGNED_DATA: &str = "1.2.840.113549.1.7.2";
 const TST_INFO: &str = "1.2.840.113549.1.9.16.1.4";
 const MESSAGE_DIGEST: &str = "1.2.840.113549.1.9.4";
@@ -317,34 +319,6 @@ impl Token {
         s::UnparsedPublicKey::new(algorithm, spki.subject_public_key.raw_bytes())
             .verify(&self.signed, &self.signature)
             .is_ok()
-    }
-}
-
-/// The extended key usages of a certificate: whether the extension is there, critical, and its
-/// purposes.
-fn key_usages(der: &[u8]) -> Result<Option<(bool, Vec<String>)>, String> {
-    let cert = x509_cert::Certificate::from_der(der).map_err(|e| e.to_string())?;
-    for ext in cert.tbs_certificate.extensions.iter().flatten() {
-        if ext.extn_id.to_string() == EKU_EXTENSION {
-            let usages =
-                x509_cert::ext::pkix::ExtendedKeyUsage::from_der(ext.extn_value.as_bytes())
-                    .map_err(|e| format!("a malformed extended key usage ({e})"))?;
-            let purposes = usages.0.iter().map(|o| o.to_string()).collect();
-            return Ok(Some((ext.critical, purposes)));
-        }
-    }
-    Ok(None)
-}
-
-/// Sigstore's timestamp-authority: the signer's one extended key usage is time stamping, and
-/// the extension is critical.
-fn only_time_stamping(der: &[u8]) -> Result<(), String> {
-    match key_usages(der)? {
-        Some((true, purposes)) if purposes == [TIME_STAMPING_OID] => Ok(()),
-        Some((false, _)) | None => {
-            Err("the token's signer does not mark its extended key usage critical".into())
-        }
-        Some(_) => Err("the token's signer has usages other than time stamping alone".into()),
     }
 }
 

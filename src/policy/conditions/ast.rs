@@ -63,6 +63,28 @@ pub enum Func {
     Accessor(&'static str),
 }
 
+impl Func {
+    /// Its name, as cel-go names it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Func::Size => "size",
+            Func::Contains => "contains",
+            Func::StartsWith => "startsWith",
+            Func::EndsWith => "endsWith",
+            Func::Matches(_) => "matches",
+            Func::Int => "int",
+            Func::Uint => "uint",
+            Func::Double => "double",
+            Func::String => "string",
+            Func::Bytes => "bytes",
+            Func::Timestamp => "timestamp",
+            Func::Duration => "duration",
+            Func::Dyn => "dyn",
+            Func::Accessor(name) => name,
+        }
+    }
+}
+
 /// A macro over a list's elements or a map's keys.
 #[derive(Clone, Debug)]
 pub struct Loop {

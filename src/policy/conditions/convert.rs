@@ -18,7 +18,7 @@ pub fn convert(func: &Func, v: Value) -> Result<Value, String> {
         Err(format!(
             "type conversion error from '{}' to '{}'",
             v.kind(),
-            super::check::name(func)
+            func.name()
         ))
     };
     Ok(match (func, &v) {

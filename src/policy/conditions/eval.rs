@@ -5,40 +5,12 @@
 //! never absorbed.
 
 use super::ast::{Expr, Loop, LoopKind, Op};
+use super::fault::{error, Budget, Eval, Fault};
 use super::functions;
 use super::value::{compare, equal, Key, Value};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// Why an evaluation produced no value.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Fault {
-    /// A CEL error (a missing key, a type with no overload, an overflow...): a value of the
-    /// evaluation, absorbed where cel-go absorbs it.
-    Error(String),
-    /// The budget is spent: the evaluation stops.
-    Budget,
-}
-
-pub type Eval = Result<Value, Fault>;
-
-pub fn error<T>(why: impl Into<String>) -> Result<T, Fault> {
-    Err(Fault::Error(why.into()))
-}
-
-/// What an evaluation may still spend, in units of about one node's evaluation.
-#[derive(Debug)]
-pub struct Budget {
-    pub left: u64,
-}
-
-impl Budget {
-    pub fn charge(&mut self, units: u64) -> Result<(), Fault> {
-        self.left = self.left.checked_sub(units).ok_or(Fault::Budget)?;
-        Ok(())
-    }
-}
 
 /// The variables of one evaluation and the budget it spends.
 pub struct Scope<'a> {
@@ -251,7 +223,7 @@ impl Scope<'_> {
                         absorbed = Some(format!("a macro's predicate is a {}", other.kind()))
                     }
                     Err(Fault::Error(e)) => absorbed = Some(e),
-                    Err(Fault::Budget) => return Err(Fault::Budget),
+                    Err(fault) => return Err(fault),
                 },
                 LoopKind::ExistsOne => match self.eval(&l.body)? {
                     Value::Bool(b) => count += u64::from(b),
@@ -272,10 +244,11 @@ impl Scope<'_> {
     }
 }
 
-/// An evaluation's answer with a CEL error kept as a value to absorb; a spent budget is not.
+/// An evaluation's answer with a CEL error kept as a value to absorb; a spent budget or a
+/// stop is not.
 fn absorbable(e: Eval) -> Result<Eval, Fault> {
     match e {
-        Err(Fault::Budget) => Err(Fault::Budget),
+        Err(fault @ (Fault::Budget | Fault::Stopped)) => Err(fault),
         other => Ok(other),
     }
 }

@@ -4,7 +4,7 @@
 //! Each charges what it walks or makes before it does so.
 
 use super::ast::{Func, Op};
-use super::eval::{error, Budget, Eval, Fault};
+use super::fault::{error, Budget, Eval, Fault};
 use super::time;
 use super::value::{lookup, Key, Value};
 use std::collections::BTreeMap;
@@ -179,7 +179,7 @@ pub fn call(func: &Func, mut args: Vec<Value>, budget: &mut Budget) -> Eval {
         }
         _ => error(format!(
             "no such overload: {}() of a {}",
-            super::check::name(func),
+            func.name(),
             this.kind()
         )),
     }

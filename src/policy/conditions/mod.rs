@@ -17,31 +17,36 @@
 //! (a missing field, a type mismatch) and anything but a boolean hold the tag.
 
 mod ast;
+mod calls;
 mod check;
 mod convert;
 mod data;
 mod escape;
 mod eval;
+mod fault;
 mod format;
 mod functions;
 mod lex;
+mod overloads;
 mod parse;
 mod regex;
 #[cfg(test)]
 mod tests;
 mod time;
+mod types;
 mod value;
 
 pub use check::MAX_COMPREHENSION_DEPTH;
 pub use data::{Bounds as DataBounds, MAX_ITEMS, MAX_STRING_BYTES, MAX_VALUES};
-pub use eval::Budget;
+pub use fault::Budget;
 pub use parse::MAX_NESTING as MAX_DEPTH;
 pub use regex::MAX_STATES as MAX_PATTERN_STATES;
 #[doc(hidden)]
 pub use value::{Key, Value};
 
 use ast::Expr;
-use eval::{Fault, Scope};
+use eval::Scope;
+use fault::Fault;
 use std::sync::Arc;
 
 /// The longest expression accepted (Kubernetes' validation rules are usually under 1 KiB).
@@ -166,14 +171,17 @@ impl Condition {
     /// `Ok(())` when the condition is `true` for `input` at `now`, within [`COST_LIMIT`]; else
     /// why not, in a line.
     pub fn holds(&self, input: &Input, now: i64) -> Result<(), String> {
-        self.holds_within(input, now, &mut Budget { left: COST_LIMIT })
+        self.holds_within(input, now, &mut Budget::new(COST_LIMIT))
     }
 
     /// [`Condition::holds`], spending at most [`COST_LIMIT`] of `budget`.
     pub fn holds_within(&self, input: &Input, now: i64, budget: &mut Budget) -> Result<(), String> {
         let now = Value::Timestamp(time::Timestamp::new(now, 0).map_err(|e| self.failed(&e))?);
         let limit = budget.left.min(COST_LIMIT);
-        let mut own = Budget { left: limit };
+        let mut own = Budget {
+            left: limit,
+            stop: budget.stop.clone(),
+        };
         let mut scope = Scope {
             globals: [
                 ("statement", &input.statement),
@@ -195,6 +203,10 @@ impl Condition {
                 "was stopped: its evaluation spent the {limit} it may (a macro over statement \
                  data runs once per element; prefer comparisons with literals)"
             ))),
+            Err(Fault::Stopped) => Err(self.failed(
+                "was stopped before it finished: its policy changed or was deleted, or it gave \
+                 its place to another namespace; it is judged again",
+            )),
         }
     }
 
@@ -238,7 +250,7 @@ pub fn evaluate(expression: &str) -> Result<Value, String> {
     check::type_of(&program).map_err(|e| format!("does not compile: {e}"))?;
     let (null, digest) = (Value::Null, Value::string(""));
     let now = Value::Timestamp(time::Timestamp::new(0, 0)?);
-    let mut budget = Budget { left: COST_LIMIT };
+    let mut budget = Budget::new(COST_LIMIT);
     let mut scope = Scope {
         globals: [
             ("statement", &null),

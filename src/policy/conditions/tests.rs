@@ -170,7 +170,7 @@ fn the_budget_stops_an_evaluation_that_runs_past_it() {
     // One walk of each is well within it.
     let walks = "predicate.a.all(x, x == 1) && !predicate.b.exists(y, y == 3)";
     assert_eq!(holds(walks, lists.clone()), Ok(()));
-    let mut budget = Budget { left: 50 };
+    let mut budget = Budget::new(50);
     let input = Input::new(&statement(lists), "sha256:ab").unwrap();
     let walk = Condition::compile("predicate.a.all(x, x == 1)", None).unwrap();
     let err = walk.holds_within(&input, NOW, &mut budget).unwrap_err();

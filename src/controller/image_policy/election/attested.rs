@@ -12,6 +12,7 @@ use crate::policy::conditions::{
 use crate::verify::{Signed, TrustedKeys};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -79,14 +80,21 @@ impl Trust {
     }
 
     /// `Ok(())` when every entry has attestations among `signed` that verify, each of which
-    /// satisfies its conditions at `now`, all within [`POLICY_COST_LIMIT`]; else the first
-    /// entry's reason.
-    pub fn attested(&self, signed: &[Signed], digest: &str, now: SystemTime) -> Result<(), String> {
+    /// satisfies its conditions at `now`, all within [`POLICY_COST_LIMIT`] and until `stop`
+    /// is set; else the first entry's reason.
+    pub fn attested(
+        &self,
+        signed: &[Signed],
+        digest: &str,
+        now: SystemTime,
+        stop: Option<Arc<AtomicBool>>,
+    ) -> Result<(), String> {
         let unix = now
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
         let mut budget = Budget {
             left: POLICY_COST_LIMIT,
+            stop,
         };
         for rule in &self.rules {
             let signers = rule.signers.as_ref().unwrap_or(&self.keys);
@@ -204,9 +212,7 @@ mod tests {
         };
         let statement = |ok: bool, n: u32| serde_json::json!({"predicate": {"ok": ok, "n": n}});
         let judge = |statements: &[serde_json::Value]| {
-            let mut budget = Budget {
-                left: POLICY_COST_LIMIT,
-            };
+            let mut budget = Budget::new(POLICY_COST_LIMIT);
             rule.satisfied(statements, "sha256:ab", 0, &mut budget)
         };
         let (good, good2, bad) = (statement(true, 1), statement(true, 2), statement(false, 3));
@@ -243,6 +249,15 @@ mod tests {
         );
         assert_eq!(judge(&many[..MAX_STATEMENTS_JUDGED]), Ok(()));
         assert_eq!(judge(&[]), Err("no statement".into()));
+        // Stopped by its caller, it holds at once and says so; the budget is not spent.
+        let stop = Arc::new(AtomicBool::new(true));
+        let mut stopped = Budget {
+            left: POLICY_COST_LIMIT,
+            stop: Some(stop),
+        };
+        let held = rule.satisfied(std::slice::from_ref(&good), "sha256:ab", 0, &mut stopped);
+        assert!(held.unwrap_err().contains("was stopped before it finished"));
+        assert_eq!(stopped.left, POLICY_COST_LIMIT);
         assert_eq!(
             rule.refused("why"),
             "attestation 'scan' (https://example.com/scan): why"

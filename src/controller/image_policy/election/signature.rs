@@ -6,6 +6,7 @@ use crate::reference::ImageReference;
 use crate::registry::{RegistryClient, RegistryError};
 use crate::store::SignatureVerdict;
 use crate::verify::{Refusal, Signed, TrustedKeys, Verified};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -109,7 +110,7 @@ pub(super) async fn check_signature(
         Err(refusal) => ((None, None, refusal.to_string()), None),
     };
     if verdict.0.is_some() && !trust.rules.is_empty() {
-        if let Err(why) = attested(trust, signatures, digest, now).await {
+        if let Err(why) = attested(trust, signatures, digest, now, client.tenant()).await {
             verdict = (None, None, why);
         } else if trust.reads_now() {
             let next = checked_at.saturating_add(recheck.as_secs() as i64);
@@ -128,17 +129,49 @@ pub(super) async fn check_signature(
     })
 }
 
-/// [`Trust::attested`] on the blocking pool: verification and conditions cost CPU.
+/// The attestation evaluations that run at once, shared by namespace (crate::fair): a
+/// namespace's conditions wait for a slot only behind namespaces holding no more than it does,
+/// and never hold the async workers other namespaces' scans run on.
+pub const EVALUATION_SLOTS: usize = 2;
+
+static EVALUATIONS: std::sync::LazyLock<Arc<crate::fair::FairSlots>> =
+    std::sync::LazyLock::new(|| crate::fair::FairSlots::new(EVALUATION_SLOTS));
+
+/// Sets its flag when dropped: a decision aborted (its policy changed or was deleted, so its
+/// background work is dropped) stops its evaluation at the next unit.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Relaxed);
+    }
+}
+
+/// [`Trust::attested`] on the blocking pool, in one of [`EVALUATION_SLOTS`] held for
+/// `tenant`: verification and conditions cost CPU. Stopped when its slot is taken back for a
+/// namespace under its fair share, or when this future is dropped.
 async fn attested(
     trust: &Arc<Trust>,
     signatures: Vec<Signed>,
     digest: &str,
     now: SystemTime,
+    tenant: Option<&str>,
 ) -> Result<(), String> {
-    let (trust, digest) = (trust.clone(), digest.to_string());
-    tokio::task::spawn_blocking(move || trust.attested(&signatures, &digest, now))
-        .await
-        .unwrap_or_else(|e| Err(format!("verifying the attestations did not finish: {e}")))
+    let permit = EVALUATIONS.acquire(tenant).await;
+    let stop = StopOnDrop(Arc::new(AtomicBool::new(false)));
+    let (trust, digest, flag) = (trust.clone(), digest.to_string(), stop.0.clone());
+    let task =
+        tokio::task::spawn_blocking(move || trust.attested(&signatures, &digest, now, Some(flag)));
+    let mut task = std::pin::pin!(task);
+    let done = tokio::select! {
+        done = &mut task => done,
+        () = permit.stopped() => {
+            stop.0.store(true, Relaxed);
+            task.await
+        }
+    };
+    drop(permit);
+    done.unwrap_or_else(|e| Err(format!("verifying the attestations did not finish: {e}")))
 }
 
 #[cfg(test)]
