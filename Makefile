@@ -202,7 +202,8 @@ e2e-signatures: deps kube sigtools
 # registry's fetching of signatures is the integration suite's to test), the gates that judge
 # an image's facts (src/policy/gates/), the election that walks them with the downgrade guard
 # and the status record (src/controller/image_policy/election/, downgrade.rs, record.rs) and
-# the frame's handoff: every mutant must be caught. First by the unit tests (`--lib`, one
+# the frame's handoff, the attestation conditions' evaluator (src/policy/conditions/) and the
+# referrers' reading: every mutant must be caught. First by the unit tests (`--lib`, one
 # incremental build each); what they miss is then run again (`--iterate`) with the integration
 # tests too (a real registry and Secrets, which the election's fact source and trusted keys
 # need). docs/development.md lists the equivalent mutants, which .cargo/mutants.toml excludes.
@@ -215,17 +216,20 @@ MUTATED = -f 'src/verify/**/*.rs' -f 'src/policy/gates/**/*.rs' \
 	-f 'src/fair.rs' -f 'src/fair/*.rs' -f src/registry/budget/share.rs \
 	-f src/controller/frame/handoff/room.rs -f src/controller/events/notify/queue.rs \
 	-f 'src/registry/sigstore_root/*.rs' \
+	-f 'src/policy/conditions/*.rs' -f src/api/attestations.rs \
+	-f src/registry/signatures/referrers.rs \
 	-e '**/tests.rs' -e '**/tests/**' -e '**/model.rs' -e '**/property.rs' -e src/verify/fuzz.rs
 mutants: deps
 	@command -v cargo-mutants >/dev/null || { echo "cargo-mutants not found: cargo install cargo-mutants" >&2; exit 1; }
 	cargo mutants --no-shuffle --copy-target=true -j $${MUTANTS_JOBS:-2} --cargo-arg=--lib $(MUTATED) \
 		-- -- verify:: policy::gates controller::image_policy controller::frame controller::schema \
 		controller::object api::beyond_flux cli::crds fair:: registry::budget controller::events::notify \
-		registry::sigstore_root; \
+		registry::sigstore_root policy::conditions api::attestations registry::signatures; \
 	status=$$?; [ $$status -eq 0 ] || [ $$status -eq 2 ] || exit $$status; \
 	cargo mutants --iterate --no-shuffle --copy-target=true -j $${MUTANTS_JOBS:-2} $(MUTATED) \
 		-- --lib --test it -- verify:: policy::gates controller:: cli::gates fair:: registry::budget \
-		registry::shares registry::sigstore_root
+		registry::shares registry::sigstore_root policy::conditions policy::cel_conformance \
+		api::attestations registry::signatures
 
 # promtool (Debian's prometheus package), for the metrics e2e check; installed when missing.
 prometheus-deps:

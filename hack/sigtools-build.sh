@@ -29,7 +29,8 @@ version_of() {
   local pkg; pkg=$(pkg_of "$1")
   if [ "$pkg" = . ]; then
     # A program of ours: its direct requirements' versions, on one line.
-    local direct; direct=$(sed -n '/^require/,/^)/p' "$1/go.mod" | grep -v indirect | grep -o 'github.com/[^ ]*' | sort -u)
+    local direct; direct=$(sed -n '/^require/,/^)/p' "$1/go.mod" | grep -v indirect \
+      | sed -E 's/^require[[:space:]]*\(?//' | awk 'NF >= 2 { print $1 }' | sort -u)
     # shellcheck disable=SC2086 # one argument per module
     (cd "$1" && go list -m -f '{{.Path}}@{{.Version}}' $direct | paste -sd ' ')
   else
