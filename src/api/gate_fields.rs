@@ -120,8 +120,8 @@ pub struct AttestationRequirement {
     /// The in-toto predicate type the attestation's statement must have, e.g.
     /// `https://slsa.dev/provenance/v1` (cosign attest `--type slsaprovenance1`).
     pub predicate_type: String,
-    /// CEL expressions over `statement`, `predicate`, `digest` and `now`, all true for one
-    /// attestation of this type.
+    /// CEL expressions over `statement`, `predicate`, `digest` and `now`, evaluated as cel-go
+    /// evaluates them, all true for every attestation of this type that verifies.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<AttestationCondition>,
     /// Who must have signed it, when not the policy's keys or `matchOIDCIdentity` (provenance

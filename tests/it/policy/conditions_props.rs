@@ -13,14 +13,79 @@ use serde_json::{json, Value};
 /// functions, so that a random concatenation is often almost an expression.
 fn atom() -> impl Strategy<Value = &'static str> {
     prop::sample::select(vec![
-        "predicate", "statement", "digest", "now", "x", ".", ".a", ".l", ".s", ".m", "[0]",
-        "['a']", "(", ")", "[", "]", "{", "}", ",", ":", "?", "!", "-", "+", "*", "/", "%",
-        "==", "!=", "<", "<=", ">", ">=", "&&", "||", " in ", "1", "-1", "2u", "1.5", "0x1f",
-        "'a'", "\"b\"", "r'\\d'", "b'\\xff'", "'''t'''", "true", "false", "null", "size(",
-        ".size()", ".all(x, ", ".exists(x, ", ".exists_one(x, ", ".map(x, ", ".filter(x, ",
-        "has(", ".contains(", ".startsWith(", ".matches('^a+$')", "int(", "uint(", "double(",
-        "string(", "bytes(", "timestamp(", "duration(", "dyn(", "'2026-01-01T00:00:00Z'",
-        "'1h'", ".getHours()", "9223372036854775807", " ",
+        "predicate",
+        "statement",
+        "digest",
+        "now",
+        "x",
+        ".",
+        ".a",
+        ".l",
+        ".s",
+        ".m",
+        "[0]",
+        "['a']",
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        ",",
+        ":",
+        "?",
+        "!",
+        "-",
+        "+",
+        "*",
+        "/",
+        "%",
+        "==",
+        "!=",
+        "<",
+        "<=",
+        ">",
+        ">=",
+        "&&",
+        "||",
+        " in ",
+        "1",
+        "-1",
+        "2u",
+        "1.5",
+        "0x1f",
+        "'a'",
+        "\"b\"",
+        "r'\\d'",
+        "b'\\xff'",
+        "'''t'''",
+        "true",
+        "false",
+        "null",
+        "size(",
+        ".size()",
+        ".all(x, ",
+        ".exists(x, ",
+        ".exists_one(x, ",
+        ".map(x, ",
+        ".filter(x, ",
+        "has(",
+        ".contains(",
+        ".startsWith(",
+        ".matches('^a+$')",
+        "int(",
+        "uint(",
+        "double(",
+        "string(",
+        "bytes(",
+        "timestamp(",
+        "duration(",
+        "dyn(",
+        "'2026-01-01T00:00:00Z'",
+        "'1h'",
+        ".getHours()",
+        "9223372036854775807",
+        " ",
     ])
 }
 
@@ -34,17 +99,41 @@ fn text() -> impl Strategy<Value = String> {
 /// A `dyn` expression: statement data, or any value made `dyn`.
 fn data_expression() -> impl Strategy<Value = String> {
     let leaf = prop::sample::select(vec![
-        "predicate.a", "predicate.l", "predicate.s", "predicate.m", "predicate.missing",
-        "predicate", "predicate.l[0]", "predicate.m['a']", "dyn(1)", "dyn(-1)", "dyn(2u)",
-        "dyn(1.5)", "dyn('a')", "dyn(true)", "dyn(null)", "dyn([1, 2])", "dyn({'a': 1})",
-        "dyn(now)", "dyn(duration('1h'))", "dyn(9223372036854775807)",
+        "predicate.a",
+        "predicate.l",
+        "predicate.s",
+        "predicate.m",
+        "predicate.missing",
+        "predicate",
+        "predicate.l[0]",
+        "predicate.m['a']",
+        "dyn(1)",
+        "dyn(-1)",
+        "dyn(2u)",
+        "dyn(1.5)",
+        "dyn('a')",
+        "dyn(true)",
+        "dyn(null)",
+        "dyn([1, 2])",
+        "dyn({'a': 1})",
+        "dyn(now)",
+        "dyn(duration('1h'))",
+        "dyn(9223372036854775807)",
     ])
     .prop_map(str::to_string);
     leaf.prop_recursive(1, 4, 2, |inner| {
         let wrap = prop::sample::select(vec![
-            "dyn(size({}))", "dyn(string({}))", "dyn(int({}))", "dyn(double({}))", "dyn(-({}))",
-            "({}).a", "({})[0]", "dyn(timestamp({}))", "dyn(duration({}))",
-            "dyn(({}).map(x, x))", "dyn(({}).filter(x, x == 1))",
+            "dyn(size({}))",
+            "dyn(string({}))",
+            "dyn(int({}))",
+            "dyn(double({}))",
+            "dyn(-({}))",
+            "({}).a",
+            "({})[0]",
+            "dyn(timestamp({}))",
+            "dyn(duration({}))",
+            "dyn(({}).map(x, x))",
+            "dyn(({}).filter(x, x == 1))",
         ]);
         let op = prop::sample::select(vec!["+", "-", "*", "/", "%"]);
         prop_oneof![
@@ -59,9 +148,15 @@ fn condition() -> impl Strategy<Value = String> {
     let d = data_expression;
     let compare = prop::sample::select(vec!["==", "!=", "<", "<=", ">", ">=", "in"]);
     let test = prop::sample::select(vec![
-        "has(({}).a)", "({}).startsWith('a')", "({}).contains('a')", "({}).matches('^a')",
-        "({}).all(x, x == 1)", "({}).exists(x, x != 'a')", "({}).exists_one(x, x == 1)",
-        "size({}) > 0", "{}",
+        "has(({}).a)",
+        "({}).startsWith('a')",
+        "({}).contains('a')",
+        "({}).matches('^a')",
+        "({}).all(x, x == 1)",
+        "({}).exists(x, x != 'a')",
+        "({}).exists_one(x, x == 1)",
+        "size({}) > 0",
+        "{}",
     ]);
     let leaf = prop_oneof![
         (d(), compare, d()).prop_map(|(a, op, b)| format!("({a}) {op} ({b})")),
@@ -157,5 +252,8 @@ fn the_generated_texts_often_compile() {
         }
     }
     println!("of 3000 generated texts, {compiled} compile and {true_} are true");
-    assert!(compiled >= 100 && true_ >= 20, "{compiled} compile, {true_} true");
+    assert!(
+        compiled >= 100 && true_ >= 20,
+        "{compiled} compile, {true_} true"
+    );
 }
