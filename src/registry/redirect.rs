@@ -68,20 +68,12 @@ impl RegistryClient {
                     url_host(&next)
                 )));
             }
-            if !same_origin {
-                let origin = next.origin().ascii_serialization();
-                let mut origins = self
-                    .redirect_origins
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner());
-                if !origins.contains(&origin) && origins.len() >= MAX_REDIRECT_ORIGINS {
-                    return Err(refuse(format!(
-                        "redirected to {}, a further origin past the {MAX_REDIRECT_ORIGINS} \
-                         this scan was already redirected to: refused",
-                        url_host(&next)
-                    )));
-                }
-                origins.insert(origin);
+            if !same_origin && !self.admit_origin(&next) {
+                return Err(refuse(format!(
+                    "redirected to {}, a further origin past the {MAX_REDIRECT_ORIGINS} this \
+                     scan was already redirected to: refused",
+                    url_host(&next)
+                )));
             }
             let mut forwarded = headers.clone();
             if !same_origin {
@@ -116,6 +108,21 @@ impl RegistryClient {
             hold_slot(&mut response, slot);
         }
         Ok(response)
+    }
+
+    /// Whether this scan may be redirected to `next`'s origin: one it was redirected to
+    /// already, or a new one within [`MAX_REDIRECT_ORIGINS`] (then counted).
+    fn admit_origin(&self, next: &Url) -> bool {
+        let origin = next.origin().ascii_serialization();
+        let mut origins = self
+            .redirect_origins
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if !origins.contains(&origin) && origins.len() >= MAX_REDIRECT_ORIGINS {
+            return false;
+        }
+        origins.insert(origin);
+        true
     }
 
     /// The client for other origins: this reconcile's own, keeping no idle connection.

@@ -3,6 +3,7 @@
 pub mod config_rbac;
 pub mod dashboard;
 pub mod docs_links;
+pub mod function_length;
 pub mod layout;
 pub mod layout_docs;
 pub mod symbol_order;
