@@ -135,11 +135,14 @@ async fn held_as_served<K: Reconciled>(obj: &K, ctx: &Arc<K::Ctx>) -> bool {
     let (event, held) = match obj.serving(ctx) {
         Serving::Whole => return false,
         Serving::Told(event) => (event, false),
-        Serving::Hidden(event) => (event, true),
+        Serving::Hidden(event) => {
+            shared.metrics.gates_hidden();
+            (event, true)
+        }
+        Serving::Inconsistent(event) => (event, true),
     };
     if held {
         tracing::warn!("{}", event.message);
-        shared.metrics.gates_hidden();
     }
     let now = (shared.clock)();
     let published = shared

@@ -41,6 +41,12 @@ pub enum Serving {
     /// Without fields it held at this generation: nothing of it is written, the event says
     /// why, and it is reconciled again when it arrives otherwise.
     Hidden(EventSpec),
+    /// Without fields its own gates annotation says it held, which the served schema has: the
+    /// annotation, not the cluster's CRDs, is wrong (written by hand). Held as [`Hidden`]
+    /// (nothing written), the event naming the annotation; no schema metric counts it.
+    ///
+    /// [`Hidden`]: Serving::Hidden
+    Inconsistent(EventSpec),
     /// Whole, but the served schema lacks fields: the event says so (once), and it goes on.
     Told(EventSpec),
 }

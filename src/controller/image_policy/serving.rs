@@ -8,7 +8,7 @@ use crate::controller::events::transition::{EventSpec, EventType};
 use crate::controller::frame::apply::Serving;
 use crate::controller::object::keys::{object_key, FIELD_MANAGER};
 use crate::controller::outcome::error::Error;
-use crate::controller::schema::marker::hidden;
+use crate::controller::schema::marker::{hidden, GATES_ANNOTATION};
 use crate::controller::schema::ServedSchema;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
@@ -17,11 +17,31 @@ use kube::{Api, ResourceExt};
 pub const GATES_HIDDEN: &str = "GatesHidden";
 /// The Normal event of a policy served whole by a schema that lacks fields beyond Flux's.
 pub const GATE_FIELDS_UNSERVED: &str = "GateFieldsUnserved";
+/// The Warning of a policy whose gates annotation names fields the served schema has and the
+/// policy lacks: the annotation does not match the object.
+pub const GATES_MARKER_INCONSISTENT: &str = "GatesAnnotationInconsistent";
 
 /// How `policy` is served, given what is known of the `schema`.
 pub fn serving(policy: &ImagePolicy, schema: &ServedSchema) -> Serving {
     let fix = "apply image-reflector's CRDs (docs/install.md)";
     if let Some(missing) = hidden(policy) {
+        // The served schema has every one of them: nothing pruned them, the annotation is
+        // not what this controller wrote.
+        let served = schema.lacking();
+        if served.is_some_and(|lacking| missing.iter().all(|f| !lacking.contains(f))) {
+            return Serving::Inconsistent(EventSpec {
+                type_: EventType::Warning,
+                reason: GATES_MARKER_INCONSISTENT.into(),
+                message: format!(
+                    "the annotation {GATES_ANNOTATION} says generation {} of this policy set \
+                     spec.{}, which the API server's schema serves and the policy does not \
+                     set: the annotation was not written by this controller. Nothing is \
+                     written until it matches; remove the annotation",
+                    policy.metadata.generation.unwrap_or_default(),
+                    missing.join(", spec."),
+                ),
+            });
+        }
         let elected = policy.status.as_ref().and_then(|s| s.latest_ref.as_ref());
         let kept = elected.map_or("no election".to_string(), |r| {
             format!("{}:{}", r.name, r.tag)
@@ -123,6 +143,34 @@ mod tests {
         ] {
             assert!(event.message.contains(part), "{part}: {}", event.message);
         }
+    }
+
+    /// A marker naming fields the served schema has, which the policy lacks, is the
+    /// annotation's own inconsistency (a tenant's hand), not the cluster's CRDs: held, named
+    /// as such; with the schema unknown or lacking the field, as before.
+    #[test]
+    fn a_forged_marker_is_named_not_blamed_on_the_crds() {
+        let forged = policy(Some("2:filterTags.minAge"), json!({}));
+        let ours = ServedSchema::default();
+        ours.take(Served {
+            policy: Some(KindSchema {
+                fingerprint: 2,
+                lacking: vec![],
+            }),
+            repository: None,
+        });
+        let Serving::Inconsistent(event) = serving(&forged, &ours) else {
+            panic!("inconsistent");
+        };
+        assert_eq!(event.reason, GATES_MARKER_INCONSISTENT);
+        assert!(
+            event.message.contains("spec.filterTags.minAge")
+                && event.message.contains("remove the annotation")
+        );
+        assert!(matches!(
+            serving(&forged, &fluxs_schema()),
+            Serving::Hidden(_)
+        ));
     }
 
     #[test]
