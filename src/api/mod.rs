@@ -9,6 +9,7 @@ mod conditions;
 mod crd;
 mod duration;
 mod gate_fields;
+mod gate_paths;
 mod gates;
 mod image_policy;
 mod image_repository;
@@ -24,6 +25,7 @@ pub use gate_fields::{
     AttestationCondition, AttestationRequirement, HeldBackTag, ImageVerification, MinAgeByBump,
     OidcIdentityMatch, TransparencyLog, VerificationProvider, MAX_HELD_BACK,
 };
+pub use gate_paths::{gate_path, gate_paths, pointer as gate_pointer, present, set_gate_fields};
 pub use image_policy::{
     AlphabeticalPolicy, DowngradePolicy, ImagePolicy, ImagePolicyChoice, ImagePolicySpec,
     ImagePolicyStatus, ImageRef, NumericalPolicy, ReflectionPolicy, SemVerPolicy, SortOrder,

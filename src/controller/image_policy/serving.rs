@@ -3,7 +3,7 @@
 //! when the served schema lacks fields it could set (docs/install.md, "While Flux's CRDs are
 //! served").
 
-use crate::api::ImagePolicy;
+use crate::api::{gate_path, present, ImagePolicy};
 use crate::controller::events::transition::{EventSpec, EventType};
 use crate::controller::frame::apply::Serving;
 use crate::controller::object::keys::{object_key, FIELD_MANAGER};
@@ -58,6 +58,18 @@ pub fn serving(policy: &ImagePolicy, schema: &ServedSchema) -> Serving {
             ),
         });
     }
+    if let Some(unserved) = unserved_under_set(policy, schema) {
+        return Serving::Hidden(EventSpec {
+            type_: EventType::Warning,
+            reason: GATES_HIDDEN.into(),
+            message: format!(
+                "the API server's ImagePolicy schema lacks spec.{}, under fields this policy \
+                 sets: what it was given there would be pruned unseen, and it is not judged \
+                 without it. Nothing is written; {fix}",
+                unserved.join(", spec."),
+            ),
+        });
+    }
     match schema.news_for(&object_key(policy)) {
         Some(lacking) => Serving::Told(EventSpec {
             type_: EventType::Normal,
@@ -70,6 +82,22 @@ pub fn serving(policy: &ImagePolicy, schema: &ServedSchema) -> Serving {
         }),
         None => Serving::Whole,
     }
+}
+
+/// The gate paths the served schema lacks whose parent is a gate field `policy` sets: an
+/// older CRD of ours serving `verify` without `verify.attestations` would have pruned the
+/// policy's attestations on their way in, leaving a signature alone to elect on.
+fn unserved_under_set(policy: &ImagePolicy, schema: &ServedSchema) -> Option<Vec<&'static str>> {
+    let lacking = schema.lacking()?;
+    let spec = serde_json::to_value(&policy.spec).ok()?;
+    let unserved: Vec<&'static str> = lacking
+        .into_iter()
+        .filter(|path| {
+            path.rsplit_once('.')
+                .is_some_and(|(parent, _)| gate_path(parent).is_some() && present(&spec, parent))
+        })
+        .collect();
+    (!unserved.is_empty()).then_some(unserved)
 }
 
 /// Writes the marker patch (controller/schema/marker.rs) onto `policy`.
@@ -169,6 +197,42 @@ mod tests {
         );
         assert!(matches!(
             serving(&forged, &fluxs_schema()),
+            Serving::Hidden(_)
+        ));
+    }
+
+    /// A served schema with `verify` but without `verify.attestations` (an older CRD of ours)
+    /// holds a policy that sets `verify`: its attestations would have been pruned unseen. One
+    /// that sets no `verify` runs; Flux's schema (no `verify` at all) holds none.
+    #[test]
+    fn a_gate_field_unserved_under_one_the_policy_sets_holds_it() {
+        let older = ServedSchema::default();
+        older.take(Served {
+            policy: Some(KindSchema {
+                fingerprint: 3,
+                lacking: vec!["verify.attestations"],
+            }),
+            repository: None,
+        });
+        let verified = policy(
+            None,
+            json!({"verify": {"provider": "cosign",
+            "secretRef": {"name": "keys"}}}),
+        );
+        let Serving::Hidden(event) = serving(&verified, &older) else {
+            panic!("held");
+        };
+        assert!(
+            event.message.contains("lacks spec.verify.attestations"),
+            "{}",
+            event.message
+        );
+        assert!(!matches!(
+            serving(&policy(None, json!({})), &older),
+            Serving::Hidden(_)
+        ));
+        assert!(!matches!(
+            serving(&verified, &fluxs_schema()),
             Serving::Hidden(_)
         ));
     }

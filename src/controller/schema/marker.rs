@@ -1,6 +1,7 @@
 //! A policy once seen with gates stays known as gated, at its generation, whatever schema the
-//! API server serves later: an annotation the controller owns records which fields beyond
-//! Flux's ([`BEYOND_FLUX`]) the generation sets. A served schema prunes `spec`, never
+//! API server serves later: an annotation the controller owns records which gate fields the
+//! generation sets, at every depth (`api::set_gate_fields`: the deepest of each branch, e.g.
+//! `verify.attestations.conditions.expression`). A served schema prunes `spec`, never
 //! `metadata.annotations`, so an object of that generation that arrives without one of them
 //! was pruned on its way here: nothing of it is written (any write, status included, would
 //! store it pruned for good) until it arrives whole again (docs/install.md).
@@ -9,7 +10,7 @@
 //! fields still present in what the API server holds, so a schema swapped between our read and
 //! our write fails the write instead of pruning the object.
 
-use crate::api::{set_beyond_flux, spec_pointer, ImagePolicy, BEYOND_FLUX};
+use crate::api::{gate_path, gate_pointer, set_gate_fields, ImagePolicy};
 use kube::ResourceExt;
 use serde_json::{json, Value};
 
@@ -17,9 +18,8 @@ use serde_json::{json, Value};
 /// Under `.internal`, a name no one else can own (RFC 6762 keeps it for private use).
 pub const GATES_ANNOTATION: &str = "image-reflector.internal/gates";
 
-/// Longer than any value we write (every field of `BEYOND_FLUX`, a generation): a longer one
-/// is not ours.
-const MAX_VALUE_LEN: usize = 256;
+/// Longer than any value we write (every gate path, a generation): a longer one is not ours.
+const MAX_VALUE_LEN: usize = 1024;
 
 /// What the annotation says: at `generation` the spec set `fields`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,7 +33,7 @@ impl Marker {
     pub fn of(policy: &ImagePolicy) -> Marker {
         Marker {
             generation: policy.metadata.generation.unwrap_or_default(),
-            fields: set_beyond_flux(&policy.spec),
+            fields: set_gate_fields(&policy.spec),
         }
     }
 
@@ -46,10 +46,7 @@ impl Marker {
             return None;
         }
         let (generation, fields) = value.split_once(':')?;
-        let fields = fields.split(',').filter_map(|f| {
-            let known = BEYOND_FLUX.iter().find(|known| **known == f);
-            known.copied()
-        });
+        let fields = fields.split(',').filter_map(gate_path);
         Some(Marker {
             generation: generation.parse().ok()?,
             fields: fields.collect(),
@@ -69,10 +66,17 @@ pub fn hidden(policy: &ImagePolicy) -> Option<Vec<&'static str>> {
     if marked.generation != now.generation {
         return None;
     }
+    // A field marked is there when it, or a field under it, is set now (a marker written
+    // before fields were marked at every depth names `verify` for `verify.provider`).
     let missing: Vec<_> = marked
         .fields
         .into_iter()
-        .filter(|field| !now.fields.contains(field))
+        .filter(|field| {
+            let under = format!("{field}.");
+            !now.fields
+                .iter()
+                .any(|f| f == field || f.starts_with(&under))
+        })
         .collect();
     (!missing.is_empty()).then_some(missing)
 }
@@ -111,9 +115,12 @@ pub fn marking(policy: &ImagePolicy) -> Option<Value> {
 pub fn guards(policy: &ImagePolicy) -> Vec<Value> {
     let generation = policy.metadata.generation.unwrap_or_default();
     let mut ops = vec![json!({"op": "test", "path": "/metadata/generation", "value": generation})];
-    for field in set_beyond_flux(&policy.spec) {
-        let pointer = spec_pointer(field);
-        ops.push(json!({"op": "copy", "from": pointer, "path": pointer}));
+    let spec = serde_json::to_value(&policy.spec).unwrap_or_default();
+    // Each field where this spec first has it (inside lists, its first item that does).
+    for field in set_gate_fields(&policy.spec) {
+        if let Some(pointer) = gate_pointer(&spec, field) {
+            ops.push(json!({"op": "copy", "from": pointer, "path": pointer}));
+        }
     }
     ops
 }
@@ -164,13 +171,14 @@ mod tests {
     fn a_hand_written_marker_holds_nothing_it_cannot_name() {
         let odd = policy(4, Some("4:spec.nothing,,verify2"), json!({}));
         assert_eq!(hidden(&odd), None);
-        let long = format!("4:{}", "downgrade,".repeat(30));
+        let long = format!("4:{}", "downgrade,".repeat(110));
         assert_eq!(hidden(&policy(4, Some(&long), json!({}))), None);
-        // Read up to 256 bytes, not one more: every field and a generation fit.
-        let every = format!("{}:{}", i64::MAX, BEYOND_FLUX.join(","));
+        // Read up to 1,024 bytes, not one more: every gate path and a generation fit.
+        let every: Vec<&str> = crate::api::gate_paths().collect();
+        let every = format!("{}:{}", i64::MAX, every.join(","));
         assert!(every.len() < MAX_VALUE_LEN, "{}", every.len());
-        let exact = format!("{}4:downgrade", "0".repeat(245));
-        assert_eq!(exact.len(), 256);
+        let exact = format!("{}4:downgrade", "0".repeat(1013));
+        assert_eq!(exact.len(), 1024);
         let read = hidden(&policy(4, Some(&exact), json!({})));
         assert_eq!(read, Some(vec!["downgrade"]));
         let over = format!("0{exact}");
@@ -211,6 +219,32 @@ mod tests {
             marking(&policy(4, None, json!({}))),
             None,
             "nothing to mark"
+        );
+    }
+
+    /// Fields at every depth: a marker names the deepest set (an attestation's condition), a
+    /// policy that arrives without them is hidden, and one marked before depth was (`verify`)
+    /// is whole while a field under `verify` is set.
+    #[test]
+    fn fields_are_marked_and_missed_at_every_depth() {
+        let attested = json!({"verify": {"provider": "cosign", "secretRef": {"name": "k"},
+            "attestations": [{"name": "p", "predicateType": "t",
+                              "conditions": [{"expression": "true"}]}]}});
+        let marker = Marker::of(&policy(3, None, attested.clone()));
+        assert!(marker
+            .fields
+            .contains(&"verify.attestations.conditions.expression"));
+        let value = marker.value();
+        let pruned = json!({"verify": {"provider": "cosign", "secretRef": {"name": "k"}}});
+        let missing = hidden(&policy(3, Some(&value), pruned.clone())).unwrap();
+        assert!(missing.contains(&"verify.attestations.name"), "{missing:?}");
+        assert_eq!(hidden(&policy(3, Some(&value), attested.clone())), None);
+        assert_eq!(hidden(&policy(3, Some("3:verify"), pruned)), None);
+        let ops = guards(&policy(3, None, attested));
+        let pointer = "/spec/verify/attestations/0/conditions/0/expression";
+        assert!(
+            ops.contains(&json!({"op": "copy", "from": pointer, "path": pointer})),
+            "{ops:?}"
         );
     }
 

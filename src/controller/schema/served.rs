@@ -1,9 +1,10 @@
 //! What the API server's OpenAPI v3 document for `image.toolkit.fluxcd.io/v1` says of our
 //! kinds: a fingerprint of each kind's schema (a change restarts that kind's watch) and which
-//! ImagePolicy spec fields beyond Flux's it lacks (fields it would prune). A pure reading of
-//! the document; [`super::monitor`] fetches it.
+//! ImagePolicy gate fields it lacks, at every depth (fields it would prune: an older CRD of
+//! ours lacks `verify.attestations` though it has `verify`). A pure reading of the document;
+//! [`super::monitor`] fetches it.
 
-use crate::api::{API_GROUP, BEYOND_FLUX, STORAGE_VERSION};
+use crate::api::{gate_paths, API_GROUP, STORAGE_VERSION};
 use serde_json::Value;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
@@ -12,7 +13,8 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 pub struct KindSchema {
     /// A fingerprint of the kind's whole schema.
     pub fingerprint: u64,
-    /// For ImagePolicy, the fields of [`BEYOND_FLUX`] the schema lacks (empty for ours).
+    /// For ImagePolicy, the gate paths (`api::gate_paths`) the schema lacks, each the
+    /// topmost of its branch (empty for ours).
     pub lacking: Vec<&'static str>,
 }
 
@@ -41,10 +43,7 @@ fn kind_schema(document: &Value, kind: &str) -> Option<KindSchema> {
     schema.to_string().hash(&mut hasher);
     let spec = schema.pointer("/properties/spec").unwrap_or(&Value::Null);
     let lacking = match kind {
-        "ImagePolicy" => BEYOND_FLUX
-            .into_iter()
-            .filter(|field| !has_field(spec, field))
-            .collect(),
+        "ImagePolicy" => lacking(spec),
         _ => Vec::new(),
     };
     Some(KindSchema {
@@ -60,12 +59,26 @@ fn is_kind(schema: &Value, kind: &str) -> bool {
     })
 }
 
-/// Whether the object schema `spec` has the dotted path `field` among its properties.
+/// The gate paths `spec` (a served schema) lacks, a path under one it lacks not repeated.
+pub fn lacking(spec: &Value) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for path in gate_paths() {
+        let under_one = out.iter().any(|l| path.starts_with(&format!("{l}.")));
+        if !under_one && !has_field(spec, path) {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Whether the object schema `spec` has the dotted path `field` among its properties, through
+/// lists' items.
 fn has_field(spec: &Value, field: &str) -> bool {
     field
         .split('.')
         .try_fold(spec, |schema, name| {
-            schema.pointer(&format!("/properties/{name}"))
+            let object = schema.get("items").unwrap_or(schema);
+            object.pointer(&format!("/properties/{name}"))
         })
         .is_some()
 }
@@ -99,19 +112,56 @@ mod tests {
         }})
     }
 
+    /// Our CRD's ImagePolicy v1 spec schema.
+    fn ours() -> Value {
+        let crd = crate::api::crds()
+            .into_iter()
+            .find(|c| c.spec.names.kind == "ImagePolicy")
+            .unwrap();
+        let v1 = crd
+            .spec
+            .versions
+            .into_iter()
+            .find(|v| v.name == "v1")
+            .unwrap();
+        let schema = serde_json::to_value(v1.schema).unwrap();
+        schema["openAPIV3Schema"]["properties"]["spec"].clone()
+    }
+
     #[test]
     fn our_schema_lacks_nothing_and_fluxs_lacks_every_field_beyond() {
-        let ours = json!({"properties": {
-            "filterTags": {"properties": {"pattern": {}, "minAge": {}, "minAgeUndated": {},
-                                          "minAgeSignedTime": {}, "minAgeByBump": {}}},
-            "platforms": {}, "verify": {}, "downgrade": {},
-            "policy": {"properties": {"newest": {}}},
-        }});
-        let served = read(&document(ours));
+        let served = read(&document(ours()));
         assert_eq!(served.policy.unwrap().lacking, Vec::<&str>::new());
         let served = read(&document(fluxs()));
-        assert_eq!(served.policy.unwrap().lacking, BEYOND_FLUX.to_vec());
+        assert_eq!(
+            served.policy.unwrap().lacking,
+            crate::api::BEYOND_FLUX.to_vec()
+        );
         assert!(served.repository.unwrap().lacking.is_empty());
+    }
+
+    /// Each gate field at every depth removed in turn from our schema (an older or partial CRD
+    /// of ours) is lacking, and nothing else is: `verify` kept does not hide
+    /// `verify.attestations` gone.
+    #[test]
+    fn each_gate_field_removed_at_any_depth_is_lacking() {
+        let all: Vec<&str> = gate_paths().collect();
+        assert!(all.len() >= 29, "{all:?}");
+        for path in all {
+            let mut spec = ours();
+            let names: Vec<&str> = path.split('.').collect();
+            let (last, parents) = names.split_last().unwrap();
+            let mut at = &mut spec;
+            for name in parents {
+                at = &mut at["properties"][*name];
+                if at.get("items").is_some() {
+                    at = &mut at["items"];
+                }
+            }
+            at["properties"].as_object_mut().unwrap().remove(*last);
+            let served = read(&document(spec));
+            assert_eq!(served.policy.unwrap().lacking, vec![path], "{path}");
+        }
     }
 
     #[test]
