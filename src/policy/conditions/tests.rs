@@ -1,6 +1,8 @@
 use super::*;
 use serde_json::json;
 
+mod semantics;
+
 const NOW: i64 = 1_796_000_000; // 2026-11-29T...
 
 fn statement(predicate: serde_json::Value) -> serde_json::Value {
