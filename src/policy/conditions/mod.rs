@@ -152,13 +152,7 @@ impl Condition {
         if expression.trim().is_empty() {
             return Err(refuse("the expression is empty".into()));
         }
-        let program =
-            parse::parse(expression).map_err(|e| refuse(format!("does not parse: {}", cut(&e))))?;
-        if height(&program) > MAX_HEIGHT {
-            return Err(refuse(format!(
-                "the expression's tree is over {MAX_HEIGHT} deep (long chains of + included)"
-            )));
-        }
+        let program = read(expression).map_err(refuse)?;
         check::check(&program).map_err(|e| refuse(format!("does not compile: {}", cut(&e))))?;
         Ok(Condition::of(expression, message, Arc::new(program)))
     }
@@ -243,10 +237,7 @@ impl Input {
 /// what CEL's conformance suite asks of an implementation (tests/it/policy/cel_conformance.rs).
 #[doc(hidden)]
 pub fn evaluate(expression: &str) -> Result<Value, String> {
-    let program = parse::parse(expression).map_err(|e| format!("does not parse: {e}"))?;
-    if height(&program) > MAX_HEIGHT {
-        return Err("the expression's tree is too deep".into());
-    }
+    let program = read(expression)?;
     check::type_of(&program).map_err(|e| format!("does not compile: {e}"))?;
     let (null, digest) = (Value::Null, Value::string(""));
     let now = Value::Timestamp(time::Timestamp::new(0, 0)?);
@@ -262,6 +253,17 @@ pub fn evaluate(expression: &str) -> Result<Value, String> {
         budget: &mut budget,
     };
     scope.eval(&program).map_err(|fault| format!("{fault:?}"))
+}
+
+/// `expression` parsed, its tree within [`MAX_HEIGHT`] (evaluation recurses on it).
+fn read(expression: &str) -> Result<Expr, String> {
+    let program = parse::parse(expression).map_err(|e| format!("does not parse: {}", cut(&e)))?;
+    if height(&program) > MAX_HEIGHT {
+        return Err(format!(
+            "the expression's tree is over {MAX_HEIGHT} deep (long chains of + included)"
+        ));
+    }
+    Ok(program)
 }
 
 /// Whether `e` reads `now`.
