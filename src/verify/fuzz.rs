@@ -75,7 +75,8 @@ pub fn cosign_payload(data: &[u8]) {
 }
 
 /// A Sigstore bundle as a registry serves it, judged by a trusted key and a keyless root:
-/// held back with a short reason (never a panic), or, when it verifies, signed by the key.
+/// held back with a short reason (never a panic), or, when it verifies, signed by the key;
+/// and the same bytes as a legacy attestation layer's envelope, judged likewise.
 pub fn signature_bundle(data: &[u8]) {
     use super::TRUSTED_ROOT;
     static TRUST: std::sync::OnceLock<TrustedKeys> = std::sync::OnceLock::new();
@@ -98,6 +99,14 @@ pub fn signature_bundle(data: &[u8]) {
     let now = std::time::SystemTime::now();
     if let Err(refusal) = trust.verify(&[Signed::Bundle(data.to_vec())], &image, &digest, now) {
         let reason = refusal.to_string();
+        assert!(reason.len() <= data.len() + 512, "{} bytes", reason.len());
+    }
+    // The same bytes as a legacy `.att` layer's envelope (cosign v2's attestations).
+    let layer = Signed::Attestation(SignedPayload {
+        payload: data.to_vec(),
+        ..Default::default()
+    });
+    if let Err(reason) = trust.attested(&[layer], &digest, "https://slsa.dev/provenance/v1", now) {
         assert!(reason.len() <= data.len() + 512, "{} bytes", reason.len());
     }
 }

@@ -8,7 +8,8 @@
 //! - a Sigstore bundle attached as an OCI 1.1 referrer (cosign v3's default; [`bundle`]): a
 //!   DSSE envelope over an in-toto statement naming the digest;
 //! - the legacy `sha256-<hex>.sig` tag ([`simple`]): simple-signing payloads naming digest and
-//!   repository.
+//!   repository; beside it, `sha256-<hex>.att` holds cosign v2's attestations, each a DSSE
+//!   envelope over an in-toto statement.
 //!
 //! Either is signed with a key or, keyless, with a certificate ([`keyless`]); notation's
 //! envelopes are [`notation`]; [`trust`] judges them against what the policy trusts, and
@@ -58,6 +59,9 @@ pub struct SignedPayload {
 pub enum Signed {
     /// A simple-signing layer of the legacy `.sig` tag.
     Simple(SignedPayload),
+    /// An attestation layer of the legacy `.att` tag: `payload` is its DSSE envelope's JSON as
+    /// stored (its signature is inside; `signature` is empty, as cosign's annotation is).
+    Attestation(SignedPayload),
     /// A Sigstore bundle (its JSON) attached as a referrer.
     Bundle(Vec<u8>),
     /// A notation envelope (its media type and bytes) attached as a referrer, and the signed

@@ -203,6 +203,7 @@ impl TrustedKeys {
         let claimed = |s: &&Signed| match s {
             Signed::Bundle(bytes) => attested::claimed_predicate(bytes)
                 .is_some_and(|p| p != super::bundle::statement::SIGNING_PREDICATE),
+            Signed::Attestation(_) => true,
             _ => false,
         };
         let attestations = signatures.iter().filter(claimed).count();
@@ -272,6 +273,10 @@ impl TrustedKeys {
                     until,
                     signed_at: None,
                 })
+            }
+            (Trust::Cosign(_), Signed::Attestation(_)) => {
+                Err(Check::Format
+                    .refused("an attestation (the .att tag), which is not a signature"))
             }
             (Trust::Cosign(_), Signed::Notation { .. }) => {
                 Err(Check::Provider

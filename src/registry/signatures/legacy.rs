@@ -1,11 +1,14 @@
-//! cosign's legacy layout: the manifest tagged `sha256-<hex>.sig` in the image's repository,
-//! whose simple-signing layers each hold a payload blob and, in annotations, the base64 ECDSA
-//! signature of the payload's bytes and, for a keyless signature, the certificate, its chain
-//! and the transparency-log bundle.
+//! cosign's legacy layout (cosign v2's default): the manifest tagged `sha256-<hex>.sig` in the
+//! image's repository, whose simple-signing layers each hold a payload blob and, in
+//! annotations, the base64 ECDSA signature of the payload's bytes and, for a keyless
+//! signature, the certificate, its chain and the transparency-log bundle; and the manifest
+//! tagged `sha256-<hex>.att`, whose layers each hold a DSSE envelope (an attestation, its
+//! signature inside) with the same annotations but an empty signature, and its predicate type.
 
 use crate::reference::ImageReference;
 use crate::registry::fetch::is_sha256;
 use crate::registry::{RegistryClient, RegistryError};
+use crate::verify::bundle::MAX_BUNDLE_BYTES;
 use crate::verify::{signature_tag, Signed, SignedPayload, MAX_PAYLOAD_BYTES, MAX_SIGNATURES};
 use base64::Engine;
 use serde::Deserialize;
@@ -16,6 +19,9 @@ const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
 const CERTIFICATE_ANNOTATION: &str = "dev.sigstore.cosign/certificate";
 const CHAIN_ANNOTATION: &str = "dev.sigstore.cosign/chain";
 const TLOG_ANNOTATION: &str = "dev.sigstore.cosign/bundle";
+/// An attestation layer's: a DSSE envelope, and the annotation naming its predicate type.
+const DSSE_ENVELOPE: &str = "application/vnd.dsse.envelope.v1+json";
+const PREDICATE_ANNOTATION: &str = "predicateType";
 
 #[derive(Deserialize)]
 struct SignatureManifest {
@@ -61,6 +67,11 @@ fn certificates(annotations: &BTreeMap<String, String>) -> Vec<Vec<u8>> {
     out
 }
 
+/// The tag cosign v2 stores `digest`'s attestations under.
+pub fn attestation_tag(digest: &str) -> String {
+    digest.replacen(':', "-", 1) + ".att"
+}
+
 impl RegistryClient {
     /// The cosign signatures of `digest` under its legacy `.sig` tag (none when it has no
     /// signature tag). Requests: one for the signature manifest, one per signature for its
@@ -70,20 +81,9 @@ impl RegistryClient {
         image: &ImageReference,
         digest: &str,
     ) -> Result<Vec<Signed>, RegistryError> {
-        if !is_sha256(digest) {
-            return Ok(Vec::new());
-        }
-        let Some(manifest) = self.manifest(image, &signature_tag(digest)).await? else {
-            return Ok(Vec::new());
-        };
-        let parsed: SignatureManifest = serde_json::from_slice(&manifest.bytes)
-            .unwrap_or(SignatureManifest { layers: Vec::new() });
+        let layers = self.layers(image, digest, &signature_tag(digest)).await?;
         let mut signatures = Vec::new();
-        for layer in parsed
-            .layers
-            .iter()
-            .filter(|l| l.media_type == SIMPLE_SIGNING)
-        {
+        for layer in layers.iter().filter(|l| l.media_type == SIMPLE_SIGNING) {
             if signatures.len() == MAX_SIGNATURES {
                 break;
             }
@@ -95,14 +95,69 @@ impl RegistryClient {
                 continue;
             };
             let payload = self.blob(image, &layer.digest, MAX_PAYLOAD_BYTES).await?;
-            signatures.push(Signed::Simple(SignedPayload {
-                payload,
-                signature,
-                certificates: certificates(&layer.annotations),
-                log_entry: layer.annotations.get(TLOG_ANNOTATION).cloned(),
-            }));
+            signatures.push(Signed::Simple(signed(payload, signature, layer)));
         }
         Ok(signatures)
+    }
+
+    /// The cosign attestations of `digest` under its legacy `.att` tag whose annotation names
+    /// one of `predicate_types` (none when it has no attestation tag); each envelope is judged
+    /// by its statement once verified, whatever the annotation said. Requests: one for the
+    /// manifest, one per attestation of those types for its envelope.
+    pub async fn legacy_attestations(
+        &self,
+        image: &ImageReference,
+        digest: &str,
+        predicate_types: &[String],
+    ) -> Result<Vec<Signed>, RegistryError> {
+        if predicate_types.is_empty() {
+            return Ok(Vec::new());
+        }
+        let layers = self.layers(image, digest, &attestation_tag(digest)).await?;
+        let mut attestations = Vec::new();
+        for layer in layers.iter().filter(|l| l.media_type == DSSE_ENVELOPE) {
+            if attestations.len() == MAX_SIGNATURES {
+                break;
+            }
+            // As with the referrers' annotation: skipping another type's spares its request,
+            // and cannot elect (a verified statement of another type would be refused).
+            let claimed = layer.annotations.get(PREDICATE_ANNOTATION);
+            if claimed.is_some_and(|p| !predicate_types.contains(p)) {
+                continue;
+            }
+            let envelope = self.blob(image, &layer.digest, MAX_BUNDLE_BYTES).await?;
+            attestations.push(Signed::Attestation(signed(envelope, Vec::new(), layer)));
+        }
+        Ok(attestations)
+    }
+
+    /// The layers of the manifest tagged `tag` for `digest` (none when there is no such tag,
+    /// or it is not a manifest).
+    async fn layers(
+        &self,
+        image: &ImageReference,
+        digest: &str,
+        tag: &str,
+    ) -> Result<Vec<Layer>, RegistryError> {
+        if !is_sha256(digest) {
+            return Ok(Vec::new());
+        }
+        let Some(manifest) = self.manifest(image, tag).await? else {
+            return Ok(Vec::new());
+        };
+        let parsed: SignatureManifest = serde_json::from_slice(&manifest.bytes)
+            .unwrap_or(SignatureManifest { layers: Vec::new() });
+        Ok(parsed.layers)
+    }
+}
+
+/// A layer's signed bytes as read, with its signature and what its annotations carry.
+fn signed(payload: Vec<u8>, signature: Vec<u8>, layer: &Layer) -> SignedPayload {
+    SignedPayload {
+        payload,
+        signature,
+        certificates: certificates(&layer.annotations),
+        log_entry: layer.annotations.get(TLOG_ANNOTATION).cloned(),
     }
 }
 

@@ -2,13 +2,17 @@
 //! compares them: the entry's first signature and its certificate must be this signature and
 //! its leaf, and the hash it records that of the signed payload. A bundle's DSSE envelope is
 //! logged as `dsse` (0.0.1) or `intoto` (0.0.2); a legacy simple-signing payload as
-//! `hashedrekord` (0.0.1).
+//! `hashedrekord` (0.0.1). A legacy attestation layer (`.att`) has no signature beside its
+//! envelope: its entry is compared as cosign compares it ([`check_layer`]).
 
 use super::{b64, Signing};
 use sha2::{Digest, Sha256};
 
 /// The body (parsed JSON) records `signing`.
 pub fn check(body: &serde_json::Value, signing: &Signing<'_>) -> Result<(), String> {
+    if signing.kind == "attestation" {
+        return check_layer(body, signing);
+    }
     let spec = &body["spec"];
     let kind = body["kind"].as_str();
     let kinds: &[&str] = match signing.kind {
@@ -62,6 +66,43 @@ pub fn check(body: &serde_json::Value, signing: &Signing<'_>) -> Result<(), Stri
         && certificate.as_deref() == Some(signing.leaf);
     if !recorded {
         return Err("its body records another signature or certificate".into());
+    }
+    Ok(())
+}
+
+/// A legacy attestation layer's entry, as cosign v2 and v3 compare it (`VerifyBundle`): of
+/// kind `intoto` (0.0.1, which cosign v2 writes, or 0.0.2) or `dsse`, with exactly one
+/// signature where the kind lists them; its recorded hash is the SHA-256 of the envelope as
+/// stored (`signing.payload`), and its key or certificate is this signature's leaf.
+fn check_layer(body: &serde_json::Value, signing: &Signing<'_>) -> Result<(), String> {
+    let spec = &body["spec"];
+    let one = |list: &serde_json::Value| match list.as_array().map(Vec::len) {
+        Some(1) => Ok(list[0].clone()),
+        _ => Err("its body records other than one signature".to_string()),
+    };
+    let (hash, key) = match (body["kind"].as_str(), body["apiVersion"].as_str()) {
+        (Some("intoto"), Some("0.0.1")) => (&spec["content"]["hash"], spec["publicKey"].clone()),
+        (Some("intoto"), Some("0.0.2")) => {
+            let first = one(&spec["content"]["envelope"]["signatures"])?;
+            (&spec["content"]["hash"], first["publicKey"].clone())
+        }
+        (Some("dsse"), Some("0.0.1")) => {
+            let first = one(&spec["signatures"])?;
+            (&spec["envelopeHash"], first["verifier"].clone())
+        }
+        (kind, version) => {
+            return Err(format!(
+                "its body is of kind {kind:?} {version:?}; an attestation is logged as intoto \
+                 or dsse"
+            ))
+        }
+    };
+    let sha = format!("{:x}", Sha256::digest(signing.payload));
+    if hash["algorithm"].as_str() != Some("sha256") || hash["value"].as_str() != Some(&sha) {
+        return Err("its body records another envelope".into());
+    }
+    if b64_field(&key).and_then(|pem| pem_der(&pem)).as_deref() != Some(signing.leaf) {
+        return Err("its body records another certificate".into());
     }
     Ok(())
 }

@@ -1,13 +1,14 @@
 //! cosign's two layouts, read and verified: a Sigstore bundle's DSSE envelope (cosign v3's
-//! default), and a legacy simple-signing layer (`sha256-<hex>.sig`). Who signed is
-//! [`CosignTrust::signer`]'s to say; what the signed payload says is read only after.
+//! default), and the legacy layers: simple signing (`sha256-<hex>.sig`) and attestations'
+//! envelopes (`sha256-<hex>.att`). Who signed is [`CosignTrust::signer`]'s to say; what the
+//! signed payload says is read only after.
 
 use super::super::bundle::statement::check_statement;
-use super::super::bundle::Bundle;
+use super::super::bundle::{Bundle, Envelope};
 use super::super::refusal::{Check, Refused};
 use super::super::simple::check_payload;
 use super::super::tlog::Entry;
-use super::super::SignedPayload;
+use super::super::{Signed, SignedPayload};
 use super::made_at::Evidence;
 use super::{CosignTrust, Who};
 use crate::reference::ImageReference;
@@ -85,5 +86,50 @@ impl CosignTrust {
         // Only now is the payload trusted enough to be read.
         check_payload(&signed.payload, image, digest)?;
         Ok(who)
+    }
+
+    /// Who signed an attestation (a bundle's envelope, or a legacy layer's), and its payload's
+    /// type and bytes, not yet read.
+    pub(super) fn verify_attestation(
+        &self,
+        signed: &Signed,
+        now: SystemTime,
+    ) -> Result<(Who, String, Vec<u8>), Refused> {
+        match signed {
+            Signed::Bundle(bytes) => self.verify_envelope(bytes, now),
+            Signed::Attestation(layer) => self.verify_attestation_layer(layer, now),
+            Signed::Simple(_) | Signed::Notation { .. } => {
+                Err(Check::Format.refused("a signature, which is not an attestation"))
+            }
+        }
+    }
+
+    /// Who signed a legacy attestation layer's DSSE envelope, and its payload's type and
+    /// bytes, not yet read. Its log entry (the layer's annotation, as for a signature) must
+    /// record the envelope as stored, as cosign compares it.
+    fn verify_attestation_layer(
+        &self,
+        signed: &SignedPayload,
+        now: SystemTime,
+    ) -> Result<(Who, String, Vec<u8>), Refused> {
+        let unreadable = Check::Format.because();
+        let envelope: Envelope = serde_json::from_slice(&signed.payload)
+            .map_err(|e| unreadable(format!("an attestation is not a DSSE envelope ({e})")))?;
+        let decoded = envelope.decode().map_err(&unreadable)?;
+        let log = match &signed.log_entry {
+            Some(text) => Entry::from_annotation(text).map(|e| vec![e]),
+            None => Ok(Vec::new()),
+        };
+        let signing = Evidence {
+            message: &decoded.signed,
+            kind: "attestation",
+            recorded: &signed.payload,
+            signatures: &decoded.signatures,
+            certificates: &signed.certificates,
+            log,
+            timestamps: Ok(Vec::new()),
+        };
+        let who = self.signer(&signing, now)?;
+        Ok((who, envelope.payload_type, decoded.payload))
     }
 }

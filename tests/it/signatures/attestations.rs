@@ -43,7 +43,8 @@ fn scan(severity: &str) -> String {
     .to_string()
 }
 
-fn manifests(image: &str, public: &str) -> String {
+/// The keys' Secret, the repository, and the policies of the tags `<major>.x`.
+fn manifests(image: &str, public: &str, major: u8) -> String {
     let pem: String = public.lines().map(|l| format!("    {l}\n")).collect();
     let source = "predicate.buildDefinition.externalParameters.workflow.repository == \
                   'https://github.com/acme/app'";
@@ -70,10 +71,10 @@ fn manifests(image: &str, public: &str) -> String {
         "apiVersion: v1\nkind: Secret\nmetadata: {{name: keys, namespace: team}}\nstringData:\n  cosign.pub: |\n{pem}\
          ---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
          spec: {{image: {image}, interval: 5m}}\n{}{}{}{}",
-        policy("released", ">=1.0.0", &released),
-        policy("provenance-1-5", "=1.5.0", &any),
-        policy("provenance-1-4", "=1.4.0", &any),
-        policy("provenance-1-3", "=1.3.0", &any),
+        policy("released", &format!(">={major}.0.0"), &released),
+        policy(&format!("provenance-{major}-5"), &format!("={major}.5.0"), &any),
+        policy(&format!("provenance-{major}-4"), &format!("={major}.4.0"), &any),
+        policy(&format!("provenance-{major}-3"), &format!("={major}.3.0"), &any),
     )
 }
 
@@ -139,7 +140,7 @@ async fn attestations_the_real_cosign_made_are_required_at_selection() {
     );
 
     let dir = tempfile::tempdir().unwrap();
-    let objects = manifests(&image, &trusted.public);
+    let objects = manifests(&image, &trusted.public, 1);
     let file = write(dir.path(), "attested.yaml", &objects);
     let scan = Scanned::run(&file, &dir.path().join("store"));
     judge(&scan);
@@ -170,7 +171,7 @@ fn judge(run: &impl Judged) {
         "released",
         "1.3.0",
         &format!(
-            "attestation 'provenance' ({SLSA}): no attestation of that type among its referrers"
+            "attestation 'provenance' ({SLSA}): no attestation of that type among its referrers or its .att tag"
         ),
     );
     run.assert_held(
@@ -185,4 +186,89 @@ fn judge(run: &impl Judged) {
         "does not verify with any trusted key",
     );
     run.assert_held("provenance-1-3", "1.3.0", "no attestation of that type");
+}
+
+/// cosign v2's attestations (`cosign attest`, its default: the `sha256-<hex>.att` tag) count
+/// as v3's referrers do: a clean one elects, another signer's is not valid, and a failing one
+/// under the tag beside a passing bundle holds the tag (every attestation of the type must
+/// satisfy, whichever layout keeps it); `cosign verify-attestation` (v2) agrees on what is
+/// signed and of that type.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the signing tools and a cluster: make e2e-signatures"]
+async fn attestations_cosign_v2_kept_under_its_att_tag_count() {
+    let registry = referrers_registry();
+    let (v2, v3) = (Cosign::v2(), Cosign::v3());
+    // One key for both: cosign's own key files are encrypted, a PKCS#8 key imports into each.
+    let pem = rcgen::KeyPair::generate().unwrap().serialize_pem();
+    let (trusted, trusted_v3) = (
+        v2.import_key("trusted", &pem),
+        v3.import_key("trusted", &pem),
+    );
+    let other = v2.key("other");
+    let tags = [
+        ("2.1.0", "a"),
+        ("2.2.0", "b"),
+        ("2.3.0", "c"),
+        ("2.4.0", "d"),
+    ];
+    let digests = super::push_tags(&registry, "team/app", &tags).await;
+    let image = format!("{}/team/app", registry.host);
+    let at = |tag: &str| format!("{image}@{}", digests[tag]);
+    let (good, evil) = (
+        provenance("https://github.com/acme/app"),
+        provenance("https://github.com/evil/app"),
+    );
+    for tag in ["2.1.0", "2.2.0", "2.3.0", "2.4.0"] {
+        v2.sign_legacy(&trusted, &at(tag));
+    }
+    v2.attest_legacy(&trusted, &at("2.1.0"), "slsaprovenance1", &good);
+    v2.attest_legacy(&trusted, &at("2.2.0"), "slsaprovenance1", &evil);
+    v3.attest(&trusted_v3, &at("2.3.0"), "slsaprovenance1", &good);
+    v2.attest_legacy(&trusted, &at("2.3.0"), "slsaprovenance1", &evil);
+    v2.attest_legacy(&other, &at("2.4.0"), "slsaprovenance1", &good);
+
+    let public = v2.file("trusted-judge.pub", &trusted.public);
+    let judged: BTreeMap<&str, bool> = ["2.1.0", "2.4.0"]
+        .into_iter()
+        .map(|tag| {
+            let args = [
+                "verify-attestation",
+                "--key",
+                public.to_str().unwrap(),
+                "--type",
+                "slsaprovenance1",
+                "--insecure-ignore-tlog=true",
+                &at(tag),
+            ];
+            (tag, v2.judge(&args).0)
+        })
+        .collect();
+    assert_eq!(judged, BTreeMap::from([("2.1.0", true), ("2.4.0", false)]));
+
+    let dir = tempfile::tempdir().unwrap();
+    let objects = manifests(&image, &trusted.public, 2);
+    let file = write(dir.path(), "attested-v2.yaml", &objects);
+    let want = [
+        ("released", "2.1.0"),
+        ("provenance-2-5", ""),
+        ("provenance-2-4", ""),
+        ("provenance-2-3", "2.3.0"),
+    ];
+    for run in [
+        &Scanned::run(&file, &dir.path().join("store")) as &dyn Judged,
+        &InCluster::run(&objects, &want),
+    ] {
+        run.assert_elected("released", "2.1.0", None);
+        run.assert_held("released", "2.2.0", "built from acme/app (is false)");
+        run.assert_held(
+            "released",
+            "2.3.0",
+            "attestation 2 of 2: built from acme/app (is false)",
+        );
+        run.assert_held(
+            "released",
+            "2.4.0",
+            "1 attestation, not valid: signature does not verify with any trusted key",
+        );
+    }
 }

@@ -199,6 +199,19 @@ impl Cosign {
         ]);
     }
 
+    /// `cosign attest` with `key` in the legacy layout (a DSSE envelope under the
+    /// `sha256-<hex>.att` tag), no transparency log: cosign v2's default.
+    pub fn attest_legacy(&self, key: &CosignKey, reference: &str, kind: &str, predicate: &str) {
+        let file = self.file("predicate.json", predicate);
+        let key = path(&key.private);
+        let mut args = vec!["attest", "--key", key, "--tlog-upload=false", "--yes"];
+        if !self.bin.ends_with("cosign-v2") {
+            args.extend(["--new-bundle-format=false", "--use-signing-config=false"]);
+        }
+        args.extend(["--type", kind, "--predicate", path(&file), reference]);
+        self.run(&args);
+    }
+
     /// `cosign sign` with `key` in the legacy layout (the `sha256-<hex>.sig` tag, simple
     /// signing), no transparency log: cosign v2's default, v3's with the old-format flags.
     pub fn sign_legacy(&self, key: &CosignKey, reference: &str) {

@@ -73,8 +73,8 @@ pub(super) fn verdict_key(fingerprint: &str, image: &ImageReference) -> String {
 
 /// The signatures of `digest`, read and verified against the trusted keys now: the bundles
 /// attached as referrers first (cosign v3's default), then, when none of them verifies, the
-/// legacy `.sig` tag's; with `spec.verify.attestations`, each entry's attestation among the
-/// bundles too. A verdict whose conditions read the clock holds until `recheck` is over.
+/// legacy `.sig` tag's; with `spec.verify.attestations`, each entry's attestations among the
+/// bundles and under the legacy `.att` tag too. A verdict whose conditions read the clock holds until `recheck` is over.
 pub(super) async fn check_signature(
     trust: &Arc<Trust>,
     client: &RegistryClient,
@@ -110,7 +110,12 @@ pub(super) async fn check_signature(
         Err(refusal) => ((None, None, refusal.to_string()), None),
     };
     if verdict.0.is_some() && !trust.rules.is_empty() {
-        if let Err(why) = attested(trust, signatures, digest, now, client.tenant()).await {
+        // cosign v2 keeps attestations under the `.att` tag: those are judged with the
+        // referrers', every one of a type (one request more, a 404 when there is none).
+        let mut attestations = signatures;
+        let types = trust.predicate_types();
+        attestations.extend(client.legacy_attestations(image, digest, &types).await?);
+        if let Err(why) = attested(trust, attestations, digest, now, client.tenant()).await {
             verdict = (None, None, why);
         } else if trust.reads_now() {
             let next = checked_at.saturating_add(recheck.as_secs() as i64);

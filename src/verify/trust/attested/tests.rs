@@ -47,7 +47,7 @@ fn the_statements_of_a_type_that_verify_are_returned() {
     assert!(moved.unwrap_err().contains("is for sha256:6f98"));
     assert_eq!(
         trusted.attested(&[], DIGEST, SIGNING_PREDICATE, now),
-        Err("no attestation of that type among its referrers".into())
+        Err("no attestation of that type among its referrers or its .att tag".into())
     );
     // Two refused alike: counted twice, their reason said once.
     let twice = [signed[1].clone(), signed[1].clone()];
@@ -102,4 +102,64 @@ fn attestations_are_not_signatures() {
     let signature = Signed::Bundle(BUNDLE.as_bytes().to_vec());
     let signed = verify(&[attestation(), signature]).unwrap();
     assert!(signed.who.contains("dev@example.com"), "{}", signed.who);
+}
+
+/// A legacy `.att` layer (cosign v2's attestation: a DSSE envelope, its signature inside),
+/// signed by a trusted key, is an attestation like a bundle: returned when it names the digest;
+/// another key's, another type's (by its statement, whatever it claims), another digest's are
+/// not; and it is never a signature.
+#[test]
+fn a_legacy_attestation_layer_is_an_attestation() {
+    use crate::verify::bundle::pae;
+    use crate::verify::SignedPayload;
+    use base64::Engine;
+    use p256::ecdsa::{signature::Signer, Signature, SigningKey};
+    use p256::pkcs8::{EncodePublicKey, LineEnding};
+    const SLSA: &str = "https://slsa.dev/provenance/v1";
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let key = |seed: u8| SigningKey::from_bytes(&[seed; 32].into()).unwrap();
+    let layer = |signer: &SigningKey, predicate_type: &str, digest: &str| {
+        let statement = serde_json::json!({"_type": "https://in-toto.io/Statement/v1",
+            "subject": [{"name": "app", "digest": {"sha256": &digest[7..]}}],
+            "predicateType": predicate_type, "predicate": {"built": true}});
+        let payload = serde_json::to_vec(&statement).unwrap();
+        let kind = "application/vnd.in-toto+json";
+        let signature: Signature = signer.sign(&pae(kind, &payload));
+        let envelope = serde_json::json!({"payloadType": kind, "payload": b64(&payload),
+            "signatures": [{"keyid": "", "sig": b64(&signature.to_der().to_bytes())}]});
+        Signed::Attestation(SignedPayload {
+            payload: serde_json::to_vec(&envelope).unwrap(),
+            ..Default::default()
+        })
+    };
+    let public = key(1).verifying_key().to_public_key_pem(LineEnding::LF);
+    let data = BTreeMap::from([("cosign.pub".to_string(), public.unwrap().into_bytes())]);
+    let trusted = TrustedKeys::from_secret(&data, &[], false).unwrap();
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    let found = trusted.attested(&[layer(&key(1), SLSA, DIGEST)], DIGEST, SLSA, now);
+    assert_eq!(found.unwrap()[0]["predicate"]["built"], true);
+    let other = trusted.attested(&[layer(&key(2), SLSA, DIGEST)], DIGEST, SLSA, now);
+    assert_eq!(
+        other,
+        Err("1 attestation, not valid: signature does not verify with any trusted key".into())
+    );
+    let elsewhere = format!("sha256:{}", "0".repeat(64));
+    let moved = trusted.attested(&[layer(&key(1), SLSA, &elsewhere)], DIGEST, SLSA, now);
+    assert!(moved.unwrap_err().contains("is for sha256:0000"));
+    let typed = trusted.attested(
+        &[layer(&key(1), "https://spdx.dev/Document", DIGEST)],
+        DIGEST,
+        SLSA,
+        now,
+    );
+    assert_eq!(
+        typed,
+        Err("no attestation of that type among its referrers or its .att tag".into())
+    );
+    let image = crate::reference::ImageReference::parse("registry.example/app", false).unwrap();
+    let as_signature = trusted.verify(&[layer(&key(1), SLSA, DIGEST)], &image, DIGEST, now);
+    assert!(as_signature
+        .unwrap_err()
+        .to_string()
+        .contains("1 attestation"));
 }
