@@ -11,6 +11,8 @@ use crate::controller::{image_policy, image_repository, Context};
 use crate::runtime::gc;
 use crate::runtime::http::Readiness;
 use crate::runtime::leader::Ended;
+use k8s_openapi::api::core::v1::Secret;
+use kube::core::PartialObjectMeta;
 use kube::Api;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,6 +23,8 @@ pub(super) struct Work<'a> {
     pub(super) ctx: &'a Arc<Context>,
     pub(super) repositories: Api<ImageRepository>,
     pub(super) policies: Api<ImagePolicy>,
+    /// The Secrets policies trust, watched (metadata only) in the policies' scope.
+    pub(super) secrets: Api<PartialObjectMeta<Secret>>,
     pub(super) readiness: &'a Readiness,
 }
 
@@ -76,6 +80,7 @@ fn spawn_workers(
         ctx,
         repositories,
         policies,
+        secrets,
         readiness,
     }: Work<'_>,
     token: &CancellationToken,
@@ -99,7 +104,7 @@ fn spawn_workers(
         token.clone(),
     );
     let policy_controller =
-        image_policy::controller(policies, repository_feed, wiring(watch.clone()));
+        image_policy::controller(policies, secrets, repository_feed, wiring(watch.clone()));
     let repository_controller =
         image_repository::controller(repositories, repository_source, wiring(watch));
     let mut workers = tokio::task::JoinSet::new();

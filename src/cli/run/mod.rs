@@ -88,6 +88,7 @@ async fn run_controller(args: &RunArgs) -> Result<(), CliError> {
         ctx: &ctx,
         repositories,
         policies,
+        secrets: scoped_api(&client, args),
         readiness: &readiness,
     };
     let ended = lead(args, &mut elector, &metrics, &shutdown, work).await;

@@ -1,5 +1,6 @@
-//! Which policies refer to which repository, kept from the policies' watch: a repository's
-//! change re-triggers its policies, a namespace's label change its cross-namespace policies,
+//! Which policies refer to which repository and which Secrets they trust, kept from the
+//! policies' watch: a repository's change re-triggers its policies, a namespace's label change
+//! its cross-namespace policies, a trusted Secret's change the policies that verify with it,
 //! and the start-up order scans referenced repositories first.
 
 use crate::api::{ImagePolicy, ImageRepository};
@@ -25,6 +26,9 @@ struct IndexMaps {
     repository_of: HashMap<Name, Name>,
     /// Each repository some policy refers to, and those policies (mostly one: a list).
     policies_of: HashMap<Name, Vec<Name>>,
+    /// Each policy with `spec.verify`, and the Secrets of its namespace it trusts
+    /// (`secretRef`, `trustedRootSecretRef`).
+    trusts: HashMap<Name, Vec<Arc<str>>>,
 }
 
 fn name(namespace: &str, name: &str) -> Name {
@@ -42,7 +46,9 @@ impl PolicyIndex {
             watcher::Event::Apply(policy) | watcher::Event::InitApply(policy) => self.apply(policy),
             watcher::Event::Delete(policy) => {
                 let mut maps = self.0.write().expect("policy index lock");
-                maps.remove(&policy_name(policy));
+                let key = policy_name(policy);
+                maps.trusts.remove(&key);
+                maps.remove(&key);
             }
             watcher::Event::Init | watcher::Event::InitDone => {}
         }
@@ -55,6 +61,12 @@ impl PolicyIndex {
             &policy.spec.image_repository_ref.name,
         );
         let mut maps = self.0.write().expect("policy index lock");
+        let trusted = trusted_secrets(policy);
+        if trusted.is_empty() {
+            maps.trusts.remove(&key);
+        } else if maps.trusts.get(&key) != Some(&trusted) {
+            maps.trusts.insert(key.clone(), trusted);
+        }
         if maps.repository_of.get(&key) == Some(&repository) {
             return;
         }
@@ -103,6 +115,38 @@ impl PolicyIndex {
             .map(|policies| policies.iter().map(policy_ref).collect())
             .unwrap_or_default()
     }
+}
+
+impl PolicyIndex {
+    /// Whether some policy in `namespace` trusts the Secret `secret`.
+    pub fn is_trusted(&self, namespace: &str, secret: &str) -> bool {
+        !self.trusting(namespace, secret).is_empty()
+    }
+
+    /// The policies in `namespace` that trust the Secret `secret`: a change to it (a key
+    /// rotated or revoked, a trusted root replaced) must be judged at once.
+    pub fn trusting(&self, namespace: &str, secret: &str) -> Vec<ObjectRef<ImagePolicy>> {
+        let maps = self.0.read().expect("policy index lock");
+        maps.trusts
+            .iter()
+            .filter(|((ns, _), secrets)| {
+                &**ns == namespace && secrets.iter().any(|s| &**s == secret)
+            })
+            .map(|(policy, _)| policy_ref(policy))
+            .collect()
+    }
+}
+
+/// The Secrets of its namespace a policy's `spec.verify` trusts.
+fn trusted_secrets(policy: &ImagePolicy) -> Vec<Arc<str>> {
+    let Some(verify) = &policy.spec.verify else {
+        return Vec::new();
+    };
+    let refs = [&verify.secret_ref, &verify.trusted_root_secret_ref];
+    refs.into_iter()
+        .flatten()
+        .map(|r| Arc::from(r.name.as_str()))
+        .collect()
 }
 
 impl IndexMaps {
@@ -217,5 +261,45 @@ mod tests {
             names(index.policies_for(&repository("apps", "other"))),
             ["apps/p1", "apps/p3"]
         );
+    }
+
+    /// The Secrets a policy trusts (`secretRef`, `trustedRootSecretRef`), in its namespace, as
+    /// its spec changes; a deleted policy or one without `verify` trusts none.
+    #[test]
+    fn the_index_maps_trusted_secrets_to_their_policies() {
+        use crate::api::{ImageVerification, LocalObjectReference};
+        let verifying = |ns: &str, name: &str, keys: &str, root: Option<&str>| {
+            let mut p = policy(ns, name, None, "app");
+            let reference = |name: &str| LocalObjectReference { name: name.into() };
+            let mut verify: ImageVerification =
+                serde_json::from_value(serde_json::json!({"provider": "cosign"})).unwrap();
+            verify.secret_ref = Some(reference(keys));
+            verify.trusted_root_secret_ref = root.map(reference);
+            p.spec.verify = Some(Box::new(verify));
+            p
+        };
+        let index = PolicyIndex::default();
+        index.observe(&watcher::Event::InitApply(verifying(
+            "a", "p1", "keys", None,
+        )));
+        index.observe(&watcher::Event::Apply(verifying(
+            "a",
+            "p2",
+            "keys",
+            Some("root"),
+        )));
+        index.observe(&watcher::Event::Apply(verifying("b", "p3", "keys", None)));
+        index.observe(&watcher::Event::Apply(policy("a", "p4", None, "app")));
+        assert_eq!(names(index.trusting("a", "keys")), ["a/p1", "a/p2"]);
+        assert_eq!(names(index.trusting("a", "root")), ["a/p2"]);
+        assert_eq!(names(index.trusting("b", "keys")), ["b/p3"]);
+        assert!(!index.is_trusted("b", "root") && !index.is_trusted("c", "keys"));
+        // The same repository, another Secret; verify dropped; deleted.
+        index.observe(&watcher::Event::Apply(verifying("a", "p1", "other", None)));
+        index.observe(&watcher::Event::Apply(policy("a", "p2", None, "app")));
+        index.observe(&watcher::Event::Delete(verifying("b", "p3", "keys", None)));
+        assert_eq!(names(index.trusting("a", "other")), ["a/p1"]);
+        assert!(index.trusting("a", "keys").is_empty());
+        assert!(!index.is_trusted("a", "root") && !index.is_trusted("b", "keys"));
     }
 }

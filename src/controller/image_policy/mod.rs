@@ -2,8 +2,8 @@
 //! ([`crate::controller::frame::reconcile`]) with what [`reconcile`](mod@reconcile) adds,
 //! deciding in [`decide`]. Policies are re-triggered when their repository's
 //! `lastScanResult.revision` or canonical name changes (docs/compatibility.md), through
-//! [`index`], from the repository watch's [`Feed`]; and when a namespace's labels change, for
-//! the policies they admit.
+//! [`index`], from the repository watch's [`Feed`]; when a namespace's labels change, for
+//! the policies they admit; and when a Secret a policy trusts changes, for those policies.
 
 pub mod decide;
 pub mod downgrade;
@@ -34,7 +34,7 @@ use crate::controller::outcome::error::Error;
 use crate::controller::schema::restart::restarting_watch;
 use futures::TryStreamExt;
 use index::PolicyIndex;
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::{watcher, WatchStreamExt};
@@ -73,9 +73,11 @@ fn repository_change_hash(repo: &ImageRepository) -> Option<u64> {
 }
 
 /// The running controller; `policies_synced` is marked once its cache has the initial list.
-/// Repositories come from the repository controller's watch (`repository_feed`).
+/// Repositories come from the repository controller's watch (`repository_feed`); `secrets`
+/// (watched by their metadata only) are the scope trusted Secrets are watched in.
 pub fn controller(
     policies: Api<ImagePolicy>,
+    secrets: Api<PartialObjectMeta<Secret>>,
     repositories: Feed,
     wiring: Wiring,
 ) -> impl std::future::Future<Output = ()> {
@@ -102,6 +104,8 @@ pub fn controller(
     let repository_changes = changed(changes, repository_change_hash);
     let namespace_changes = namespace_changes(ctx.client.clone());
     let (namespace_index, relabelled) = (index.clone(), queue.clone());
+    let secret_changes = secret_changes(secrets, index.clone());
+    let (trust_index, retrusted) = (index.clone(), queue.clone());
     let ctx = PolicyContext::with_cache(ctx, repo_reader, synced, policies_cache);
     let wakes = ctx.handoffs.wakes().expect("one controller per context");
     // Every trigger goes to the queue, which releases what is due to kube's controller a few
@@ -114,6 +118,14 @@ pub fn controller(
             for policy in &policies {
                 let key = key_of("ImagePolicy", &namespace.name_any(), &policy.name);
                 relabelled.add(key, Instant::now());
+            }
+            std::iter::empty()
+        })
+        .watches_stream(secret_changes, move |secret| {
+            let namespace = secret.namespace().unwrap_or_default();
+            for policy in trust_index.trusting(&namespace, &secret.name_any()) {
+                let key = key_of("ImagePolicy", &namespace, &policy.name);
+                retrusted.add(key, Instant::now());
             }
             std::iter::empty()
         })
@@ -185,6 +197,31 @@ fn namespace_changes(
     .default_backoff()
     .touched_objects();
     changed(changes, labels_hash)
+}
+
+/// The changes of the Secrets some policy trusts (`spec.verify.secretRef`,
+/// `trustedRootSecretRef`): a key rotated or revoked is judged at once, not at the next timer
+/// (issue 87). Metadata only: a change shows as a new `resourceVersion` (a deletion too), and
+/// the data is read, as before, by the reconcile's `get` of the Secrets it names.
+fn secret_changes(
+    secrets: Api<PartialObjectMeta<Secret>>,
+    index: PolicyIndex,
+) -> impl futures::Stream<Item = Result<PartialObjectMeta<Secret>, watcher::Error>> {
+    let changes = watcher(
+        secrets,
+        watcher::Config::default().page_size(LIST_PAGE_SIZE),
+    )
+    .default_backoff()
+    .touched_objects()
+    .try_filter(move |secret| {
+        let namespace = secret.namespace().unwrap_or_default();
+        futures::future::ready(index.is_trusted(&namespace, &secret.name_any()))
+    });
+    changed(changes, |secret| {
+        let mut h = DefaultHasher::new();
+        secret.metadata.resource_version.hash(&mut h);
+        Some(h.finish())
+    })
 }
 
 /// A namespace's labels, the only part of it a policy reads.

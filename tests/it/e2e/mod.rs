@@ -11,6 +11,7 @@ mod operations;
 mod samples;
 mod security;
 mod tenants;
+mod trusted_keys;
 
 use crate::support::cluster::*;
 
