@@ -26,9 +26,18 @@ struct IndexMaps {
     repository_of: HashMap<Name, Name>,
     /// Each repository some policy refers to, and those policies (mostly one: a list).
     policies_of: HashMap<Name, Vec<Name>>,
-    /// Each policy with `spec.verify`, and the Secrets of its namespace it trusts
-    /// (`secretRef`, `trustedRootSecretRef`).
-    trusts: HashMap<Name, Vec<Arc<str>>>,
+    /// Each policy with `spec.verify`, and what it trusts.
+    trusts: HashMap<Name, Trusted>,
+}
+
+/// What a policy's `spec.verify` trusts: Secrets of its namespace (`secretRef`,
+/// `trustedRootSecretRef`) and, keyless, Sigstore's public-good root (unless its Secret has a
+/// `trusted_root.json`, which only a read would tell: such a policy is judged again for
+/// nothing when the public-good root changes).
+#[derive(PartialEq, Eq)]
+struct Trusted {
+    secrets: Vec<Arc<str>>,
+    public_good: bool,
 }
 
 fn name(namespace: &str, name: &str) -> Name {
@@ -61,11 +70,14 @@ impl PolicyIndex {
             &policy.spec.image_repository_ref.name,
         );
         let mut maps = self.0.write().expect("policy index lock");
-        let trusted = trusted_secrets(policy);
-        if trusted.is_empty() {
-            maps.trusts.remove(&key);
-        } else if maps.trusts.get(&key) != Some(&trusted) {
-            maps.trusts.insert(key.clone(), trusted);
+        match trusted(policy) {
+            None => {
+                maps.trusts.remove(&key);
+            }
+            Some(trusted) if maps.trusts.get(&key) != Some(&trusted) => {
+                maps.trusts.insert(key.clone(), trusted);
+            }
+            Some(_) => {}
         }
         if maps.repository_of.get(&key) == Some(&repository) {
             return;
@@ -129,24 +141,33 @@ impl PolicyIndex {
         let maps = self.0.read().expect("policy index lock");
         maps.trusts
             .iter()
-            .filter(|((ns, _), secrets)| {
-                &**ns == namespace && secrets.iter().any(|s| &**s == secret)
+            .filter(|((ns, _), trusted)| {
+                &**ns == namespace && trusted.secrets.iter().any(|s| &**s == secret)
             })
+            .map(|(policy, _)| policy_ref(policy))
+            .collect()
+    }
+
+    /// The keyless policies: what Sigstore's public-good root judges, when it changes.
+    pub fn keyless(&self) -> Vec<ObjectRef<ImagePolicy>> {
+        let maps = self.0.read().expect("policy index lock");
+        maps.trusts
+            .iter()
+            .filter(|(_, trusted)| trusted.public_good)
             .map(|(policy, _)| policy_ref(policy))
             .collect()
     }
 }
 
-/// The Secrets of its namespace a policy's `spec.verify` trusts.
-fn trusted_secrets(policy: &ImagePolicy) -> Vec<Arc<str>> {
-    let Some(verify) = &policy.spec.verify else {
-        return Vec::new();
-    };
+/// What a policy's `spec.verify` trusts (`None`: it verifies nothing).
+fn trusted(policy: &ImagePolicy) -> Option<Trusted> {
+    let verify = policy.spec.verify.as_ref()?;
     let refs = [&verify.secret_ref, &verify.trusted_root_secret_ref];
-    refs.into_iter()
-        .flatten()
-        .map(|r| Arc::from(r.name.as_str()))
-        .collect()
+    let secrets = refs.into_iter().flatten();
+    Some(Trusted {
+        secrets: secrets.map(|r| Arc::from(r.name.as_str())).collect(),
+        public_good: verify.keyless(),
+    })
 }
 
 impl IndexMaps {
@@ -301,5 +322,12 @@ mod tests {
         assert_eq!(names(index.trusting("a", "other")), ["a/p1"]);
         assert!(index.trusting("a", "keys").is_empty());
         assert!(!index.is_trusted("a", "root") && !index.is_trusted("b", "keys"));
+        assert!(index.keyless().is_empty());
+        let mut keyless = verifying("c", "p5", "keys", None);
+        let identity = serde_json::json!([{"issuer": "^i$", "subject": "^s$"}]);
+        let verify = keyless.spec.verify.as_mut().unwrap();
+        verify.match_oidc_identity = Some(serde_json::from_value(identity).unwrap());
+        index.observe(&watcher::Event::Apply(keyless));
+        assert_eq!(names(index.keyless()), ["c/p5"]);
     }
 }

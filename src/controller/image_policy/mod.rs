@@ -106,6 +106,7 @@ pub fn controller(
     let (namespace_index, relabelled) = (index.clone(), queue.clone());
     let secret_changes = secret_changes(secrets, index.clone());
     let (trust_index, retrusted) = (index.clone(), queue.clone());
+    rejudge_on_root_change(&ctx, index.clone(), queue.clone(), shutdown.clone());
     let ctx = PolicyContext::with_cache(ctx, repo_reader, synced, policies_cache);
     let wakes = ctx.handoffs.wakes().expect("one controller per context");
     // Every trigger goes to the queue, which releases what is due to kube's controller a few
@@ -222,6 +223,32 @@ fn secret_changes(
         secret.metadata.resource_version.hash(&mut h);
         Some(h.finish())
     })
+}
+
+/// Each time another public-good root is put in use (or none), the keyless policies are
+/// queued: a root rotated or revoked by Sigstore's TUF repository counts at once.
+fn rejudge_on_root_change(
+    ctx: &crate::controller::Context,
+    index: PolicyIndex,
+    queue: Arc<crate::controller::frame::queue::WorkQueue>,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    let mut changes = ctx.settings.sigstore_root.changes();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return },
+                () = shutdown.cancelled() => return,
+            }
+            for policy in index.keyless() {
+                let namespace = policy.namespace.as_deref().unwrap_or_default();
+                queue.add(
+                    key_of("ImagePolicy", namespace, &policy.name),
+                    Instant::now(),
+                );
+            }
+        }
+    });
 }
 
 /// A namespace's labels, the only part of it a policy reads.

@@ -17,7 +17,8 @@
 //! hash that does not match) is trusted for nothing, its kept copy included: no root, and
 //! keyless elections wait, saying which mirror refused what ([`Current::stale`]). The mirror
 //! is read again every [`REFRESH_EVERY`], [`RETRY_AFTER_FAILURE`] after a failure, at start,
-//! and as soon as the root in use expires.
+//! and as soon as the root in use expires. A read that puts another root in use (or none) is
+//! told to [`PublicGoodRoot::changes`]' subscribers: the policies it judges are judged again.
 
 mod kept;
 mod transport;
@@ -133,6 +134,8 @@ pub struct PublicGoodRoot {
     current: RwLock<Arc<Current>>,
     /// When the mirror was last read (`None`: never), held while a read runs.
     attempted: tokio::sync::Mutex<Option<std::time::Instant>>,
+    /// How many times another root (or none) was put in use.
+    changed: tokio::sync::watch::Sender<u64>,
 }
 
 impl PublicGoodRoot {
@@ -151,6 +154,7 @@ impl PublicGoodRoot {
             settings,
             current: RwLock::new(Arc::new(current)),
             attempted: tokio::sync::Mutex::new(None),
+            changed: tokio::sync::watch::channel(0).0,
         }
     }
 
@@ -199,8 +203,18 @@ impl PublicGoodRoot {
             None => Err(Failure::Unreachable("no TUF mirror is set".into())),
         };
         let next = Arc::new(self.after(read).await);
-        *self.current.write().expect("root lock") = next.clone();
+        let previous =
+            std::mem::replace(&mut *self.current.write().expect("root lock"), next.clone());
+        if previous.bytes != next.bytes {
+            self.changed.send_modify(|count| *count += 1);
+        }
         next
+    }
+
+    /// Told each time a read puts another root in use, or none: a root rotated or revoked by
+    /// its TUF repository counts at once for the policies it judges, not at their next timer.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 
     /// What a read of the mirror comes to.

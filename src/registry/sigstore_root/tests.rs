@@ -299,3 +299,20 @@ fn tough_reads_within_its_stated_bounds() {
     assert_eq!(tuf::LIMITS.max_timestamp_size, 1_048_576);
     assert_eq!(tuf::LIMITS.max_root_updates, 1_024);
 }
+
+/// A read that puts another root in use (here the embedded one after none) is told to the
+/// subscribers, once; a read that keeps the same root is not.
+#[tokio::test]
+async fn another_root_put_in_use_is_told() {
+    let roots = PublicGoodRoot::new(Settings::default());
+    let mut changes = roots.changes();
+    roots.refresh().await;
+    assert!(!changes.has_changed().unwrap(), "the same embedded root");
+    *roots.current.write().unwrap() = Arc::new(Current::nothing("revoked".into()));
+    let current = roots.refresh().await;
+    assert_eq!(current.bytes.as_deref(), Some(EMBEDDED_ROOT));
+    assert!(changes.has_changed().unwrap());
+    assert_eq!(*changes.borrow_and_update(), 1);
+    roots.refresh().await;
+    assert!(!changes.has_changed().unwrap());
+}
