@@ -69,10 +69,7 @@ impl CosignTrust {
         digest: &str,
         now: SystemTime,
     ) -> Result<Who, Refused> {
-        let log = match &signed.log_entry {
-            Some(text) => Entry::from_annotation(text).map(|e| vec![e]),
-            None => Ok(Vec::new()),
-        };
+        let log = annotated_log(signed);
         let signing = Evidence {
             message: &signed.payload,
             kind: "hashedrekord",
@@ -116,10 +113,7 @@ impl CosignTrust {
         let envelope: Envelope = serde_json::from_slice(&signed.payload)
             .map_err(|e| unreadable(format!("an attestation is not a DSSE envelope ({e})")))?;
         let decoded = envelope.decode().map_err(&unreadable)?;
-        let log = match &signed.log_entry {
-            Some(text) => Entry::from_annotation(text).map(|e| vec![e]),
-            None => Ok(Vec::new()),
-        };
+        let log = annotated_log(signed);
         let signing = Evidence {
             message: &decoded.signed,
             kind: "attestation",
@@ -131,5 +125,13 @@ impl CosignTrust {
         };
         let who = self.signer(&signing, now)?;
         Ok((who, envelope.payload_type, decoded.payload))
+    }
+}
+
+/// A legacy layer's log entry: its `dev.sigstore.cosign/bundle` annotation, if any.
+fn annotated_log(signed: &SignedPayload) -> Result<Vec<Entry>, String> {
+    match &signed.log_entry {
+        Some(text) => Entry::from_annotation(text).map(|e| vec![e]),
+        None => Ok(Vec::new()),
     }
 }

@@ -118,22 +118,8 @@ async fn attestations_the_real_cosign_made_are_required_at_selection() {
     attest(&trusted, "1.6.0", "vuln", &scan("LOW"));
 
     // cosign judges "signed by the key and of that type" as we do.
-    let judged: BTreeMap<&str, bool> = ["1.3.0", "1.4.0", "1.5.0"]
-        .into_iter()
-        .map(|tag| {
-            let public = cosign.file("trusted-judge.pub", &trusted.public);
-            let args = [
-                "verify-attestation",
-                "--key",
-                public.to_str().unwrap(),
-                "--type",
-                "slsaprovenance1",
-                "--insecure-ignore-tlog=true",
-                &at(tag),
-            ];
-            (tag, cosign.judge(&args).0)
-        })
-        .collect();
+    let public = cosign.file("trusted-judge.pub", &trusted.public);
+    let judged = verify_attestation(&cosign, &public, &["1.3.0", "1.4.0", "1.5.0"], at);
     assert_eq!(
         judged,
         BTreeMap::from([("1.3.0", false), ("1.4.0", true), ("1.5.0", false)])
@@ -151,6 +137,29 @@ async fn attestations_the_real_cosign_made_are_required_at_selection() {
         ("provenance-1-3", ""),
     ];
     judge(&InCluster::run(&objects, &want));
+}
+
+/// `cosign verify-attestation --type slsaprovenance1` with the key `public` of each tag's
+/// digest (`at`): whether it passed.
+fn verify_attestation<'a>(
+    cosign: &Cosign,
+    public: &std::path::Path,
+    tags: &[&'a str],
+    at: impl Fn(&str) -> String,
+) -> BTreeMap<&'a str, bool> {
+    let judged = |tag: &str| {
+        let args = [
+            "verify-attestation",
+            "--key",
+            public.to_str().unwrap(),
+            "--type",
+            "slsaprovenance1",
+            "--insecure-ignore-tlog=true",
+            &at(tag),
+        ];
+        cosign.judge(&args).0
+    };
+    tags.iter().map(|tag| (*tag, judged(tag))).collect()
 }
 
 /// What `scan` and the controller must both have decided.
@@ -229,21 +238,7 @@ async fn attestations_cosign_v2_kept_under_its_att_tag_count() {
     v2.attest_legacy(&other, &at("2.4.0"), "slsaprovenance1", &good);
 
     let public = v2.file("trusted-judge.pub", &trusted.public);
-    let judged: BTreeMap<&str, bool> = ["2.1.0", "2.4.0"]
-        .into_iter()
-        .map(|tag| {
-            let args = [
-                "verify-attestation",
-                "--key",
-                public.to_str().unwrap(),
-                "--type",
-                "slsaprovenance1",
-                "--insecure-ignore-tlog=true",
-                &at(tag),
-            ];
-            (tag, v2.judge(&args).0)
-        })
-        .collect();
+    let judged = verify_attestation(&v2, &public, &["2.1.0", "2.4.0"], at);
     assert_eq!(judged, BTreeMap::from([("2.1.0", true), ("2.4.0", false)]));
 
     let dir = tempfile::tempdir().unwrap();
