@@ -7,9 +7,14 @@
 //! (the earliest waiter among equals). And a tenant waiting while it holds fewer than its fair
 //! share (the slots over the tenants holding or waiting) takes one back from the tenant
 //! holding the most past its share: that tenant's newest slot held for [`TAKE_BACK_AFTER`] is
-//! told to stop ([`FairPermit::stopped`]), and its holder gives it up. So a tenant's wait is
-//! at most [`TAKE_BACK_AFTER`] whatever another holds or queues, and a request answered in
-//! time is never stopped.
+//! told to stop ([`FairPermit::stopped`]), and its holder gives it up. When tenants outnumber
+//! the slots, every holder is at its share of one: a tenant waiting with none then takes back
+//! the slot held longest, once held [`TAKE_BACK_AFTER`], and among the waiters holding the
+//! fewest a freed slot goes to the tenant served least recently (a tenant never served
+//! first), so the tenant that gave a slot up does not take it straight back. A newcomer's wait
+//! is so at most about [`TAKE_BACK_AFTER`] whatever the number of tenants; a tenant served
+//! before waits its turn among those holding none (issue 87). A request answered within
+//! [`TAKE_BACK_AFTER`] is never stopped.
 
 mod clock;
 #[cfg(test)]
@@ -48,6 +53,8 @@ struct State {
     next: u64,
     held: HashMap<Tenant, Vec<Holder>>,
     waiting: VecDeque<(Tenant, oneshot::Sender<FairPermit>)>,
+    /// The grant (its number) each tenant holding or waiting had last.
+    served: HashMap<Tenant, u64>,
 }
 
 impl State {
@@ -115,6 +122,7 @@ impl FairSlots {
             stop: stop.clone(),
         };
         state.held.entry(tenant.clone()).or_default().push(holder);
+        state.served.insert(tenant.clone(), state.next);
         FairPermit {
             slots: Some(self.clone()),
             tenant,
@@ -168,15 +176,25 @@ impl FairSlots {
             .filter(|(t, _)| *t != tenant)
             .map(|(t, _)| (t, state.keeping(t)))
             .filter(|(_, keeping)| *keeping > fair)
-            .max_by_key(|(_, keeping)| *keeping)?
-            .0;
-        let keeping = state.held[over].iter().filter(|h| !h.stop.is_cancelled());
-        let (old, young): (Vec<&Holder>, Vec<&Holder>) =
-            keeping.partition(|h| now.saturating_duration_since(h.since) >= TAKE_BACK_AFTER);
+            .max_by_key(|(_, keeping)| *keeping)
+            .map(|(t, _)| t);
+        let keeping = |t: &Tenant| state.held[t].iter().filter(|h| !h.stop.is_cancelled());
+        let (old, young): (Vec<&Holder>, Vec<&Holder>) = match over {
+            Some(over) => keeping(over).partition(|h| held_long(h, now)),
+            // Tenants outnumber the slots, each holding its share of one: a tenant holding
+            // none takes back the slot held longest.
+            None if tenants.len() > self.max && state.keeping(tenant) == 0 => {
+                let others = state.held.keys().filter(|t| *t != tenant);
+                let oldest = others.flat_map(keeping).min_by_key(|h| h.since);
+                oldest.into_iter().partition(|h| held_long(h, now))
+            }
+            None => return None,
+        };
         match old.into_iter().max_by_key(|h| h.since) {
             Some(newest_old) => {
                 newest_old.stop.cancel();
-                None
+                // Looked at again: the slot freed may go to another waiter first.
+                Some(TAKE_BACK_AFTER)
             }
             None => young
                 .iter()
@@ -206,6 +224,11 @@ impl FairSlots {
     }
 }
 
+/// Whether a slot has been held long enough to be taken back.
+fn held_long(holder: &Holder, now: Instant) -> bool {
+    now.saturating_duration_since(holder.since) >= TAKE_BACK_AFTER
+}
+
 fn forget(state: &mut State, tenant: &Tenant, id: u64) {
     if let Some(held) = state.held.get_mut(tenant) {
         held.retain(|h| h.id != id);
@@ -213,15 +236,22 @@ fn forget(state: &mut State, tenant: &Tenant, id: u64) {
             state.held.remove(tenant);
         }
     }
+    if !state.held.contains_key(tenant) && !state.waiting.iter().any(|(t, _)| t == tenant) {
+        state.served.remove(tenant);
+    }
 }
 
-/// The waiter whose tenant holds the fewest slots, the earliest among equals.
+/// The waiter whose tenant holds the fewest slots; among equals, the tenant served least
+/// recently (never: first), then the earliest.
 fn next_waiter(state: &State) -> Option<usize> {
     state
         .waiting
         .iter()
         .enumerate()
-        .min_by_key(|(index, (tenant, _))| (state.held_by(tenant), *index))
+        .min_by_key(|(index, (tenant, _))| {
+            let served = state.served.get(tenant).copied().unwrap_or(0);
+            (state.held_by(tenant), served, *index)
+        })
         .map(|(index, _)| index)
 }
 
