@@ -145,7 +145,8 @@ where
         };
         {
             let mut all = self.parked.lock().expect("handoffs lock");
-            match room(&running_by_namespace(&all), namespace_of(&key)) {
+            let oldest = oldest_running(&all, tokio::time::Instant::now());
+            match room(&running_by_namespace(&all), namespace_of(&key), oldest) {
                 Room::Free => {}
                 Room::TakenFrom { namespace, reason } => {
                     let stopped = take_newest(&mut all, &namespace, reason);
@@ -218,6 +219,18 @@ fn running_by_namespace<K: Resource<DynamicType = ()>, T>(
         }
     }
     running
+}
+
+/// The namespace of the decision running longest, and how long it has run.
+fn oldest_running<K: Resource<DynamicType = ()>, T>(
+    parked: &HashMap<String, Parked<K, T>>,
+    now: tokio::time::Instant,
+) -> Option<(&str, Duration)> {
+    let (key, p) = parked
+        .iter()
+        .filter(|(_, p)| p.running())
+        .min_by_key(|(_, p)| p.started)?;
+    Some((namespace_of(key), now.saturating_duration_since(p.started)))
 }
 
 /// Stops the newest running decision of `namespace` (the least work lost), keeping why for

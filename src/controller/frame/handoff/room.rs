@@ -6,6 +6,9 @@
 //! decision is stopped and tried again later; one at its fair share waits. So a namespace's
 //! decision never waits behind others' slow registries while it runs fewer than its share:
 //! 64 slow policies across 4 namespaces once refused a fifth namespace's policy for 5 minutes.
+//! When namespaces outnumber the room (64 running one each, a share of one), a namespace
+//! running none takes the place of the decision running longest, once it has run
+//! [`BUSY_RETRY`]: 64 namespaces with one slow decision each held a 65th's for 4 min 46 s.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -38,8 +41,13 @@ pub(super) fn fair_share(namespaces: usize) -> usize {
     (MAX_BACKGROUND / namespaces.max(1)).max(1)
 }
 
-/// Room for a decision of `ours`, given how many each namespace runs in the background.
-pub(super) fn room(running: &HashMap<&str, usize>, ours: &str) -> Room {
+/// Room for a decision of `ours`, given how many each namespace runs in the background and
+/// which namespace runs the decision running longest, and for how long.
+pub(super) fn room(
+    running: &HashMap<&str, usize>,
+    ours: &str,
+    oldest: Option<(&str, Duration)>,
+) -> Room {
     let retry = BUSY_RETRY.as_secs();
     let mine = running.get(ours).copied().unwrap_or(0);
     if mine >= MAX_BACKGROUND_PER_NAMESPACE {
@@ -64,6 +72,14 @@ pub(super) fn room(running: &HashMap<&str, usize>, ours: &str) -> Room {
             namespace: ns.to_string(),
             reason: taken_reason(ns, *n, namespaces),
         },
+        // Outnumbered: every namespace at its share of one, ours running none.
+        _ if mine == 0 && oldest.is_some_and(|(ns, ran)| ns != ours && ran >= BUSY_RETRY) => {
+            let (ns, ran) = oldest.expect("checked");
+            Room::TakenFrom {
+                namespace: ns.to_string(),
+                reason: outnumbered_reason(ns, ran, namespaces),
+            }
+        }
         _ => Room::Busy(format!(
             "waiting: {total} decisions already run in the background (registries slow to \
              answer; at most {MAX_BACKGROUND}), {mine} of them this namespace's, its fair share \
@@ -79,6 +95,19 @@ fn taken_reason(namespace: &str, running: usize, namespaces: usize) -> String {
          {namespace} ran {running} of the {MAX_BACKGROUND} decisions there (registries slow to \
          answer), over its fair share among {namespaces} namespaces ({}); tried again in {}s",
         fair_share(namespaces),
+        BUSY_RETRY.as_secs()
+    )
+}
+
+/// The reason a decision stopped for a namespace running none, when namespaces outnumber
+/// the room, fails with.
+fn outnumbered_reason(namespace: &str, ran: Duration, namespaces: usize) -> String {
+    format!(
+        "waiting: stopped after {}s to give room in the background to a namespace running \
+         none: {namespaces} namespaces share its {MAX_BACKGROUND} places, one each, and \
+         namespace {namespace}'s decision had run the longest (registries slow to answer); \
+         tried again in {}s",
+        ran.as_secs(),
         BUSY_RETRY.as_secs()
     )
 }
@@ -122,7 +151,7 @@ mod tests {
         let mine = counts.get(ours).copied().unwrap_or(0);
         let namespaces = counts.len() + usize::from(mine == 0);
         let fair = fair_share(namespaces);
-        match room(counts, ours) {
+        match room(counts, ours, None) {
             Room::Free => assert!(total < MAX_BACKGROUND && mine < 16, "{counts:?} {ours}"),
             Room::TakenFrom { namespace: ns, .. } => {
                 assert!(total >= MAX_BACKGROUND && mine < fair, "{counts:?} {ours}");
@@ -147,7 +176,7 @@ mod tests {
     #[test]
     fn a_fifth_namespace_takes_room_from_four_full_ones() {
         let full = running(&[("a", 16), ("b", 16), ("c", 16), ("d", 16)]);
-        match room(&full, "e") {
+        match room(&full, "e", None) {
             Room::TakenFrom { namespace, reason } => {
                 assert_eq!(namespace, "a");
                 assert!(
@@ -158,7 +187,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let shared = running(&[("a", 12), ("b", 13), ("c", 13), ("d", 14), ("e", 12)]);
-        match room(&shared, "e") {
+        match room(&shared, "e", None) {
             Room::Busy(why) => assert!(
                 why.contains(
                     "12 of them this namespace's, its fair share among the 5 \
@@ -169,22 +198,38 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(
-            matches!(room(&shared, "a"), Room::Busy(_)),
+            matches!(room(&shared, "a", None), Room::Busy(_)),
             "a is over its share"
         );
         let room_left = running(&[("a", 16), ("b", 16)]);
         assert!(
-            matches!(room(&room_left, "a"), Room::Busy(_)),
+            matches!(room(&room_left, "a", None), Room::Busy(_)),
             "a namespace's cap"
         );
-        assert_eq!(room(&room_left, "c"), Room::Free);
-        // 64 namespaces running one each, a 65th: the share is one (at least), and no one
-        // runs more than that, so no one gives a place up.
+        assert_eq!(room(&room_left, "c", None), Room::Free);
+        // 64 namespaces running one each, a 65th: the share is one, and no one runs more;
+        // the decision running longest gives its place up once it has run 30 s, not before,
+        // and never to a namespace that runs one already.
         let names: Vec<String> = (0..64).map(|i| format!("ns{i}")).collect();
         let one_each: HashMap<&str, usize> = names.iter().map(|n| (n.as_str(), 1)).collect();
-        match room(&one_each, "late") {
+        let young = Some(("ns7", Duration::from_secs(29)));
+        match room(&one_each, "late", young) {
             Room::Busy(why) => assert!(why.contains("being 1;"), "{why}"),
             other => panic!("{other:?}"),
         }
+        let old = Some(("ns7", BUSY_RETRY));
+        match room(&one_each, "late", old) {
+            Room::TakenFrom { namespace, reason } => {
+                assert_eq!(namespace, "ns7");
+                assert!(reason.contains("stopped after 30s"), "{reason}");
+                assert!(
+                    reason.contains("65 namespaces share its 64 places"),
+                    "{reason}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(room(&one_each, "ns3", old), Room::Busy(_)));
+        assert!(matches!(room(&one_each, "ns7", old), Room::Busy(_)));
     }
 }

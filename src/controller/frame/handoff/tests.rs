@@ -266,3 +266,36 @@ async fn finished_decisions_hold_no_room() {
     ));
     assert_eq!(handoffs.parked(), 17);
 }
+
+/// Outnumbered (issue 87): 64 namespaces each run one decision that never ends, filling the
+/// background at one each; a 65th namespace's decision waits while the oldest has run under
+/// 30 s, then takes its place, and the namespace stopped is told why and woken.
+#[tokio::test(start_paused = true)]
+async fn outnumbered_a_namespace_running_none_takes_the_longest_runnings_place() {
+    let handoffs: Handoffs<ImagePolicy, ()> = Handoffs::default();
+    let mut wakes = handoffs.wakes().unwrap();
+    let objects: Vec<ImagePolicy> = (0..64).map(|i| policy(&format!("ns{i}"), "p")).collect();
+    let all = objects
+        .iter()
+        .map(|obj| handoffs.decide(obj, std::future::pending::<()>));
+    let handed = futures::future::join_all(all).await;
+    assert!(handed.iter().all(|h| matches!(h, Handed::Working)));
+    let late = policy("late", "p");
+    match handoffs.decide(&late, std::future::pending::<()>).await {
+        Handed::Busy(why) => assert!(why.contains("being 1;"), "{why}"),
+        _ => panic!("the oldest has run 3 s, not 30"),
+    }
+    tokio::time::sleep(BUSY_RETRY).await;
+    let handed = handoffs.decide(&late, std::future::pending::<()>).await;
+    assert!(matches!(handed, Handed::Working));
+    let stopped = futures::StreamExt::next(&mut wakes).await.unwrap();
+    let namespace = stopped.namespace.clone().unwrap();
+    match handoffs
+        .decide(&policy(&namespace, "p"), std::future::pending::<()>)
+        .await
+    {
+        Handed::Busy(why) => assert!(why.contains("to a namespace running none"), "{why}"),
+        _ => panic!("ns0 is told why it stopped"),
+    }
+    assert_eq!(handoffs.parked(), 64);
+}
