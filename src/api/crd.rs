@@ -48,6 +48,7 @@ fn finish_crd(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
     {
         let mut value = serde_json::to_value(&*schema).expect("a schema serializes");
         strip_nullable(&mut value);
+        no_default_when_required(&mut value);
         let root = value.as_object_mut().expect("the root schema is an object");
         // The API server requires neither spec nor status at the root, and Flux declares the
         // standard envelope fields explicitly.
@@ -68,6 +69,36 @@ fn finish_crd(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
     v1beta2.deprecation_warning = Some(format!("v1beta2 {kind} is deprecated, upgrade to v1"));
     crd.spec.versions = vec![v1, v1beta2];
     crd
+}
+
+/// Removes the `default` of every required property: a field the schema requires is never
+/// defaulted by the API server (a default would take the place of a missing value). The Rust
+/// types read some required fields as empty when absent (`#[serde(default)]`, for a served
+/// schema of ours that lacks them: api/gate_fields.rs), which schemars writes as a default.
+fn no_default_when_required(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let required: Vec<String> = map
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| {
+                    r.iter()
+                        .filter_map(|v| v.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some(Value::Object(properties)) = map.get_mut("properties") {
+                for name in &required {
+                    if let Some(Value::Object(property)) = properties.get_mut(name) {
+                        property.remove("default");
+                    }
+                }
+            }
+            map.values_mut().for_each(no_default_when_required);
+        }
+        Value::Array(items) => items.iter_mut().for_each(no_default_when_required),
+        _ => {}
+    }
 }
 
 /// Removes `nullable: true` and the `null` member of optional enums everywhere: Flux's

@@ -29,10 +29,17 @@ pub const MAX_HELD_BACK: usize = 10;
 
 /// Verify each candidate's signature before electing it (the shape of Flux's
 /// OCIRepository `spec.verify`).
+///
+/// Its required fields, and those of the types under it, are read as empty when absent (the
+/// schema still requires them): a served schema that lacks one must not make the object
+/// undecodable, which fails every object of the watch's list; the policy is then held naming
+/// the field (`flux::crd_partial`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("required" = ["provider"]))]
 pub struct ImageVerification {
     /// The signature format: `cosign`.
+    #[serde(default)]
     pub provider: VerificationProvider,
     /// A Secret in the policy's namespace whose `*.pub` entries are the trusted cosign public
     /// keys (PEM, ECDSA P-256) and, for keyless signatures, whose `trusted_root.json` is the
@@ -106,19 +113,25 @@ pub enum VerificationProvider {
 
 /// A keyless signer's identity: regular expressions for the OIDC issuer and subject.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[schemars(extend("required" = ["issuer", "subject"]))]
 pub struct OidcIdentityMatch {
+    #[serde(default)]
     pub issuer: String,
+    #[serde(default)]
     pub subject: String,
 }
 
 /// An attestation a tag must carry.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("required" = ["name", "predicateType"]))]
 pub struct AttestationRequirement {
     /// What the entry is called in reasons (`provenance`, `scan`): a DNS label, unique.
+    #[serde(default)]
     pub name: String,
     /// The in-toto predicate type the attestation's statement must have, e.g.
     /// `https://slsa.dev/provenance/v1` (cosign attest `--type slsaprovenance1`).
+    #[serde(default)]
     pub predicate_type: String,
     /// CEL expressions over `statement`, `predicate`, `digest` and `now`, evaluated as cel-go
     /// evaluates them, all true for every attestation of this type that verifies.
@@ -136,7 +149,9 @@ pub struct AttestationRequirement {
 
 /// One condition and the message a false one is reported with.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[schemars(extend("required" = ["expression"]))]
 pub struct AttestationCondition {
+    #[serde(default)]
     pub expression: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,

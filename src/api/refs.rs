@@ -5,9 +5,16 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A reference to an object in the same namespace, e.g. a Secret.
+///
+/// `name` is required by the schema but read as empty when absent: a served schema that lacks
+/// it (an older CRD of ours under a gate field) must not make the object undecodable, which
+/// fails every object of the watch's list; the policy is then held naming the field
+/// (`flux::crd_partial`), and an empty name is refused by the name check.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[schemars(extend("required" = ["name"]))]
 pub struct LocalObjectReference {
     /// Name of the referent.
+    #[serde(default)]
     pub name: String,
 }
 

@@ -170,6 +170,7 @@ impl Watched {
         watch: watcher::Config,
     ) -> impl futures::Stream<Item = Result<ImagePolicy, watcher::Error>> {
         let restarts = self.ctx.schema.policy_restarts();
+        let epoch = restarts.clone();
         let triggers = restarting_watch(policies, watch, restarts)
             .modify(slim)
             .inspect_ok(move |event| {
@@ -182,7 +183,14 @@ impl Watched {
                 }
             })
             .applied_objects();
-        changed(triggers, trigger_hash)
+        // Each policy is news once after the served schema changes: one read pruned before
+        // the change was seen was judged by the schema known then (issue 87: held as an
+        // annotation that did not match, and never judged again once the change was seen).
+        changed(triggers, move |policy| {
+            let mut h = DefaultHasher::new();
+            (trigger_hash(policy), *epoch.borrow()).hash(&mut h);
+            Some(h.finish())
+        })
     }
 }
 

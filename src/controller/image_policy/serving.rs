@@ -27,8 +27,14 @@ pub fn serving(policy: &ImagePolicy, schema: &ServedSchema) -> Serving {
     if let Some(missing) = hidden(policy) {
         // The served schema has every one of them: nothing pruned them, the annotation is
         // not what this controller wrote.
+        // (The schema names the topmost field it lacks: a marked field under it is lacking.)
         let served = schema.lacking();
-        if served.is_some_and(|lacking| missing.iter().all(|f| !lacking.contains(f))) {
+        let lacked = |lacking: &[&str], field: &str| {
+            lacking
+                .iter()
+                .any(|l| field == *l || field.starts_with(&format!("{l}.")))
+        };
+        if served.is_some_and(|lacking| missing.iter().all(|f| !lacked(&lacking, f))) {
             return Serving::Inconsistent(EventSpec {
                 type_: EventType::Warning,
                 reason: GATES_MARKER_INCONSISTENT.into(),
@@ -199,6 +205,23 @@ mod tests {
             serving(&forged, &fluxs_schema()),
             Serving::Hidden(_)
         ));
+        // A field marked at depth, under the one the schema names as lacking (an older CRD
+        // of ours without minAgeByBump): pruned by the CRDs, not forged (`flux::crd_partial`).
+        let deep = policy(Some("2:filterTags.minAgeByBump.major"), json!({}));
+        let older = ServedSchema::default();
+        older.take(Served {
+            policy: Some(KindSchema {
+                fingerprint: 4,
+                lacking: vec!["filterTags.minAgeByBump"],
+            }),
+            repository: None,
+        });
+        let Serving::Hidden(event) = serving(&deep, &older) else {
+            panic!("hidden, not inconsistent");
+        };
+        assert!(event
+            .message
+            .contains("without spec.filterTags.minAgeByBump.major"));
     }
 
     /// A served schema with `verify` but without `verify.attestations` (an older CRD of ours)

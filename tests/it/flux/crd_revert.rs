@@ -199,7 +199,7 @@ fn held(policy: &Value) -> Vec<String> {
 }
 
 /// The Events of the ImagePolicy `name` in `ns`.
-fn events_of(ns: &str, name: &str) -> Vec<Value> {
+pub(super) fn events_of(ns: &str, name: &str) -> Vec<Value> {
     let selector = &format!("involvedObject.kind=ImagePolicy,involvedObject.name={name}");
     let args = [
         "get",

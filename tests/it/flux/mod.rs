@@ -6,6 +6,7 @@
 
 mod automation;
 mod cli;
+mod crd_partial;
 mod crd_revert;
 mod crd_swap;
 mod install_docs;
