@@ -76,6 +76,15 @@ pub struct ImageVerification {
     /// the policy trusts (or the entry's own identities), with CEL conditions on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attestations: Option<Vec<AttestationRequirement>>,
+    /// Whether a tag needs an image signature (`Required`, the default) or passes on its
+    /// `attestations` alone (`NotRequired`, which needs at least one entry): GitHub's artifact
+    /// attestations come with no image signature beside them.
+    #[serde(
+        default,
+        rename = "imageSignature",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub image_signature: Option<ImageSignature>,
 }
 
 impl ImageVerification {
@@ -86,11 +95,25 @@ impl ImageVerification {
         self.provider == VerificationProvider::Cosign && !identities.is_empty()
     }
 
+    /// Whether a tag needs an image signature besides its attestations (`Required`, the
+    /// default).
+    pub fn requires_signature(&self) -> bool {
+        self.image_signature.unwrap_or_default() == ImageSignature::Required
+    }
+
     /// Whether a keyless signature must carry a transparency-log entry (`Required`, the
     /// default).
     pub fn requires_tlog(&self) -> bool {
         self.transparency_log.unwrap_or_default() == TransparencyLog::Required
     }
+}
+
+/// `spec.verify.imageSignature`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum ImageSignature {
+    #[default]
+    Required,
+    NotRequired,
 }
 
 /// `spec.verify.transparencyLog`.
@@ -190,6 +213,7 @@ mod tests {
             }),
             transparency_log: None,
             attestations: None,
+            image_signature: None,
         };
         assert!(verify(VerificationProvider::Cosign, 1).keyless());
         assert!(!verify(VerificationProvider::Cosign, 0).keyless());

@@ -165,9 +165,18 @@ impl ImagePolicySpec {
                     .into(),
             );
         }
+        if !verify.requires_signature() && verify.attestations().is_empty() {
+            return Err(
+                "spec.verify.imageSignature: NotRequired elects a tag on its attestations alone, \
+                 and spec.verify.attestations names none: add an entry (a predicateType, and who \
+                 signs it), or remove imageSignature"
+                    .into(),
+            );
+        }
         let attestations = verify.attestations().iter().map(|a| a.name.clone());
         Ok(Some(Verify {
             attestations: attestations.collect(),
+            signature: verify.requires_signature(),
         }))
     }
 }
@@ -271,5 +280,31 @@ mod tests {
             ..spec.clone()
         };
         assert!(plain.bumps(&status("reg/app"), None, &ranking).is_none());
+    }
+
+    /// `imageSignature: NotRequired` elects on attestations alone: without an entry it is
+    /// refused naming the field; with one it is a verify gate that says so.
+    #[test]
+    fn no_image_signature_needs_an_attestation() {
+        let with = |verify: serde_json::Value| {
+            let mut spec = spec(semver(), serde_json::json!(null));
+            spec.verify = Some(serde_json::from_value(verify).unwrap());
+            spec
+        };
+        let bare = with(serde_json::json!({"provider": "cosign",
+            "secretRef": {"name": "keys"}, "imageSignature": "NotRequired"}));
+        let err = bare.gates().unwrap_err();
+        assert!(
+            err.starts_with(
+                "spec.verify.imageSignature: NotRequired elects a tag on its attestations alone"
+            ),
+            "{err}"
+        );
+        let attested = with(serde_json::json!({"provider": "cosign",
+            "secretRef": {"name": "keys"}, "imageSignature": "NotRequired",
+            "attestations": [{"name": "provenance", "predicateType": "https://slsa.dev/provenance/v1"}]}));
+        let gates = attested.gates().unwrap();
+        let described = format!("{gates:?}");
+        assert!(described.contains("signature: false"), "{described}");
     }
 }

@@ -111,12 +111,18 @@ fn verify_judges_the_signature_check() {
         held(Verify::SIGNATURE.judge(&unsigned)).reason,
         "no cosign signature"
     );
-    let attested = Verify {
+    let mut attested = Verify {
         attestations: vec!["provenance".into(), "scan".into()],
+        signature: true,
     };
     assert_eq!(
         attested.describe(),
         "verify cosign, attestations provenance, scan"
+    );
+    attested.signature = false;
+    assert_eq!(
+        attested.describe(),
+        "verify cosign attestations provenance, scan (no image signature required)"
     );
     assert_eq!(Verify::SIGNATURE.describe(), "verify cosign");
 }

@@ -5,15 +5,19 @@ use super::{Fact, Facts, Gate, Hold, Judgement, Missing, Need};
 
 /// A valid signature is required (and, by name, the attestations `spec.verify` lists, which
 /// the signature check judges with it).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+// No Default: a default would not require the signature.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verify {
     pub attestations: Vec<String>,
+    /// An image signature is required besides the attestations (`imageSignature: Required`).
+    pub signature: bool,
 }
 
 impl Verify {
     /// A signature alone.
     pub const SIGNATURE: Verify = Verify {
         attestations: Vec::new(),
+        signature: true,
     };
 }
 
@@ -23,9 +27,13 @@ impl Gate for Verify {
     }
 
     fn describe(&self) -> String {
-        match self.attestations.as_slice() {
-            [] => "verify cosign".into(),
-            names => format!("verify cosign, attestations {}", names.join(", ")),
+        match (self.attestations.as_slice(), self.signature) {
+            ([], _) => "verify cosign".into(),
+            (names, true) => format!("verify cosign, attestations {}", names.join(", ")),
+            (names, false) => format!(
+                "verify cosign attestations {} (no image signature required)",
+                names.join(", ")
+            ),
         }
     }
 

@@ -41,6 +41,7 @@ const GATED: &str = r#"  policy: {semver: {range: '>=1.0.0'}}
     secretRef: {name: keys}
     trustedRootSecretRef: {name: root}
     transparencyLog: Optional
+    imageSignature: NotRequired
     matchOIDCIdentity: [{issuer: '^https://issuer$', subject: '^me$'}]
     attestations:
       - name: provenance

@@ -67,11 +67,17 @@ fn manifests(image: &str, public: &str, major: u8) -> String {
          - {{expression: \"{clean}\", message: no critical vulnerability}}\n"
     );
     let any = format!("    - {{name: provenance, predicateType: '{SLSA}'}}\n");
+    // The attestation alone, as GitHub's artifact attestations come (no image signature).
+    let alone = format!(
+        "    - name: provenance\n      predicateType: {SLSA}\n      conditions:\n      \
+         - {{expression: \"{source}\", message: built from acme/app}}\n    imageSignature: NotRequired\n"
+    );
     format!(
         "apiVersion: v1\nkind: Secret\nmetadata: {{name: keys, namespace: team}}\nstringData:\n  cosign.pub: |\n{pem}\
          ---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: team}}\n\
-         spec: {{image: {image}, interval: 5m}}\n{}{}{}{}",
+         spec: {{image: {image}, interval: 5m}}\n{}{}{}{}{}",
         policy("released", &format!(">={major}.0.0"), &released),
+        policy("attested-only", &format!(">={major}.0.0"), &alone),
         policy(&format!("provenance-{major}-5"), &format!("={major}.5.0"), &any),
         policy(&format!("provenance-{major}-4"), &format!("={major}.4.0"), &any),
         policy(&format!("provenance-{major}-3"), &format!("={major}.3.0"), &any),
@@ -132,6 +138,7 @@ async fn attestations_the_real_cosign_made_are_required_at_selection() {
     judge(&scan);
     let want = [
         ("released", "1.1.0"),
+        ("attested-only", "1.6.0"),
         ("provenance-1-5", ""),
         ("provenance-1-4", "1.4.0"),
         ("provenance-1-3", ""),
@@ -165,6 +172,9 @@ fn verify_attestation<'a>(
 /// What `scan` and the controller must both have decided.
 fn judge(run: &impl Judged) {
     run.assert_elected("released", "1.1.0", None);
+    // imageSignature: NotRequired: 1.6.0, attested and never signed, is elected on its
+    // provenance alone.
+    run.assert_elected("attested-only", "1.6.0", None);
     run.assert_held(
         "released",
         "1.6.0",
@@ -246,6 +256,7 @@ async fn attestations_cosign_v2_kept_under_its_att_tag_count() {
     let file = write(dir.path(), "attested-v2.yaml", &objects);
     let want = [
         ("released", "2.1.0"),
+        ("attested-only", "2.1.0"),
         ("provenance-2-4", ""),
         ("provenance-2-3", "2.3.0"),
     ];
@@ -256,6 +267,12 @@ async fn attestations_cosign_v2_kept_under_its_att_tag_count() {
 /// What `scan` and the controller must both have decided of cosign v2's attestations.
 fn judge_v2(run: &impl Judged) {
     run.assert_elected("released", "2.1.0", None);
+    run.assert_elected("attested-only", "2.1.0", None);
+    run.assert_held(
+        "attested-only",
+        "2.4.0",
+        "1 attestation, not valid: signature does not verify with any trusted key",
+    );
     run.assert_held("released", "2.2.0", "built from acme/app (is false)");
     run.assert_held(
         "released",

@@ -21,6 +21,8 @@ pub(in crate::controller::image_policy) struct Trust {
     pub keys: Arc<TrustedKeys>,
     pub rules: Vec<Rule>,
     pub fingerprint: String,
+    /// An image signature is required besides the attestations (`imageSignature`).
+    pub signature: bool,
 }
 
 /// One `spec.verify.attestations` entry, ready to judge.
@@ -44,6 +46,10 @@ impl Trust {
         let entries = verify.attestations();
         let mut hash = Sha256::new();
         hash.update(keys.fingerprint.as_bytes());
+        let signature = verify.requires_signature();
+        if !signature {
+            hash.update(b"imageSignature: NotRequired");
+        }
         let rules = entries
             .iter()
             .map(|entry| {
@@ -59,6 +65,7 @@ impl Trust {
             keys: Arc::new(keys),
             rules,
             fingerprint,
+            signature,
         })
     }
 

@@ -74,7 +74,8 @@ pub(super) fn verdict_key(fingerprint: &str, image: &ImageReference) -> String {
 /// The signatures of `digest`, read and verified against the trusted keys now: the bundles
 /// attached as referrers first (cosign v3's default), then, when none of them verifies, the
 /// legacy `.sig` tag's; with `spec.verify.attestations`, each entry's attestations among the
-/// bundles and under the legacy `.att` tag too. A verdict whose conditions read the clock holds until `recheck` is over.
+/// bundles and under the legacy `.att` tag too; with `imageSignature: NotRequired`, those
+/// alone. A verdict whose conditions read the clock holds until `recheck` is over.
 pub(super) async fn check_signature(
     trust: &Arc<Trust>,
     client: &RegistryClient,
@@ -91,23 +92,19 @@ pub(super) async fn check_signature(
                 .await?
         }
     };
-    let mut verified = verify(keys, signatures.clone(), image, digest, now).await;
-    if let (Err(refusal), false) = (&verified, keys.is_notation()) {
-        // Only the legacy signatures are judged now: the bundles were, once.
-        let legacy = client.legacy_signatures(image, digest).await?;
-        if !legacy.is_empty() {
-            let first = refusal.clone();
-            let second = verify(keys, legacy, image, digest, now).await;
-            verified = second.map_err(|more| first.and(more));
+    let (mut verdict, signed_at) = match trust.signature {
+        true => signed(keys, client, signatures.clone(), image, (digest, now)).await?,
+        // No image signature asked for: the attestations alone decide. None (the spec's
+        // check refuses that) holds: nothing was verified.
+        false if trust.rules.is_empty() => {
+            let why = "imageSignature: NotRequired, and no attestation to verify".to_string();
+            ((None, None, why), None)
         }
-    }
-    let unix = |t: SystemTime| {
-        t.duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-    };
-    let (mut verdict, signed_at) = match verified {
-        Ok(v) => ((Some(v.who), v.until.map(unix), String::new()), v.signed_at),
-        Err(refusal) => ((None, None, refusal.to_string()), None),
+        false => {
+            let names: Vec<&str> = trust.rules.iter().map(|r| r.name.as_str()).collect();
+            let who = format!("its attestations ({})", names.join(", "));
+            ((Some(who), None, String::new()), None)
+        }
     };
     if verdict.0.is_some() && !trust.rules.is_empty() {
         // cosign v2 keeps attestations under the `.att` tag: those are judged with the
@@ -131,6 +128,38 @@ pub(super) async fn check_signature(
         reason,
         checked_at,
         signed_at,
+    })
+}
+
+/// A verdict before the attestations: who signed, until when, or why none did.
+type Verdict = (Option<String>, Option<i64>, String);
+
+/// The image signature among `signatures` (the referrers'), else the legacy `.sig` tag's:
+/// the verdict, and when it was signed.
+async fn signed(
+    keys: &Arc<TrustedKeys>,
+    client: &RegistryClient,
+    signatures: Vec<Signed>,
+    image: &ImageReference,
+    (digest, now): (&str, SystemTime),
+) -> Result<(Verdict, Option<i64>), RegistryError> {
+    let mut verified = verify(keys, signatures, image, digest, now).await;
+    if let (Err(refusal), false) = (&verified, keys.is_notation()) {
+        // Only the legacy signatures are judged now: the bundles were, once.
+        let legacy = client.legacy_signatures(image, digest).await?;
+        if !legacy.is_empty() {
+            let first = refusal.clone();
+            let second = verify(keys, legacy, image, digest, now).await;
+            verified = second.map_err(|more| first.and(more));
+        }
+    }
+    let unix = |t: SystemTime| {
+        t.duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+    };
+    Ok(match verified {
+        Ok(v) => ((Some(v.who), v.until.map(unix), String::new()), v.signed_at),
+        Err(refusal) => ((None, None, refusal.to_string()), None),
     })
 }
 
