@@ -9,7 +9,8 @@
 //! holding the most past its share: that tenant's newest slot held for [`TAKE_BACK_AFTER`] is
 //! told to stop ([`FairPermit::stopped`]), and its holder gives it up. When tenants outnumber
 //! the slots, every holder is at its share of one: a tenant waiting with none then takes back
-//! the slot held longest, once held [`TAKE_BACK_AFTER`], and among the waiters holding the
+//! the slot held longest among those granted since it was last served, once held
+//! [`TAKE_BACK_AFTER`], and among the waiters holding the
 //! fewest a freed slot goes to the tenant served least recently (a tenant never served
 //! first), so the tenant that gave a slot up does not take it straight back. A newcomer's wait
 //! is so at most about [`TAKE_BACK_AFTER`] whatever the number of tenants; a tenant served
@@ -183,9 +184,13 @@ impl FairSlots {
             Some(over) => keeping(over).partition(|h| held_long(h, now)),
             // Tenants outnumber the slots, each holding its share of one: a tenant holding
             // none takes back the slot held longest.
+            // Only from a slot granted after this tenant was last served: the tenant whose
+            // slot was just taken back waits its turn, and does not take the next in a chain.
             None if tenants.len() > self.max && state.keeping(tenant) == 0 => {
+                let served = state.served.get(tenant).copied().unwrap_or(0);
                 let others = state.held.keys().filter(|t| *t != tenant);
-                let oldest = others.flat_map(keeping).min_by_key(|h| h.since);
+                let later = others.flat_map(keeping).filter(|h| h.id > served);
+                let oldest = later.min_by_key(|h| h.since);
                 oldest.into_iter().partition(|h| held_long(h, now))
             }
             None => return None,

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 pub const SCENARIOS: &[&str] = &[
     "fair-slots",
+    "fair-slots-many",
     "fair-memory",
     "fair-throttle",
     "fair-background",
@@ -33,6 +34,7 @@ pub fn scenario(name: &str) {
     let (attack, waited, bound) = runtime.block_on(async {
         match name {
             "fair-slots" => slots().await,
+            "fair-slots-many" => slots_many().await,
             "fair-memory" => memory().await,
             "fair-throttle" => throttle().await,
             "fair-background" => background().await,
@@ -96,6 +98,46 @@ async fn slots() -> (String, Duration, String) {
         asked.elapsed(),
         "10 s (a slot taken back)".into(),
     )
+}
+
+/// N tenants (1 to twice the slots), each with 4 listings answered a minute late, hold a
+/// host's 4 slots, the rest queued: the newcomer's wait for each N (the worst is the row's).
+/// The tenants that have not been served yet are served in turn, 4 each 10 s, the newcomer
+/// among them: its bound grows with N.
+async fn slots_many() -> (String, Duration, String) {
+    let (mut waits, mut worst) = (Vec::new(), Duration::ZERO);
+    for n in [1, 2, 4, 8] {
+        let server = FaultServer::start(|seen: &Seen| {
+            let reply = Reply::json(200, serde_json::json!({"tags": ["1.0"]}));
+            match seen.path().starts_with("/v2/hostile") {
+                true => reply.delayed(Duration::from_secs(60)),
+                false => reply,
+            }
+        })
+        .await;
+        let registries = Registries::new(SchedulerConfig::default());
+        for (tenant, i) in (0..n).flat_map(|t| (0..4).map(move |i| (t, i))) {
+            let reader = client(&registries, &format!("hostile-{tenant}"), None);
+            let image = image(&server.host(), &format!("hostile{tenant}/app{i}"));
+            tokio::spawn(async move { reader.list_tags(&image).await });
+        }
+        while server.seen().len() < 4 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let asked = Instant::now();
+        client(&registries, "team", None)
+            .list_tags(&image(&server.host(), "team/app"))
+            .await
+            .unwrap();
+        worst = worst.max(asked.elapsed());
+        waits.push(format!("{n}: {:.1?}", asked.elapsed()));
+    }
+    let attack = format!(
+        "N tenants of 4 listings answered 60 s late each, N = 1, 2, 4, 8 ({})",
+        waits.join(", ")
+    );
+    let bound = "10 s a round of the host's 4 slots: ⌈(N+1)/4⌉ × 10 s, 30 s at N = 8";
+    (attack, worst, bound.into())
 }
 
 /// Two namespaces' pages of 64 and 32 MiB nearly sent, then stalled: the whole budget.
