@@ -299,3 +299,46 @@ async fn outnumbered_a_namespace_running_none_takes_the_longest_runnings_place()
     }
     assert_eq!(handoffs.parked(), 64);
 }
+
+/// The background's bound against many namespaces (issue 87): 64 namespaces run one
+/// never-ending decision each; W more, W up to twice the places, each try every BUSY_RETRY.
+/// The decisions running longest give their places up in turn, 64 a round: every waiting
+/// namespace is placed within ⌈W/64⌉ retries after its first try.
+#[tokio::test(start_paused = true)]
+async fn outnumbered_namespaces_are_placed_64_a_round() {
+    for waiting in [1usize, 64, 128] {
+        let handoffs: Handoffs<ImagePolicy, ()> = Handoffs::default();
+        let running: Vec<ImagePolicy> = (0..64).map(|i| policy(&format!("ns{i}"), "p")).collect();
+        let all = running
+            .iter()
+            .map(|obj| handoffs.decide(obj, std::future::pending::<()>));
+        futures::future::join_all(all).await;
+        let mut pending: Vec<ImagePolicy> = (0..waiting)
+            .map(|i| policy(&format!("late{i}"), "p"))
+            .collect();
+        let mut retries = 0;
+        loop {
+            // Each round's tries at once (each waits the worker's 3 s).
+            let tries = pending
+                .iter()
+                .map(|obj| handoffs.decide(obj, std::future::pending::<()>));
+            let handed = futures::future::join_all(tries).await;
+            let placed = handed.iter().map(|h| matches!(h, Handed::Working));
+            let placed: Vec<bool> = placed.collect();
+            pending = pending
+                .into_iter()
+                .zip(placed)
+                .filter_map(|(obj, placed)| (!placed).then_some(obj))
+                .collect();
+            if pending.is_empty() {
+                break;
+            }
+            retries += 1;
+            tokio::time::sleep(BUSY_RETRY).await;
+        }
+        assert!(
+            retries <= waiting.div_ceil(64),
+            "{waiting} waiting: {retries} retries"
+        );
+    }
+}
