@@ -85,6 +85,9 @@ struct Artifact {
     config: Option<Descriptor>,
     #[serde(default)]
     layers: Vec<Descriptor>,
+    /// What it is attached to: read for the tag schema's entries, which no registry vouches
+    /// for.
+    subject: Option<Descriptor>,
 }
 
 /// An answer about one artifact that says nothing of the registry: malformed, over its bound,
@@ -132,7 +135,7 @@ impl RegistryClient {
         if !is_sha256(digest) {
             return Ok(Vec::new());
         }
-        let (entries, filtered) = self.listing(image, digest, artifact_type).await?;
+        let (entries, filtered, tagged) = self.listing(image, digest, artifact_type).await?;
         let mut found = Vec::new();
         // Artifacts fetched to be sure of their type count too: a listing of many other
         // artifacts costs a bounded number of requests.
@@ -173,6 +176,12 @@ impl RegistryClient {
             {
                 continue;
             }
+            // A tag schema's entry counts only when attached to this image: GitLab resolves
+            // the tag `sha256-<hex>` to the image itself, whose index lists its platforms.
+            let subject = artifact.subject.as_ref().map(|s| s.digest.as_str());
+            if tagged && subject != Some(digest) {
+                continue;
+            }
             let Some(layer) = artifact.layers.first() else {
                 continue;
             };
@@ -201,7 +210,8 @@ impl RegistryClient {
         Ok(found)
     }
 
-    /// The referrers of `digest`, and whether the registry applied the artifact type filter.
+    /// The referrers of `digest`, whether the registry applied the artifact type filter, and
+    /// whether they come from the tag schema.
     /// As go-containerregistry (which cosign, Flux and Kyverno use) reads them: a 200 that is
     /// an OCI index is the listing; a 400, 404 or 406, or a 200 of another type (ghcr.io
     /// answers `application/json` with an empty list), sends to the referrers tag schema.
@@ -210,7 +220,7 @@ impl RegistryClient {
         image: &ImageReference,
         digest: &str,
         artifact_type: &str,
-    ) -> Result<(Vec<Descriptor>, bool), RegistryError> {
+    ) -> Result<(Vec<Descriptor>, bool, bool), RegistryError> {
         let creds = self.options.credentials.as_ref();
         let route = AskedFor::new(
             Route::host(image.registry(), self.path),
@@ -219,7 +229,7 @@ impl RegistryClient {
         );
         let absent = self.shared.no_referrers_api.get(&route);
         if absent.is_some_and(|at| at.elapsed() < IDLE_AFTER) {
-            return Ok((self.tag_schema(image, digest).await?, false));
+            return Ok((self.tag_schema(image, digest).await?, false, true));
         }
         let path = format!(
             "/v2/{}/referrers/{digest}?artifactType={}",
@@ -251,7 +261,7 @@ impl RegistryClient {
                 {
                     drop(response); // its slot of the host, before the tag schema asks for one
                     self.shared.no_referrers_api.put(route, Instant::now());
-                    return Ok((self.tag_schema(image, digest).await?, false));
+                    return Ok((self.tag_schema(image, digest).await?, false, true));
                 }
                 _ => {
                     return Err(
@@ -274,7 +284,7 @@ impl RegistryClient {
             }
             match page.next {
                 Some(next) => target = Target::Url(next),
-                None => return Ok((entries, filtered)),
+                None => return Ok((entries, filtered, false)),
             }
         }
         Err(RegistryError::InvalidResponse {
@@ -316,14 +326,20 @@ impl RegistryClient {
         })
     }
 
-    /// The referrers tag schema's index of `digest`, when there is one.
+    /// The referrers tag schema's index of `digest`, when there is one: not the image itself,
+    /// which GitLab serves for that tag (its index's children are no referrers).
     async fn tag_schema(
         &self,
         image: &ImageReference,
         digest: &str,
     ) -> Result<Vec<Descriptor>, RegistryError> {
+        use sha2::Digest;
         let tagged = self.manifest(image, &referrers_tag(digest)).await?;
-        Ok(tagged
+        let not_the_image = tagged.filter(|m| {
+            let own = format!("sha256:{:x}", sha2::Sha256::digest(&m.bytes));
+            own != digest
+        });
+        Ok(not_the_image
             .and_then(|m| serde_json::from_slice::<Listing>(&m.bytes).ok())
             .map(|l| l.manifests)
             .unwrap_or_default())

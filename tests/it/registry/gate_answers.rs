@@ -257,13 +257,27 @@ pub(super) fn bundle_artifact(
     artifact_type: &str,
     bundle: &[u8],
 ) -> Value {
+    attached_artifact(paths, artifact_type, bundle, None)
+}
+
+/// [`bundle_artifact`], attached to the image `subject` (its manifest's `subject`, as signing
+/// tools write it): what a referrers tag schema's entry must be to count.
+pub(super) fn attached_artifact(
+    paths: &mut HashMap<String, (String, Vec<u8>)>,
+    artifact_type: &str,
+    bundle: &[u8],
+    subject: Option<&str>,
+) -> Value {
     blobs(paths, bundle);
-    let body = serde_json::to_vec(&json!({
+    let mut manifest = json!({
         "schemaVersion": 2, "mediaType": OCI_MANIFEST, "artifactType": artifact_type,
         "config": {"mediaType": "application/vnd.oci.empty.v1+json", "digest": digest(b"{}"), "size": 2},
         "layers": [{"mediaType": artifact_type, "digest": digest(bundle), "size": bundle.len()}],
-    }))
-    .unwrap();
+    });
+    if let Some(subject) = subject {
+        manifest["subject"] = json!({"mediaType": OCI_MANIFEST, "digest": subject, "size": 100});
+    }
+    let body = serde_json::to_vec(&manifest).unwrap();
     let at = digest(&body);
     paths.insert(
         format!("/v2/app/manifests/{at}"),
@@ -375,7 +389,7 @@ async fn referrer_signatures_are_bounded() {
 async fn without_a_referrers_api_the_tag_schema_is_read_and_the_api_not_asked_again() {
     let signed = digest(b"the image");
     let mut paths = HashMap::new();
-    let entry = bundle_artifact(&mut paths, BUNDLE, b"{}");
+    let entry = attached_artifact(&mut paths, BUNDLE, b"{}", Some(&signed));
     paths.insert(
         format!("/v2/app/manifests/{}", signed.replacen(':', "-", 1)),
         listing(vec![entry]),

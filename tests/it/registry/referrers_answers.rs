@@ -2,7 +2,9 @@
 //! ghcr.io (a 200 `application/json` with an empty list), answering 400 or 406, or paginating
 //! the listing, all have their signatures found.
 
-use super::gate_answers::{bundle_artifact, client, count, digest, image, listing, BUNDLE};
+use super::gate_answers::{
+    attached_artifact, bundle_artifact, client, count, digest, image, listing, BUNDLE,
+};
 use crate::support::fault_server::{FaultServer, Reply, Seen};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -32,7 +34,7 @@ async fn registry(
 /// The bundle artifact of `signed`, kept under the referrers tag schema.
 fn tagged(signed: &str) -> (HashMap<String, (String, Vec<u8>)>, Value) {
     let mut paths = HashMap::new();
-    let entry = bundle_artifact(&mut paths, BUNDLE, b"{}");
+    let entry = attached_artifact(&mut paths, BUNDLE, b"{}", Some(signed));
     paths.insert(
         format!("/v2/app/manifests/{}", signed.replacen(':', "-", 1)),
         listing(vec![entry.clone()]),
@@ -208,4 +210,77 @@ fn annotate_manifest(paths: &mut HashMap<String, (String, Vec<u8>)>, entry: Valu
     entry["size"] = body.len().into();
     paths.insert(format!("/v2/app/manifests/{}", digest(&body)), (kind, body));
     entry
+}
+
+/// As ghcr.io answers (issue 88): the referrers API `404 MANIFEST_UNKNOWN`, and the tag
+/// schema's index listing cosign's bundles with `artifactType` the empty config's and no
+/// annotations: each manifest is read, and its own type and subject decide.
+#[tokio::test]
+async fn ghcr_io_s_tag_schema_without_types_or_annotations_is_read() {
+    let signed = digest(b"the image");
+    let mut paths = HashMap::new();
+    let mut entries = Vec::new();
+    for bundle in [&b"{\"one\": 1}"[..], b"{\"two\": 2}"] {
+        let mut entry = attached_artifact(&mut paths, BUNDLE, bundle, Some(&signed));
+        entry["artifactType"] = "application/vnd.oci.empty.v1+json".into();
+        entries.push(entry);
+    }
+    paths.insert(
+        format!("/v2/app/manifests/{}", signed.replacen(':', "-", 1)),
+        listing(entries),
+    );
+    let unknown = br#"{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}"#;
+    let server = registry(paths, move |_| {
+        Reply::status(404)
+            .header("Content-Type", "application/json")
+            .body(unknown.to_vec())
+    })
+    .await;
+    let found = client()
+        .bundle_signatures(&image(&server), &signed)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 2);
+}
+
+/// As GitLab answers (issue 88): the tag `sha256-<hex>` resolves to the image itself, an index
+/// whose children are its platforms, not referrers: nothing is read from them. And a tag
+/// schema's entry attached to another image (its manifest's `subject`) does not count.
+#[tokio::test]
+async fn gitlab_s_tag_that_resolves_to_the_image_lists_no_referrers() {
+    let mut paths = HashMap::new();
+    let platform = attached_artifact(&mut paths, BUNDLE, b"{\"platform\": 1}", None);
+    let (kind, index) = listing(vec![platform]);
+    let signed = digest(&index);
+    paths.insert(
+        format!("/v2/app/manifests/{signed}"),
+        (kind.clone(), index.clone()),
+    );
+    paths.insert(
+        format!("/v2/app/manifests/{}", signed.replacen(':', "-", 1)),
+        (kind, index),
+    );
+    let server = registry(paths, |_| Reply::status(404)).await;
+    let found = client()
+        .bundle_signatures(&image(&server), &signed)
+        .await
+        .unwrap();
+    assert!(found.is_empty());
+    assert_eq!(count(&server, "/v2/app/manifests/"), 1, "the tag alone");
+    assert_eq!(count(&server, "/v2/app/blobs/"), 0);
+    // An index of the tag schema whose entry is attached to another image.
+    let signed = digest(b"the image");
+    let mut paths = HashMap::new();
+    let elsewhere = digest(b"another image");
+    let entry = attached_artifact(&mut paths, BUNDLE, b"{}", Some(&elsewhere));
+    paths.insert(
+        format!("/v2/app/manifests/{}", signed.replacen(':', "-", 1)),
+        listing(vec![entry]),
+    );
+    let server = registry(paths, |_| Reply::status(404)).await;
+    let found = client()
+        .bundle_signatures(&image(&server), &signed)
+        .await
+        .unwrap();
+    assert!(found.is_empty(), "attached to another image");
 }
