@@ -154,34 +154,13 @@ impl RegistryClient {
                 continue;
             }
             fetched += 1;
-            // An artifact that cannot be read is skipped, not fatal: one oversized attestation
-            // of the signature's type failed the whole digest, and the walk stopped before a
-            // valid lower tag. What the registry says of itself (throttling, an outage) still
-            // ends the read.
-            let manifest = match self.manifest(image, &entry.digest).await {
-                Ok(Some(manifest)) => manifest,
-                Ok(None) => continue,
-                Err(err) if unreadable(&err) => {
-                    tracing::debug!(referrer = %entry.digest, error = %err, "referrer skipped");
-                    continue;
-                }
-                Err(err) => return Err(err),
-            };
-            let Ok(artifact) = serde_json::from_slice::<Artifact>(&manifest.bytes) else {
+            let kind = (artifact_type, wanted);
+            let Some(artifact) = self
+                .artifact(image, &entry.digest, digest, kind, tagged)
+                .await?
+            else {
                 continue;
             };
-            let config_type = artifact.config.as_ref().map(|c| c.media_type.as_str());
-            if artifact.artifact_type.as_deref().or(config_type) != Some(artifact_type)
-                || attestation(&artifact.annotations, wanted)
-            {
-                continue;
-            }
-            // A tag schema's entry counts only when attached to this image: GitLab resolves
-            // the tag `sha256-<hex>` to the image itself, whose index lists its platforms.
-            let subject = artifact.subject.as_ref().map(|s| s.digest.as_str());
-            if tagged && subject != Some(digest) {
-                continue;
-            }
             let Some(layer) = artifact.layers.first() else {
                 continue;
             };
@@ -208,6 +187,43 @@ impl RegistryClient {
             });
         }
         Ok(found)
+    }
+
+    /// The artifact manifest `at`, when it is one of `artifact_type` and not an attestation of
+    /// a type not `wanted`, attached to `digest` when listed by the tag schema (`tagged`).
+    /// One that cannot be read is skipped, not fatal: one oversized attestation of the
+    /// signature's type failed the whole digest, and the walk stopped before a valid lower tag.
+    /// What the registry says of itself (throttling, an outage) still ends the read.
+    async fn artifact(
+        &self,
+        image: &ImageReference,
+        at: &str,
+        digest: &str,
+        (artifact_type, wanted): (&str, &[String]),
+        tagged: bool,
+    ) -> Result<Option<Artifact>, RegistryError> {
+        let manifest = match self.manifest(image, at).await {
+            Ok(Some(manifest)) => manifest,
+            Ok(None) => return Ok(None),
+            Err(err) if unreadable(&err) => {
+                tracing::debug!(referrer = %at, error = %err, "referrer skipped");
+                return Ok(None);
+            }
+            Err(err) => return Err(err),
+        };
+        let Ok(artifact) = serde_json::from_slice::<Artifact>(&manifest.bytes) else {
+            return Ok(None);
+        };
+        let config_type = artifact.config.as_ref().map(|c| c.media_type.as_str());
+        if artifact.artifact_type.as_deref().or(config_type) != Some(artifact_type)
+            || attestation(&artifact.annotations, wanted)
+        {
+            return Ok(None);
+        }
+        // A tag schema's entry counts only when attached to this image: GitLab resolves the
+        // tag `sha256-<hex>` to the image itself, whose index lists its platforms.
+        let subject = artifact.subject.as_ref().map(|s| s.digest.as_str());
+        Ok((!tagged || subject == Some(digest)).then_some(artifact))
     }
 
     /// The referrers of `digest`, whether the registry applied the artifact type filter, and
