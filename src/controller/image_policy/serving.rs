@@ -222,6 +222,16 @@ mod tests {
         assert!(event
             .message
             .contains("without spec.filterTags.minAgeByBump.major"));
+        // A schema lacking another field only: the marked one is served, the marker forged.
+        let other = ServedSchema::default();
+        other.take(Served {
+            policy: Some(KindSchema {
+                fingerprint: 5,
+                lacking: vec!["platforms"],
+            }),
+            repository: None,
+        });
+        assert!(matches!(serving(&deep, &other), Serving::Inconsistent(_)));
     }
 
     /// A served schema with `verify` but without `verify.attestations` (an older CRD of ours)

@@ -163,3 +163,28 @@ fn a_legacy_attestation_layer_is_an_attestation() {
         .to_string()
         .contains("1 attestation"));
 }
+
+/// A keyless legacy layer's log entry is its `dev.sigstore.cosign/bundle` annotation, read
+/// before anything else of the certificate: one that does not read refuses it, saying so (a
+/// mutant reading none said "no log entry").
+#[test]
+fn a_legacy_layers_log_annotation_is_read() {
+    use crate::verify::SignedPayload;
+    use base64::Engine;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let envelope = serde_json::json!({"payloadType": "application/vnd.in-toto+json",
+        "payload": b64(b"{}"), "signatures": [{"sig": b64(b"sig")}]});
+    let layer = Signed::Attestation(SignedPayload {
+        payload: serde_json::to_vec(&envelope).unwrap(),
+        certificates: vec![b"a leaf".to_vec()],
+        log_entry: Some("not json".into()),
+        ..Default::default()
+    });
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    let refused = trust("^dev@example\\.com$").attested(&[layer], DIGEST, SIGNING_PREDICATE, now);
+    let why = refused.unwrap_err();
+    assert!(
+        why.contains("not in the transparency log: a signature's log bundle is not JSON"),
+        "{why}"
+    );
+}
