@@ -69,19 +69,53 @@ fn image(host: &str, repository: &str) -> ImageReference {
 
 /// 16 listings of one tenant answered a minute late hold a host's 4 slots, 12 queued.
 async fn slots() -> (String, Duration, String) {
+    let hostile: Vec<(String, String)> = (0..16)
+        .map(|i| ("hostile".to_string(), format!("hostile/app{i}")))
+        .collect();
+    let attack = "16 listings answered 60 s late hold the host's 4 slots, 12 queued";
+    let bound = "10 s (a slot taken back)";
+    (attack.into(), newcomers_wait(&hostile).await, bound.into())
+}
+
+/// N tenants (1 to twice the slots), each with 4 listings answered a minute late, hold a
+/// host's 4 slots, the rest queued: the newcomer's wait for each N (the worst is the row's).
+/// The tenants that have not been served yet are served in turn, 4 each 10 s, the newcomer
+/// among them: its bound grows with N.
+async fn slots_many() -> (String, Duration, String) {
+    let (mut waits, mut worst) = (Vec::new(), Duration::ZERO);
+    for n in [1, 2, 4, 8] {
+        let hostile: Vec<(String, String)> = (0..n)
+            .flat_map(|t| {
+                (0..4).map(move |i| (format!("hostile-{t}"), format!("hostile{t}/app{i}")))
+            })
+            .collect();
+        let waited = newcomers_wait(&hostile).await;
+        worst = worst.max(waited);
+        waits.push(format!("{n}: {waited:.1?}"));
+    }
+    let attack = format!(
+        "N tenants of 4 listings answered 60 s late each, N = 1, 2, 4, 8 ({})",
+        waits.join(", ")
+    );
+    let bound = "10 s a round of the host's 4 slots: ⌈(N+1)/4⌉ × 10 s, 30 s at N = 8";
+    (attack, worst, bound.into())
+}
+
+/// The listings `hostile` (tenant, repository) answered a minute late, started first on one
+/// host until they hold its 4 slots; then how long another tenant's listing waits.
+async fn newcomers_wait(hostile: &[(String, String)]) -> Duration {
     let server = FaultServer::start(|seen: &Seen| {
         let reply = Reply::json(200, serde_json::json!({"tags": ["1.0"]}));
-        if seen.path().starts_with("/v2/hostile/") {
-            reply.delayed(Duration::from_secs(60))
-        } else {
-            reply
+        match seen.path().starts_with("/v2/hostile") {
+            true => reply.delayed(Duration::from_secs(60)),
+            false => reply,
         }
     })
     .await;
     let registries = Registries::new(SchedulerConfig::default());
-    for i in 0..16 {
-        let reader = client(&registries, "hostile", None);
-        let image = image(&server.host(), &format!("hostile/app{i}"));
+    for (tenant, repository) in hostile {
+        let reader = client(&registries, tenant, None);
+        let image = image(&server.host(), repository);
         tokio::spawn(async move { reader.list_tags(&image).await });
     }
     while server.seen().len() < 4 {
@@ -92,52 +126,7 @@ async fn slots() -> (String, Duration, String) {
         .list_tags(&image(&server.host(), "team/app"))
         .await
         .unwrap();
-    let attack = "16 listings answered 60 s late hold the host's 4 slots, 12 queued";
-    (
-        attack.into(),
-        asked.elapsed(),
-        "10 s (a slot taken back)".into(),
-    )
-}
-
-/// N tenants (1 to twice the slots), each with 4 listings answered a minute late, hold a
-/// host's 4 slots, the rest queued: the newcomer's wait for each N (the worst is the row's).
-/// The tenants that have not been served yet are served in turn, 4 each 10 s, the newcomer
-/// among them: its bound grows with N.
-async fn slots_many() -> (String, Duration, String) {
-    let (mut waits, mut worst) = (Vec::new(), Duration::ZERO);
-    for n in [1, 2, 4, 8] {
-        let server = FaultServer::start(|seen: &Seen| {
-            let reply = Reply::json(200, serde_json::json!({"tags": ["1.0"]}));
-            match seen.path().starts_with("/v2/hostile") {
-                true => reply.delayed(Duration::from_secs(60)),
-                false => reply,
-            }
-        })
-        .await;
-        let registries = Registries::new(SchedulerConfig::default());
-        for (tenant, i) in (0..n).flat_map(|t| (0..4).map(move |i| (t, i))) {
-            let reader = client(&registries, &format!("hostile-{tenant}"), None);
-            let image = image(&server.host(), &format!("hostile{tenant}/app{i}"));
-            tokio::spawn(async move { reader.list_tags(&image).await });
-        }
-        while server.seen().len() < 4 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        let asked = Instant::now();
-        client(&registries, "team", None)
-            .list_tags(&image(&server.host(), "team/app"))
-            .await
-            .unwrap();
-        worst = worst.max(asked.elapsed());
-        waits.push(format!("{n}: {:.1?}", asked.elapsed()));
-    }
-    let attack = format!(
-        "N tenants of 4 listings answered 60 s late each, N = 1, 2, 4, 8 ({})",
-        waits.join(", ")
-    );
-    let bound = "10 s a round of the host's 4 slots: ⌈(N+1)/4⌉ × 10 s, 30 s at N = 8";
-    (attack, worst, bound.into())
+    asked.elapsed()
 }
 
 /// Two namespaces' pages of 64 and 32 MiB nearly sent, then stalled: the whole budget.

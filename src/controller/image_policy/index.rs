@@ -130,9 +130,13 @@ impl PolicyIndex {
 }
 
 impl PolicyIndex {
-    /// Whether some policy in `namespace` trusts the Secret `secret`.
+    /// Whether some policy in `namespace` trusts the Secret `secret`: asked of every Secret
+    /// event the watch sees, so nothing is allocated.
     pub fn is_trusted(&self, namespace: &str, secret: &str) -> bool {
-        !self.trusting(namespace, secret).is_empty()
+        let maps = self.0.read().expect("policy index lock");
+        maps.trusts
+            .iter()
+            .any(|(p, t)| t.trusts(p, namespace, secret))
     }
 
     /// The policies in `namespace` that trust the Secret `secret`: a change to it (a key
@@ -141,9 +145,7 @@ impl PolicyIndex {
         let maps = self.0.read().expect("policy index lock");
         maps.trusts
             .iter()
-            .filter(|((ns, _), trusted)| {
-                &**ns == namespace && trusted.secrets.iter().any(|s| &**s == secret)
-            })
+            .filter(|(p, t)| t.trusts(p, namespace, secret))
             .map(|(policy, _)| policy_ref(policy))
             .collect()
     }
@@ -156,6 +158,14 @@ impl PolicyIndex {
             .filter(|(_, trusted)| trusted.public_good)
             .map(|(policy, _)| policy_ref(policy))
             .collect()
+    }
+}
+
+impl Trusted {
+    /// Whether the policy `(policy_namespace, _)` that trusts this trusts `secret` of
+    /// `namespace`.
+    fn trusts(&self, (policy_namespace, _): &Name, namespace: &str, secret: &str) -> bool {
+        &**policy_namespace == namespace && self.secrets.iter().any(|s| &**s == secret)
     }
 }
 

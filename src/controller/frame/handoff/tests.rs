@@ -295,7 +295,7 @@ async fn outnumbered_a_namespace_running_none_takes_the_longest_runnings_place()
         .await
     {
         Handed::Busy(why) => assert!(why.contains("to a namespace running none"), "{why}"),
-        _ => panic!("ns0 is told why it stopped"),
+        _ => panic!("{namespace} is told why it stopped"),
     }
     assert_eq!(handoffs.parked(), 64);
 }
