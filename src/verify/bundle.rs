@@ -28,7 +28,22 @@ pub struct Bundle {
     #[serde(default)]
     pub verification_material: Material,
     pub dsse_envelope: Option<Envelope>,
-    pub message_signature: Option<serde_json::Value>,
+    pub message_signature: Option<MessageSignature>,
+}
+
+/// A signature over an artifact's bytes (`cosign sign-blob`), and the artifact's digest, which
+/// the signature does not cover: a hint.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageSignature {
+    pub message_digest: Option<MessageDigest>,
+    pub signature: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct MessageDigest {
+    pub algorithm: String,
+    pub digest: String,
 }
 
 /// Who signed: a key hint, or a certificate (v0.3) or chain (v0.1, v0.2), and log entries.
@@ -167,12 +182,27 @@ impl Bundle {
             (None, Some(chain)) => chain.certificates.iter().collect(),
             (None, None) => Vec::new(),
         };
-        raw.iter()
-            .map(|c| {
-                decode(&c.raw_bytes).map_err(|_| "a bundle's certificate is not base64".into())
-            })
-            .collect()
+        let ders = raw
+            .iter()
+            .map(|c| decode(&c.raw_bytes).map_err(|_| "a bundle's certificate is not base64"))
+            .collect::<Result<Vec<_>, _>>()?;
+        // A root vouches for itself: one a bundle brings would be trusted by its own word.
+        // sigstore-python refuses it, and the suite's bundle-with-root-cert case with it.
+        if let Some(root) = ders.iter().skip(1).find_map(|der| self_issued(der)) {
+            return Err(format!(
+                "a bundle's certificate chain holds a root certificate ('{root:.200}'); roots \
+                 come from the trusted root only"
+            ));
+        }
+        Ok(ders)
     }
+}
+
+/// The subject of a self-issued certificate (its issuer is its subject: a root).
+fn self_issued(der: &[u8]) -> Option<String> {
+    use x509_cert::der::Decode;
+    let tbs = x509_cert::Certificate::from_der(der).ok()?.tbs_certificate;
+    (tbs.issuer == tbs.subject).then(|| tbs.subject.to_string())
 }
 
 /// An envelope decoded: the payload, the bytes each signature signs (DSSE's
@@ -218,8 +248,11 @@ pub fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
     out
 }
 
-fn decode(text: &str) -> Result<Vec<u8>, base64::DecodeError> {
-    base64::engine::general_purpose::STANDARD.decode(text.trim())
+/// A bundle's bytes field: standard base64, padded. sigstore-go (protojson) also takes it
+/// URL-safe, unpadded or broken into lines, which is held here; spaces, which it refuses, are
+/// refused.
+pub(crate) fn decode(text: &str) -> Result<Vec<u8>, base64::DecodeError> {
+    base64::engine::general_purpose::STANDARD.decode(text)
 }
 
 #[cfg(test)]
@@ -296,6 +329,31 @@ mod tests {
                 "a v0.3 bundle's log entry has no inclusion proof, which that version requires"
                     .into()
             )
+        );
+    }
+
+    /// A v0.1 or v0.2 bundle's chain carrying a root is refused (sigstore-python's rule and
+    /// the suite's `bundle-with-root-cert_fail`): a root would vouch for itself.
+    #[test]
+    fn a_chain_carrying_a_root_is_refused() {
+        let with_root = include_bytes!(
+            "../../tests/data/sigstore-conformance/bundle-verify/bundle-with-root-cert_fail/bundle.sigstore.json"
+        );
+        let err = Bundle::parse(with_root)
+            .unwrap()
+            .certificates()
+            .unwrap_err();
+        let want =
+            "a bundle's certificate chain holds a root certificate ('CN=sigstore,O=sigstore.dev')";
+        assert!(err.starts_with(want), "{err}");
+        let mut json: serde_json::Value = serde_json::from_slice(with_root).unwrap();
+        let chain = &mut json["verificationMaterial"]["x509CertificateChain"]["certificates"];
+        // The chain reads [leaf, root, intermediate]: without the root it is an ordinary chain.
+        chain.as_array_mut().unwrap().remove(1);
+        let bytes = serde_json::to_vec(&json).unwrap();
+        assert_eq!(
+            Bundle::parse(&bytes).unwrap().certificates().unwrap().len(),
+            2
         );
     }
 

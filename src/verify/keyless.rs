@@ -207,14 +207,15 @@ impl Keyless {
             // Say so when only an authority the root no longer trusted then would vouch.
             let others = |a: &&Authority| !valid_then(a);
             if self.root.chain(leaf_pair, others, seconds, budget).is_ok() {
-                return Err(NoSigner::Certificate(format!(
+                return Err(NoSigner::Time(format!(
                     "the signing certificate chains to a certificate authority the trusted root did not trust at {} (its validFor)",
                     httpdate::fmt_http_date(now)
                 )));
             }
         }
         let authority = chained.map_err(chain_error)?;
-        super::anchor::valid_at(&authority.anchor, seconds.as_secs() as i64)?;
+        super::anchor::valid_at(&authority.anchor, seconds.as_secs() as i64)
+            .map_err(NoSigner::Time)?;
         if self.root.ctlogs_named {
             let mut issuers: Vec<&[u8]> = authority.intermediates.ders().collect();
             issuers.push(&authority.anchor);
@@ -248,12 +249,15 @@ impl Keyless {
 }
 
 /// Why a certificate chain vouches for no signer: the certificate (it does not chain to the
-/// root, or not at that time), or the identity it names (not one the policy trusts). A caller
-/// that checks at a timestamp's time says so of the first, not of the second.
+/// root), its time (it, or the authority it chains to, is not valid when the signature was
+/// made), or the identity it names (not one the policy trusts). A caller that checks at a
+/// timestamp's time says so of the first two, not of the third.
 #[derive(Debug, thiserror::Error)]
 pub enum NoSigner {
     #[error("{0}")]
     Certificate(String),
+    #[error("{0}")]
+    Time(String),
     #[error("{0}")]
     Identity(String),
 }
@@ -265,20 +269,26 @@ impl From<String> for NoSigner {
 }
 
 /// What a chain failure says.
-fn chain_error(e: webpki::Error) -> String {
+fn chain_error(e: webpki::Error) -> NoSigner {
     match e {
-        webpki::Error::CertExpired { not_after, .. } => format!(
+        webpki::Error::CertExpired { not_after, .. } => NoSigner::Time(format!(
             "the signing certificate expired at {}",
             httpdate::fmt_http_date(
                 SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(not_after.as_secs())
             )
-        ),
-        webpki::Error::CertNotValidYet { .. } => "the signing certificate is not valid yet".into(),
-        webpki::Error::UnknownIssuer => {
-            "the signing certificate does not chain to the trusted root".into()
+        )),
+        webpki::Error::CertNotValidYet { .. } => {
+            NoSigner::Time("the signing certificate is not valid yet".into())
         }
-        webpki::Error::MaximumSignatureChecksExceeded => super::path::OVER_BUDGET.into(),
-        other => format!("the signing certificate does not verify: {other:?}"),
+        webpki::Error::UnknownIssuer => NoSigner::Certificate(
+            "the signing certificate does not chain to the trusted root".into(),
+        ),
+        webpki::Error::MaximumSignatureChecksExceeded => {
+            NoSigner::Certificate(super::path::OVER_BUDGET.into())
+        }
+        other => NoSigner::Certificate(format!(
+            "the signing certificate does not verify: {other:?}"
+        )),
     }
 }
 

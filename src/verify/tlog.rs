@@ -146,9 +146,11 @@ pub enum Logged {
     Untimed,
 }
 
+/// Standard base64, padded: what Go's decoders take, less the line breaks they skip (held,
+/// where they pass); spaces are refused, as Go refuses them.
 fn b64(text: &str) -> Result<Vec<u8>, String> {
     base64::engine::general_purpose::STANDARD
-        .decode(text.trim())
+        .decode(text)
         .map_err(|_| "a log entry field is not base64".to_string())
 }
 
@@ -302,7 +304,9 @@ impl Entry {
                     // Protobuf's JSON leaves out a zero: the first entry of a log or shard.
                     log_index: match e["logIndex"].is_null() {
                         true => 0,
-                        false => number(&e["logIndex"]).ok_or("its log index is not a number")?,
+                        false => number(&e["logIndex"])
+                            .filter(|i| *i >= 0)
+                            .ok_or("its log index is not a number of 0 or more")?,
                     },
                     log_id: b64(&text(&e["logId"]["keyId"]))?,
                     promise: match promise.as_str() {
@@ -327,7 +331,9 @@ impl Entry {
             body: b64(&body_text)?,
             body_text,
             integrated_time: Some(number(&payload["integratedTime"]).ok_or("no integrated time")?),
-            log_index: number(&payload["logIndex"]).ok_or("no log index")?,
+            log_index: number(&payload["logIndex"])
+                .filter(|i| *i >= 0)
+                .ok_or("no log index of 0 or more")?,
             log_id: unhex(log_id).ok_or("a log id is not hex")?,
             promise: Some(b64(value["SignedEntryTimestamp"]
                 .as_str()

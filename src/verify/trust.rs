@@ -5,6 +5,7 @@
 //! names one of the `matchOIDCIdentity` identities, and is in the transparency log unless the
 //! policy accepts that it is not.
 
+mod artifact;
 mod attested;
 mod layouts;
 mod made_at;
@@ -320,16 +321,8 @@ impl CosignTrust {
         for (at, stamped) in times {
             let vouched = keyless
                 .signer_within(signing.certificates, at, &budget)
-                .map_err(|e| match (stamped, e) {
-                    // The certificate must be valid when the authority says the signature
-                    // was made.
-                    (true, NoSigner::Certificate(e)) => format!(
-                        "at its timestamp's time {}: {e}",
-                        httpdate::fmt_http_date(at)
-                    ),
-                    (_, e) => e.to_string(),
-                });
-            signer = Some(vouched.map_err(Check::Authenticity.because())?);
+                .map_err(|e| no_signer(e, stamped.then_some(at)));
+            signer = Some(vouched?);
         }
         let (key, who) = signer.expect("one time at least");
         let digest = Sha256::digest(signing.message);
@@ -362,5 +355,22 @@ impl CosignTrust {
             .ok_or_else(|| {
                 Check::Authenticity.refused("signature does not verify with any trusted key")
             })
+    }
+}
+
+/// Why no certificate vouched for a signer at a time, refused at the check that failed; at a
+/// timestamp's time (`stamped`), saying so of the certificate: it must be valid when the
+/// authority says the signature was made.
+fn no_signer(e: NoSigner, stamped: Option<SystemTime>) -> Refused {
+    let check = match e {
+        NoSigner::Time(_) => Check::Time,
+        NoSigner::Certificate(_) | NoSigner::Identity(_) => Check::Authenticity,
+    };
+    match (stamped, &e) {
+        (Some(at), NoSigner::Certificate(_) | NoSigner::Time(_)) => check.refused(format!(
+            "at its timestamp's time {}: {e}",
+            httpdate::fmt_http_date(at)
+        )),
+        _ => check.refused(e.to_string()),
     }
 }

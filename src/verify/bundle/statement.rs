@@ -51,6 +51,13 @@ pub fn check_attestation(
     Ok(statement.json)
 }
 
+/// Checks a verified DSSE payload as a statement about an artifact, whatever its predicate
+/// (as sigstore-go's `verify-bundle` does): an in-toto statement whose subjects include
+/// `digest`.
+pub fn check_subject(payload_type: &str, payload: &[u8], digest: &str) -> Result<(), Refused> {
+    names_digest(&read(payload_type, payload)?.subject, digest)
+}
+
 /// A verified payload read as an in-toto statement, whatever its predicate.
 fn read(payload_type: &str, payload: &[u8]) -> Result<Statement, Refused> {
     if payload_type != IN_TOTO {

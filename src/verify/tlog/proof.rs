@@ -101,8 +101,13 @@ impl InclusionProof {
         let checkpoint = note::open(&self.checkpoint, signer)?;
         let root = root_from_path(index, checkpoint.size, leaf, &self.hashes)?;
         if root.as_slice() != checkpoint.root.as_slice() {
+            // The leaf is rebuilt from the signature in hand: another signature, certificate
+            // or signed bytes than those logged (the suite's rekor2-dsse cases) end here.
             return Err(
-                "its inclusion proof does not lead to the root its checkpoint signs".into(),
+                "its inclusion proof does not lead to the root its checkpoint signs from the \
+                 entry this signature makes (its signature, certificate and signed bytes): \
+                 the log holds another"
+                    .into(),
             );
         }
         Ok(())

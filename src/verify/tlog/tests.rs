@@ -182,6 +182,12 @@ fn a_promise_and_a_body_that_record_the_signature_verify() {
         Ok(Logged::At(1_700_000_000))
     );
 
+    // A negative index is no entry of a log (the suite's bundle-negative-log-index_fail).
+    let mut negative = log.entry(&body, 1_700_000_000);
+    negative["logIndex"] = "-1".into();
+    let err = Entry::from_bundle(&[negative]).err().unwrap();
+    assert_eq!(err, "its log index is not a number of 0 or more");
+
     // Another log's promise, a body changed after the promise, another payload or signature.
     let other = Entry::from_bundle(&[Log::new(8).entry(&body, 1)]).unwrap();
     assert!(keys

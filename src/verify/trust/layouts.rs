@@ -23,7 +23,8 @@ impl CosignTrust {
         digest: &str,
         now: SystemTime,
     ) -> Result<Who, Refused> {
-        let (who, payload_type, payload) = self.verify_envelope(bytes, now)?;
+        let bundle = Bundle::parse(bytes).map_err(Check::Format.because())?;
+        let (who, payload_type, payload) = self.verify_envelope(&bundle, now)?;
         // Only now is the statement trusted enough to be read.
         check_statement(&payload_type, &payload, digest)?;
         Ok(who)
@@ -33,11 +34,10 @@ impl CosignTrust {
     /// and bytes, not yet read.
     pub(super) fn verify_envelope(
         &self,
-        bytes: &[u8],
+        bundle: &Bundle,
         now: SystemTime,
     ) -> Result<(Who, String, Vec<u8>), Refused> {
         let unreadable = Check::Format.because();
-        let bundle = Bundle::parse(bytes).map_err(&unreadable)?;
         let Some(envelope) = &bundle.dsse_envelope else {
             return Err(Check::Format.refused(match bundle.message_signature {
                 Some(_) => "a bundle holds a message signature, which names no image",
@@ -54,7 +54,7 @@ impl CosignTrust {
             signatures: &decoded.signatures,
             certificates: &certificates,
             log,
-            timestamps: bundle.timestamps(),
+            timestamps: bundle.timestamps().map_err(&unreadable)?,
         };
         let who = self.signer(&signing, now)?;
         Ok((who, envelope.payload_type.clone(), decoded.payload))
@@ -77,7 +77,7 @@ impl CosignTrust {
             signatures: std::slice::from_ref(&signed.signature),
             certificates: &signed.certificates,
             log,
-            timestamps: Ok(Vec::new()),
+            timestamps: Vec::new(),
         };
         let who = self.signer(&signing, now)?;
         // Only now is the payload trusted enough to be read.
@@ -93,7 +93,10 @@ impl CosignTrust {
         now: SystemTime,
     ) -> Result<(Who, String, Vec<u8>), Refused> {
         match signed {
-            Signed::Bundle(bytes) => self.verify_envelope(bytes, now),
+            Signed::Bundle(bytes) => {
+                let bundle = Bundle::parse(bytes).map_err(Check::Format.because())?;
+                self.verify_envelope(&bundle, now)
+            }
             Signed::Attestation(layer) => self.verify_attestation_layer(layer, now),
             Signed::Simple(_) | Signed::Notation { .. } => {
                 Err(Check::Format.refused("a signature, which is not an attestation"))
@@ -121,7 +124,7 @@ impl CosignTrust {
             signatures: &decoded.signatures,
             certificates: &signed.certificates,
             log,
-            timestamps: Ok(Vec::new()),
+            timestamps: Vec::new(),
         };
         let who = self.signer(&signing, now)?;
         Ok((who, envelope.payload_type, decoded.payload))

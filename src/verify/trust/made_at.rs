@@ -22,7 +22,7 @@ pub struct Evidence<'a> {
     pub certificates: &'a [Vec<u8>],
     pub log: Result<Vec<Entry>, String>,
     /// RFC 3161 timestamps (DER responses) over the signature.
-    pub timestamps: Result<Vec<Vec<u8>>, String>,
+    pub timestamps: Vec<Vec<u8>>,
 }
 
 /// When the signature was made, as what vouches for it says: the integrated time of a
@@ -70,8 +70,7 @@ pub fn made_at(
         // and sigstore-python count every established time: the certificate must be valid at
         // each that verifies (those that do not are not times; cosign v3, which reads only the
         // log's time then, is the difference docs/compatibility.md lists).
-        let stamps = verified_stamps(keyless, signing, budget)
-            .map_err(|e| Check::Log.refused(format!("its timestamps are unreadable: {e}")))?;
+        let stamps = verified_stamps(keyless, signing, budget);
         return Ok(MadeAt {
             logged: times,
             stamped: stamps.times,
@@ -96,7 +95,7 @@ fn stamped(keyless: &Keyless, signing: &Evidence<'_>, budget: &Budget) -> Result
              time, and {why}"
         ))
     };
-    let stamps = verified_stamps(keyless, signing, budget).map_err(untimed)?;
+    let stamps = verified_stamps(keyless, signing, budget);
     match (stamps.times.is_empty(), stamps.carried) {
         (false, _) => Ok(MadeAt {
             logged: Vec::new(),
@@ -120,12 +119,8 @@ struct Stamps {
     why: Vec<String>,
 }
 
-fn verified_stamps(
-    keyless: &Keyless,
-    signing: &Evidence<'_>,
-    budget: &Budget,
-) -> Result<Stamps, String> {
-    let responses = signing.timestamps.as_ref().map_err(String::clone)?;
+fn verified_stamps(keyless: &Keyless, signing: &Evidence<'_>, budget: &Budget) -> Stamps {
+    let responses = &signing.timestamps;
     let signature = signing
         .signatures
         .first()
@@ -153,11 +148,11 @@ fn verified_stamps(
             Err(_) => {}
         }
     }
-    Ok(Stamps {
+    Stamps {
         times,
         carried: !responses.is_empty(),
         why,
-    })
+    }
 }
 
 /// When a keyless signature was made: no time (judged now), logs' integrated times, and the

@@ -57,8 +57,9 @@ fn a_logged_keyless_signature_is_judged_at_its_signing_time() {
     let optional = TrustedKeys::from_secret(&secret, &identity, false).unwrap();
     let err = optional
         .verify(&[bundle(vec![])], &image, DIGEST, now)
-        .unwrap_err()
-        .to_string();
+        .unwrap_err();
+    assert_eq!(err.checks(), [Check::Time]);
+    let err = err.to_string();
     assert!(err.contains("the signing certificate expired at"), "{err}");
     // A CA or a log the root retired before the signature was made vouches for nothing.
     let retired = |ca_end: &str, log_end: &str| {
@@ -70,13 +71,13 @@ fn a_logged_keyless_signature_is_judged_at_its_signing_time() {
         let secret = BTreeMap::from([(TRUSTED_ROOT.to_string(), root.to_string().into_bytes())]);
         let trust = TrustedKeys::from_secret(&secret, &identity, true).unwrap();
         let verified = trust.verify(&[bundle(vec![entry.clone()])], &image, DIGEST, now);
-        verified.map_err(|refusal| refusal.to_string())
+        verified.map_err(|refusal| format!("{:?} {refusal}", refusal.checks()))
     };
     let (later, earlier) = ("2030-01-01T00:00:00Z", "2023-01-01T00:00:00Z");
     assert!(retired(later, later).is_ok());
     let err = retired(earlier, later).unwrap_err();
     let want = "chains to a certificate authority the trusted root did not trust at Tue, 14 Nov 2023 22:13:20 GMT";
-    assert!(err.contains(want), "{err}");
+    assert!(err.starts_with("[Time]") && err.contains(want), "{err}");
     let err = retired(later, earlier).unwrap_err();
     let want = "its log's key was not trusted at its integrated time 1700000000";
     assert!(err.contains(want), "{err}");
