@@ -4,10 +4,12 @@
 //! controller on a real API server, given the same objects, must each elect what they signed and
 //! hold back the rest with a reason that names what failed (one test per provider, asserting the
 //! same outcomes on both). Ignored by default; their names hold no `e2e`, so `make e2e`
-//! does not run them.
+//! does not run them. The exception is `conformance`: the sigstore-conformance suite's cases
+//! need no tool and run in `make test`, all but its sigstore-go judge.
 
 mod attestations;
 mod conditions;
+mod conformance;
 mod cosign;
 mod judged;
 mod keyless;

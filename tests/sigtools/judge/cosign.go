@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -23,6 +24,9 @@ type CosignCase struct {
 	Identities  []Identity `json:"identities,omitempty"`
 	RequireTlog bool       `json:"requireTlog"`
 	Digest      string     `json:"digest"`
+	// Artifact, when set, is what the bundle signs (a sigstore-conformance case): verified on
+	// its bytes, as the suite's clients verify it, a statement of any predicate counting.
+	Artifact []byte `json:"artifact,omitempty"`
 }
 
 // Identity is one matchOIDCIdentity: regular expressions, unanchored as Go's and ours are.
@@ -45,12 +49,17 @@ func judgeCosign(c *CosignCase) error {
 		return err
 	}
 	artifact := verify.WithArtifactDigest("sha256", digest)
+	counts := isSignature
+	if c.Artifact != nil {
+		artifact = verify.WithArtifact(bytes.NewReader(c.Artifact))
+		counts = func(*verify.VerificationResult) error { return nil }
+	}
 	content, err := b.VerificationContent()
 	if err != nil {
 		return err
 	}
 	if content.Certificate() == nil {
-		return judgeKeyed(b, artifact, c.Keys)
+		return judgeKeyed(b, artifact, c.Keys, counts)
 	}
 	if len(c.Identities) == 0 {
 		return errors.New("a certificate, and the policy trusts keys only")
@@ -71,6 +80,13 @@ func judgeCosign(c *CosignCase) error {
 	}
 	if !c.RequireTlog && len(entries) == 0 {
 		options = []verify.VerifierOption{verify.WithCurrentTime()}
+	}
+	// A sigstore-conformance case is verified as sigstore-go's own client of the suite
+	// (cmd/conformance) verifies it: a bundle's signed timestamps are checked too when the
+	// trusted root names timestamp authorities.
+	if stamps, _ := b.Timestamps(); c.Artifact != nil && !onlyRekorV2(entries) &&
+		len(trusted.TimestampingAuthorities()) > 0 && len(stamps) > 0 {
+		options = append(options, verify.WithSignedTimestamps(1))
 	}
 	// cosign asks a keyless certificate for an SCT unless --insecure-ignore-sct; the controller
 	// asks for one when the trusted root names a CT log, and takes a root without any as that
@@ -94,7 +110,7 @@ func judgeCosign(c *CosignCase) error {
 	if err != nil {
 		return err
 	}
-	return isSignature(result)
+	return counts(result)
 }
 
 // signingPredicate is what `cosign sign` (v3) writes in its statement. The controller counts a
@@ -112,7 +128,7 @@ func isSignature(result *verify.VerificationResult) error {
 
 // judgeKeyed: valid when one of the keys verifies, with the hash Sigstore pairs with its type
 // (the log is not consulted for a key's signature, as the controller documents).
-func judgeKeyed(b *bundle.Bundle, artifact verify.ArtifactPolicyOption, keys []string) error {
+func judgeKeyed(b *bundle.Bundle, artifact verify.ArtifactPolicyOption, keys []string, counts func(*verify.VerificationResult) error) error {
 	if len(keys) == 0 {
 		return errors.New("no trusted key")
 	}
@@ -135,7 +151,7 @@ func judgeKeyed(b *bundle.Bundle, artifact verify.ArtifactPolicyOption, keys []s
 		}
 		result, err := verifier.Verify(b, verify.NewPolicy(artifact, verify.WithKey()))
 		if err == nil {
-			return isSignature(result)
+			return counts(result)
 		}
 		why = append(why, err)
 	}
