@@ -137,7 +137,7 @@ fn names_digest(subjects: &[Subject], digest: &str) -> Result<(), Refused> {
         return Ok(());
     }
     let reason = match named.first() {
-        Some(other) => format!("a signature is for {other}, not this digest"),
+        Some(other) => format!("a signed statement is for {other}, not this digest"),
         None => "a signed statement names no subject with a sha256 digest".into(),
     };
     Err(subject(reason))

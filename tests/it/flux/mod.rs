@@ -4,6 +4,7 @@
 //! disagree with our reading of Flux, they are right. Ignored by default; `make e2e-flux` runs
 //! them (`make e2e` does not: their names hold no `e2e`).
 
+mod attested;
 mod automation;
 mod cli;
 mod crd_partial;

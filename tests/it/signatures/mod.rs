@@ -9,7 +9,7 @@
 
 mod attestations;
 mod conditions;
-mod conformance;
+pub(crate) mod conformance;
 mod cosign;
 mod judged;
 mod keyless;

@@ -9,6 +9,7 @@ pub mod fault_server;
 pub mod flux;
 pub mod fulcio;
 pub mod git_server;
+pub mod github_attested;
 pub mod images;
 pub mod oidc;
 pub mod policy_bench;

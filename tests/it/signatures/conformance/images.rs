@@ -10,115 +10,21 @@
 use super::artifacts::ours;
 use super::Case;
 use crate::signatures::judged::{Judged, Scanned};
-use crate::support::fault_server::{FaultServer, Reply, Seen};
+use crate::support::github_attested::{registry, Attested, Shape, SLSA};
 use crate::support::write;
 use image_reflector::reference::ImageReference;
 use image_reflector::registry::{ClientOptions, Registries, RegistryClient};
 use image_reflector::verify::Signed;
-use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
-use std::collections::HashMap;
-use std::sync::Arc;
+use serde_json::Value;
 use std::time::SystemTime;
 
-const SLSA: &str = "https://slsa.dev/provenance/v1";
-/// The artifact type GitHub's action and cosign v3 give a bundle's artifact.
-const BUNDLE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
-const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
-const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
-const EMPTY: &str = "application/vnd.oci.empty.v1+json";
-
-/// Where a registry keeps an image's referrers.
-#[derive(Clone, Copy, Debug)]
-enum Shape {
-    /// The referrers API, listing the artifact with its type and the annotations the action
-    /// writes (`dev.sigstore.bundle.content`, `dev.sigstore.bundle.predicateType`).
-    Referrers,
-    /// As ghcr.io answers: the API a `404 MANIFEST_UNKNOWN`, and the tag schema's index listing
-    /// the artifact with an empty artifactType and no annotations.
-    Ghcr,
-    /// Distribution without the API (a 404): the tag schema's index, listed as the action
-    /// lists it.
-    TagSchema,
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    format!("sha256:{:x}", Sha256::digest(bytes))
-}
-
-/// The paths of a registry holding `case`'s artifact as the image `app:1.0.0`, its bundle
-/// attached in `shape`.
-fn paths(case: &Case, shape: Shape) -> HashMap<String, (String, Vec<u8>)> {
-    let subject = case.digest();
-    let annotations = json!({"dev.sigstore.bundle.content": "dsse-envelope",
-        "dev.sigstore.bundle.predicateType": SLSA,
-        "org.opencontainers.image.created": "2026-01-01T00:00:00.000Z"});
-    let manifest = json!({"schemaVersion": 2, "mediaType": OCI_MANIFEST, "artifactType": BUNDLE,
-        "config": {"mediaType": EMPTY, "digest": sha256(b"{}"), "size": 2},
-        "layers": [{"mediaType": BUNDLE, "digest": sha256(&case.bundle), "size": case.bundle.len()}],
-        "subject": {"mediaType": OCI_MANIFEST, "digest": subject, "size": case.artifact.len()},
-        "annotations": annotations});
-    let manifest = serde_json::to_vec(&manifest).unwrap();
-    let at = sha256(&manifest);
-    let mut entry = json!({"mediaType": OCI_MANIFEST, "digest": at, "size": manifest.len(),
-        "artifactType": BUNDLE, "annotations": annotations});
-    if let Shape::Ghcr = shape {
-        entry["artifactType"] = EMPTY.into();
-        entry.as_object_mut().unwrap().remove("annotations");
+/// The case's artifact as the image `app:1.0.0`, its bundle attached.
+fn attested(case: &Case) -> Attested {
+    Attested {
+        tag: "1.0.0",
+        image: case.artifact.clone(),
+        bundle: case.bundle.clone(),
     }
-    let index = json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [entry]});
-    let index = (OCI_INDEX.to_string(), serde_json::to_vec(&index).unwrap());
-    let mut paths = HashMap::from([
-        (
-            format!("/v2/app/manifests/{at}"),
-            (OCI_MANIFEST.to_string(), manifest),
-        ),
-        (
-            format!("/v2/app/blobs/{}", sha256(&case.bundle)),
-            (BUNDLE.to_string(), case.bundle.clone()),
-        ),
-        (
-            "/v2/app/tags/list".into(),
-            (
-                "application/json".into(),
-                br#"{"name":"app","tags":["1.0.0"]}"#.to_vec(),
-            ),
-        ),
-    ]);
-    match shape {
-        Shape::Referrers => paths.insert(format!("/v2/app/referrers/{subject}"), index),
-        Shape::Ghcr | Shape::TagSchema => paths.insert(
-            format!("/v2/app/manifests/{}", subject.replacen(':', "-", 1)),
-            index,
-        ),
-    };
-    paths
-}
-
-/// The registry of [`paths`]: the tag `1.0.0` names the artifact's digest (a HEAD's
-/// `Docker-Content-Digest`, as the digest is resolved); ghcr.io's referrers API is a 404
-/// `MANIFEST_UNKNOWN`, Distribution's a bare 404.
-async fn registry(case: &Case, shape: Shape) -> FaultServer {
-    let paths = Arc::new(paths(case, shape));
-    let digest = case.digest();
-    FaultServer::start(move |seen: &Seen| {
-        if seen.path() == "/v2/app/manifests/1.0.0" {
-            return Reply::status(200)
-                .header("Content-Type", OCI_MANIFEST)
-                .header("Docker-Content-Digest", &digest);
-        }
-        match (paths.get(seen.path()), shape) {
-            (Some((kind, body)), _) => Reply::status(200)
-                .header("Content-Type", kind)
-                .body(body.clone()),
-            (None, Shape::Ghcr) if seen.path().contains("/referrers/") => Reply::json(
-                404,
-                json!({"errors": [{"code": "MANIFEST_UNKNOWN", "message": "manifest unknown"}]}),
-            ),
-            (None, _) => Reply::status(404),
-        }
-    })
-    .await
 }
 
 fn dsse_cases() -> Vec<Case> {
@@ -141,7 +47,7 @@ async fn each_shape_reads_the_same_bundle_and_each_case_has_the_suites_verdict()
         let digest = case.digest();
         let (_, on_artifact) = ours(&case);
         for shape in [Shape::Referrers, Shape::Ghcr, Shape::TagSchema] {
-            let server = registry(&case, shape).await;
+            let server = registry(&[attested(&case)], shape).await;
             let image = ImageReference::parse(&format!("{}/app", server.host()), true).unwrap();
             let found = client
                 .bundles(&image, &digest, &[SLSA.to_string()])
@@ -211,7 +117,7 @@ async fn scan_elects_the_attested_image_exactly_when_the_suite_says_valid() {
     let mut manifests = String::new();
     let cases = dsse_cases();
     for (i, case) in cases.iter().enumerate() {
-        let server = registry(case, shapes[i % 3]).await;
+        let server = registry(&[attested(case)], shapes[i % 3]).await;
         manifests += &objects(case, &server.host());
         servers.push(server);
     }

@@ -45,6 +45,11 @@ impl Case {
         names.iter().map(|p| Case::read(p)).collect()
     }
 
+    /// The case `name`.
+    pub fn named(name: &str) -> Case {
+        Case::read(&Path::new(SUITE).join("bundle-verify").join(name))
+    }
+
     fn read(dir: &Path) -> Case {
         let file = |name: &str| std::fs::read(dir.join(name)).ok();
         let text = |name: &str, default: &str| {
