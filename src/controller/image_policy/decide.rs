@@ -130,8 +130,8 @@ fn noticed(
             };
             Ok((outcome, next, message))
         }
-        Err(Stop::Waiting(reason, message, next)) => {
-            Err(Stop::Waiting(reason, format!("{message}; {notice}"), next))
+        Err(Stop::Settled(reason, message, next)) => {
+            Err(Stop::Settled(reason, format!("{message}; {notice}"), next))
         }
         other => other,
     }

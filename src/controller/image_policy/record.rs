@@ -110,7 +110,7 @@ pub(super) fn record(
         Election::NoneEligible { held, walked, next } => {
             status.held_back = keep(held);
             let message = no_eligible_message(status, walked);
-            Err(Stop::Waiting(Reason::NoEligibleTag, message, next))
+            Err(Stop::Settled(Reason::NoEligibleTag, message, next))
         }
     }
 }

@@ -28,6 +28,13 @@ pub enum Stop {
     /// Not done and not failed: Ready=False with the reason, looked at again after the delay,
     /// without backoff and without a Warning (a policy with no tags to elect from yet).
     Waiting(Reason, String, Duration),
+    /// Decided, and nothing can be elected as things stand (every candidate held by a gate):
+    /// Ready=False and Stalled=True with the reason, so kstatus reads it as Failed, as Flux's
+    /// controllers mark a terminal state, and `flux reconcile` or a Kustomization's health
+    /// check return with the reason instead of waiting out their timeout (kstatus reads a
+    /// False Ready without Stalled as in progress); unlike a stall, looked at again after the
+    /// delay, without backoff and without a spec change.
+    Settled(Reason, String, Duration),
     /// Under way: Reconciling with the message, looked at again after the delay; with
     /// `unknown`, Ready=Unknown `Progressing` too (nothing was ever decided).
     Progressing {
@@ -56,6 +63,10 @@ impl Stop {
             Stop::Waiting(reason, message, next) => {
                 c.mark_false(reason, &message);
                 Ok((Outcome::Waiting, Next::After(next), message))
+            }
+            Stop::Settled(reason, message, next) => {
+                let (outcome, _, message) = stall(c, reason, message);
+                Ok((outcome, Next::After(next), message))
             }
             Stop::Progressing {
                 message,
@@ -104,5 +115,45 @@ impl Stop {
     /// A failure with `reason`, for `map_err`.
     pub fn failed(reason: Reason) -> impl Fn(String) -> Stop + Copy {
         move |message| Stop::Failed(reason, message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Condition;
+    use crate::controller::outcome::summary::summarize;
+
+    /// Every candidate held: Ready=False and Stalled=True with the reason, not reconciling,
+    /// the generation observed, and looked at again after the delay.
+    #[test]
+    fn settled_is_stalled_with_its_reason_and_still_rechecked() {
+        let mut list: Vec<Condition> = Vec::new();
+        let mut c = Conditions::new(&mut list, 3, Timestamp::from_second(1000).unwrap());
+        c.mark_reconciling(Reason::Progressing, "reconciliation in progress");
+        let held = "no tag passes the gates";
+        let stop = Stop::Settled(Reason::NoEligibleTag, held.into(), Duration::from_secs(60));
+        let (outcome, next, _) = stop.into_steps(&mut c).unwrap();
+        assert_eq!(next, Next::After(Duration::from_secs(60)));
+        assert_eq!(summarize(&mut c, &outcome, 3, Some(2)), Some(3));
+        let said: Vec<_> = list
+            .iter()
+            .map(|c| {
+                (
+                    c.type_.as_str(),
+                    c.status,
+                    c.reason.as_str(),
+                    c.message.as_str(),
+                )
+            })
+            .collect();
+        let (f, t) = (ConditionStatus::False, ConditionStatus::True);
+        assert_eq!(
+            said,
+            [
+                ("Stalled", t, "NoEligibleTag", held),
+                ("Ready", f, "NoEligibleTag", held)
+            ]
+        );
     }
 }

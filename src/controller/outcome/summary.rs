@@ -115,6 +115,7 @@ fn reason_of(text: &str) -> Reason {
         Reason::InvalidExclusionList,
         Reason::InvalidReference,
         Reason::AccessDenied,
+        Reason::NoEligibleTag,
     ]
     .into_iter()
     .find(|r| r.as_str() == text)

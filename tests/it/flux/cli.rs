@@ -10,6 +10,8 @@ use crate::support::cluster::{
 use crate::support::distribution::{Distribution, Variant};
 use crate::support::flux::flux;
 
+const READY_REASON: &str = "{.status.conditions[?(@.type==\"Ready\")].reason}";
+
 /// `flux args...` in `ns`, which must succeed; its standard output and error.
 fn flux_ok(ns: &str, args: &[&str]) -> String {
     let mut all = args.to_vec();
@@ -194,8 +196,13 @@ async fn flux_reconcile_never_elects_what_verify_holds_back() {
          spec: {{image: {repository}, interval: 1h}}\n---\n\
          apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: app, namespace: {ns}}}\n\
          spec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '>=1.0.0'}}}}\n  \
-         verify: {{provider: cosign, secretRef: {{name: cosign-keys}}}}\n",
-        ns = ns.0
+         verify: {{provider: cosign, secretRef: {{name: cosign-keys}}}}\n---\n\
+         apiVersion: v1\nkind: Secret\nmetadata: {{name: wrong-key, namespace: {ns}}}\nstringData:\n  cosign.pub: |\n{wrong}---\n\
+         apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: wrong-key, namespace: {ns}}}\n\
+         spec:\n  imageRepositoryRef: {{name: app}}\n  policy: {{semver: {{range: '>=1.0.0'}}}}\n  \
+         verify: {{provider: cosign, secretRef: {{name: wrong-key}}}}\n",
+        ns = ns.0,
+        wrong = public_pem_block(&key(5))
     );
     ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
     let dir = tempfile::tempdir().unwrap();
@@ -230,6 +237,45 @@ async fn flux_reconcile_never_elects_what_verify_holds_back() {
             "the request was handled: {policy}"
         );
     }
+
+    // A key that signed nothing: every tag held, a steady state. `flux reconcile` returns at
+    // once with the reason, not `context deadline exceeded` (issue 90: it waited out its
+    // timeout while Reconciling stayed True, and kstatus reads a False Ready without Stalled
+    // as in progress).
+    wait_for(
+        &ns.0,
+        "imagepolicy/wrong-key",
+        READY_REASON,
+        "NoEligibleTag",
+    );
+    let out = flux(&[
+        "reconcile",
+        "image",
+        "policy",
+        "wrong-key",
+        "-n",
+        &ns.0,
+        "--timeout=60s",
+    ]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    let policy = get_json(&ns.0, "imagepolicy/wrong-key");
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains(
+            "✗ no tag passes the gates among the 3 best candidates (2.0.0 held back: no signature"
+        ),
+        "{said}{policy}"
+    );
+    // Settled as kstatus reads a terminal state: Stalled with the reason, not Reconciling.
+    let conditions: Vec<(&str, &str)> = policy["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["type"].as_str().unwrap(), c["reason"].as_str().unwrap()))
+        .collect();
+    let settled = [("Stalled", "NoEligibleTag"), ("Ready", "NoEligibleTag")];
+    assert_eq!(conditions, settled, "{policy}");
+    assert_eq!(policy["status"]["observedGeneration"], 1, "{policy}");
 
     // 2.0.0 signed by the trusted key since: the next requested reconcile elects it.
     let signature = sign(&trusted, payload(&repository, &digests[2]));
