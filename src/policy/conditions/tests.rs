@@ -367,3 +367,18 @@ fn the_parser_counts_depth_not_length() {
     assert!(Condition::compile(&brackets(31), None).is_ok());
     assert!(refused(&brackets(32)).contains("nested over 32 deep"));
 }
+
+/// The tree's height bound is exact: an expression 64 deep is read, 65 deep refused.
+#[test]
+fn an_expression_64_deep_is_read_and_65_refused() {
+    let chain = |terms: usize| vec!["1"; terms].join(" + ") + " > 0";
+    assert_eq!(holds(&chain(63), json!({})), Ok(()));
+    assert!(refused(&chain(64)).contains("over 64 deep"));
+}
+
+/// The documented bounds (docs/imagepolicy.md), written out: a condition on a statement, a
+/// policy on a digest.
+#[test]
+fn the_cost_bounds_are_the_documented_ones() {
+    assert_eq!((COST_LIMIT, POLICY_COST_LIMIT), (1_000_000, 4_000_000));
+}
