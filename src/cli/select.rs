@@ -9,6 +9,7 @@ use crate::api::{
     HeldBackTag, ImagePolicySpec, ImagePolicyStatus, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION,
 };
 use crate::controller::image_policy::downgrade::Floor;
+use crate::controller::image_policy::notices;
 use crate::policy::{Policy, PolicyKind};
 use std::io::Write;
 
@@ -61,7 +62,8 @@ pub fn run(args: &SelectArgs, out: &mut impl Write) -> Result<(), CliError> {
         floor: Floor::recorded(&spec, &status, None, &policy),
         gates: gate_names(&spec)?,
         held,
-        frozen: crate::controller::image_policy::frozen::notice(&spec),
+        frozen: notices::frozen(&spec),
+        unwaited: notices::unwaited(&spec),
         unseen: (policy.kind() == PolicyKind::Newest).then_some(UNSEEN),
     };
     let text = read_tags(&args.tags_file)?;
@@ -102,6 +104,7 @@ struct Said {
     gates: Vec<String>,
     held: Vec<HeldBackTag>,
     frozen: Option<String>,
+    unwaited: Option<String>,
     unseen: Option<&'static str>,
 }
 
@@ -113,7 +116,8 @@ impl Said {
     }
 
     fn notes(&self) -> impl Iterator<Item = &str> {
-        self.frozen.as_deref().into_iter().chain(self.unseen)
+        let notes = [self.frozen.as_deref(), self.unwaited.as_deref()];
+        notes.into_iter().flatten().chain(self.unseen)
     }
 }
 
@@ -146,6 +150,9 @@ fn explained(
             }
             if let Some(frozen) = &said.frozen {
                 json["cannotMove"] = serde_json::json!(frozen);
+            }
+            if let Some(unwaited) = &said.unwaited {
+                json["bumpsWaitingNothing"] = serde_json::json!(unwaited);
             }
             if let Some(unseen) = said.unseen {
                 json["firstSightingsUnknown"] = serde_json::json!(unseen);

@@ -7,8 +7,8 @@ use super::downgrade::Floor;
 use super::election::{elect, Candidates, Mode, Subject};
 pub use super::election::{MAX_INSPECTIONS, MAX_WALK};
 pub use super::env::{PolicyEnv, PolicyReader};
-use super::frozen;
 use super::newest::sightings;
+use super::notices;
 use super::record::record;
 pub use super::record::CONTINUE_WALK;
 use super::repository::find_repository;
@@ -109,7 +109,7 @@ async fn run_steps<R: PolicyReader>(
     let recorded = record(status, c, election);
     let notices: Vec<String> = notice
         .into_iter()
-        .chain(frozen::notice(&policy.spec))
+        .chain(notices::notes(&policy.spec))
         .collect();
     match notices.is_empty() {
         true => recorded,

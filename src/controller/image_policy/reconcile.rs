@@ -199,7 +199,7 @@ impl Reconciled for ImagePolicy {
 
     fn notes(old: &ImagePolicyStatus, new: &ImagePolicyStatus) -> Vec<EventSpec> {
         let mut events = held_events(old, new);
-        events.extend(super::frozen::event(old, new));
+        events.extend(super::notices::events(old, new));
         events
     }
 

@@ -331,3 +331,36 @@ async fn scan_waits_each_bump_its_own_age_from_the_recorded_election() {
         "{stdout}"
     );
 }
+
+/// `select` says which bumps wait nothing (issue 90, item 4): in its notes, with `--explain`,
+/// and under `bumpsWaitingNothing` in JSON.
+#[test]
+fn select_says_which_bumps_wait_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write(
+        dir.path(),
+        "p.yaml",
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p}\n\
+         spec:\n  imageRepositoryRef: {name: app}\n  policy: {semver: {range: '>=1.0.0'}}\n  \
+         filterTags: {minAgeByBump: {major: 72h, patch: 1h}}\n",
+    );
+    let note = "note: spec.filterTags.minAgeByBump leaves minor unset and filterTags.minAge is \
+                not set: minor bumps wait nothing";
+    let select = |extra: &[&str]| {
+        let mut args = vec!["select", "-f", &manifest, "--tags-file", "-"];
+        args.extend(extra);
+        let out = run_bin(&args, Some("1.4.2\n1.5.0\n"));
+        assert_eq!(out.status.code(), Some(0));
+        let text = |b: &[u8]| String::from_utf8_lossy(b).to_string();
+        (text(&out.stdout), text(&out.stderr))
+    };
+    let (elected, said) = select(&[]);
+    assert_eq!(elected, "1.5.0\n");
+    assert!(said.contains(note), "{said}");
+    let (explained, _) = select(&["--explain"]);
+    assert!(explained.contains(note), "{explained}");
+    let (json, _) = select(&["-o", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let unwaited = json["bumpsWaitingNothing"].as_str().unwrap_or_default();
+    assert!(unwaited.starts_with(&note["note: ".len()..]), "{json}");
+}

@@ -3,7 +3,7 @@
 //! its bump from the tag elected now, the first election `minAge`'s.
 
 use crate::support::distribution::{Distribution, Variant};
-use crate::support::policy_bench::{ago, elected, held, policy, Bench};
+use crate::support::policy_bench::{ago, elected, held, policy, ready, status, Bench};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::json;
 
@@ -64,4 +64,36 @@ async fn each_bump_waits_its_own_age_from_the_tag_elected_now() {
         .await;
     assert_eq!(elected(&p).0, "2.0.0");
     assert!(held(&p).is_empty());
+}
+
+/// Issue 90, item 4: `minAgeByBump` that sets major and patch, with no `minAge`, lets a minor
+/// through at once. It is not refused (it is documented), but Ready's message says which bumps
+/// wait nothing, and the note's first appearance is a Warning `BumpsWaitNothing`.
+#[tokio::test]
+async fn bumps_left_unset_without_min_age_are_said_to_wait_nothing() {
+    use image_reflector::controller::image_policy::notices::{events, BUMPS_UNWAITED};
+    let registry = Distribution::start(Variant::default());
+    let now = Timestamp::now();
+    for (tag, hours, content) in [("1.4.2", 60 * 24, "a"), ("1.5.0", 1, "b")] {
+        registry
+            .push_dated("app", tag, "amd64", Some(&ago(now, hours)), content)
+            .await;
+    }
+    let bench = Bench::new(registry, &["1.4.2", "1.5.0"]);
+    let mut p = policy(json!({"filterTags": {"minAgeByBump": {"major": "72h", "patch": "1h"}}}));
+    let before = p.status.clone().unwrap_or_default();
+    bench.reconcile(&mut p, now).await;
+    assert_eq!(elected(&p).0, "1.5.0", "an hour-old minor, at once");
+    let note = "spec.filterTags.minAgeByBump leaves minor unset and filterTags.minAge is not \
+                set: minor bumps wait nothing (minAgeByBump waits major 72h and patch 1h); set \
+                them, or filterTags.minAge for every kind left unset";
+    let (_, _, message) = ready(&p);
+    assert!(message.ends_with(&format!("; {note}")), "{message}");
+    let said = events(&before, status(&p));
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert_eq!(
+        (said[0].reason.as_str(), said[0].message.as_str()),
+        (BUMPS_UNWAITED, note)
+    );
+    assert_eq!(said[0].type_.as_str(), "Warning");
 }
