@@ -8,7 +8,7 @@
 use super::gate_fields::{
     AttestationCondition, AttestationRequirement, ImageVerification, VerificationProvider,
 };
-use crate::policy::conditions::{Condition, MAX_EXPRESSION_BYTES};
+use crate::policy::conditions::Condition;
 use crate::verify::keyless::{Identity, MAX_IDENTITIES};
 
 /// The most entries of `spec.verify.attestations`.
@@ -105,7 +105,7 @@ impl AttestationRequirement {
             }
             condition.compile().map_err(|e| {
                 let cut: String = condition.expression.chars().take(120).collect();
-                format!("{at}.expression '{cut}': {e} (at most {MAX_EXPRESSION_BYTES} bytes of CEL over statement, predicate, digest and now)")
+                format!("{at}.expression '{cut}': {e}")
             })?;
         }
         Ok(())

@@ -4,6 +4,7 @@
 use super::downgrade;
 use crate::api::{HeldBackTag, ImagePolicyStatus, API_GROUP};
 use crate::controller::events::transition::{EventSpec, EventType};
+use crate::policy::conditions::MISSING_FIELD;
 use std::collections::BTreeMap;
 
 /// `Latest image tag for <name> resolved to <tag>[ with digest <d>][ (previously
@@ -61,6 +62,12 @@ pub fn no_eligible_message(status: &ImagePolicyStatus, walked: usize) -> String 
     let mut message = format!("no tag passes the gates among the {walked} best candidates");
     if let Some(first) = held.first() {
         message.push_str(&format!(" ({} held back: {})", first.tag, first.reason));
+    }
+    // A condition reading a field its attestation lacks is most often a typo in the spec,
+    // which holds every attested tag: said even when the best is held for something else.
+    let typo = |h: &&HeldBackTag| h.reason.contains(MISSING_FIELD);
+    if let Some(read) = held.iter().find(typo).filter(|h| Some(*h) != held.first()) {
+        message.push_str(&format!("; {} held back: {}", read.tag, read.reason));
     }
     match &status.latest_ref {
         Some(latest) => message.push_str(&format!("; {} stays elected", latest.tag)),
@@ -177,7 +184,7 @@ pub const REVISION_KEY: &str = "revision";
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::ImageRef;
+    use crate::api::{HeldBackTag, ImageRef};
 
     fn r(tag: &str, digest: Option<&str>) -> ImageRef {
         ImageRef {
@@ -214,6 +221,42 @@ mod tests {
             "Latest image tag for foo/bar resolved to 1.0.0",
             "a previous ref equal to the latest is not shown"
         );
+    }
+
+    /// Ready names the best candidate's reason, and a field typo's even when the best is held
+    /// for something else.
+    #[test]
+    fn nothing_eligible_names_the_best_reason_and_a_missing_field() {
+        let held = |tag: &str, reason: &str| HeldBackTag {
+            tag: tag.into(),
+            digest: None,
+            gate: "verify".into(),
+            reason: reason.into(),
+        };
+        let typo = "attestation 'provenance' (t): condition 'predicate.a.b' failed: reads \
+                    predicate.a, which this attestation does not have (no such key)";
+        let none = "attestation 'provenance' (t): no attestation of that type";
+        let mut status = ImagePolicyStatus {
+            held_back: Some(vec![
+                held("2.0.0", none),
+                held("1.9.0", typo),
+                held("1.8.0", typo),
+            ]),
+            ..Default::default()
+        };
+        assert_eq!(
+            no_eligible_message(&status, 3),
+            format!(
+                "no tag passes the gates among the 3 best candidates (2.0.0 held back: {none}); \
+                 1.9.0 held back: {typo}; nothing is elected yet"
+            )
+        );
+        status.held_back = Some(vec![held("1.9.0", typo), held("1.8.0", typo)]);
+        let once = format!(
+            "no tag passes the gates among the 2 best candidates (1.9.0 held back: {typo}); \
+             nothing is elected yet"
+        );
+        assert_eq!(no_eligible_message(&status, 2), once);
     }
 
     #[test]

@@ -37,7 +37,7 @@ impl Scope<'_> {
             Expr::Select(operand, field) => match self.eval(operand)? {
                 Value::Map(m) => match m.get(&Key::String(field.clone())) {
                     Some(v) => Ok(v.clone()),
-                    None => error(format!("no such key: {field}")),
+                    None => missing(e, Some(field)),
                 },
                 other => error(format!("no such key: {field} (in a {})", other.kind())),
             },
@@ -49,7 +49,10 @@ impl Scope<'_> {
             },
             Expr::Index(operand, index) => {
                 let (v, i) = (self.eval(operand)?, self.eval(index)?);
-                functions::index(&v, &i)
+                match functions::index(&v, &i) {
+                    Err(Fault::Error(why)) if why == functions::NO_SUCH_KEY => missing(e, None),
+                    read => read,
+                }
             }
             Expr::Not(x) => match self.eval(x)? {
                 Value::Bool(b) => Ok(Value::Bool(!b)),
@@ -250,5 +253,34 @@ fn absorbable(e: Eval) -> Result<Eval, Fault> {
     match e {
         Err(fault @ (Fault::Budget | Fault::Stopped)) => Err(fault),
         other => Ok(other),
+    }
+}
+
+/// How the refusal of a condition that reads a field its attestation lacks goes on.
+pub const MISSING_FIELD: &str = "which this attestation does not have";
+
+/// What reads a field the attestation lacks says: the path read, in words, when `e` reads the
+/// statement by names alone (a field typo names itself), else cel-go's `no such key`.
+fn missing(e: &Expr, field: Option<&str>) -> Eval {
+    let no_such_key = functions::NO_SUCH_KEY;
+    match (path(e), field) {
+        (Some(path), _) => error(format!("reads {path}, {MISSING_FIELD} ({no_such_key})")),
+        (None, Some(field)) => error(format!("{no_such_key}: {field}")),
+        (None, None) => error(no_such_key),
+    }
+}
+
+/// The field `e` reads, as written (`predicate.a['b'][0].c`), when it reads `statement` or
+/// `predicate` by names and literal keys alone.
+fn path(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Var(name) if ["statement", "predicate"].contains(&&**name) => Some(name.to_string()),
+        Expr::Select(operand, field) => Some(format!("{}.{field}", path(operand)?)),
+        Expr::Index(operand, index) => match &**index {
+            Expr::Literal(Value::String(key)) => Some(format!("{}[{key:?}]", path(operand)?)),
+            Expr::Literal(Value::Int(i)) => Some(format!("{}[{i}]", path(operand)?)),
+            _ => None,
+        },
+        _ => None,
     }
 }

@@ -9,6 +9,9 @@ use super::time;
 use super::value::{lookup, Key, Value};
 use std::collections::BTreeMap;
 
+/// cel-go's words for a map read at a key it lacks.
+pub const NO_SUCH_KEY: &str = "no such key";
+
 /// What walking `len` bytes of text costs.
 fn text_cost(len: usize) -> u64 {
     1 + len as u64 / 16
@@ -57,7 +60,7 @@ pub fn index(container: &Value, index: &Value) -> Eval {
         }
         Value::Map(m) => match find(m, index)? {
             Some(v) => Ok(v.clone()),
-            None => error("no such key"),
+            None => error(NO_SUCH_KEY),
         },
         other => error(format!("no such overload: index of a {}", other.kind())),
     }

@@ -29,6 +29,7 @@ mod functions;
 mod lex;
 mod overloads;
 mod parse;
+mod pointed;
 mod regex;
 #[cfg(test)]
 mod tests;
@@ -38,6 +39,7 @@ mod value;
 
 pub use check::MAX_COMPREHENSION_DEPTH;
 pub use data::{Bounds as DataBounds, MAX_ITEMS, MAX_STRING_BYTES, MAX_VALUES};
+pub use eval::MISSING_FIELD;
 pub use fault::Budget;
 pub use parse::MAX_NESTING as MAX_DEPTH;
 pub use regex::MAX_STATES as MAX_PATTERN_STATES;
@@ -257,7 +259,8 @@ pub fn evaluate(expression: &str) -> Result<Value, String> {
 
 /// `expression` parsed, its tree within [`MAX_HEIGHT`] (evaluation recurses on it).
 fn read(expression: &str) -> Result<Expr, String> {
-    let program = parse::parse(expression).map_err(|e| format!("does not parse: {}", cut(&e)))?;
+    let program = parse::parse(expression)
+        .map_err(|e| format!("does not parse: {}", pointed::pointed(expression, &e)))?;
     if height(&program) > MAX_HEIGHT {
         return Err(format!(
             "the expression's tree is over {MAX_HEIGHT} deep (long chains of + included)"

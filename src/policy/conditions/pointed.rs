@@ -1,0 +1,82 @@
+//! A syntax error shown where it is, as cel-go shows one: the column, the expression's text
+//! around it and a caret under it. The parser says where as `at offset N` (a byte offset) or
+//! `at the end`; this is the one place that reads it back.
+
+/// How much of the expression is shown on each side of the column, in characters.
+const AROUND: usize = 40;
+
+/// `error` over `expression` as `<what> at column C` and two lines: the text around the
+/// column and a caret under it. An error that names no place is returned as it is.
+pub fn pointed(expression: &str, error: &str) -> String {
+    let place = match error.strip_suffix(" at the end") {
+        Some(what) => Some((what, expression.len())),
+        None => error
+            .rsplit_once(" at offset ")
+            .and_then(|(what, n)| Some((what, n.parse::<usize>().ok()?))),
+    };
+    let Some((what, offset)) = place.filter(|(_, at)| expression.is_char_boundary(*at)) else {
+        return super::cut(error);
+    };
+    let visible = |c: char| if c.is_control() { ' ' } else { c };
+    let before: Vec<char> = expression[..offset].chars().map(visible).collect();
+    let from = before.len().saturating_sub(AROUND);
+    let lead = if from > 0 { "..." } else { "" };
+    let shown: String = before[from..].iter().collect();
+    let after: String = expression[offset..]
+        .chars()
+        .map(visible)
+        .take(AROUND)
+        .collect();
+    let tail = if expression[offset..].chars().count() > AROUND {
+        "..."
+    } else {
+        ""
+    };
+    let caret = " ".repeat(lead.len() + before.len() - from);
+    format!(
+        "{} at column {}\n  {lead}{shown}{after}{tail}\n  {caret}^",
+        super::cut(what),
+        before.len() + 1
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_caret_stands_under_the_column() {
+        let e = "predicate.a === 'x'";
+        assert_eq!(
+            pointed(e, "unexpected character '=' at offset 14"),
+            "unexpected character '=' at column 15\n  predicate.a === 'x'\n                ^"
+        );
+        assert_eq!(
+            pointed("size(x) +", "expected an expression at the end"),
+            "expected an expression at column 10\n  size(x) +\n           ^"
+        );
+        assert_eq!(
+            pointed(e, "the expression is empty"),
+            "the expression is empty"
+        );
+    }
+
+    #[test]
+    fn a_long_expression_is_shown_around_the_column() {
+        let e = format!(
+            "{} == 'x' ) && true{}",
+            "a.b".repeat(30),
+            " || false".repeat(10)
+        );
+        let at = e.find(')').unwrap();
+        let said = pointed(&e, &format!("unexpected ')' at offset {at}"));
+        let lines: Vec<&str> = said.lines().collect();
+        assert_eq!(lines[0], format!("unexpected ')' at column {}", at + 1));
+        assert!(
+            lines[1].starts_with("  ...") && lines[1].ends_with("..."),
+            "{said}"
+        );
+        let column = lines[2].len() - 1;
+        assert_eq!(&lines[1][column..=column], ")", "{said}");
+    }
+}
