@@ -17,6 +17,9 @@ enum Command {
     Crds(cli::crds::CrdsArgs),
     /// Elect the latest tag from a list, as an ImagePolicy would.
     Select(cli::select::SelectArgs),
+    /// Evaluate a policy's attestation conditions on a sample statement or predicate, as the
+    /// verify gate does once the attestation verified (nothing is verified here).
+    Conditions(cli::conditions::ConditionsArgs),
     /// Parse an image as `spec.image` is parsed: canonical name and scheme, no network call.
     Ref(cli::reference::RefArgs),
     /// List a repository's tags, as an ImageRepository scan does.
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
     let result = match args.command {
         Command::Crds(a) => cli::crds::run(&a, &mut stdout).map_err(CliError::failed),
         Command::Select(a) => cli::select::run(&a, &mut stdout),
+        Command::Conditions(a) => cli::conditions::run(&a, &mut stdout),
         Command::Ref(a) => cli::reference::run(&a, &mut stdout),
         Command::Tags(a) => cli::registry::run_tags(&a, &mut stdout),
         Command::Digest(a) => cli::registry::run_digest(&a, &mut stdout),

@@ -1,6 +1,7 @@
 //! The `image-reflector` subcommands, one file each.
 
 pub mod allocator;
+pub mod conditions;
 pub mod crds;
 pub mod error;
 mod manifests;

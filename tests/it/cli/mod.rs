@@ -1,5 +1,6 @@
 //! The binary's subcommands, run as users run them.
 
+pub mod conditions_cli;
 pub mod gates_cli;
 pub mod newest_cli;
 pub mod ref_cli;
