@@ -13,7 +13,7 @@
 
 use super::collect::{Collected, Source};
 pub use super::objects::Elected;
-use super::objects::ObjectSeries;
+use super::objects::{ObjectSeries, GATES};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -42,6 +42,13 @@ pub struct ResultLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ControllerLabels {
     controller: &'static str,
+}
+
+/// A namespace and a gate, of tags held back.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HeldLabels {
+    namespace: String,
+    gate: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -86,6 +93,8 @@ pub struct Metrics {
     schema_missing: Gauge,
     /// Reconciles of a policy that arrived without fields its generation held: nothing written.
     gates_hidden: Counter,
+    /// Tags (and digests) a gate held back that it did not hold before, by namespace and gate.
+    held_back: Family<HeldLabels, Counter>,
 }
 
 /// controller-runtime's reconcile time buckets.
@@ -112,6 +121,7 @@ impl Default for Metrics {
             retries: Family::default(),
             schema_missing: Gauge::default(),
             gates_hidden: Counter::default(),
+            held_back: Family::default(),
         };
         m.schema_missing.set(-1);
         let r = &mut registry;
@@ -159,6 +169,11 @@ impl Default for Metrics {
             "image_reflector_gates_hidden",
             "Reconciles of a policy served without fields its generation held: nothing written",
             m.gates_hidden.clone(),
+        );
+        r.register(
+            "image_reflector_held_back",
+            "Tags (at a digest) a gate held back that it did not hold before, by namespace and gate",
+            m.held_back.clone(),
         );
         r.register_collector(Box::new(m.objects.clone()));
         *m.registry.lock().expect("metrics registry lock") = registry;
@@ -241,6 +256,28 @@ impl Metrics {
     /// A policy held because it arrived without fields its generation held.
     pub fn gates_hidden(&self) {
         self.gates_hidden.inc();
+    }
+
+    /// What a policy's gates hold back now, one gate name per tag held.
+    pub fn set_held_back<'a>(
+        &self,
+        namespace: &str,
+        name: &str,
+        gates: impl Iterator<Item = &'a str>,
+    ) {
+        self.objects.set_held(namespace, name, &mut { gates });
+    }
+
+    /// A gate held back a tag (and digest) it did not hold before.
+    pub fn held_back(&self, namespace: &str, gate: &str) {
+        let Some(gate) = GATES.iter().find(|g| **g == gate) else {
+            return;
+        };
+        let labels = HeldLabels {
+            namespace: namespace.to_string(),
+            gate,
+        };
+        self.held_back.get_or_create(&labels).inc();
     }
 
     /// Drops every series of a deleted object.

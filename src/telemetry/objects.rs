@@ -78,7 +78,12 @@ struct Record {
     /// Unix seconds, as `f64` bits.
     last_scan: AtomicU64,
     elected: Mutex<Option<Box<Elected>>>,
+    /// How many tags each of [`GATES`] holds back now (status.heldBack lists at most 10).
+    held: [AtomicU8; GATES.len()],
 }
+
+/// The gates that hold tags back, as `status.heldBack` names them: the `gate` label's values.
+pub const GATES: [&str; 4] = ["minAge", "platforms", "verify", "downgrade"];
 
 /// Every object's record.
 #[derive(Clone, Default)]
@@ -167,6 +172,21 @@ impl ObjectSeries {
             // buffers around it, which the heap then could not reuse whole.
             if current.as_deref() != elected.as_ref() {
                 *current = elected.map(Box::new);
+            }
+        });
+    }
+
+    /// How many tags an ImagePolicy's gates hold back now, one name per tag.
+    pub fn set_held(&self, namespace: &str, name: &str, gates: &mut dyn Iterator<Item = &str>) {
+        let mut counts = [0u8; GATES.len()];
+        for gate in gates {
+            if let Some(i) = GATES.iter().position(|g| *g == gate) {
+                counts[i] = counts[i].saturating_add(1);
+            }
+        }
+        self.with(Cow::Borrowed("ImagePolicy"), namespace, name, |r| {
+            for (held, count) in r.held.iter().zip(counts) {
+                held.store(count, Ordering::Relaxed);
             }
         });
     }
@@ -299,6 +319,27 @@ mod tests {
         );
         s.forget("ImagePolicy", "team", "app");
         assert!(!self::text(&s).contains("app"), "{}", self::text(&s));
+    }
+
+    /// Held-back tags per gate, only for the gates that hold one; a gate not named is not
+    /// counted (the label's values are bounded).
+    #[test]
+    fn held_tags_are_counted_by_gate() {
+        let s = ObjectSeries::new();
+        let gates = ["verify", "minAge", "verify", "undeclared"];
+        s.set_held("team", "app", &mut gates.into_iter());
+        let text = text(&s);
+        let line = |gate: &str, n: u8| {
+            format!("image_reflector_held_back_tags{{gate=\"{gate}\",name=\"app\",namespace=\"team\"}} {n}")
+        };
+        assert!(text.contains(&line("verify", 2)), "{text}");
+        assert!(text.contains(&line("minAge", 1)), "{text}");
+        assert!(
+            !text.contains("platforms") && !text.contains("undeclared"),
+            "{text}"
+        );
+        s.set_held("team", "app", &mut std::iter::empty());
+        assert!(!self::text(&s).contains("held_back"), "{}", self::text(&s));
     }
 
     #[test]

@@ -60,7 +60,7 @@ pub(super) async fn apply<K: Reconciled>(
         after_refusal(obj.as_ref(), refused, api, &**ctx).await?;
         return Ok(Some(read_again()));
     }
-    obj.record_metrics(&decision.status, &(**ctx).as_ref().metrics);
+    obj.record_metrics(&old, &decision.status, &(**ctx).as_ref().metrics);
     publish(obj.as_ref(), (**ctx).as_ref(), &old, &decision.status, now).await;
     Ok(Some((decision.next, decision.summary)))
 }

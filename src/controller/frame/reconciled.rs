@@ -121,8 +121,8 @@ pub trait Reconciled:
     /// Bookkeeping once decided, before the status is written.
     fn decided(&self, _ctx: &Self::Ctx, _decision: &Decision<Self::Status>) {}
 
-    /// The object's metric series after this reconcile.
-    fn record_metrics(&self, status: &Self::Status, metrics: &Metrics);
+    /// The object's metric series after this reconcile, which moved its status from `old`.
+    fn record_metrics(&self, old: &Self::Status, status: &Self::Status, metrics: &Metrics);
 
     /// Metadata an event of this reconcile carries besides the object's annotations.
     fn event_metadata(_status: &Self::Status) -> BTreeMap<String, String> {

@@ -5,7 +5,7 @@
 use super::decide::{reconcile_policy, PolicyEnv};
 use super::migrate::migrate_status;
 use super::reader::ClusterReader;
-use super::report::{held_events, ref_metadata};
+use super::report::{held_events, newly_held, ref_metadata};
 use super::serving;
 use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository};
 use crate::controller::events::transition::EventSpec;
@@ -179,8 +179,19 @@ impl Reconciled for ImagePolicy {
     }
 
     /// Ready, and what the policy elects now.
-    fn record_metrics(&self, status: &ImagePolicyStatus, metrics: &Metrics) {
+    fn record_metrics(
+        &self,
+        old: &ImagePolicyStatus,
+        status: &ImagePolicyStatus,
+        metrics: &Metrics,
+    ) {
         let labels = object_labels("ImagePolicy", self);
+        let held = status.held_back.as_deref().unwrap_or_default();
+        let gates = held.iter().map(|h| h.gate.as_str());
+        metrics.set_held_back(&labels.namespace, &labels.name, gates);
+        for held in newly_held(old, status) {
+            metrics.held_back(&labels.namespace, &held.gate);
+        }
         metrics.set_ready(
             &labels,
             is_ready(status.conditions.as_deref().unwrap_or_default()),

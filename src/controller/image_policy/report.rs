@@ -5,6 +5,9 @@ use super::downgrade;
 use crate::api::{HeldBackTag, ImagePolicyStatus, API_GROUP};
 use crate::controller::events::transition::{EventSpec, EventType};
 use crate::policy::conditions::MISSING_FIELD;
+
+/// The gate whose holds beside an election are Warnings.
+const VERIFY: &str = "verify";
 use std::collections::BTreeMap;
 
 /// `Latest image tag for <name> resolved to <tag>[ with digest <d>][ (previously
@@ -105,32 +108,44 @@ pub fn ref_metadata(status: &ImagePolicyStatus) -> BTreeMap<String, String> {
     metadata
 }
 
-/// The Normal events of a gated election (docs/imagepolicy.md): `HeldBack` when a gate first
-/// holds a candidate back (a tag and digest not held before), `DowngradeRefused` when the
-/// downgrade guard first holds at the elected tag, and `HeldBackElected` when a tag that was
-/// held back is elected.
-pub fn held_events(old: &ImagePolicyStatus, new: &ImagePolicyStatus) -> Vec<EventSpec> {
+/// The entries of `new`'s heldBack that `old`'s did not hold: a tag and digest not held
+/// before; a downgrade refused, once while the policy holds at the same tag, whichever lower
+/// tag is the best listed.
+pub fn newly_held<'a>(
+    old: &'a ImagePolicyStatus,
+    new: &'a ImagePolicyStatus,
+) -> impl Iterator<Item = &'a HeldBackTag> {
     let before = old.held_back.as_deref().unwrap_or_default();
     let now = new.held_back.as_deref().unwrap_or_default();
     let refused = |h: &HeldBackTag| h.gate == downgrade::GATE;
-    let mut events: Vec<EventSpec> = now
-        .iter()
-        .filter(|h| {
-            // A downgrade refused is announced once while the policy holds at the same tag,
-            // whichever lower tag is the best listed.
-            !before.iter().any(|b| match refused(h) {
-                true => refused(b) && b.reason == h.reason,
-                false => b.tag == h.tag && b.digest == h.digest,
-            })
+    now.iter().filter(move |h| {
+        !before.iter().any(|b| match refused(h) {
+            true => refused(b) && b.reason == h.reason,
+            false => b.tag == h.tag && b.digest == h.digest,
         })
-        .map(|h| match refused(h) {
+    })
+}
+
+/// The events of a gated election (docs/imagepolicy.md): `HeldBack` when a gate first holds a
+/// candidate back (a Warning when `verify` holds it beside an elected tag, which passed it:
+/// an unsigned or wrongly built image appeared), `DowngradeRefused` when the downgrade guard
+/// first holds at the elected tag, and `HeldBackElected` when a tag that was held back is
+/// elected.
+pub fn held_events(old: &ImagePolicyStatus, new: &ImagePolicyStatus) -> Vec<EventSpec> {
+    let before = old.held_back.as_deref().unwrap_or_default();
+    let alarming = |h: &HeldBackTag| h.gate == VERIFY && new.latest_ref.is_some();
+    let mut events: Vec<EventSpec> = newly_held(old, new)
+        .map(|h| match h.gate == downgrade::GATE {
             true => EventSpec {
                 type_: EventType::Normal,
                 reason: "DowngradeRefused".into(),
                 message: downgrade::held_at(new, h),
             },
             false => EventSpec {
-                type_: EventType::Normal,
+                type_: match alarming(h) {
+                    true => EventType::Warning,
+                    false => EventType::Normal,
+                },
                 reason: "HeldBack".into(),
                 message: format!("{} held back by {}: {}", h.tag, h.gate, h.reason),
             },
@@ -182,186 +197,4 @@ fn downgraded(old: &ImagePolicyStatus, new: &ImagePolicyStatus) -> Option<EventS
 pub const REVISION_KEY: &str = "revision";
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::api::{HeldBackTag, ImageRef};
-
-    fn r(tag: &str, digest: Option<&str>) -> ImageRef {
-        ImageRef {
-            name: "foo/bar".into(),
-            tag: tag.into(),
-            digest: digest.map(String::from),
-        }
-    }
-
-    #[test]
-    fn ready_messages_are_fluxs() {
-        let status = |latest, previous: Option<ImageRef>| ImagePolicyStatus {
-            latest_ref: Some(latest),
-            observed_previous_ref: previous.map(Box::new),
-            ..Default::default()
-        };
-        assert_eq!(
-            ready_message(&status(r("1.1.0", None), Some(r("1.0.0", None)))),
-            "Latest image tag for foo/bar resolved to 1.1.0 (previously foo/bar:1.0.0)"
-        );
-        assert_eq!(
-            ready_message(&status(
-                r("1.0.0", Some("sha256:1234567890abcdef")),
-                Some(r("1.0.0", Some("sha256:abcdef1234567890")))
-            )),
-            "Latest image tag for foo/bar resolved to 1.0.0 with digest sha256:1234567890abcdef (previously foo/bar:1.0.0@sha256:abcdef1234567890)"
-        );
-        assert_eq!(
-            ready_message(&status(r("1.0.0", None), None)),
-            "Latest image tag for foo/bar resolved to 1.0.0"
-        );
-        assert_eq!(
-            ready_message(&status(r("1.0.0", None), Some(r("1.0.0", None)))),
-            "Latest image tag for foo/bar resolved to 1.0.0",
-            "a previous ref equal to the latest is not shown"
-        );
-    }
-
-    /// Ready names the best candidate's reason, and a field typo's even when the best is held
-    /// for something else.
-    #[test]
-    fn nothing_eligible_names_the_best_reason_and_a_missing_field() {
-        let held = |tag: &str, reason: &str| HeldBackTag {
-            tag: tag.into(),
-            digest: None,
-            gate: "verify".into(),
-            reason: reason.into(),
-        };
-        let typo = "attestation 'provenance' (t): condition 'predicate.a.b' failed: reads \
-                    predicate.a, which this attestation does not have (no such key)";
-        let none = "attestation 'provenance' (t): no attestation of that type";
-        let mut status = ImagePolicyStatus {
-            held_back: Some(vec![
-                held("2.0.0", none),
-                held("1.9.0", typo),
-                held("1.8.0", typo),
-            ]),
-            ..Default::default()
-        };
-        assert_eq!(
-            no_eligible_message(&status, 3),
-            format!(
-                "no tag passes the gates among the 3 best candidates (2.0.0 held back: {none}); \
-                 1.9.0 held back: {typo}; nothing is elected yet"
-            )
-        );
-        status.held_back = Some(vec![held("1.9.0", typo), held("1.8.0", typo)]);
-        let once = format!(
-            "no tag passes the gates among the 2 best candidates (1.9.0 held back: {typo}); \
-             nothing is elected yet"
-        );
-        assert_eq!(no_eligible_message(&status, 2), once);
-    }
-
-    #[test]
-    fn held_back_tags_are_announced_once_and_when_elected() {
-        use crate::api::HeldBackTag;
-        let held = |tag: &str, digest: &str| HeldBackTag {
-            tag: tag.into(),
-            digest: Some(digest.into()),
-            gate: "minAge".into(),
-            reason: "3h old, minAge 168h".into(),
-        };
-        let status = |latest: &str, held_back: Vec<HeldBackTag>| ImagePolicyStatus {
-            latest_ref: Some(r(latest, None)),
-            held_back: (!held_back.is_empty()).then_some(held_back),
-            ..Default::default()
-        };
-        let first = held_events(
-            &status("1.4.0", vec![]),
-            &status("1.4.0", vec![held("1.5.0", "sha256:a")]),
-        );
-        assert_eq!(first.len(), 1);
-        assert_eq!(first[0].reason, "HeldBack");
-        assert_eq!(
-            first[0].message,
-            "1.5.0 held back by minAge: 3h old, minAge 168h"
-        );
-        let again = status("1.4.0", vec![held("1.5.0", "sha256:a")]);
-        assert!(held_events(&again, &again).is_empty(), "announced once");
-        let moved = held_events(&again, &status("1.4.0", vec![held("1.5.0", "sha256:b")]));
-        assert_eq!(moved.len(), 1, "a moved tag is another image");
-        let elected = held_events(&again, &status("1.5.0", vec![]));
-        assert_eq!(elected.len(), 1);
-        assert_eq!(elected[0].reason, "HeldBackElected");
-        assert!(
-            elected[0].message.starts_with("1.5.0 elected"),
-            "{:?}",
-            elected[0]
-        );
-    }
-
-    /// A gate that holds back the tag elected before, with a lower one elected, is a Warning
-    /// naming both tags and the gate; a move up, or a previous tag merely gone, is not.
-    #[test]
-    fn a_gate_that_lowers_the_election_warns() {
-        use crate::api::HeldBackTag;
-        let status = |latest: &str, held_back: Vec<HeldBackTag>| ImagePolicyStatus {
-            latest_ref: Some(r(latest, None)),
-            held_back: (!held_back.is_empty()).then_some(held_back),
-            ..Default::default()
-        };
-        let young = |tag: &str| HeldBackTag {
-            tag: tag.into(),
-            digest: None,
-            gate: "minAge".into(),
-            reason: "10s old, minAge 1h".into(),
-        };
-        let events = held_events(
-            &status("1.5.0", vec![]),
-            &status("1.2.0", vec![young("1.5.0"), young("1.4.0")]),
-        );
-        let warning: Vec<&EventSpec> = events
-            .iter()
-            .filter(|e| e.type_ == EventType::Warning)
-            .collect();
-        assert_eq!(warning.len(), 1, "{events:?}");
-        assert_eq!(warning[0].reason, "Downgraded");
-        assert_eq!(
-            warning[0].message,
-            "1.2.0 elected below 1.5.0, which minAge now holds back: 10s old, minAge 1h \
-             (spec.downgrade: Allow; Refuse keeps 1.5.0)"
-        );
-        let gone = held_events(
-            &status("1.5.0", vec![]),
-            &status("1.2.0", vec![young("1.4.0")]),
-        );
-        assert!(gone.iter().all(|e| e.type_ != EventType::Warning));
-        let up = held_events(&status("1.2.0", vec![]), &status("1.5.0", vec![]));
-        assert!(up.iter().all(|e| e.type_ != EventType::Warning));
-    }
-
-    #[test]
-    fn alert_metadata_names_tags_and_digests() {
-        let status = ImagePolicyStatus {
-            latest_ref: Some(ImageRef {
-                name: "a/b".into(),
-                tag: "1.1".into(),
-                digest: Some("sha256:new".into()),
-            }),
-            observed_previous_ref: Some(Box::new(ImageRef {
-                name: "a/b".into(),
-                tag: "1.0".into(),
-                digest: None,
-            })),
-            ..Default::default()
-        };
-        let metadata = ref_metadata(&status);
-        let expected: BTreeMap<String, String> = [
-            ("revision", "1.1@sha256:new"),
-            ("latestTag", "1.1"),
-            ("latestDigest", "sha256:new"),
-            ("previousTag", "1.0"),
-        ]
-        .iter()
-        .map(|(k, v)| (format!("image.toolkit.fluxcd.io/{k}"), v.to_string()))
-        .collect();
-        assert_eq!(metadata, expected);
-    }
-}
+mod tests;

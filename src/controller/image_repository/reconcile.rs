@@ -118,7 +118,12 @@ impl Reconciled for ImageRepository {
     }
 
     /// Ready, and the tags and time of the last successful scan.
-    fn record_metrics(&self, status: &ImageRepositoryStatus, metrics: &Metrics) {
+    fn record_metrics(
+        &self,
+        _: &ImageRepositoryStatus,
+        status: &ImageRepositoryStatus,
+        metrics: &Metrics,
+    ) {
         let labels = object_labels("ImageRepository", self);
         metrics.set_ready(
             &labels,

@@ -1,7 +1,7 @@
 //! The records encoded at scrape time, one metric at a time: a metric without series is left
 //! out, as a family would be.
 
-use super::{object, repository, Key, ObjectSeries, Record, BUCKETS, UNSET};
+use super::{object, repository, Key, ObjectSeries, Record, BUCKETS, GATES, UNSET};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
@@ -16,7 +16,8 @@ impl Collector for ObjectSeries {
         self.durations(&records, &mut encoder)?;
         ready(&records, &mut encoder)?;
         scans(&records, &mut encoder)?;
-        elections(&records, &mut encoder)
+        elections(&records, &mut encoder)?;
+        held(&records, &mut encoder)
     }
 }
 
@@ -139,6 +140,35 @@ fn elections(records: &Read<'_>, encoder: &mut DescriptorEncoder) -> Result<(), 
             ("digest", e.digest.as_str()),
         ];
         metric.encode_family(&labels)?.encode_gauge(&1i64)?;
+    }
+    Ok(())
+}
+
+/// `image_reflector_held_back_tags`: how many tags each gate holds back now, per policy, for
+/// the gates that hold one.
+fn held(records: &Read<'_>, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    let holds = |r: &Record| r.held.iter().any(|n| n.load(Ordering::Relaxed) > 0);
+    if !records.iter().any(|(_, r)| holds(r)) {
+        return Ok(());
+    }
+    let mut metric = encoder.encode_descriptor(
+        "image_reflector_held_back_tags",
+        "Tags an ImagePolicy's gate holds back now (status.heldBack, at most 10 a policy)",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (key, r) in records.iter().filter(|(_, r)| holds(r)) {
+        for (gate, n) in GATES.iter().zip(&r.held) {
+            let n = i64::from(n.load(Ordering::Relaxed));
+            if n > 0 {
+                let labels = [
+                    ("gate", *gate),
+                    ("name", &*key.name),
+                    ("namespace", &*key.namespace),
+                ];
+                metric.encode_family(&labels)?.encode_gauge(&n)?;
+            }
+        }
     }
     Ok(())
 }

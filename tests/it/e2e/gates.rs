@@ -99,31 +99,40 @@ async fn e2e_gates_hold_back_explain_and_elect() {
         None,
     )))
     .unwrap();
-    let notes: Vec<(String, String)> = events["items"]
+    let notes: Vec<(String, String, String)> = events["items"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|e| e["involvedObject"]["name"] == "vetted" && e["type"] == "Normal")
+        .filter(|e| e["involvedObject"]["name"] == "vetted")
         .map(|e| {
             let text = |k: &str| e[k].as_str().unwrap_or_default().to_string();
-            (text("reason"), text("message"))
+            (text("type"), text("reason"), text("message"))
         })
         .collect();
-    let has = |reason: &str, start: &str| {
+    let has = |type_: &str, reason: &str, start: &str| {
         notes
             .iter()
-            .any(|(r, m)| r == reason && m.starts_with(start))
+            .any(|(t, r, m)| t == type_ && r == reason && m.starts_with(start))
     };
     assert!(
-        has("HeldBack", "2.0.0 held back by minAge: 2h old"),
+        has("Normal", "HeldBack", "2.0.0 held back by minAge: 2h old"),
+        "{notes:?}"
+    );
+    // An unsigned image beside the verified election: a Warning, for alerts to page on.
+    assert!(
+        has(
+            "Warning",
+            "HeldBack",
+            "1.5.0 held back by verify: no signature"
+        ),
         "{notes:?}"
     );
     assert!(
-        has("HeldBack", "1.5.0 held back by verify: no signature"),
-        "{notes:?}"
-    );
-    assert!(
-        has("HeldBackElected", "1.5.0 elected: it passes every gate now"),
+        has(
+            "Normal",
+            "HeldBackElected",
+            "1.5.0 elected: it passes every gate now"
+        ),
         "{notes:?}"
     );
     assert!(controller.stop().success());
