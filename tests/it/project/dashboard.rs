@@ -93,6 +93,8 @@ pub fn populated() -> Metrics {
             digest: String::new(),
         }),
     );
+    metrics.set_held_back("n", "p", ["verify"].into_iter());
+    metrics.held_back("n", "verify");
     metrics
 }
 
