@@ -360,4 +360,6 @@ mod tests;
 #[cfg(test)]
 mod model;
 #[cfg(test)]
+mod oracle;
+#[cfg(test)]
 mod property;

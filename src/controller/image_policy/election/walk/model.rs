@@ -1,16 +1,16 @@
 //! The walk against a model fact source (proptest): arbitrary gate sets, candidates whose facts
 //! are stored or not, and whose look-ups answer, answer nothing, fail or are cut; verdicts of
 //! any age, kept valid or not, a requested reconcile or not. The property: an elected tag
-//! passed every gate on the facts it holds (the model's truth, judged by the whole list), and
+//! passed every gate on the facts it holds (as docs/imagepolicy.md states the gates:
+//! `oracle.rs`, which calls no production gate), and
 //! `heldBack` names exactly the candidates ranked above it, best first. Nothing here elects by
 //! itself: the model answers as the store and the registry would, through the controller's own
 //! verdict rule ([`verdict_counts`]). The cases and the property test are in `property.rs`.
 
 use super::super::signature::verdict_counts;
 use super::*;
-use crate::policy::{gate, Age, Bump, Bumps, ByBump, MinAge, Platforms, Ruling, Undated, Verify};
+use crate::policy::{gate, Age, Bump, Bumps, ByBump, MinAge, Platforms, Undated, Verify};
 use crate::store::PlatformFact;
-use proptest::prelude::*;
 
 const NOW: i64 = 1_000 * 86_400;
 const DAY: i64 = 86_400;
@@ -77,7 +77,7 @@ struct Model<'c> {
     case: &'c Case,
 }
 
-fn index(tag: &str) -> usize {
+pub(super) fn index(tag: &str) -> usize {
     tag.trim_start_matches('t').parse().unwrap()
 }
 
@@ -179,7 +179,7 @@ impl FactSource for Model<'_> {
     async fn keep(&mut self, _: ImageFacts) {}
 }
 
-fn gates(case: &Case) -> Gates {
+pub(super) fn gates(case: &Case) -> Gates {
     let amd = vec![platform("linux/amd64")];
     let undated = match case.undated {
         true => Undated::FirstSeen,
@@ -209,44 +209,6 @@ fn gates(case: &Case) -> Gates {
     Gates::of(list.into_iter().flatten())
 }
 
-/// The facts the model holds true for a candidate: what is stored, else what a look-up finds.
-/// A valid signature is one the store kept valid and unexpired, or one a check finds.
-fn truth(case: &Case, t: &Tag, platforms: &[(Platform, Option<i64>)]) -> Facts<'static> {
-    let platforms: &'static [(Platform, Option<i64>)] = Box::leak(platforms.to_vec().into());
-    let mut facts = Facts::at(NOW);
-    if case.gates & 16 != 0 {
-        facts = facts.with_bump(t.bump);
-    }
-    let image = t.stored_image.clone().or(match &t.image {
-        Answer::Found(image) => Some(image.clone()),
-        _ => None,
-    });
-    if let Some(image) = image {
-        let created = image.age_days.map(|d| NOW - d * DAY);
-        facts = facts.with_image(ImageView { created, platforms });
-    }
-    let kept_valid =
-        matches!(t.stored_verdict, Some(StoredVerdict::Valid(u)) if u.is_none_or(|u| u > 0));
-    if kept_valid || matches!(t.signature, Answer::Found(true)) {
-        facts = facts.with_signature(Ok("cosign.pub"));
-    }
-    if let Some(at) = t.first_seen_stored.or(t.first_seen) {
-        facts = facts.with_first_seen(at);
-    }
-    facts
-}
-
-fn image_platforms(t: &Tag) -> Vec<(Platform, Option<i64>)> {
-    let image = t.stored_image.clone().or(match &t.image {
-        Answer::Found(image) => Some(image.clone()),
-        _ => None,
-    });
-    image.map_or_else(Vec::new, |i| {
-        let created = i.age_days.map(|d| NOW - d * DAY);
-        i.platforms.iter().map(|p| (platform(p), created)).collect()
-    })
-}
-
 /// The walk over `case`; `None`: a look failed and the walk ended with an error.
 pub(super) fn run(case: &Case) -> Option<Walked> {
     let names: Vec<String> = (0..case.tags.len()).map(|i| format!("t{i}")).collect();
@@ -272,48 +234,4 @@ pub(super) fn run(case: &Case) -> Option<Walked> {
         .unwrap();
     let walked = runtime.block_on(walk(Candidates::listed(&ranked), judge, &mut model));
     walked.ok()
-}
-
-/// The property, for one case.
-pub(super) fn check(case: &Case) -> Result<(), TestCaseError> {
-    let Some(walked) = run(case) else {
-        return Ok(()); // a failed look elects nothing
-    };
-    let held: Vec<usize> = walked.held.iter().map(|h| index(&h.tag)).collect();
-    prop_assert!(
-        held.windows(2).all(|w| w[0] < w[1]),
-        "held best first: {held:?}"
-    );
-    let Some(elected) = &walked.elected else {
-        return Ok(());
-    };
-    let at = index(&elected.tag);
-    let t = &case.tags[at];
-    prop_assert!(!t.gone, "a gone tag elected");
-    let gates = gates(case);
-    let names = gates.names();
-    prop_assert_eq!(elected.passed.gates(), names.as_slice());
-    let offered = image_platforms(t);
-    let ruling = gates.judge(&truth(case, t, &offered));
-    prop_assert!(
-        matches!(ruling, Ruling::Passed(_)),
-        "{} elected, but on the facts it holds: {:?}",
-        elected.tag,
-        ruling
-    );
-    // Nothing below it was held back, and every candidate above it was, unless it is gone
-    // (since the scan, or found gone by a look-up).
-    prop_assert!(
-        held.iter().all(|i| *i < at),
-        "held below the elected: {held:?}"
-    );
-    let may_be_gone =
-        |t: &Tag| t.gone || matches!(t.image, Answer::Gone) || matches!(t.signature, Answer::Gone);
-    let skipped: Vec<usize> = (0..at).filter(|i| !held.contains(i)).collect();
-    prop_assert!(
-        skipped.iter().all(|i| may_be_gone(&case.tags[*i])),
-        "candidates above {} neither held nor gone: {skipped:?}",
-        elected.tag
-    );
-    Ok(())
 }

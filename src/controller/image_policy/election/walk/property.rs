@@ -1,7 +1,8 @@
 //! Issue 69's property test over the model fact source (`model.rs`): arbitrary gate sets,
 //! candidates and fact answers, requested reconciles or not; and the cases it was written for.
 
-use super::model::{check, run, Answer, Case, Image, StoredVerdict, Tag};
+use super::model::{run, Answer, Case, Image, StoredVerdict, Tag};
+use super::oracle::check;
 use crate::policy::Bump;
 use proptest::prelude::*;
 

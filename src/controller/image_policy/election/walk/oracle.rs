@@ -1,0 +1,117 @@
+//! The property test's oracle (issue 87): what docs/imagepolicy.md says each gate asks of a
+//! candidate, written from the docs over the model's own facts and calling no production gate
+//! (`policy/gates/` is what it checks), and the property that uses it: an elected tag must
+//! pass it. The production gates may hold more (they also fail closed on facts the docs pass
+//! over), never less.
+
+use super::model::{gates, index, run, Answer, Case, Image, StoredVerdict, Tag};
+use crate::policy::Bump;
+use proptest::prelude::*;
+
+const NOW: i64 = 1_000 * 86_400;
+const DAY: i64 = 86_400;
+
+/// `Ok` when every gate `case` sets passes `t` by the docs, else the first that does not.
+pub(super) fn passes(case: &Case, t: &Tag) -> Result<(), String> {
+    let image = t.stored_image.as_ref().or(match &t.image {
+        Answer::Found(image) => Some(image),
+        _ => None,
+    });
+    // "spec.platforms: every platform present": the model's policy asks for linux/amd64.
+    let offered = image.is_some_and(|i| i.platforms.contains(&"linux/amd64"));
+    if case.gates & 1 != 0 && !offered {
+        return Err("platforms: linux/amd64 is not offered".into());
+    }
+    if let Some(days) = asked_days(case, t)? {
+        min_age(case, t, image, days * DAY)?;
+    }
+    if case.gates & 4 != 0 && !signed(t) {
+        return Err("verify: no valid signature by the trusted key".into());
+    }
+    Ok(())
+}
+
+/// The age a candidate waits, in days: "minAge 168h"; with "minAgeByBump" (major 720h, patch
+/// 24h here), its bump's, and minAge's for a kind not set and for a tag that is no rise (none
+/// without minAge). A bump the walk was not given is not known: held.
+fn asked_days(case: &Case, t: &Tag) -> Result<Option<i64>, String> {
+    let base = (case.gates & 2 != 0).then_some(7);
+    if case.gates & 8 == 0 {
+        return Ok(base);
+    }
+    if case.gates & 16 == 0 {
+        return Err("minAge: the candidate's bump is not known".into());
+    }
+    Ok(match t.bump {
+        Bump::Major => Some(30),
+        Bump::Patch => Some(1),
+        Bump::Minor | Bump::Unranked => base,
+    })
+}
+
+/// "minAge holds until both the creation time and the first sighting are old enough"; an
+/// image that says nothing of its creation is not eligible, unless `minAgeUndated: FirstSeen`
+/// judges it by its first sighting alone.
+fn min_age(case: &Case, t: &Tag, image: Option<&Image>, needed: i64) -> Result<(), String> {
+    match image.and_then(|i| i.age_days) {
+        Some(days) if days * DAY < needed => return Err(format!("minAge: created {days}d ago")),
+        Some(_) => {}
+        None if case.undated => {}
+        None => return Err("minAge: no creation time".into()),
+    }
+    match t.first_seen_stored.or(t.first_seen) {
+        Some(seen) if NOW - seen >= needed => Ok(()),
+        Some(seen) => Err(format!("minAge: first seen {}s ago", NOW - seen)),
+        None => Err("minAge: never seen".into()),
+    }
+}
+
+/// "A valid signature is kept until its own end"; otherwise the check made now decides.
+fn signed(t: &Tag) -> bool {
+    let kept = matches!(t.stored_verdict, Some(StoredVerdict::Valid(until)) if until.is_none_or(|u| u > 0));
+    kept || matches!(t.signature, Answer::Found(true))
+}
+
+/// The property, for one case.
+pub(super) fn check(case: &Case) -> Result<(), TestCaseError> {
+    let Some(walked) = run(case) else {
+        return Ok(()); // a failed look elects nothing
+    };
+    let held: Vec<usize> = walked.held.iter().map(|h| index(&h.tag)).collect();
+    prop_assert!(
+        held.windows(2).all(|w| w[0] < w[1]),
+        "held best first: {held:?}"
+    );
+    let Some(elected) = &walked.elected else {
+        return Ok(());
+    };
+    let at = index(&elected.tag);
+    let t = &case.tags[at];
+    prop_assert!(!t.gone, "a gone tag elected");
+    let gates = gates(case);
+    let names = gates.names();
+    prop_assert_eq!(elected.passed.gates(), names.as_slice());
+    // The docs' gates, not the production ones, judge what was elected.
+    let oracle = passes(case, t);
+    prop_assert!(
+        oracle.is_ok(),
+        "{} elected, but the docs hold it: {:?}",
+        elected.tag,
+        oracle
+    );
+    // Nothing below it was held back, and every candidate above it was, unless it is gone
+    // (since the scan, or found gone by a look-up).
+    prop_assert!(
+        held.iter().all(|i| *i < at),
+        "held below the elected: {held:?}"
+    );
+    let may_be_gone =
+        |t: &Tag| t.gone || matches!(t.image, Answer::Gone) || matches!(t.signature, Answer::Gone);
+    let skipped: Vec<usize> = (0..at).filter(|i| !held.contains(i)).collect();
+    prop_assert!(
+        skipped.iter().all(|i| may_be_gone(&case.tags[*i])),
+        "candidates above {} neither held nor gone: {skipped:?}",
+        elected.tag
+    );
+    Ok(())
+}
