@@ -63,6 +63,14 @@ pub struct RunArgs {
     /// The notification-controller's event webhook; empty: events are not forwarded.
     #[arg(long, default_value = "")]
     pub events_addr: String,
+    /// PEM certificates the notification-controller's TLS is verified with besides the system
+    /// roots (Flux's `flux-ca-bundle`); with an `http://` address, TLS is tried first.
+    #[arg(long, default_value = "")]
+    pub events_ca_file: String,
+    /// A projected ServiceAccount token (audience `toolkit.fluxcd.io`) sent as a bearer token
+    /// over verified TLS only; read at each event.
+    #[arg(long, default_value = "")]
+    pub events_token_file: String,
     /// The tag store's directory.
     #[arg(long, default_value = "/data")]
     pub storage_path: String,

@@ -15,6 +15,7 @@ pub use flags::{FeatureGates, RunArgs, SigstoreArgs};
 
 use super::error::CliError;
 use crate::api::{ImagePolicy, ImageRepository};
+use crate::controller::events::notify::EventsAuth;
 use crate::controller::frame::queue::unhealthy;
 use crate::controller::{Context, Settings};
 use crate::registry::cloud::TokenCache;
@@ -367,6 +368,14 @@ fn settings(args: &RunArgs, sigstore_root: Arc<PublicGoodRoot>) -> Settings {
             .filter(|s| !s.is_empty()),
         instance,
         events_addr: Some(args.events_addr.clone()).filter(|a| !a.is_empty()),
+        events_auth: EventsAuth {
+            ca_file: Some(&args.events_ca_file)
+                .filter(|f| !f.is_empty())
+                .map(Into::into),
+            token_file: Some(&args.events_token_file)
+                .filter(|f| !f.is_empty())
+                .map(Into::into),
+        },
         requeue_dependency: args.requeue_dependency,
         no_cross_namespace_refs: args.no_cross_namespace_refs,
         concurrent: args.concurrent.max(1),

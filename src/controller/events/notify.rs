@@ -5,6 +5,7 @@
 //! The posts in flight and the notifications waiting are bounded and shared by namespace
 //! (queue.rs).
 
+mod auth;
 mod queue;
 
 use super::transition::{EventSpec, EventType, REPORTING_CONTROLLER};
@@ -15,6 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use auth::EventsAuth;
 pub use queue::{MAX_QUEUED, MAX_QUEUED_PER_NAMESPACE, MAX_SENDING};
 
 /// The annotation prefix whose keys are copied into the event's metadata.
@@ -48,6 +50,9 @@ pub enum NotifyError {
     /// The request failed, with its causes.
     #[error("posting to {0}: {1}")]
     Post(String, String),
+    /// The CA bundle or the token could not be read.
+    #[error("--events-ca-file or --events-token-file: {0}")]
+    Auth(String),
 }
 
 #[derive(Clone, Debug)]
@@ -58,6 +63,12 @@ pub struct Notifier {
     retry_base: Duration,
     /// Notifications waiting or being sent, and the slots they post in (queue.rs).
     queue: Arc<SendQueue>,
+    /// Verified TLS against the Flux CA bundle, when one is given (auth.rs).
+    verified: Option<Arc<auth::Verified>>,
+    /// The projected ServiceAccount token's file, sent only over verified TLS.
+    token_file: Option<std::path::PathBuf>,
+    /// The kind of the last failure logged, until a delivery.
+    failing: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Notifier {
@@ -78,7 +89,63 @@ impl Notifier {
             instance,
             retry_base: Duration::from_secs(1),
             queue: SendQueue::new(MAX_SENDING, MAX_QUEUED),
+            verified: None,
+            token_file: None,
+            failing: Arc::default(),
         })
+    }
+
+    /// The same notifier delivering as `auth` says (auth.rs); the CA bundle must read.
+    pub fn secured(mut self, auth: &EventsAuth) -> Result<Self, NotifyError> {
+        if let Some(path) = &auth.ca_file {
+            self.verified = Some(Arc::new(auth::Verified::new(path)?));
+        }
+        self.token_file = auth.token_file.clone();
+        Ok(self)
+    }
+
+    /// One attempt at posting `body`: over verified TLS with the token where that is the
+    /// way, and for an `http://` address given a CA bundle, TLS first, then plain HTTP
+    /// without the token when the server does not speak TLS.
+    async fn post(&self, body: &[u8]) -> Result<reqwest::Response, NotifyError> {
+        let post = |client: &reqwest::Client, url: reqwest::Url, token: Option<String>| {
+            let mut request = client
+                .post(url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.to_vec());
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            request.send()
+        };
+        let failed = |url: &reqwest::Url, err: reqwest::Error| {
+            NotifyError::Post(url.to_string(), crate::registry::error_chain(&err))
+        };
+        let plain = self.url.scheme() == "http";
+        let verified = match &self.verified {
+            Some(verified) => verified.client()?,
+            None => None,
+        };
+        let tls = match (verified, plain) {
+            (Some(verified), _) => Some(verified),
+            (None, false) => Some(self.http.clone()),
+            (None, true) => None,
+        };
+        let Some(tls) = tls else {
+            return post(&self.http, self.url.clone(), None)
+                .await
+                .map_err(|e| failed(&self.url, e));
+        };
+        let mut url = self.url.clone();
+        let _ = url.set_scheme("https");
+        let token = self.token_file.as_deref().map(auth::token).transpose()?;
+        match post(&tls, url.clone(), token).await {
+            // A server that does not speak TLS yet: plain HTTP, and no token on it.
+            Err(err) if plain && err.is_connect() => post(&self.http, self.url.clone(), None)
+                .await
+                .map_err(|e| failed(&self.url, e)),
+            answer => answer.map_err(|e| failed(&url, e)),
+        }
     }
 
     /// The same notifier with a shorter first retry delay (tests).
@@ -130,13 +197,8 @@ impl Notifier {
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(30));
             }
-            let request = self
-                .http
-                .post(self.url.clone())
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body.clone());
             let slot = self.queue.slots.acquire(Some(&namespace)).await;
-            let answer = request.send().await;
+            let answer = self.post(&body).await;
             drop(slot);
             match answer {
                 Ok(response) if response.status().is_success() => return Ok(()),
@@ -150,11 +212,9 @@ impl Notifier {
                     let url = self.url.to_string();
                     return Err(NotifyError::Answered(url, response.status()));
                 }
-                // With its causes: reqwest's own text alone is "error sending request".
-                Err(err) => {
-                    let detail = crate::registry::error_chain(&err);
-                    last_error = Some(NotifyError::Post(self.url.to_string(), detail));
-                }
+                // A bundle or token that cannot be read is not retried.
+                Err(err @ NotifyError::Auth(_)) => return Err(err),
+                Err(err) => last_error = Some(err),
             }
         }
         Err(last_error.expect("five attempts were made"))
@@ -188,9 +248,15 @@ impl Notifier {
         let id = ticket.id();
         let task = tokio::spawn(async move {
             let _place = ticket;
-            if let Err(err) = notifier.send(&payload).await {
-                tracing::warn!(error = %err, "could not forward the event to the notification-controller");
+            let sent = notifier.send(&payload).await;
+            // One line per kind of failure while it lasts (a server that refuses every event
+            // says so once), and again after a delivery.
+            let kind = sent.as_ref().err().map(NotifyError::kind);
+            let mut last = notifier.failing.lock().unwrap_or_else(|e| e.into_inner());
+            if let (Err(err), true) = (&sent, *last != kind) {
+                tracing::warn!(error = %err, "could not forward the event to the notification-controller; further failures of this kind are not logged until one is delivered");
             }
+            *last = kind;
         });
         self.queue.started(id, &namespace, task.abort_handle());
     }
@@ -209,6 +275,18 @@ impl Notifier {
         };
         if tokio::time::timeout(limit, drained).await.is_err() {
             tracing::warn!("shutting down with notifications still unsent");
+        }
+    }
+}
+
+impl NotifyError {
+    /// What kind of failure it is, for the log: the answer's status, else the variant.
+    fn kind(&self) -> String {
+        match self {
+            NotifyError::Answered(_, status) => status.as_str().to_string(),
+            NotifyError::Post(..) => "post".into(),
+            NotifyError::Auth(_) => "auth".into(),
+            other => format!("{:?}", std::mem::discriminant(other)),
         }
     }
 }

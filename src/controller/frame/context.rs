@@ -34,6 +34,8 @@ pub struct Settings {
     pub instance: String,
     /// `--events-addr`: the notification-controller's webhook, when set.
     pub events_addr: Option<String>,
+    /// `--events-ca-file` and `--events-token-file`.
+    pub events_auth: crate::controller::events::notify::EventsAuth,
     /// `--requeue-dependency`: an ImagePolicy's wait for a repository without tags.
     pub requeue_dependency: Duration,
     /// `--no-cross-namespace-refs`.
@@ -91,7 +93,10 @@ impl Context {
         settings: Settings,
     ) -> Result<Arc<Self>, crate::controller::events::notify::NotifyError> {
         let notifier = match &settings.events_addr {
-            Some(address) => Some(Notifier::new(address, settings.instance.clone())?),
+            Some(address) => Some(
+                Notifier::new(address, settings.instance.clone())?
+                    .secured(&settings.events_auth)?,
+            ),
             None => None,
         };
         let repository_queue = Arc::new(WorkQueue::new("imagerepository"));

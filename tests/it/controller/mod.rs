@@ -9,6 +9,7 @@ pub mod gated_election;
 pub mod gc;
 pub mod newest;
 pub mod notify;
+pub mod notify_auth;
 pub mod panics;
 pub mod policy_reconcile;
 pub mod repository_reconcile;

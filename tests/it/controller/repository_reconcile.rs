@@ -961,25 +961,7 @@ async fn tags_that_are_not_oci_tags_never_reach_the_store() {
 /// also an info line and a warning from the retry.
 #[tokio::test]
 async fn a_failure_is_logged_once() {
-    #[derive(Clone, Default)]
-    struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
-    impl std::io::Write for Lines {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (lines, _guard) = crate::support::LogLines::capture();
 
     let reg = registry(&["1.0.0"]).await;
     let obj = object(
@@ -994,7 +976,7 @@ async fn a_failure_is_logged_once() {
     let err = result.unwrap_err();
     let repo: Arc<ImageRepository> = Arc::new(serde_json::from_value(obj).unwrap());
     error_policy(repo, &err, ctx);
-    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let text = lines.text();
     let failure: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("secrets \"creds\" not found"))

@@ -203,6 +203,7 @@ pub fn context(
         default_service_account: None,
         instance: "test".into(),
         events_addr: None,
+        events_auth: Default::default(),
         requeue_dependency: Duration::from_secs(30),
         no_cross_namespace_refs: false,
         concurrent: 4,

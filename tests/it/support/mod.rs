@@ -93,3 +93,36 @@ pub fn yaml_file(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// The log lines written on this thread while the guard lives (a current-thread runtime's
+/// tasks included), as text.
+#[derive(Clone, Default)]
+pub struct LogLines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl LogLines {
+    /// Captures INFO and above until the guard is dropped.
+    pub fn capture() -> (LogLines, tracing::subscriber::DefaultGuard) {
+        let lines = LogLines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .finish();
+        (lines, tracing::subscriber::set_default(subscriber))
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+impl std::io::Write for LogLines {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
