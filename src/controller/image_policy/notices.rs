@@ -204,6 +204,21 @@ mod tests {
         );
     }
 
+    /// A spec that calls for both notes gets both, the frozen one first; one that calls for
+    /// neither, none.
+    #[test]
+    fn notes_are_what_the_spec_calls_for() {
+        let both =
+            spec(json!({"filterTags": {"pattern": "^latest$", "minAgeByBump": {"major": "72h"}}}));
+        let said = notes(&both);
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert!(
+            said[0].starts_with(FROZEN) && said[1].starts_with(UNWAITED),
+            "{said:?}"
+        );
+        assert_eq!(notes(&spec(json!({}))), Vec::<String>::new());
+    }
+
     /// Both notes in one message: each its own event, cut where the next begins.
     #[test]
     fn each_note_is_its_own_event() {
