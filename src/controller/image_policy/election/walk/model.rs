@@ -9,7 +9,9 @@
 
 use super::super::signature::verdict_counts;
 use super::*;
-use crate::policy::{gate, Age, Bump, Bumps, ByBump, MinAge, Platforms, Undated, Verify};
+use crate::policy::{
+    gate, Age, Bump, Bumps, ByBump, MinAge, Platforms, SignedClock, Undated, Verify,
+};
 use crate::store::PlatformFact;
 
 const NOW: i64 = 1_000 * 86_400;
@@ -60,6 +62,8 @@ pub(super) struct Tag {
     pub(super) first_seen: Option<i64>,
     /// How its version rises from the tag elected now.
     pub(super) bump: Bump,
+    /// When its valid signature was made, days ago, as its log or timestamp says.
+    pub(super) signed_days: Option<i64>,
 }
 
 /// The whole case: the gates (a mask over platforms 1, minAge 2, verify 4, minAgeByBump 8, and
@@ -71,6 +75,10 @@ pub(super) struct Case {
     pub(super) undated: bool,
     pub(super) tags: Vec<Tag>,
     pub(super) requested: bool,
+    /// `digestReflectionPolicy: Never`: the elected tag's digest is not wanted.
+    pub(super) never: bool,
+    /// `minAgeSignedTime` with `verify`: 0 not read, 1 `IfPresent`, 2 `Required`.
+    pub(super) signed_clock: u8,
 }
 
 struct Model<'c> {
@@ -81,14 +89,14 @@ pub(super) fn index(tag: &str) -> usize {
     tag.trim_start_matches('t').parse().unwrap()
 }
 
-fn verdict(signed: bool, checked_at: i64, valid_until: Option<i64>) -> SignatureVerdict {
+fn verdict(t: &Tag, signed: bool, checked_at: i64, valid_until: Option<i64>) -> SignatureVerdict {
     SignatureVerdict {
         keys: KEYS.into(),
         verified_by: signed.then(|| "cosign.pub".into()),
         reason: if signed { "" } else { "no valid signature" }.into(),
         checked_at,
         valid_until,
-        signed_at: None,
+        signed_at: t.signed_days.filter(|_| signed).map(|d| NOW - d * DAY),
     }
 }
 
@@ -132,9 +140,11 @@ impl FactSource for Model<'_> {
         }
         match t.stored_verdict {
             Some(StoredVerdict::Valid(until)) => {
-                image.set_verdict(verdict(true, NOW - 60, until.map(|u| NOW + u)))
+                image.set_verdict(verdict(t, true, NOW - 60, until.map(|u| NOW + u)))
             }
-            Some(StoredVerdict::Invalid(age)) => image.set_verdict(verdict(false, NOW - age, None)),
+            Some(StoredVerdict::Invalid(age)) => {
+                image.set_verdict(verdict(t, false, NOW - age, None))
+            }
             None => {}
         }
         let (tag, first_seen) = (tag.to_string(), t.first_seen_stored);
@@ -151,7 +161,7 @@ impl FactSource for Model<'_> {
         match (fact, &t.image, &t.signature) {
             (Fact::Image, Answer::Found(image), _) => inspect(&mut evidence.image, image),
             (Fact::Signature, _, Answer::Found(signed)) => {
-                evidence.image.set_verdict(verdict(*signed, NOW, None))
+                evidence.image.set_verdict(verdict(t, *signed, NOW, None))
             }
             (Fact::FirstSeen, _, _) => evidence.first_seen = t.first_seen,
             (Fact::Bump, _, _) => {} // given by the judge, or never
@@ -201,9 +211,14 @@ pub(super) fn gates(case: &Case) -> Gates {
         (true, true) => Some(week.with_bumps(by_bump)),
         (false, true) => Some(MinAge::by_bump_only(by_bump, undated)),
     };
+    let signed = match (case.gates & 4 != 0, case.signed_clock) {
+        (true, 1) => SignedClock::IfPresent,
+        (true, 2) => SignedClock::Required,
+        _ => SignedClock::Off,
+    };
     let list = [
         (case.gates & 1 != 0).then(|| gate(Platforms::new(amd.clone()))),
-        min_age.map(|m| gate(m.for_platforms(amd))),
+        min_age.map(|m| gate(m.for_platforms(amd).with_signed_clock(signed))),
         (case.gates & 4 != 0).then(|| gate(Verify::SIGNATURE)),
     ];
     Gates::of(list.into_iter().flatten())
@@ -223,7 +238,7 @@ pub(super) fn run(case: &Case) -> Option<Walked> {
     let judge = Judge {
         gates: &gates,
         mode: Mode::of(&gates),
-        wants_digest: true,
+        wants_digest: !case.never,
         now: NOW,
         recheck: RECHECK,
         bumps: bumps.as_ref(),

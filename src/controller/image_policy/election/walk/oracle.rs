@@ -60,9 +60,25 @@ fn min_age(case: &Case, t: &Tag, image: Option<&Image>, needed: i64) -> Result<(
         None => return Err("minAge: no creation time".into()),
     }
     match t.first_seen_stored.or(t.first_seen) {
-        Some(seen) if NOW - seen >= needed => Ok(()),
-        Some(seen) => Err(format!("minAge: first seen {}s ago", NOW - seen)),
-        None => Err("minAge: never seen".into()),
+        Some(seen) if NOW - seen >= needed => {}
+        Some(seen) => return Err(format!("minAge: first seen {}s ago", NOW - seen)),
+        None => return Err("minAge: never seen".into()),
+    }
+    signed_clock(case, t, needed)
+}
+
+/// "With spec.verify, minAge also reads when the valid signature was made"; without such a
+/// time, `minAgeSignedTime: IfPresent` passes on the other clocks and `Required` holds. A
+/// signature that does not verify is the verify gate's to hold.
+fn signed_clock(case: &Case, t: &Tag, needed: i64) -> Result<(), String> {
+    if case.gates & 4 == 0 || case.signed_clock == 0 || !signed(t) {
+        return Ok(());
+    }
+    match t.signed_days {
+        Some(days) if days * DAY < needed => Err(format!("minAge: signed {days}d ago")),
+        Some(_) => Ok(()),
+        None if case.signed_clock == 2 => Err("minAge: no signing time, Required".into()),
+        None => Ok(()),
     }
 }
 

@@ -50,9 +50,10 @@ fn tag() -> impl Strategy<Value = Tag> {
         first_seen(),
         first_seen(),
         prop::sample::select(vec![Bump::Major, Bump::Minor, Bump::Patch, Bump::Unranked]),
+        prop::option::of(0i64..15),
     )
         .prop_map(
-            |(gone, digest_stored, stored_image, image, v, s, fs, f, bump)| Tag {
+            |(gone, digest_stored, stored_image, image, v, s, fs, f, bump, signed_days)| Tag {
                 gone,
                 digest_stored,
                 stored_image,
@@ -62,6 +63,7 @@ fn tag() -> impl Strategy<Value = Tag> {
                 first_seen_stored: fs,
                 first_seen: f,
                 bump,
+                signed_days,
             },
         )
 }
@@ -72,13 +74,19 @@ fn case() -> impl Strategy<Value = Case> {
         any::<bool>(),
         prop::collection::vec(tag(), 1..13),
         any::<bool>(),
+        prop::bool::weighted(0.2),
+        0u8..3,
     )
-        .prop_map(|(gates, undated, tags, requested)| Case {
-            gates,
-            undated,
-            tags,
-            requested,
-        })
+        .prop_map(
+            |(gates, undated, tags, requested, never, signed_clock)| Case {
+                gates,
+                undated,
+                tags,
+                requested,
+                never,
+                signed_clock,
+            },
+        )
 }
 
 proptest! {
@@ -106,6 +114,7 @@ fn a_requested_reconcile_never_elects_the_unsigned_newest() {
         first_seen_stored: Some(0),
         first_seen: Some(0),
         bump: Bump::Unranked,
+        signed_days: None,
     };
     for requested in [false, true] {
         let case = Case {
@@ -113,6 +122,8 @@ fn a_requested_reconcile_never_elects_the_unsigned_newest() {
             undated: false,
             tags: vec![tag(false), tag(false), tag(true)],
             requested,
+            never: false,
+            signed_clock: 0,
         };
         let walked = run(&case).unwrap();
         assert_eq!(walked.elected.as_ref().map(|e| e.tag.as_str()), Some("t2"));
@@ -142,8 +153,11 @@ fn a_fact_unknown_after_its_look_up_holds() {
             first_seen_stored: None,
             first_seen: Some(0),
             bump: Bump::Unranked,
+            signed_days: None,
         }],
         requested: false,
+        never: false,
+        signed_clock: 0,
     };
     let walked = run(&case).unwrap();
     assert!(walked.elected.is_none());
@@ -176,6 +190,7 @@ fn each_candidate_waits_by_its_bump_and_unknown_bumps_hold() {
         first_seen_stored: Some(0),
         first_seen: Some(0),
         bump,
+        signed_days: None,
     };
     // Major asks 30 days, minor minAge's 7, patch 1.
     let tags = vec![
@@ -188,6 +203,8 @@ fn each_candidate_waits_by_its_bump_and_unknown_bumps_hold() {
         undated: false,
         tags,
         requested: false,
+        never: false,
+        signed_clock: 0,
     };
     let walked = run(&case).unwrap();
     assert_eq!(walked.elected.as_ref().map(|e| e.tag.as_str()), Some("t2"));
