@@ -216,3 +216,35 @@ fn alert_metadata_names_tags_and_digests() {
     .collect();
     assert_eq!(metadata, expected);
 }
+
+/// A refused downgrade is new once while the policy holds at the same tag, whichever lower tag
+/// is listed; held at another tag it is new again; a gate's hold is never the guard's.
+#[test]
+fn a_refused_downgrade_is_new_once_per_tag_held_at() {
+    let refused = |tag: &str, reason: &str| HeldBackTag {
+        tag: tag.into(),
+        digest: None,
+        gate: "downgrade".into(),
+        reason: reason.into(),
+    };
+    let status = |held: Vec<HeldBackTag>| ImagePolicyStatus {
+        latest_ref: Some(r("1.5.0", None)),
+        held_back: Some(held),
+        ..Default::default()
+    };
+    let at = "held at 1.5.0";
+    let before = status(vec![refused("1.4.0", at)]);
+    let again = status(vec![refused("1.3.0", at)]);
+    assert_eq!(
+        newly_held(&before, &again).count(),
+        0,
+        "the same tag held at"
+    );
+    let elsewhere = status(vec![refused("1.3.0", "held at 1.6.0")]);
+    assert_eq!(newly_held(&before, &elsewhere).count(), 1);
+    let gate = HeldBackTag {
+        gate: "minAge".into(),
+        ..refused("1.4.0", at)
+    };
+    assert_eq!(newly_held(&status(vec![gate]), &before).count(), 1);
+}
