@@ -61,6 +61,15 @@ mod tests {
         );
     }
 
+    /// Forty characters after the column are shown whole; one more, and the text is cut.
+    #[test]
+    fn the_text_after_the_column_is_cut_past_forty() {
+        let forty = format!("){}", "a".repeat(39));
+        assert!(!pointed(&forty, "unexpected ')' at offset 0").contains("..."));
+        let more = format!("{forty}a");
+        assert!(pointed(&more, "unexpected ')' at offset 0").contains("a..."));
+    }
+
     #[test]
     fn a_long_expression_is_shown_around_the_column() {
         let e = format!(

@@ -93,3 +93,47 @@ pub(super) fn token(path: &Path) -> Result<String, NotifyError> {
         false => Ok(token.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A token of a few KiB is read, trimmed; past 16 KiB, or with spaces inside, it is not.
+    #[test]
+    fn a_token_is_read_within_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        let jwt = "e".repeat(2048);
+        std::fs::write(&path, format!("{jwt}\n")).unwrap();
+        assert_eq!(token(&path).unwrap(), jwt);
+        std::fs::write(&path, "e".repeat(16 * 1024)).unwrap();
+        assert!(token(&path).is_ok(), "16 KiB is within the bound");
+        std::fs::write(&path, "e".repeat(16 * 1024 + 1)).unwrap();
+        assert!(token(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("over 16 KiB"));
+        std::fs::write(&path, "a b").unwrap();
+        assert!(token(&path).is_err());
+    }
+
+    /// No bundle: no client; a bundle: a client; a file with no certificate: an error naming it.
+    #[test]
+    fn the_bundle_makes_the_client_once_it_is_there() {
+        crate::registry::install_crypto_provider();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ca.crt");
+        let verified = Verified::new(&path).unwrap();
+        assert!(verified.client().unwrap().is_none());
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca = params
+            .self_signed(&rcgen::KeyPair::generate().unwrap())
+            .unwrap();
+        std::fs::write(&path, ca.pem()).unwrap();
+        assert!(verified.client().unwrap().is_some());
+        std::fs::write(&path, "not a certificate").unwrap();
+        let err = Verified::new(&path).unwrap_err().to_string();
+        assert!(err.contains("ca.crt: holds no certificate"), "{err}");
+    }
+}

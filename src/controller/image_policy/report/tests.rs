@@ -248,3 +248,25 @@ fn a_refused_downgrade_is_new_once_per_tag_held_at() {
     };
     assert_eq!(newly_held(&status(vec![gate]), &before).count(), 1);
 }
+
+/// `HeldBackElected` only for a tag that was held back and is elected now: an election moving
+/// to a tag never held says nothing of the tags still held.
+#[test]
+fn held_back_elected_is_for_the_tag_held_before() {
+    let held = HeldBackTag {
+        tag: "1.6.0".into(),
+        digest: None,
+        gate: "minAge".into(),
+        reason: "1h old, minAge 168h".into(),
+    };
+    let status = |latest: &str| ImagePolicyStatus {
+        latest_ref: Some(r(latest, None)),
+        held_back: Some(vec![held.clone()]),
+        ..Default::default()
+    };
+    let events = held_events(&status("1.4.0"), &status("1.5.0"));
+    assert!(
+        events.iter().all(|e| e.reason != "HeldBackElected"),
+        "{events:?}"
+    );
+}
