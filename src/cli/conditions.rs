@@ -10,7 +10,6 @@ use super::select::parse_policy;
 use super::Output;
 use crate::api::AttestationRequirement;
 use crate::policy::conditions::Input;
-use base64::Engine;
 use std::io::Write;
 
 /// Options of `conditions`.
@@ -194,8 +193,8 @@ fn statement_in(json: &serde_json::Value, path: &str) -> Result<serde_json::Valu
             ))),
         };
     };
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(payload)
+    // Read as the verify gate reads an envelope's payload.
+    let bytes = crate::verify::bundle::decode(payload)
         .map_err(|e| CliError::invalid(format!("{path}: the envelope's payload: {e}")))?;
     serde_json::from_slice(&bytes)
         .map_err(|e| CliError::invalid(format!("{path}: the envelope's payload is not JSON: {e}")))

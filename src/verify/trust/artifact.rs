@@ -66,11 +66,9 @@ impl CosignTrust {
         // The digest is not signed, a hint; one naming another artifact is refused, as
         // sigstore-go refuses it, before anything is verified.
         if let Some(named) = &message.message_digest {
-            let hex = decode(&named.digest).map(|d| {
-                let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
-                format!("sha256:{hex}")
-            });
-            if named.algorithm != SHA2_256 || hex.ok().as_deref() != Some(digest) {
+            let ours = Sha256::digest(artifact);
+            let theirs = decode(&named.digest).ok();
+            if named.algorithm != SHA2_256 || theirs.as_deref() != Some(&ours[..]) {
                 return Err(Check::Subject.refused(format!(
                     "a message signature's digest ({} {:.100}) is not the artifact's ({digest})",
                     named.algorithm, named.digest
