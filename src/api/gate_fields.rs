@@ -182,15 +182,35 @@ pub struct AttestationCondition {
 
 /// A candidate ranked above the elected tag that a gate held back.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct HeldBackTag {
     pub tag: String,
     /// The digest the gate looked at, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
-    /// `minAge`, `platforms` or `verify`.
+    /// The gate that holds it longest: `minAge`, `platforms` or `verify`.
     pub gate: String,
-    /// Why, e.g. `3h old, minAge 168h`.
+    /// Why, e.g. `until 2026-12-14T10:00:00Z: minAge 168h after its creation (...)`.
     pub reason: String,
+    /// The other gates that hold it, longest first; absent when one gate does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub also_held_by: Option<Vec<HeldBy>>,
+}
+
+/// One more gate that holds a candidate back, and why.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct HeldBy {
+    pub gate: String,
+    pub reason: String,
+}
+
+impl HeldBackTag {
+    /// Every gate that holds it and why, longest first.
+    pub fn holds(&self) -> impl Iterator<Item = (&str, &str)> {
+        let first = std::iter::once((self.gate.as_str(), self.reason.as_str()));
+        let also = self.also_held_by.iter().flatten();
+        first.chain(also.map(|h| (h.gate.as_str(), h.reason.as_str())))
+    }
 }
 
 #[cfg(test)]

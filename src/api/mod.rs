@@ -22,8 +22,9 @@ pub use conditions::{Condition, ConditionStatus};
 pub use crd::{crds, crds_yaml, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION};
 pub use duration::{format_go_duration, parse_go_duration};
 pub use gate_fields::{
-    AttestationCondition, AttestationRequirement, HeldBackTag, ImageSignature, ImageVerification,
-    MinAgeByBump, OidcIdentityMatch, TransparencyLog, VerificationProvider, MAX_HELD_BACK,
+    AttestationCondition, AttestationRequirement, HeldBackTag, HeldBy, ImageSignature,
+    ImageVerification, MinAgeByBump, OidcIdentityMatch, TransparencyLog, VerificationProvider,
+    MAX_HELD_BACK,
 };
 pub use gate_paths::{gate_path, gate_paths, pointer as gate_pointer, present, set_gate_fields};
 pub use image_policy::{

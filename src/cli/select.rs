@@ -207,11 +207,13 @@ fn write_gates(
     }
     // What the controller found when it last walked (the manifest's status.heldBack).
     for h in held {
-        writeln!(
-            out,
-            "held back (status.heldBack): {} by {}: {}",
-            h.tag, h.gate, h.reason
-        )?;
+        for (gate, reason) in h.holds() {
+            writeln!(
+                out,
+                "held back (status.heldBack): {} by {gate}: {reason}",
+                h.tag
+            )?;
+        }
     }
     writeln!(out, "gates: {}", gates.join("; "))?;
     writeln!(

@@ -27,7 +27,7 @@ pub use constraint::Constraints;
 pub use error::{InvalidPolicy, NotElected, MAX_RANGE_BYTES};
 pub use filter::{only_tag, Filter};
 pub use gates::{
-    gate, short_age, Age, ByBump, Fact, Facts, Gate, Gates, Hold, ImageView, Judgement, MinAge,
+    gate, instant, Age, ByBump, Fact, Facts, Gate, Gates, Hold, ImageView, Judgement, MinAge,
     Missing, Need, Passed, Platform, Platforms, Ruling, SignatureView, SignedClock, Undated,
     Verify, MAX_MIN_AGE, MAX_PLATFORMS, MAX_PLATFORM_LEN,
 };

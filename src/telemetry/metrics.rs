@@ -258,7 +258,7 @@ impl Metrics {
         self.gates_hidden.inc();
     }
 
-    /// What a policy's gates hold back now, one gate name per tag held.
+    /// What a policy's gates hold back now, one gate name per gate holding a tag.
     pub fn set_held_back<'a>(
         &self,
         namespace: &str,

@@ -122,14 +122,18 @@ fn policy_row(r: &Reconciled) -> Vec<String> {
 }
 
 /// One row per candidate the policy held back.
+/// A row per gate that holds a tag, the longest hold first.
 fn held_rows(r: &Reconciled) -> Vec<Vec<String>> {
     let list = r.status["heldBack"].as_array().cloned().unwrap_or_default();
-    list.iter()
-        .map(|h| {
-            let [tag, gate, reason] = [&h["tag"], &h["gate"], &h["reason"]].map(text);
-            vec![r.namespace.clone(), r.name.clone(), tag, gate, reason]
-        })
-        .collect()
+    let mut rows = Vec::new();
+    for h in &list {
+        let also = h["alsoHeldBy"].as_array().into_iter().flatten();
+        for hold in std::iter::once(h).chain(also) {
+            let [tag, gate, reason] = [&h["tag"], &hold["gate"], &hold["reason"]].map(text);
+            rows.push(vec![r.namespace.clone(), r.name.clone(), tag, gate, reason]);
+        }
+    }
+    rows
 }
 
 /// Columns padded to their widest cell, three spaces apart; the last one as it is.
@@ -161,4 +165,34 @@ pub(super) fn write_yaml(out: &mut impl Write, results: &[Reconciled]) -> std::i
         write!(out, "---\n{text}")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The HELD BACK table has a row per gate that holds a tag, the longest hold first.
+    #[test]
+    fn each_gate_that_holds_a_tag_has_a_row() {
+        let policy = Reconciled {
+            kind: "ImagePolicy",
+            namespace: "team".into(),
+            name: "app".into(),
+            spec: json!({}),
+            status: json!({"heldBack": [
+                {"tag": "1.6.0", "gate": "verify", "reason": "no signature",
+                 "alsoHeldBy": [{"gate": "minAge", "reason": "until 2026-12-14T10:00:00Z"}]},
+                {"tag": "1.5.0", "gate": "platforms", "reason": "missing linux/arm64/v8"}]}),
+            next: Next::AwaitChange,
+        };
+        let rows: Vec<String> = held_rows(&policy).iter().map(|r| r.join(" ")).collect();
+        assert_eq!(
+            rows,
+            [
+                "team app 1.6.0 verify no signature",
+                "team app 1.6.0 minAge until 2026-12-14T10:00:00Z",
+                "team app 1.5.0 platforms missing linux/arm64/v8"
+            ]
+        );
+    }
 }

@@ -92,6 +92,7 @@ impl Floor {
                 "{} is no longer listed and {why} (downgrade refused)",
                 self.tag
             ),
+            also_held_by: None,
         }
     }
 }

@@ -7,7 +7,7 @@ use super::migrate::migrate_status;
 use super::reader::ClusterReader;
 use super::report::{held_events, newly_held, ref_metadata};
 use super::serving;
-use crate::api::{ImagePolicy, ImagePolicyStatus, ImageRepository};
+use crate::api::{HeldBackTag, ImagePolicy, ImagePolicyStatus, ImageRepository};
 use crate::controller::events::transition::EventSpec;
 use crate::controller::frame::apply::{Decision, KindHandoffs, Prepared, Reconciled, Serving};
 use crate::controller::frame::confirm::after_refusal;
@@ -187,10 +187,10 @@ impl Reconciled for ImagePolicy {
     ) {
         let labels = object_labels("ImagePolicy", self);
         let held = status.held_back.as_deref().unwrap_or_default();
-        let gates = held.iter().map(|h| h.gate.as_str());
+        let gates = held.iter().flat_map(|h| h.holds().map(|(gate, _)| gate));
         metrics.set_held_back(&labels.namespace, &labels.name, gates);
-        for held in newly_held(old, status) {
-            metrics.held_back(&labels.namespace, &held.gate);
+        for (gate, _) in newly_held(old, status).flat_map(HeldBackTag::holds) {
+            metrics.held_back(&labels.namespace, gate);
         }
         metrics.set_ready(
             &labels,

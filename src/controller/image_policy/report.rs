@@ -38,7 +38,8 @@ pub fn ready_message(status: &ImagePolicyStatus) -> String {
 }
 
 /// What Ready adds after Flux's message when a better-ranked tag was held back:
-/// `; 1.5.0 held back: 3h old, minAge 168h`.
+/// `; 1.5.0 held back: until 2026-12-14T10:00:00Z: minAge 168h after its creation (...)`, the
+/// longest hold of the best.
 pub fn held_note(status: &ImagePolicyStatus) -> String {
     let held = status.held_back.as_deref().unwrap_or_default();
     // A downgrade refused says where the policy holds first: `; held at 1.4.0: ...`.
@@ -68,9 +69,13 @@ pub fn no_eligible_message(status: &ImagePolicyStatus, walked: usize) -> String 
     }
     // A condition reading a field its attestation lacks is most often a typo in the spec,
     // which holds every attested tag: said even when the best is held for something else.
-    let typo = |h: &&HeldBackTag| h.reason.contains(MISSING_FIELD);
-    if let Some(read) = held.iter().find(typo).filter(|h| Some(*h) != held.first()) {
-        message.push_str(&format!("; {} held back: {}", read.tag, read.reason));
+    let said = held.first().map(|h| (h.tag.as_str(), h.reason.as_str()));
+    let typo = held
+        .iter()
+        .flat_map(|h| h.holds().map(|(_, reason)| (h.tag.as_str(), reason)))
+        .find(|(_, reason)| reason.contains(MISSING_FIELD));
+    if let Some((tag, reason)) = typo.filter(|read| Some(*read) != said) {
+        message.push_str(&format!("; {tag} held back: {reason}"));
     }
     match &status.latest_ref {
         Some(latest) => message.push_str(&format!("; {} stays elected", latest.tag)),
@@ -133,7 +138,8 @@ pub fn newly_held<'a>(
 /// elected.
 pub fn held_events(old: &ImagePolicyStatus, new: &ImagePolicyStatus) -> Vec<EventSpec> {
     let before = old.held_back.as_deref().unwrap_or_default();
-    let alarming = |h: &HeldBackTag| h.gate == VERIFY && new.latest_ref.is_some();
+    let alarming =
+        |h: &HeldBackTag| h.holds().any(|(g, _)| g == VERIFY) && new.latest_ref.is_some();
     let mut events: Vec<EventSpec> = newly_held(old, new)
         .map(|h| match h.gate == downgrade::GATE {
             true => EventSpec {
@@ -147,7 +153,7 @@ pub fn held_events(old: &ImagePolicyStatus, new: &ImagePolicyStatus) -> Vec<Even
                     false => EventType::Normal,
                 },
                 reason: "HeldBack".into(),
-                message: format!("{} held back by {}: {}", h.tag, h.gate, h.reason),
+                message: held_message(h),
             },
         })
         .collect();
@@ -168,6 +174,15 @@ pub fn held_events(old: &ImagePolicyStatus, new: &ImagePolicyStatus) -> Vec<Even
         });
     }
     events
+}
+
+/// `1.5.0 held back by verify: <reason>; and by minAge: <reason>`: every gate that holds it.
+fn held_message(h: &HeldBackTag) -> String {
+    let holds: Vec<String> = h
+        .holds()
+        .map(|(gate, reason)| format!("by {gate}: {reason}"))
+        .collect();
+    format!("{} held back {}", h.tag, holds.join("; and "))
 }
 
 /// The Warning of an election that went down because a gate now holds back the tag elected

@@ -5,7 +5,7 @@
 //! neither can change); each must be old enough. With `minAgeByBump`, the age asked depends on
 //! how the candidate's version rises from the tag elected now (major, minor, patch).
 
-use super::{short_age, Fact, Facts, Gate, Hold, Judgement, Missing, Need, Platform};
+use super::{instant, Fact, Facts, Gate, Hold, Judgement, Missing, Need, Platform};
 use crate::policy::Bump;
 use std::time::Duration;
 
@@ -141,12 +141,12 @@ impl MinAge {
         newest
     }
 
-    fn hold(&self, reason: String, eligible_at: Option<i64>) -> Result<Judgement, Missing> {
-        Ok(Judgement::Hold(Hold {
+    fn held(&self, reason: String, eligible_at: Option<i64>) -> Judgement {
+        Judgement::Hold(Hold {
             gate: self.name(),
             reason,
             eligible_at,
-        }))
+        })
     }
 }
 
@@ -169,31 +169,25 @@ impl MinAge {
         Ok(base.map(|age| asked(age, format!("minAge {}", age.written))))
     }
 
-    /// The third clock, once the others passed: the signing time a log or timestamp authority
-    /// vouches for. A signature that is not valid passes here: the verify gate holds it, with
-    /// its own reason.
-    fn signed_clock(&self, facts: &Facts<'_>, asked: &Asked) -> Result<Judgement, Missing> {
-        if self.signed == SignedClock::Off || facts.signature()?.is_err() {
-            return Ok(Judgement::Pass);
-        }
-        let (written, now, needed) = (&asked.named, facts.now(), asked.needed);
-        match facts.signed_at()? {
-            Some(signed) if now.saturating_sub(signed) < needed => self.hold(
-                format!(
-                    "signed {} ago, as its transparency log or timestamp authority says, \
-                     {written}",
-                    short_age(now.saturating_sub(signed))
-                ),
-                Some(signed.saturating_add(needed)),
-            ),
-            None if self.signed == SignedClock::Required => self.hold(
+    /// The third clock: the signing time a log or timestamp authority vouches for, `None` when
+    /// it is not read or there is none. A signature that is not valid has none here: the
+    /// verify gate holds it, with its own reason. `Err` holds it: `Required`, and a valid
+    /// signature without such a time.
+    fn signed_clock(&self, facts: &Facts<'_>, asked: &Asked) -> Result<Option<i64>, Judgement> {
+        let (Ok(signature), Ok(signed)) = (facts.signature(), facts.signed_at()) else {
+            return Ok(None);
+        };
+        match (self.signed, signed) {
+            (SignedClock::Off, _) => Ok(None),
+            (SignedClock::Required, None) if signature.is_ok() => Err(self.held(
                 format!(
                     "its signature carries no time a transparency log or timestamp authority \
-                     vouches for; {written} with minAgeSignedTime: Required holds it"
+                     vouches for; {} with minAgeSignedTime: Required holds it",
+                    asked.named
                 ),
                 None,
-            ),
-            _ => Ok(Judgement::Pass),
+            )),
+            (_, signed) => Ok(signed),
         }
     }
 }
@@ -243,65 +237,71 @@ impl Gate for MinAge {
             return Ok(Judgement::Pass);
         };
         let created = self.created(image.created, image.platforms);
-        if let Some(held) = self.created_clock(facts, created, &asked) {
-            return held;
+        if created.is_none() && self.undated == Undated::Hold {
+            return Ok(self.held(
+                format!(
+                    "no creation time (neither the config's 'created' nor the \
+                     org.opencontainers.image.created annotation); {} fails closed",
+                    asked.named
+                ),
+                None,
+            ));
         }
-        let (now, needed) = (facts.now(), asked.needed);
-        let seen = facts.first_seen()?;
-        let age = now.saturating_sub(seen);
-        if age >= needed {
-            return self.signed_clock(facts, &asked);
+        if self.signed != SignedClock::Off {
+            facts.signed_at()?; // the signature's verdict, looked up if it is not known
         }
-        let created = match created {
-            Some(created) => format!("created {} ago", short_age(now.saturating_sub(created))),
-            None => "no creation time".into(),
+        let signed = match self.signed_clock(facts, &asked) {
+            Ok(signed) => signed,
+            Err(held) => return Ok(held),
         };
-        self.hold(
-            format!(
-                "first seen {} ago at this digest ({created}), {}",
-                short_age(age),
-                asked.named
-            ),
-            Some(seen.saturating_add(needed)),
-        )
+        let clocks = [
+            (created, Clock::Created),
+            (Some(facts.first_seen()?), Clock::FirstSeen),
+            (signed, Clock::Signed),
+        ];
+        // Each clock must be old enough: the one that opens last says until when (the first
+        // named, of clocks that open together).
+        let (now, needed) = (facts.now(), asked.needed);
+        let last = clocks
+            .into_iter()
+            .filter_map(|(at, clock)| at.map(|at| (at.saturating_add(needed), at, clock)))
+            .rev()
+            .max_by_key(|(opens, ..)| *opens);
+        match last {
+            Some((opens, at, clock)) if opens > now => Ok(self.held(
+                format!(
+                    "until {}: {} after {}",
+                    instant(opens),
+                    asked.named,
+                    clock.since(at, now)
+                ),
+                Some(opens),
+            )),
+            _ => Ok(Judgement::Pass),
+        }
     }
 }
 
-impl MinAge {
-    /// The first clock, the image's creation time: `Some` when it holds the candidate (or no
-    /// time holds it, failing closed).
-    fn created_clock(
-        &self,
-        facts: &Facts<'_>,
-        created: Option<i64>,
-        asked: &Asked,
-    ) -> Option<Result<Judgement, Missing>> {
-        let (written, now, needed) = (&asked.named, facts.now(), asked.needed);
-        let Some(created) = created else {
-            return (self.undated == Undated::Hold).then(|| {
-                self.hold(
-                    format!(
-                        "no creation time (neither the config's 'created' nor the \
-                         org.opencontainers.image.created annotation); {written} fails closed"
-                    ),
-                    None,
-                )
-            });
-        };
-        let age = now.saturating_sub(created);
-        if age >= needed {
-            return None;
+/// The three clocks of an image's age.
+#[derive(Clone, Copy)]
+enum Clock {
+    Created,
+    FirstSeen,
+    Signed,
+}
+
+impl Clock {
+    /// What the clock started at, in words, for a reason.
+    fn since(self, at: i64, now: i64) -> String {
+        let at_ = instant(at);
+        match self {
+            Clock::Created if at > now => format!("its creation ({at_}, in the future)"),
+            Clock::Created => format!("its creation ({at_})"),
+            Clock::FirstSeen => format!("it was first seen at this digest ({at_})"),
+            Clock::Signed => format!(
+                "it was signed ({at_}, as its transparency log or timestamp authority says)"
+            ),
         }
-        let reason = match age < 0 {
-            true => format!("created {} in the future, {written}", short_age(-age)),
-            false => format!("{} old, {written}", short_age(age)),
-        };
-        // Held either way; the first sighting, when known, only says until when.
-        let at = created.saturating_add(needed);
-        let at = facts
-            .first_seen()
-            .map_or(at, |s| at.max(s.saturating_add(needed)));
-        Some(self.hold(reason, Some(at)))
     }
 }
 

@@ -119,8 +119,8 @@ impl Passed {
 pub enum Ruling {
     /// Every gate passed.
     Passed(Passed),
-    /// The first gate in order that did not pass.
-    Held(Hold),
+    /// Every gate that did not pass, the one that holds longest first (never empty).
+    Held(Vec<Hold>),
     /// `gate` needs `fact`, which is not known: look it up and ask again.
     Lacks { gate: &'static str, fact: Fact },
 }
@@ -155,21 +155,32 @@ impl Gates {
         self.needs().contains(Fact::Image)
     }
 
-    /// Each gate in order, each shown only the facts it declared: the first answer that is not
-    /// a pass, or the proof that all passed.
-    pub fn judge(&self, facts: &Facts<'_>) -> Ruling {
+    /// Each gate in order, each shown only the facts it declared: the first fact a gate lacks
+    /// that is not among those `looked` up already, else every hold (longest first), else the
+    /// proof that all passed. A fact still missing after its look-up holds its gate.
+    pub fn judge(&self, facts: &Facts<'_>, looked: Need) -> Ruling {
         let mut passed = Vec::with_capacity(self.0.len());
+        let mut holds = Vec::new();
         for gate in &self.0 {
             match gate.judge(&facts.only(gate.needs())) {
                 Ok(Judgement::Pass) => passed.push(gate.name()),
-                Ok(Judgement::Hold(hold)) => return Ruling::Held(hold),
+                Ok(Judgement::Hold(hold)) => holds.push(hold),
+                Err(Missing(fact)) if looked.contains(fact) => {
+                    holds.push(Hold::unknown(gate.name(), fact));
+                }
                 Err(Missing(fact)) => {
                     let gate = gate.name();
                     return Ruling::Lacks { gate, fact };
                 }
             }
         }
-        Ruling::Passed(Passed { gates: passed })
+        if holds.is_empty() {
+            return Ruling::Passed(Passed { gates: passed });
+        }
+        // Longest first: a hold time alone does not open, then the latest to open; ties keep
+        // the gates' order.
+        holds.sort_by_key(|h| std::cmp::Reverse(h.eligible_at.unwrap_or(i64::MAX)));
+        Ruling::Held(holds)
     }
 
     /// How the spec set each gate, in order.
@@ -183,20 +194,12 @@ impl Gates {
     }
 }
 
-/// A duration as people say it: `3h`, `2d4h`, `12m`, `40s` (whole units, rounded down).
-pub fn short_age(seconds: i64) -> String {
-    let seconds = seconds.max(0);
-    let (d, h, m) = (
-        seconds / 86_400,
-        seconds % 86_400 / 3600,
-        seconds % 3600 / 60,
-    );
-    match (d, h, m) {
-        (0, 0, 0) => format!("{seconds}s"),
-        (0, 0, m) => format!("{m}m"),
-        (0, h, _) => format!("{h}h"),
-        (d, 0, _) => format!("{d}d"),
-        (d, h, _) => format!("{d}d{h}h"),
+/// Unix seconds as an RFC 3339 instant (`2026-12-07T10:00:00Z`): what a reason says instead of
+/// an age, which would be stale by the time it is read.
+pub fn instant(seconds: i64) -> String {
+    match jiff::Timestamp::from_second(seconds) {
+        Ok(at) => at.to_string(),
+        Err(_) => format!("{seconds} seconds after 1970-01-01T00:00:00Z"),
     }
 }
 

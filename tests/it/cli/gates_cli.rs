@@ -4,7 +4,7 @@
 
 use crate::support::distribution::{Distribution, Variant};
 use crate::support::images::{key, payload, public_pem_block, sign};
-use crate::support::{run_bin, scan_yaml, write};
+use crate::support::{held_until, run_bin, scan_yaml, write};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 #[tokio::test]
@@ -12,7 +12,8 @@ async fn scan_elects_through_the_gates_and_lists_the_tags_held_back() {
     let registry = Distribution::start(Variant::default());
     let now = Timestamp::now();
     let month_ago = (now - SignedDuration::from_hours(30 * 24)).to_string();
-    let hours_ago = (now - SignedDuration::from_hours(5)).to_string();
+    let five_hours_ago = now - SignedDuration::from_hours(5);
+    let hours_ago = five_hours_ago.to_string();
     let old = registry
         .push_dated("team/app", "1.0.0", "amd64", Some(&month_ago), "a")
         .await;
@@ -79,8 +80,9 @@ async fn scan_elects_through_the_gates_and_lists_the_tags_held_back() {
         ["1.0.0".to_string(), old.clone(), "True".into()],
         "{stdout}"
     );
+    let young_reason = held_until("minAge 168h", 168, "its creation", five_hours_ago);
     assert!(
-        stdout.contains("; 1.1.0 held back: 5h old, minAge 168h"),
+        stdout.contains(&format!("; 1.1.0 held back: {young_reason}")),
         "{stdout}"
     );
     assert!(
@@ -144,7 +146,8 @@ fn select_names_the_gates_it_cannot_check_offline() {
          spec:\n  imageRepositoryRef: {name: app}\n  policy: {semver: {range: '>=1.0.0'}}\n  \
          filterTags: {minAge: 72h}\n  platforms: [linux/arm64]\n  \
          verify: {provider: cosign, secretRef: {name: keys}}\n\
-         status:\n  heldBack: [{tag: 1.2.0, gate: minAge, reason: '3h old, minAge 72h'}]\n",
+         status:\n  heldBack: [{tag: 1.2.0, gate: verify, reason: no signature, \
+         alsoHeldBy: [{gate: minAge, reason: 'until 2026-12-10T10:00:00Z: minAge 72h'}]}]\n",
     );
     let out = run_bin(
         &["select", "-f", &manifest, "--tags-file", "-"],
@@ -169,8 +172,11 @@ fn select_names_the_gates_it_cannot_check_offline() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("held back (status.heldBack): 1.2.0 by minAge: 3h old, minAge 72h\n"),
-        "what the controller last found, from `kubectl get -o yaml`: {stdout}"
+        stdout.contains(
+            "held back (status.heldBack): 1.2.0 by verify: no signature\n\
+             held back (status.heldBack): 1.2.0 by minAge: until 2026-12-10T10:00:00Z: minAge 72h\n"
+        ),
+        "what the controller last found, every gate, from `kubectl get -o yaml`: {stdout}"
     );
     let bad = write(
         dir.path(),
@@ -272,7 +278,8 @@ async fn scan_with_a_requested_reconcile_elects_only_what_verify_passes() {
 async fn scan_waits_each_bump_its_own_age_from_the_recorded_election() {
     let registry = Distribution::start(Variant::default());
     let now = Timestamp::now();
-    let ago = |days: i64| (now - SignedDuration::from_hours(days * 24)).to_string();
+    let at = |days: i64| now - SignedDuration::from_hours(days * 24);
+    let ago = |days: i64| at(days).to_string();
     for (tag, days, content) in [
         ("1.4.2", 60, "a"),
         ("1.4.3", 2, "b"),
@@ -316,8 +323,18 @@ async fn scan_waits_each_bump_its_own_age_from_the_recorded_election() {
     assert_eq!(
         held,
         [
-            "10d old, minAgeByBump.major 720h (a major bump)",
-            "5d old, minAgeByBump.minor 168h (a minor bump)"
+            held_until(
+                "minAgeByBump.major 720h (a major bump)",
+                720,
+                "its creation",
+                at(10)
+            ),
+            held_until(
+                "minAgeByBump.minor 168h (a minor bump)",
+                168,
+                "its creation",
+                at(5)
+            )
         ]
     );
     let file = write(dir.path(), "policy.yaml", &policy);

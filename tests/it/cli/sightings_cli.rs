@@ -72,7 +72,8 @@ async fn scan_on_the_controllers_store_keeps_its_first_sightings() {
     assert_eq!(status["latestRef"]["tag"], "1.0.0", "{status}");
     let reason = status["heldBack"][0]["reason"].as_str().unwrap();
     assert!(
-        reason.starts_with("first seen 1h ago at this digest"),
+        reason.starts_with("until ")
+            && reason.contains(": minAge 168h after it was first seen at this digest ("),
         "{reason}"
     );
     assert!(!stderr.contains("first sightings"), "{stderr}");

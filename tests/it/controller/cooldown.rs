@@ -3,6 +3,7 @@
 //! its bump from the tag elected now, the first election `minAge`'s.
 
 use crate::support::distribution::{Distribution, Variant};
+use crate::support::held_until;
 use crate::support::policy_bench::{ago, elected, held, policy, ready, status, Bench};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::json;
@@ -29,8 +30,9 @@ async fn each_bump_waits_its_own_age_from_the_tag_elected_now() {
     // The first election has no tag to rise from: minAge's 60 days.
     bench.reconcile(&mut p, now).await;
     assert_eq!(elected(&p).0, "1.4.2");
+    let created = |days: i64| now - SignedDuration::from_hours(days * day);
     let minage = |tag: &str, days: i64| {
-        let reason = format!("{days}d old, minAge 1440h");
+        let reason = held_until("minAge 1440h", 1440, "its creation", created(days));
         (tag.to_string(), "minAge".to_string(), reason)
     };
     assert_eq!(
@@ -43,13 +45,14 @@ async fn each_bump_waits_its_own_age_from_the_tag_elected_now() {
         .reconcile(&mut p, now + SignedDuration::from_secs(60))
         .await;
     assert_eq!(elected(&p).0, "1.4.3");
-    let bump = |tag: &str, days: i64, kind: &str, age: &str| {
-        let reason = format!("{days}d old, minAgeByBump.{kind} {age} (a {kind} bump)");
+    let bump = |tag: &str, days: i64, kind: &str, hours: i64| {
+        let asked = format!("minAgeByBump.{kind} {hours}h (a {kind} bump)");
+        let reason = held_until(&asked, hours, "its creation", created(days));
         (tag.to_string(), "minAge".to_string(), reason)
     };
     let waiting = [
-        bump("2.0.0", 10, "major", "720h"),
-        bump("1.5.0", 5, "minor", "168h"),
+        bump("2.0.0", 10, "major", 720),
+        bump("1.5.0", 5, "minor", 168),
     ];
     assert_eq!(held(&p), waiting);
 
@@ -58,7 +61,7 @@ async fn each_bump_waits_its_own_age_from_the_tag_elected_now() {
         .reconcile(&mut p, now + SignedDuration::from_hours(3 * day))
         .await;
     assert_eq!(elected(&p).0, "1.5.0");
-    assert_eq!(held(&p), [bump("2.0.0", 13, "major", "720h")]);
+    assert_eq!(held(&p), [bump("2.0.0", 10, "major", 720)]);
     bench
         .reconcile(&mut p, now + SignedDuration::from_hours(20 * day))
         .await;

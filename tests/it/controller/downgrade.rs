@@ -186,6 +186,7 @@ fn a_refused_downgrade_is_announced_once_while_it_holds_at_the_same_tag() {
         digest: None,
         gate: "downgrade".into(),
         reason: "1.5.0 is no longer listed and no tag ranks higher (downgrade refused)".into(),
+        also_held_by: None,
     };
     let at = |held: Vec<image_reflector::api::HeldBackTag>| ImagePolicyStatus {
         latest_ref: Some(image_reflector::api::ImageRef {

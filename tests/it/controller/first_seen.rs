@@ -4,6 +4,7 @@
 //! creation times.
 
 use crate::support::distribution::{Distribution, Variant};
+use crate::support::held_until;
 use crate::support::policy_bench::{ago, elected, held, policy, Bench, NS};
 use image_reflector::store::{FsStore, RepoKey, TagList, TagStore};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -48,7 +49,7 @@ async fn a_backdated_image_waits_from_its_first_sighting_and_a_repush_restarts_t
         vec![(
             "1.1.0".into(),
             "minAge".into(),
-            "first seen 1h ago at this digest (created 30d1h ago), minAge 168h".into()
+            held_until("minAge 168h", 168, "it was first seen at this digest", t1)
         )]
     );
 
@@ -73,7 +74,7 @@ async fn a_backdated_image_waits_from_its_first_sighting_and_a_repush_restarts_t
     assert_eq!(elected(&p), ("1.0.0".into(), Some(old)));
     assert_eq!(
         held(&p)[0].2,
-        "first seen 0s ago at this digest (created 30d2h ago), minAge 168h"
+        held_until("minAge 168h", 168, "it was first seen at this digest", t3)
     );
     let key = RepoKey::new(NS, "app").unwrap();
     assert_eq!(store.first_seen(&key).unwrap().at("1.1.0"), t3.as_second());

@@ -5,6 +5,7 @@
 //! counts show what a steady state costs.
 
 use crate::support::distribution::{Distribution, Variant};
+use crate::support::held_until;
 use crate::support::images::{key, payload, public_pem, sign, Arch};
 use crate::support::policy_bench::{ago, elected, held, policy, ready, status, Bench};
 use image_reflector::api::ConditionStatus;
@@ -50,7 +51,7 @@ async fn min_age_elects_the_newest_old_enough_image_and_waits_for_the_next() {
         held(&p),
         vec![
             ("1.3.0".into(), "minAge".into(), "no creation time (neither the config's 'created' nor the org.opencontainers.image.created annotation); minAge 168h fails closed".into()),
-            ("1.2.0".into(), "minAge".into(), "3h old, minAge 168h".into()),
+            ("1.2.0".into(), "minAge".into(), held_until("minAge 168h", 168, "its creation", now - SignedDuration::from_hours(3))),
         ]
     );
     let (status_, reason, message) = ready(&p);
@@ -79,7 +80,12 @@ async fn min_age_elects_the_newest_old_enough_image_and_waits_for_the_next() {
         vec![(
             "0.9.5".into(),
             "minAge".into(),
-            "1d6h old, minAge 168h".into()
+            held_until(
+                "minAge 168h",
+                168,
+                "its creation",
+                now - SignedDuration::from_hours(30)
+            )
         )]
     );
 

@@ -4,6 +4,7 @@
 
 use crate::support::cluster::*;
 use crate::support::distribution::{Distribution, Variant};
+use crate::support::held_until;
 use crate::support::images::{key, payload, public_pem_block, sign};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
@@ -14,7 +15,8 @@ async fn e2e_gates_hold_back_explain_and_elect() {
     let registry = Distribution::start(Variant::default());
     let now = Timestamp::now();
     let old = (now - SignedDuration::from_hours(30 * 24)).to_string();
-    let young = (now - SignedDuration::from_hours(2)).to_string();
+    let two_hours_ago = now - SignedDuration::from_hours(2);
+    let young = two_hours_ago.to_string();
     let repository = format!("{}/gates/app", registry.host);
     let v1 = registry
         .push_dated("gates/app", "1.0.0", "amd64", Some(&old), "a")
@@ -24,6 +26,10 @@ async fn e2e_gates_hold_back_explain_and_elect() {
         .await;
     let v2 = registry
         .push_dated("gates/app", "2.0.0", "amd64", Some(&young), "c")
+        .await;
+    // Young and unsigned: held by two gates, the one time does not open first.
+    let v21 = registry
+        .push_dated("gates/app", "2.1.0", "amd64", Some(&young), "d")
         .await;
     for digest in [&v1, &v2] {
         let signature = sign(&key(3), payload(&repository, digest));
@@ -58,12 +64,19 @@ async fn e2e_gates_hold_back_explain_and_elect() {
     let policy = get_json(&ns.0, "imagepolicy/vetted");
     assert_eq!(policy["status"]["latestRef"]["digest"], v1.as_str());
     let held = &policy["status"]["heldBack"];
-    assert_eq!(held[0]["tag"], "2.0.0");
-    assert_eq!(held[0]["digest"], v2.as_str());
-    assert_eq!(held[0]["gate"], "minAge");
-    assert_eq!(held[0]["reason"], "2h old, minAge 168h");
-    assert_eq!(held[1]["tag"], "1.5.0");
-    assert_eq!(held[1]["gate"], "verify");
+    let young_reason = held_until("minAge 168h", 168, "its creation", two_hours_ago);
+    assert_eq!(held[0]["tag"], "2.1.0");
+    assert_eq!(held[0]["digest"], v21.as_str());
+    assert_eq!(held[0]["gate"], "verify", "{held}");
+    assert_eq!(held[0]["alsoHeldBy"][0]["gate"], "minAge", "{held}");
+    assert_eq!(held[0]["alsoHeldBy"][0]["reason"], young_reason.as_str());
+    assert_eq!(held[1]["tag"], "2.0.0");
+    assert_eq!(held[1]["digest"], v2.as_str());
+    assert_eq!(held[1]["gate"], "minAge");
+    assert_eq!(held[1]["reason"], young_reason.as_str());
+    assert!(held[1].get("alsoHeldBy").is_none(), "{held}");
+    assert_eq!(held[2]["tag"], "1.5.0");
+    assert_eq!(held[2]["gate"], "verify");
     let ready = ok(kubectl(
         &[
             "get",
@@ -77,8 +90,8 @@ async fn e2e_gates_hold_back_explain_and_elect() {
     ));
     assert!(
         ready.contains(&format!(
-            "resolved to 1.0.0 with digest {v1}; 2.0.0 held back: 2h old, minAge 168h (and 1 more in status.heldBack)"
-        )),
+            "resolved to 1.0.0 with digest {v1}; 2.1.0 held back: no signature"
+        )) && ready.ends_with("(and 2 more in status.heldBack)"),
         "{ready}"
     );
 
@@ -115,7 +128,23 @@ async fn e2e_gates_hold_back_explain_and_elect() {
             .any(|(t, r, m)| t == type_ && r == reason && m.starts_with(start))
     };
     assert!(
-        has("Normal", "HeldBack", "2.0.0 held back by minAge: 2h old"),
+        has(
+            "Normal",
+            "HeldBack",
+            &format!("2.0.0 held back by minAge: {young_reason}")
+        ),
+        "{notes:?}"
+    );
+    // Every gate that holds it, in the one event.
+    assert!(
+        has(
+            "Warning",
+            "HeldBack",
+            "2.1.0 held back by verify: no signature"
+        ) && notes
+            .iter()
+            .any(|(_, _, m)| m.starts_with("2.1.0 held back by verify")
+                && m.ends_with(&format!("; and by minAge: {young_reason}"))),
         "{notes:?}"
     );
     // An unsigned image beside the verified election: a Warning, for alerts to page on.
@@ -191,12 +220,13 @@ async fn e2e_a_backdated_release_waits_from_its_first_sighting() {
     assert_eq!(policy["status"]["latestRef"]["tag"], "1.0.0");
     let reason = policy["status"]["heldBack"][0]["reason"].as_str().unwrap();
     assert!(
-        reason.starts_with("first seen ") && reason.contains("ago at this digest (created 30d"),
+        reason.starts_with("until ")
+            && reason.contains(": minAge 168h after it was first seen at this digest ("),
         "{reason}"
     );
     let events = ok(kubectl(&["get", "events", "-n", &ns.0, "-o", "json"], None));
     assert!(
-        events.contains("1.1.0 held back by minAge: first seen "),
+        events.contains(&format!("1.1.0 held back by minAge: {reason}")),
         "{events}"
     );
     assert!(controller.stop().success());

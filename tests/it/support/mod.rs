@@ -88,6 +88,14 @@ pub fn scan_yaml(manifests: &str, storage: &Path) -> Scanned {
     }
 }
 
+/// A `minAge` hold as the gates word it, to the second: `until <at + hours>: <asked> after
+/// <clock> (<at>)`, `clock` being `its creation` or `it was first seen at this digest`.
+pub fn held_until(asked: &str, hours: i64, clock: &str, at: jiff::Timestamp) -> String {
+    let at = jiff::Timestamp::from_second(at.as_second()).unwrap();
+    let until = at + jiff::SignedDuration::from_hours(hours);
+    format!("until {until}: {asked} after {clock} ({at})")
+}
+
 /// Reads a YAML file into a JSON value.
 pub fn yaml_file(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

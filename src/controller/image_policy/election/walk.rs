@@ -8,7 +8,7 @@
 use super::candidates::Candidates;
 use super::client::ClientError;
 use super::mode::Mode;
-use crate::api::{format_go_duration, HeldBackTag};
+use crate::api::{format_go_duration, HeldBackTag, HeldBy};
 use crate::policy::{
     Bump, Bumps, Fact, Facts, Gates, Hold, ImageView, Need, Passed, Platform, Ruling,
 };
@@ -222,7 +222,7 @@ async fn walk_on<S: FactSource>(
         if let (false, Mode::Flux, Ruling::Passed(passed)) = (
             judge.wants_digest,
             judge.mode,
-            judge.gates.judge(&Facts::at(now)),
+            judge.gates.judge(&Facts::at(now), Need::NONE),
         ) {
             // Flux's election with `Never`: no gate, nothing to look up.
             let (tag, digest) = (tag.clone(), None);
@@ -245,7 +245,7 @@ async fn walk_on<S: FactSource>(
                 return Err(WalkFailure { tag, error: *error });
             }
         };
-        let hold = match ruled {
+        let holds = match ruled {
             Ok(passed) => {
                 let (tag, digest) = (tag.clone(), Some(digest));
                 walked.elected = Some(Elected {
@@ -255,21 +255,43 @@ async fn walk_on<S: FactSource>(
                 });
                 break;
             }
-            Err(hold) => hold,
+            Err(holds) => holds,
         };
-        let again = match hold.eligible_at {
-            Some(at) => Duration::from_secs(at.saturating_sub(now).max(1) as u64),
-            None => recheck,
-        };
-        walked.look_again = Some(walked.look_again.map_or(again, |d| d.min(again)));
-        walked.held.push(HeldBackTag {
-            tag: tag.clone(),
-            digest: Some(digest),
-            gate: hold.gate.into(),
-            reason: hold.reason,
-        });
+        // Looked at again when the first of its holds may open: one opening at its time
+        // changes what status.heldBack says, even while another still holds.
+        for hold in &holds {
+            let again = match hold.eligible_at {
+                Some(at) => Duration::from_secs(at.saturating_sub(now).max(1) as u64),
+                None => recheck,
+            };
+            walked.look_again = Some(walked.look_again.map_or(again, |d| d.min(again)));
+        }
+        walked.held.push(held_back(tag, digest, holds));
     }
     Ok(())
+}
+
+/// A candidate's heldBack entry: the longest hold first, the others after.
+fn held_back(tag: &str, digest: String, holds: Vec<Hold>) -> HeldBackTag {
+    let mut holds = holds.into_iter().map(|h| HeldBy {
+        gate: h.gate.into(),
+        reason: h.reason,
+    });
+    let first = holds.next().unwrap_or_else(|| {
+        let Hold { gate, reason, .. } = Hold::undecided();
+        HeldBy {
+            gate: gate.into(),
+            reason,
+        }
+    });
+    let also: Vec<HeldBy> = holds.collect();
+    HeldBackTag {
+        tag: tag.into(),
+        digest: Some(digest),
+        gate: first.gate,
+        reason: first.reason,
+        also_held_by: (!also.is_empty()).then_some(also),
+    }
 }
 
 /// One candidate: its digest now, then the gates in their order, each asking for the facts it
@@ -282,7 +304,7 @@ async fn look_at<S: FactSource>(
     source: &mut S,
     tag: &str,
     budget: &mut Budget<'_>,
-) -> Result<(String, Result<Passed, Hold>), Cut> {
+) -> Result<(String, Result<Passed, Vec<Hold>>), Cut> {
     let (gates, now) = (judge.gates, judge.now);
     let bump = judge.bumps.map(|b| b.of(tag));
     let digest = source.digest(tag, budget).await?;
@@ -293,10 +315,9 @@ async fn look_at<S: FactSource>(
     for _ in 0..=Fact::ALL.len() {
         let offered = platforms(&evidence.image);
         let verdict = source.verdict(&evidence.image, looked.contains(Fact::Signature));
-        let fact = match gates.judge(&view(now, &evidence, &offered, verdict, bump)) {
+        let fact = match gates.judge(&view(now, &evidence, &offered, verdict, bump), looked) {
             Ruling::Passed(passed) => Ok(passed),
-            Ruling::Held(hold) => Err(hold),
-            Ruling::Lacks { gate, fact } if looked.contains(fact) => Err(Hold::unknown(gate, fact)),
+            Ruling::Held(holds) => Err(holds),
             Ruling::Lacks { fact, .. } => {
                 if fact.asks_registry() {
                     budget.charge()?;
@@ -313,7 +334,7 @@ async fn look_at<S: FactSource>(
     if asked {
         source.keep(evidence.image).await;
     }
-    let ruled = ruled.unwrap_or_else(|| Err(Hold::undecided()));
+    let ruled = ruled.unwrap_or_else(|| Err(vec![Hold::undecided()]));
     Ok((digest, ruled))
 }
 
@@ -354,6 +375,8 @@ fn platforms(facts: &ImageFacts) -> Vec<(Platform, Option<i64>)> {
         .collect()
 }
 
+#[cfg(test)]
+mod table;
 #[cfg(test)]
 mod tests;
 

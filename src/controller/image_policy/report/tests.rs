@@ -1,5 +1,5 @@
 use super::*;
-use crate::api::{HeldBackTag, ImageRef};
+use crate::api::{HeldBackTag, HeldBy, ImageRef};
 
 fn r(tag: &str, digest: Option<&str>) -> ImageRef {
     ImageRef {
@@ -47,6 +47,7 @@ fn nothing_eligible_names_the_best_reason_and_a_missing_field() {
         digest: None,
         gate: "verify".into(),
         reason: reason.into(),
+        also_held_by: None,
     };
     let typo = "attestation 'provenance' (t): condition 'predicate.a.b' failed: reads \
                 predicate.a, which this attestation does not have (no such key)";
@@ -82,6 +83,7 @@ fn held_back_tags_are_announced_once_and_when_elected() {
         digest: Some(digest.into()),
         gate: "minAge".into(),
         reason: "3h old, minAge 168h".into(),
+        also_held_by: None,
     };
     let status = |latest: &str, held_back: Vec<HeldBackTag>| ImagePolicyStatus {
         latest_ref: Some(r(latest, None)),
@@ -123,6 +125,7 @@ fn a_tag_verify_holds_beside_an_election_warns() {
         digest: Some("sha256:a".into()),
         gate: "verify".into(),
         reason: "no signature".into(),
+        also_held_by: None,
     };
     let status = |latest: Option<&str>, held: &[HeldBackTag]| ImagePolicyStatus {
         latest_ref: latest.map(|t| r(t, None)),
@@ -147,6 +150,26 @@ fn a_tag_verify_holds_beside_an_election_warns() {
         .collect();
     assert_eq!(newly, ["verify"]);
     assert_eq!(newly_held(&again, &again).count(), 0, "counted once");
+    // verify among the gates that hold it, after the longest: a Warning all the same, and
+    // every gate said.
+    let young = HeldBackTag {
+        tag: "1.6.0".into(),
+        gate: "minAge".into(),
+        reason: "until 2026-12-14T10:00:00Z: ...".into(),
+        also_held_by: Some(vec![HeldBy {
+            gate: "verify".into(),
+            reason: "no signature".into(),
+        }]),
+        ..unsigned.clone()
+    };
+    let events = held_events(&before, &status(Some("1.4.0"), &[young]));
+    assert_eq!(
+        (events[0].type_, events[0].message.as_str()),
+        (
+            EventType::Warning,
+            "1.6.0 held back by minAge: until 2026-12-14T10:00:00Z: ...; and by verify: no signature"
+        )
+    );
 }
 
 /// A gate that holds back the tag elected before, with a lower one elected, is a Warning
@@ -164,6 +187,7 @@ fn a_gate_that_lowers_the_election_warns() {
         digest: None,
         gate: "minAge".into(),
         reason: "10s old, minAge 1h".into(),
+        also_held_by: None,
     };
     let events = held_events(
         &status("1.5.0", vec![]),
@@ -226,6 +250,7 @@ fn a_refused_downgrade_is_new_once_per_tag_held_at() {
         digest: None,
         gate: "downgrade".into(),
         reason: reason.into(),
+        also_held_by: None,
     };
     let status = |held: Vec<HeldBackTag>| ImagePolicyStatus {
         latest_ref: Some(r("1.5.0", None)),
@@ -258,6 +283,7 @@ fn held_back_elected_is_for_the_tag_held_before() {
         digest: None,
         gate: "minAge".into(),
         reason: "1h old, minAge 168h".into(),
+        also_held_by: None,
     };
     let status = |latest: &str| ImagePolicyStatus {
         latest_ref: Some(r(latest, None)),

@@ -43,7 +43,8 @@ fn a_recent_signature_holds_what_the_other_clocks_pass() {
         };
         assert_eq!(
             hold.reason,
-            "signed 1h ago, as its transparency log or timestamp authority says, minAge 168h"
+            "until 1970-04-17T23:00:00Z: minAge 168h after it was signed \
+             (1970-04-10T23:00:00Z, as its transparency log or timestamp authority says)"
         );
         assert_eq!(hold.eligible_at, Some(NOW - 3600 + 7 * DAY));
     }
@@ -96,6 +97,16 @@ fn a_signature_without_a_time_passes_unless_one_is_required() {
     assert_eq!(
         judged(&gate(SignedClock::IfPresent), &unknown),
         Err(Missing(Fact::Signature))
+    );
+}
+
+#[test]
+fn times_read_as_instants() {
+    assert_eq!(instant(0), "1970-01-01T00:00:00Z");
+    assert_eq!(instant(1_796_637_600), "2026-12-07T10:00:00Z");
+    assert_eq!(
+        instant(i64::MAX),
+        "9223372036854775807 seconds after 1970-01-01T00:00:00Z"
     );
 }
 
@@ -155,21 +166,28 @@ mod by_bump {
         // A major bump ten days old waits for 30, by the creation time...
         assert_eq!(
             reason(&gate, &candidate(10, 40, Bump::Major)).as_deref(),
-            Some("10d old, minAgeByBump.major 720h (a major bump)")
+            Some(
+                "until 1970-05-01T00:00:00Z: minAgeByBump.major 720h (a major bump) after its \
+                 creation (1970-04-01T00:00:00Z)"
+            )
         );
         // ...and by the first sighting.
         assert_eq!(
             reason(&gate, &candidate(40, 10, Bump::Major)).as_deref(),
             Some(
-                "first seen 10d ago at this digest (created 40d ago), \
-                 minAgeByBump.major 720h (a major bump)"
+                "until 1970-05-01T00:00:00Z: minAgeByBump.major 720h (a major bump) after it was \
+                 first seen at this digest (1970-04-01T00:00:00Z)"
             )
         );
         // Minor is not set: minAge's week. Unranked (a first election): the week too.
         for bump in [Bump::Minor, Bump::Unranked] {
             assert_eq!(
                 reason(&gate, &candidate(5, 5, bump)).as_deref(),
-                Some("5d old, minAge 168h")
+                Some(
+                    "until 1970-04-13T00:00:00Z: minAge 168h after its creation \
+                     (1970-04-06T00:00:00Z)"
+                ),
+                "clocks that open together: the first named"
             );
             assert_eq!(reason(&gate, &candidate(8, 8, bump)), None);
         }
@@ -178,8 +196,9 @@ mod by_bump {
         assert_eq!(
             reason(&signed, &candidate(2, 2, Bump::Patch)).as_deref(),
             Some(
-                "signed 1h ago, as its transparency log or timestamp authority says, \
-                 minAgeByBump.patch 24h (a patch bump)"
+                "until 1970-04-11T23:00:00Z: minAgeByBump.patch 24h (a patch bump) after it was \
+                 signed (1970-04-10T23:00:00Z, as its transparency log or timestamp authority \
+                 says)"
             )
         );
     }

@@ -13,22 +13,31 @@ const DAY: i64 = 86_400;
 
 /// `Ok` when every gate `case` sets passes `t` by the docs, else the first that does not.
 pub(super) fn passes(case: &Case, t: &Tag) -> Result<(), String> {
+    failing(case, t).into_iter().next().map_or(Ok(()), Err)
+}
+
+/// Every gate `case` sets that the docs say holds `t` ("status.heldBack says every gate that
+/// holds a tag"), each as `gate: why`, in the gates' order.
+pub(super) fn failing(case: &Case, t: &Tag) -> Vec<String> {
     let image = t.stored_image.as_ref().or(match &t.image {
         Answer::Found(image) => Some(image),
         _ => None,
     });
+    let mut failing = Vec::new();
     // "spec.platforms: every platform present": the model's policy asks for linux/amd64.
     let offered = image.is_some_and(|i| i.platforms.contains(&"linux/amd64"));
     if case.gates & 1 != 0 && !offered {
-        return Err("platforms: linux/amd64 is not offered".into());
+        failing.push("platforms: linux/amd64 is not offered".into());
     }
-    if let Some(days) = asked_days(case, t)? {
-        min_age(case, t, image, days * DAY)?;
+    let age = asked_days(case, t).and_then(|days| match days {
+        Some(days) => min_age(case, t, image, days * DAY),
+        None => Ok(()),
+    });
+    failing.extend(age.err());
+    if case.gates & 4 != 0 && !signed(case, t) {
+        failing.push("verify: no valid signature by the trusted key".into());
     }
-    if case.gates & 4 != 0 && !signed(t) {
-        return Err("verify: no valid signature by the trusted key".into());
-    }
-    Ok(())
+    failing
 }
 
 /// The age a candidate waits, in days: "minAge 168h"; with "minAgeByBump" (major 720h, patch
@@ -71,7 +80,7 @@ fn min_age(case: &Case, t: &Tag, image: Option<&Image>, needed: i64) -> Result<(
 /// time, `minAgeSignedTime: IfPresent` passes on the other clocks and `Required` holds. A
 /// signature that does not verify is the verify gate's to hold.
 fn signed_clock(case: &Case, t: &Tag, needed: i64) -> Result<(), String> {
-    if case.gates & 4 == 0 || case.signed_clock == 0 || !signed(t) {
+    if case.gates & 4 == 0 || case.signed_clock == 0 || !signed(case, t) {
         return Ok(());
     }
     match t.signed_days {
@@ -82,10 +91,14 @@ fn signed_clock(case: &Case, t: &Tag, needed: i64) -> Result<(), String> {
     }
 }
 
-/// "A valid signature is kept until its own end"; otherwise the check made now decides.
-fn signed(t: &Tag) -> bool {
-    let kept = matches!(t.stored_verdict, Some(StoredVerdict::Valid(until)) if until.is_none_or(|u| u > 0));
-    kept || matches!(t.signature, Answer::Found(true))
+/// "A valid signature is kept until its own end", and a refusal for the recheck (five minutes
+/// in the model) unless a reconcile is requested; otherwise the check made now decides.
+fn signed(case: &Case, t: &Tag) -> bool {
+    match t.stored_verdict {
+        Some(StoredVerdict::Valid(until)) if until.is_none_or(|u| u > 0) => true,
+        Some(StoredVerdict::Invalid(age)) if age < 300 && !case.requested => false,
+        _ => matches!(t.signature, Answer::Found(true)),
+    }
 }
 
 /// The property, for one case.
@@ -98,6 +111,20 @@ pub(super) fn check(case: &Case) -> Result<(), TestCaseError> {
         held.windows(2).all(|w| w[0] < w[1]),
         "held best first: {held:?}"
     );
+    for h in &walked.held {
+        let gates: Vec<&str> = h.holds().map(|(gate, _)| gate).collect();
+        for why in failing(case, &case.tags[index(&h.tag)]) {
+            let gate = why.split(':').next().unwrap_or_default();
+            prop_assert!(
+                gates.contains(&gate),
+                "{} held by {gates:?}: not by {why}",
+                h.tag
+            );
+        }
+        // Longest first: a hold time alone opens ("until ...") after those it does not.
+        let timed: Vec<bool> = h.holds().map(|(_, r)| r.starts_with("until ")).collect();
+        prop_assert!(timed.windows(2).all(|w| w[0] <= w[1]), "{h:?}");
+    }
     let Some(elected) = &walked.elected else {
         return Ok(());
     };

@@ -13,8 +13,9 @@ fn answer<T: std::fmt::Debug + Clone>(
     found: impl Strategy<Value = T>,
 ) -> impl Strategy<Value = Answer<T>> {
     prop_oneof![
-        6 => found.prop_map(Answer::Found),
-        2 => Just(Answer::Nothing),
+        // Rare failures: every gate's facts are looked up, and a failed look ends the walk.
+        12 => found.prop_map(Answer::Found),
+        4 => Just(Answer::Nothing),
         1 => Just(Answer::Failing),
         1 => Just(Answer::Gone),
     ]
@@ -212,8 +213,9 @@ fn each_candidate_waits_by_its_bump_and_unknown_bumps_hold() {
     assert_eq!(
         held,
         [
-            "10d old, minAgeByBump.major 720h (a major bump)",
-            "5d old, minAge 168h"
+            "until 1972-10-17T00:00:00Z: minAgeByBump.major 720h (a major bump) after its \
+             creation (1972-09-17T00:00:00Z)",
+            "until 1972-09-29T00:00:00Z: minAge 168h after its creation (1972-09-22T00:00:00Z)"
         ]
     );
     check(&case).unwrap();

@@ -1,116 +1,9 @@
-//! The walk with a fact source made of tables (no registry, no store): every gate alone and
-//! together, the order, and the bounds.
+//! The walk with a fact source made of tables (`table.rs`: no registry, no store): every gate
+//! alone and together, the order, and the bounds.
 
+use super::table::{Table, DAY, NOW};
 use super::*;
 use crate::policy::{gate, MinAge, Platforms, Undated, Verify};
-use crate::store::PlatformFact;
-use std::collections::{HashMap, HashSet};
-
-const NOW: i64 = 1_000 * 86_400;
-const DAY: i64 = 86_400;
-
-/// One image per tag: its digest is `d-<tag>`.
-#[derive(Default)]
-struct Table {
-    created: HashMap<String, Option<i64>>,
-    platforms: HashMap<String, Vec<&'static str>>,
-    signed: HashSet<String>,
-    first_seen: HashMap<String, i64>,
-    /// Tags whose digest the store knows (no request).
-    stored: HashSet<String>,
-    gone: HashSet<String>,
-    /// Every registry request, as `digest <tag>`, `image <digest>`, `signature <digest>`.
-    asked: Vec<String>,
-    kept: Vec<String>,
-}
-
-impl Table {
-    fn image(mut self, tag: &str, age_days: i64, platforms: &[&'static str]) -> Table {
-        self.created.insert(tag.into(), Some(NOW - age_days * DAY));
-        self.platforms.insert(tag.into(), platforms.to_vec());
-        self
-    }
-}
-
-fn tag_of(digest: &str) -> &str {
-    digest.strip_prefix("d-").unwrap()
-}
-
-impl FactSource for Table {
-    async fn digest(&mut self, tag: &str, budget: &mut Budget<'_>) -> Result<String, Cut> {
-        if !self.stored.contains(tag) {
-            budget.charge()?;
-            self.asked.push(format!("digest {tag}"));
-        }
-        match self.gone.contains(tag) {
-            true => Err(Cut::Gone),
-            false => Ok(format!("d-{tag}")),
-        }
-    }
-
-    fn known(&self, tag: &str, digest: &str) -> Evidence {
-        let image = ImageFacts {
-            digest: digest.into(),
-            ..Default::default()
-        };
-        let first_seen = Some(self.first_seen.get(tag).copied().unwrap_or(0));
-        let tag = tag.to_string();
-        Evidence {
-            tag,
-            image,
-            first_seen,
-        }
-    }
-
-    async fn look_up(&mut self, fact: Fact, evidence: &mut Evidence) -> Result<(), Cut> {
-        let facts = &mut evidence.image;
-        let tag = tag_of(&facts.digest).to_string();
-        match fact {
-            Fact::Image => {
-                self.asked.push(format!("image {}", facts.digest));
-                facts.inspected = true;
-                facts.created = self.created.get(&tag).copied().flatten();
-                facts.platforms = self
-                    .platforms
-                    .get(&tag)
-                    .into_iter()
-                    .flatten()
-                    .map(|p| PlatformFact {
-                        platform: p.to_string(),
-                        created: facts.created,
-                    })
-                    .collect();
-            }
-            Fact::Signature => {
-                self.asked.push(format!("signature {}", facts.digest));
-                let signed = self.signed.contains(&tag);
-                facts.set_verdict(SignatureVerdict {
-                    valid_until: None,
-                    keys: "k".into(),
-                    verified_by: signed.then(|| "cosign.pub".into()),
-                    reason: if signed {
-                        String::new()
-                    } else {
-                        "no cosign signature".into()
-                    },
-                    checked_at: NOW,
-                    signed_at: None,
-                });
-            }
-            Fact::FirstSeen => unreachable!("the table knows every first sighting"),
-            Fact::Bump => {} // given by the judge, or never
-        }
-        Ok(())
-    }
-
-    fn verdict<'f>(&self, facts: &'f ImageFacts, _: bool) -> Option<&'f SignatureVerdict> {
-        facts.verdict("k")
-    }
-
-    async fn keep(&mut self, facts: ImageFacts) {
-        self.kept.push(facts.digest);
-    }
-}
 
 fn week() -> MinAge {
     MinAge::new(
@@ -145,11 +38,13 @@ fn elected(walked: &Walked) -> Option<(&str, Option<&str>)> {
     Some((e.tag.as_str(), e.digest.as_deref()))
 }
 
-fn held(walked: &Walked) -> Vec<(&str, &str)> {
+/// Each tag held, with every gate that holds it, longest first (`1.2.0 by verify+minAge`).
+fn held(walked: &Walked) -> Vec<String> {
+    let gates = |h: &HeldBackTag| h.holds().map(|(g, _)| g).collect::<Vec<_>>().join("+");
     walked
         .held
         .iter()
-        .map(|h| (h.tag.as_str(), h.gate.as_str()))
+        .map(|h| format!("{} by {}", h.tag, gates(h)))
         .collect()
 }
 
@@ -172,7 +67,7 @@ async fn each_gate_alone_holds_back_what_fails_it() {
             .image("1.1.0", 9, &["linux/amd64"]);
     let walked = run(&["1.2.0", "1.1.0"], &Gates::of([gate(week())]), &mut table).await;
     assert_eq!(walked.elected.as_ref().unwrap().tag, "1.1.0");
-    assert_eq!(held(&walked), [("1.2.0", "minAge")]);
+    assert_eq!(held(&walked), ["1.2.0 by minAge"]);
     assert_eq!(walked.look_again, Some(Duration::from_secs(5 * DAY as u64)));
     // platforms
     let mut table = Table::default().image("1.2.0", 9, &["linux/arm64"]).image(
@@ -187,7 +82,7 @@ async fn each_gate_alone_holds_back_what_fails_it() {
     )
     .await;
     assert_eq!(walked.elected.as_ref().unwrap().tag, "1.1.0");
-    assert_eq!(held(&walked), [("1.2.0", "platforms")]);
+    assert_eq!(held(&walked), ["1.2.0 by platforms"]);
     assert_eq!(
         walked.look_again,
         Some(Duration::from_secs(300)),
@@ -203,7 +98,7 @@ async fn each_gate_alone_holds_back_what_fails_it() {
     )
     .await;
     assert_eq!(walked.elected.as_ref().unwrap().tag, "1.1.0");
-    assert_eq!(held(&walked), [("1.2.0", "verify")]);
+    assert_eq!(held(&walked), ["1.2.0 by verify"]);
     assert_eq!(
         table.asked,
         [
@@ -221,9 +116,35 @@ async fn each_gate_alone_holds_back_what_fails_it() {
     let walked = run(&["1.2.0", "1.1.0"], &Gates::of([gate(week())]), &mut table).await;
     assert_eq!(walked.elected.as_ref().unwrap().tag, "1.1.0");
     assert!(
-        walked.held[0].reason.starts_with("first seen 1d ago"),
+        walked.held[0]
+            .reason
+            .ends_with("after it was first seen at this digest (1972-09-26T00:00:00Z)"),
         "{:?}",
         walked.held
+    );
+}
+
+/// A tag held by a gate time alone does not open and by one it does is looked at again when
+/// the timed one opens, not at the recheck: status.heldBack then stops naming it.
+#[tokio::test]
+async fn a_held_tag_is_looked_at_again_when_any_of_its_holds_opens() {
+    let gates = Gates::of([gate(Verify::SIGNATURE), gate(week())]);
+    let mut table = Table::default();
+    table
+        .created
+        .insert("1.2.0".into(), Some(NOW - 7 * DAY + 3600));
+    let judge = Judge {
+        recheck: Duration::from_secs(DAY as u64),
+        ..judge(&gates)
+    };
+    let candidates = Candidates::listed(&["1.2.0"]);
+    let walked = walk(candidates, judge, &mut table).await.unwrap();
+    assert_eq!(held(&walked), ["1.2.0 by verify+minAge"]);
+    assert_eq!(walked.look_again, Some(Duration::from_secs(3600)));
+    let minage = &walked.held[0].also_held_by.as_ref().unwrap()[0];
+    assert_eq!(
+        minage.reason,
+        "until 1972-09-27T01:00:00Z: minAge 168h after its creation (1972-09-20T01:00:00Z)"
     );
 }
 
@@ -238,7 +159,7 @@ async fn together_the_gates_judge_in_order_and_read_each_fact_once() {
     ]);
     let mut table = Table::default()
         .image("1.4.0", 9, &["linux/arm64"]) // platforms
-        .image("1.3.0", 2, &["linux/amd64"]) // minAge
+        .image("1.3.0", 2, &["linux/amd64"]) // minAge, unsigned
         .image("1.2.0", 9, &["linux/amd64"]) // unsigned
         .image("1.1.0", 9, &["linux/amd64"]);
     table.signed.insert("1.1.0".into());
@@ -253,19 +174,28 @@ async fn together_the_gates_judge_in_order_and_read_each_fact_once() {
     assert_eq!(
         held(&walked),
         [
-            ("1.4.0", "platforms"),
-            ("1.3.0", "minAge"),
-            ("1.2.0", "verify")
+            "1.4.0 by platforms+verify",
+            "1.3.0 by verify+minAge",
+            "1.2.0 by verify"
         ],
-        "a tag gone since the scan is no candidate"
+        "a tag gone since the scan is no candidate; every gate that holds, the gates time \
+         alone does not open first"
     );
-    // The signature is read only for images that passed the image gates.
+    // The signature is read after the image, for every candidate: held, it still says why.
     let signatures: Vec<&String> = table
         .asked
         .iter()
         .filter(|a| a.starts_with("signature"))
         .collect();
-    assert_eq!(signatures, ["signature d-1.2.0", "signature d-1.1.0"]);
+    assert_eq!(
+        signatures,
+        [
+            "signature d-1.4.0",
+            "signature d-1.3.0",
+            "signature d-1.2.0",
+            "signature d-1.1.0"
+        ]
+    );
     let images = table
         .asked
         .iter()
