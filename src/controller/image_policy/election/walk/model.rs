@@ -7,12 +7,15 @@
 //! itself: the model answers as the store and the registry would, through the controller's own
 //! verdict rule ([`verdict_counts`]). The cases and the property test are in `property.rs`.
 
+use super::super::super::downgrade::Floor;
 use super::super::signature::verdict_counts;
 use super::*;
+use crate::api::{ImagePolicySpec, ImagePolicyStatus, ImageRef};
 use crate::policy::{
-    gate, Age, Bump, Bumps, ByBump, MinAge, Platforms, SignedClock, Undated, Verify,
+    gate, Age, Bump, Bumps, ByBump, MinAge, Order, Platforms, Policy, PolicyChoice, SignedClock,
+    Undated, Verify,
 };
-use crate::store::PlatformFact;
+use crate::store::{PlatformFact, TagList};
 
 const NOW: i64 = 1_000 * 86_400;
 const DAY: i64 = 86_400;
@@ -79,10 +82,19 @@ pub(super) struct Case {
     pub(super) never: bool,
     /// `minAgeSignedTime` with `verify`: 0 not read, 1 `IfPresent`, 2 `Required`.
     pub(super) signed_clock: u8,
+    /// `downgrade: Refuse` with a tag elected before: `(i, true)` is candidate `i`;
+    /// `(i, false)` a tag ranked just below candidate `i` and no longer listed.
+    pub(super) floor: Option<(usize, bool)>,
 }
 
 struct Model<'c> {
     case: &'c Case,
+}
+
+/// Candidate `i` is `t{i:02}`: alphabetical `desc` ranks them in that order, and a tag elected
+/// before and no longer listed, `t{i:02}a`, just below candidate `i`.
+fn name(i: usize) -> String {
+    format!("t{i:02}")
 }
 
 pub(super) fn index(tag: &str) -> usize {
@@ -226,13 +238,12 @@ pub(super) fn gates(case: &Case) -> Gates {
 
 /// The walk over `case`; `None`: a look failed and the walk ended with an error.
 pub(super) fn run(case: &Case) -> Option<Walked> {
-    let names: Vec<String> = (0..case.tags.len()).map(|i| format!("t{i}")).collect();
-    let ranked: Vec<&str> = names.iter().map(String::as_str).collect();
+    let names: Vec<String> = (0..case.tags.len()).map(name).collect();
     let gates = gates(case);
-    let listed: Vec<(&str, Bump)> = ranked
+    let listed: Vec<(&str, Bump)> = names
         .iter()
         .zip(&case.tags)
-        .map(|(n, t)| (*n, t.bump))
+        .map(|(n, t)| (n.as_str(), t.bump))
         .collect();
     let bumps = (case.gates & 16 != 0).then(|| Bumps::listed(&listed));
     let judge = Judge {
@@ -247,6 +258,37 @@ pub(super) fn run(case: &Case) -> Option<Walked> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    let walked = runtime.block_on(walk(Candidates::listed(&ranked), judge, &mut model));
+    let walked = runtime.block_on(walk(candidates(case, &names), judge, &mut model));
     walked.ok()
+}
+
+/// The candidates as the controller ranks them: the listed tags in alphabetical `desc` order,
+/// cut by the production guard at the case's floor.
+fn candidates(case: &Case, names: &[String]) -> Candidates {
+    let choice = PolicyChoice {
+        alphabetical: Some(Order::Desc),
+        ..Default::default()
+    };
+    let ranking = Policy::new(&choice, None).unwrap();
+    let floor = case.floor.map(|(at, listed)| {
+        let tag = name(at) + if listed { "" } else { "a" };
+        let spec: ImagePolicySpec = serde_json::from_value(serde_json::json!({
+            "imageRepositoryRef": {"name": "r"},
+            "policy": {"alphabetical": {"order": "desc"}},
+            "downgrade": "Refuse",
+        }))
+        .unwrap();
+        let latest_ref = Some(ImageRef {
+            name: "img".into(),
+            tag,
+            digest: None,
+        });
+        let status = ImagePolicyStatus {
+            latest_ref,
+            ..Default::default()
+        };
+        Floor::recorded(&spec, &status, None, &ranking).unwrap()
+    });
+    let tags = TagList::new(names).unwrap();
+    Candidates::ranked(name(0), tags, ranking, floor.as_ref())
 }

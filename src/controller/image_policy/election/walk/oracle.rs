@@ -5,6 +5,7 @@
 //! over), never less.
 
 use super::model::{gates, index, run, Answer, Case, Image, StoredVerdict, Tag};
+use super::Walked;
 use crate::policy::Bump;
 use proptest::prelude::*;
 
@@ -101,6 +102,28 @@ fn signed(case: &Case, t: &Tag) -> bool {
     }
 }
 
+/// "`downgrade: Refuse`: once a tag is elected, the policy never elects a tag its own ordering
+/// ranks lower"; the walk stops at it ("held at"), and a downgrade is refused only when that
+/// tag is no longer listed and nothing above it passes.
+fn floor(case: &Case, walked: &Walked, held: &[usize]) -> Result<(), TestCaseError> {
+    let Some((at, listed)) = case.floor else {
+        prop_assert!(walked.refused.is_none(), "refused without a floor");
+        return Ok(());
+    };
+    let elected = walked.elected.as_ref().map(|e| index(&e.tag));
+    prop_assert!(elected.is_none_or(|e| e <= at), "elected below the floor");
+    prop_assert!(held.iter().all(|i| *i <= at), "walked below the floor");
+    let refuses = !listed && elected.is_none() && !walked.unfinished && at + 1 < case.tags.len();
+    match &walked.refused {
+        Some(refused) => {
+            prop_assert!(refuses, "refused {refused}");
+            prop_assert_eq!(index(refused), at + 1, "the first tag below the floor");
+        }
+        None => prop_assert!(!refuses, "no downgrade refused"),
+    }
+    Ok(())
+}
+
 /// The property, for one case.
 pub(super) fn check(case: &Case) -> Result<(), TestCaseError> {
     let Some(walked) = run(case) else {
@@ -125,6 +148,7 @@ pub(super) fn check(case: &Case) -> Result<(), TestCaseError> {
         let timed: Vec<bool> = h.holds().map(|(_, r)| r.starts_with("until ")).collect();
         prop_assert!(timed.windows(2).all(|w| w[0] <= w[1]), "{h:?}");
     }
+    floor(case, &walked, &held)?;
     let Some(elected) = &walked.elected else {
         return Ok(());
     };

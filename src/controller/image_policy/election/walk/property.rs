@@ -77,15 +77,17 @@ fn case() -> impl Strategy<Value = Case> {
         any::<bool>(),
         prop::bool::weighted(0.2),
         0u8..3,
+        prop::option::weighted(0.3, (0usize..13, any::<bool>())),
     )
         .prop_map(
-            |(gates, undated, tags, requested, never, signed_clock)| Case {
+            |(gates, undated, tags, requested, never, signed_clock, floor)| Case {
                 gates,
                 undated,
                 tags,
                 requested,
                 never,
                 signed_clock,
+                floor,
             },
         )
 }
@@ -125,9 +127,10 @@ fn a_requested_reconcile_never_elects_the_unsigned_newest() {
             requested,
             never: false,
             signed_clock: 0,
+            floor: None,
         };
         let walked = run(&case).unwrap();
-        assert_eq!(walked.elected.as_ref().map(|e| e.tag.as_str()), Some("t2"));
+        assert_eq!(walked.elected.as_ref().map(|e| e.tag.as_str()), Some("t02"));
         let held: Vec<&str> = walked.held.iter().map(|h| h.reason.as_str()).collect();
         assert_eq!(held, ["no valid signature", "no valid signature"]);
         check(&case).unwrap();
@@ -159,6 +162,7 @@ fn a_fact_unknown_after_its_look_up_holds() {
         requested: false,
         never: false,
         signed_clock: 0,
+        floor: None,
     };
     let walked = run(&case).unwrap();
     assert!(walked.elected.is_none());
@@ -171,7 +175,7 @@ fn a_fact_unknown_after_its_look_up_holds() {
     let mut found = case.clone();
     found.tags[0].signature = Answer::Found(true);
     let walked = run(&found).unwrap();
-    assert_eq!(walked.elected.map(|e| e.tag), Some("t0".into()));
+    assert_eq!(walked.elected.map(|e| e.tag), Some("t00".into()));
 }
 
 /// minAgeByBump in the walk: each candidate held to its bump's age; a walk not given the bumps
@@ -206,9 +210,10 @@ fn each_candidate_waits_by_its_bump_and_unknown_bumps_hold() {
         requested: false,
         never: false,
         signed_clock: 0,
+        floor: None,
     };
     let walked = run(&case).unwrap();
-    assert_eq!(walked.elected.as_ref().map(|e| e.tag.as_str()), Some("t2"));
+    assert_eq!(walked.elected.as_ref().map(|e| e.tag.as_str()), Some("t02"));
     let held: Vec<&str> = walked.held.iter().map(|h| h.reason.as_str()).collect();
     assert_eq!(
         held,
