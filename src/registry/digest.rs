@@ -2,7 +2,8 @@
 //! with every manifest type in `Accept` (an OCI index is a 404 without its type, a Docker list
 //! resolves to one platform's manifest without its own), the `Docker-Content-Digest` header.
 //! Beyond Flux: a registry that omits the header, or refuses HEAD, is asked with GET and the
-//! digest is the SHA-256 of the manifest bytes. Multi-arch tags give the index (list) digest.
+//! digest is the SHA-256 of the manifest bytes (a 403 or 451 is asked again with GET too, for
+//! the body that says why). Multi-arch tags give the index (list) digest.
 
 use super::body::status_error;
 use super::client::{RegistryClient, Target};
@@ -50,8 +51,12 @@ impl RegistryClient {
                     return valid(digest, &url, &host);
                 }
             }
-            // HEAD refused: fall back to GET as for a missing header.
-            StatusCode::METHOD_NOT_ALLOWED | StatusCode::NOT_IMPLEMENTED => {}
+            // HEAD refused: fall back to GET as for a missing header. Forbidden: a HEAD has no
+            // body, and the GET's says why (a registry policy's DENIED, or credentials).
+            StatusCode::METHOD_NOT_ALLOWED
+            | StatusCode::NOT_IMPLEMENTED
+            | StatusCode::FORBIDDEN
+            | StatusCode::UNAVAILABLE_FOR_LEGAL_REASONS => {}
             _ => return Err(status_error(Method::HEAD, &url, &host, head, &self.options).await),
         }
         drop(head); // its slot of the host, before the GET asks for one

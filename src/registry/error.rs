@@ -203,7 +203,38 @@ fn secs_until(at: SystemTime) -> u64 {
         .map_or(0, |d| d.as_secs_f64().ceil() as u64)
 }
 
+/// The longest refusal kept from a registry's answer, in characters.
+const MAX_REFUSAL: usize = 300;
+
 impl RegistryError {
+    /// The registry's refusal to serve a manifest by its own policy (a cooldown on young
+    /// digests, a block on known vulnerabilities): a 403 whose OCI error code is `DENIED`, or a
+    /// 451, in the registry's words (cut at 300 characters, control characters as spaces).
+    /// `None` for anything else, a 401 or a 403 without `DENIED` included: those keep failing.
+    pub fn refusal(&self) -> Option<String> {
+        let RegistryError::Status {
+            status_code,
+            status,
+            codes,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let denied = codes
+            .iter()
+            .any(|c| c == "DENIED" || c.starts_with("DENIED: "));
+        if !(*status_code == 451 || *status_code == 403 && denied) {
+            return None;
+        }
+        let words = match codes.is_empty() {
+            true => status.clone(),
+            false => format!("{status}: {}", codes.join("; ")),
+        };
+        let words = words.chars().map(|c| if c.is_control() { ' ' } else { c });
+        Some(words.take(MAX_REFUSAL).collect())
+    }
+
     /// The HTTP status, when the registry answered.
     pub fn status(&self) -> Option<u16> {
         match self {
@@ -211,5 +242,46 @@ impl RegistryError {
             RegistryError::RateLimited { status, .. } => Some(*status),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(code: u16, codes: &[&str]) -> RegistryError {
+        RegistryError::Status {
+            method: "GET",
+            url: "https://r.example/v2/app/manifests/1.0.0".into(),
+            host: "r.example".into(),
+            status_code: code,
+            status: format!("{code} Status"),
+            codes: codes.iter().map(|c| c.to_string()).collect(),
+            credentials_sent: true,
+            fixes: &Fixes::NEUTRAL,
+        }
+    }
+
+    /// Only a policy's refusal is one: 403 `DENIED` or 451, in the registry's words, bounded;
+    /// credentials (401, a 403 without `DENIED`) and everything else keep failing.
+    #[test]
+    fn a_refusal_is_a_403_denied_or_a_451() {
+        let denied = status(403, &["DENIED: cooling\ndown"]);
+        assert_eq!(
+            denied.refusal().as_deref(),
+            Some("403 Status: DENIED: cooling down")
+        );
+        assert!(status(403, &["DENIED"]).refusal().is_some());
+        assert_eq!(status(451, &[]).refusal().as_deref(), Some("451 Status"));
+        for other in [
+            status(401, &["DENIED: no"]),
+            status(403, &[]),
+            status(403, &["UNAUTHORIZED: token", "DENIEDX"]),
+            status(404, &["DENIED: odd"]),
+        ] {
+            assert_eq!(other.refusal(), None, "{other}");
+        }
+        let long = status(403, &[&format!("DENIED: {}", "x".repeat(1000))]);
+        assert_eq!(long.refusal().unwrap().chars().count(), MAX_REFUSAL);
     }
 }

@@ -83,7 +83,7 @@ struct Record {
 }
 
 /// The gates that hold tags back, as `status.heldBack` names them: the `gate` label's values.
-pub const GATES: [&str; 4] = ["minAge", "platforms", "verify", "downgrade"];
+pub const GATES: [&str; 5] = ["minAge", "platforms", "verify", "downgrade", "served"];
 
 /// Every object's record.
 #[derive(Clone, Default)]

@@ -8,4 +8,5 @@ pub mod registry_cli;
 pub mod run_cli;
 pub mod scan_cli;
 pub mod select_cli;
+pub mod served_cli;
 pub mod sightings_cli;

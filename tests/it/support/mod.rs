@@ -14,6 +14,7 @@ pub mod images;
 pub mod oidc;
 pub mod policy_bench;
 pub mod policy_cluster;
+pub mod registry_cooldown;
 pub mod same_named;
 pub mod sigstack;
 pub mod sigtools;

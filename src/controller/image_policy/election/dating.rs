@@ -32,8 +32,9 @@ pub(super) async fn date<S: FactSource>(
     for tag in &to_date {
         match date_one(tag, source, &mut Budget::new(&mut used)).await {
             Ok(created) => dates.push((tag.clone(), created)),
-            // Gone since the scan: it ranks by its name, undated.
-            Err(Cut::Gone) => dates.push((tag.clone(), None)),
+            // Gone since the scan, or refused (the walk then holds it): it ranks by its name,
+            // undated.
+            Err(Cut::Gone | Cut::Refused(_)) => dates.push((tag.clone(), None)),
             Err(Cut::Spent) => break,
             Err(Cut::Failed(error)) => {
                 let tag = tag.clone();

@@ -111,7 +111,7 @@ impl FactSource for StoreAndRegistry<'_, '_> {
             Fact::Image => {
                 let client = ctx.client.get().await?;
                 let inspected = client.inspect(ctx.image, &facts.digest).await;
-                let found = inspected.map_err(Cut::from)?.ok_or(Cut::Gone)?;
+                let found = inspected.map_err(|e| cut(ctx, e))?.ok_or(Cut::Gone)?;
                 take_inspection(facts, found);
             }
             Fact::Signature => {
@@ -207,7 +207,7 @@ async fn resolve(
     tag: &str,
 ) -> Result<(Option<String>, Option<Inspected>), Cut> {
     let client = ctx.client.get().await?;
-    let failed = |e: RegistryError| Cut::from(e);
+    let failed = |e: RegistryError| cut(ctx, e);
     if ctx.gates.needs_image() {
         let Some(manifest) = client.manifest(ctx.image, tag).await.map_err(failed)? else {
             return Ok((None, None));
@@ -225,6 +225,16 @@ async fn resolve(
             status_code: 404, ..
         }) if ctx.mode == Mode::Gated => Ok((None, None)),
         Err(e) => Err(failed(e)),
+    }
+}
+
+/// A failed registry request as the walk takes it: with gates, the registry's refusal to serve
+/// the image by its own policy holds the candidate back ([`Cut::Refused`]); anything else, and
+/// without gates (Flux's digest failure), ends the walk.
+fn cut(ctx: &Context<'_>, error: RegistryError) -> Cut {
+    match error.refusal() {
+        Some(why) if ctx.mode == Mode::Gated => Cut::Refused(why),
+        _ => Cut::from(error),
     }
 }
 

@@ -20,6 +20,9 @@ use thiserror::Error;
 
 /// Candidates walked per reconcile, best first: beyond, nothing is elected (NoEligibleTag).
 pub const MAX_WALK: usize = 50;
+/// The `gate` of a candidate the registry refuses to serve (no spec field sets it: a tag no
+/// node can pull is never elected).
+pub const SERVED: &str = "served";
 /// Candidates per reconcile whose look needs the registry; when spent, the walk goes on in
 /// the next reconcile, seconds later, with what this one learnt in the store.
 pub const MAX_INSPECTIONS: usize = 10;
@@ -105,6 +108,9 @@ impl<E: Into<LookError>> From<E> for Cut {
 pub(super) enum Cut {
     /// The tag or its manifest is gone since the scan: not a candidate.
     Gone,
+    /// The registry refuses to serve its manifest by its own policy, in its words
+    /// ([`RegistryError::refusal`]): held back by [`SERVED`].
+    Refused(String),
     /// It needs the registry and this reconcile's inspections are spent.
     Spent,
     /// The registry failed: the walk ends. (Boxed: a registry error is large, and a cut is
@@ -236,6 +242,16 @@ async fn walk_on<S: FactSource>(
         let (digest, ruled) = match look_at(judge, source, tag, &mut budget).await {
             Ok(looked) => looked,
             Err(Cut::Gone) => continue,
+            Err(Cut::Refused(why)) => {
+                // Looked at again at the recheck (the scan interval): a cooldown ends.
+                let hold = Hold {
+                    gate: SERVED,
+                    reason: format!("the registry refuses to serve it: {why}"),
+                    eligible_at: None,
+                };
+                walked.hold(tag, None, vec![hold], now, recheck);
+                continue;
+            }
             Err(Cut::Spent) => {
                 walked.unfinished = true;
                 break;
@@ -257,22 +273,35 @@ async fn walk_on<S: FactSource>(
             }
             Err(holds) => holds,
         };
-        // Looked at again when the first of its holds may open: one opening at its time
-        // changes what status.heldBack says, even while another still holds.
+        walked.hold(tag, Some(digest), holds, now, recheck);
+    }
+    Ok(())
+}
+
+impl Walked {
+    /// Holds `tag` back, looked at again when the first of its holds may open (one opening
+    /// changes what status.heldBack says, even while another still holds), else at `recheck`.
+    fn hold(
+        &mut self,
+        tag: &str,
+        digest: Option<String>,
+        holds: Vec<Hold>,
+        now: i64,
+        recheck: Duration,
+    ) {
         for hold in &holds {
             let again = match hold.eligible_at {
                 Some(at) => Duration::from_secs(at.saturating_sub(now).max(1) as u64),
                 None => recheck,
             };
-            walked.look_again = Some(walked.look_again.map_or(again, |d| d.min(again)));
+            self.look_again = Some(self.look_again.map_or(again, |d| d.min(again)));
         }
-        walked.held.push(held_back(tag, digest, holds));
+        self.held.push(held_back(tag, digest, holds));
     }
-    Ok(())
 }
 
 /// A candidate's heldBack entry: the longest hold first, the others after.
-fn held_back(tag: &str, digest: String, holds: Vec<Hold>) -> HeldBackTag {
+fn held_back(tag: &str, digest: Option<String>, holds: Vec<Hold>) -> HeldBackTag {
     let mut holds = holds.into_iter().map(|h| HeldBy {
         gate: h.gate.into(),
         reason: h.reason,
@@ -287,7 +316,7 @@ fn held_back(tag: &str, digest: String, holds: Vec<Hold>) -> HeldBackTag {
     let also: Vec<HeldBy> = holds.collect();
     HeldBackTag {
         tag: tag.into(),
-        digest: Some(digest),
+        digest,
         gate: first.gate,
         reason: first.reason,
         also_held_by: (!also.is_empty()).then_some(also),

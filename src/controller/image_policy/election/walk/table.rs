@@ -17,6 +17,8 @@ pub(super) struct Table {
     /// Tags whose digest the store knows (no request).
     pub(super) stored: HashSet<String>,
     pub(super) gone: HashSet<String>,
+    /// Tags whose manifest the registry refuses to serve (403 `DENIED`).
+    pub(super) refused: HashSet<String>,
     /// Every registry request, as `digest <tag>`, `image <digest>`, `signature <digest>`.
     pub(super) asked: Vec<String>,
     pub(super) kept: Vec<String>,
@@ -39,6 +41,9 @@ impl FactSource for Table {
         if !self.stored.contains(tag) {
             budget.charge()?;
             self.asked.push(format!("digest {tag}"));
+        }
+        if self.refused.contains(tag) {
+            return Err(Cut::Refused("403 Forbidden: DENIED: cooldown".into()));
         }
         match self.gone.contains(tag) {
             true => Err(Cut::Gone),

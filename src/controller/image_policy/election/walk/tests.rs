@@ -148,6 +148,29 @@ async fn a_held_tag_is_looked_at_again_when_any_of_its_holds_opens() {
     );
 }
 
+/// A tag the registry refuses to serve is held back by `served` in its words, with no digest,
+/// looked at again at the recheck, and the walk goes on to elect the next.
+#[tokio::test]
+async fn a_tag_the_registry_refuses_is_held_back_and_the_walk_goes_on() {
+    let gates = Gates::of([gate(week())]);
+    let mut table = Table::default()
+        .image("1.2.0", 1, &[])
+        .image("1.1.0", 9, &[]);
+    table.refused.insert("1.2.0".into());
+    let walked = run(&["1.2.0", "1.1.0"], &gates, &mut table).await;
+    assert_eq!(elected(&walked), Some(("1.1.0", Some("d-1.1.0"))));
+    assert_eq!(held(&walked), ["1.2.0 by served"]);
+    let entry = &walked.held[0];
+    assert_eq!(
+        (entry.digest.as_deref(), entry.reason.as_str()),
+        (
+            None,
+            "the registry refuses to serve it: 403 Forbidden: DENIED: cooldown"
+        )
+    );
+    assert_eq!(walked.look_again, Some(Duration::from_secs(300)));
+}
+
 #[tokio::test]
 async fn together_the_gates_judge_in_order_and_read_each_fact_once() {
     let amd = vec![platform("linux/amd64")];
