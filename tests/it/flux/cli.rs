@@ -276,6 +276,19 @@ async fn flux_reconcile_never_elects_what_verify_holds_back() {
     let settled = [("Stalled", "NoEligibleTag"), ("Ready", "NoEligibleTag")];
     assert_eq!(conditions, settled, "{policy}");
     assert_eq!(policy["status"]["observedGeneration"], 1, "{policy}");
+    // `kubectl wait` on the terminal condition returns at once too.
+    let waited = kubectl(
+        &[
+            "wait",
+            "-n",
+            &ns.0,
+            "imagepolicy/wrong-key",
+            "--for=condition=Stalled=True",
+            "--timeout=10s",
+        ],
+        None,
+    );
+    assert!(waited.status.success(), "{waited:?}");
 
     // 2.0.0 signed by the trusted key since: the next requested reconcile elects it.
     let signature = sign(&trusted, payload(&repository, &digests[2]));

@@ -10,7 +10,7 @@
 //! every test of the API server, so this one runs on an API server of its own, as `crd_swap`
 //! does (`make e2e-flux`).
 
-use super::until;
+use super::{http_text, log_file, until};
 use crate::support::cluster::{
     apply_crds, get_json, install_crds, install_without_crds_and_controller_kubeconfig, kubectl,
     listening_port, ok, request_reconcile, Controller, Namespace,
@@ -183,10 +183,6 @@ async fn crd_revert_holds_a_gated_policy_through_a_restart_and_it_resumes_with_i
     assert!(controller.stop().success(), "{}", second());
 }
 
-fn log_file(path: &std::path::Path) -> std::process::Stdio {
-    std::fs::File::create(path).unwrap().into()
-}
-
 /// The tags `policy`'s `status.heldBack` names.
 fn held(policy: &Value) -> Vec<String> {
     let held = policy["status"]["heldBack"]
@@ -213,11 +209,6 @@ pub(super) fn events_of(ns: &str, name: &str) -> Vec<Value> {
     ];
     let list: Value = serde_json::from_str(&ok(kubectl(&args, None))).unwrap();
     list["items"].as_array().cloned().unwrap_or_default()
-}
-
-async fn http_text(port: u16, path: &str) -> String {
-    let url = format!("http://127.0.0.1:{port}{path}");
-    reqwest::get(url).await.unwrap().text().await.unwrap()
 }
 
 /// The value of the series `name` (no labels) in an OpenMetrics text.

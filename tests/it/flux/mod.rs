@@ -12,6 +12,7 @@ mod crd_revert;
 mod crd_swap;
 mod install_docs;
 mod notifications;
+mod quiet_restart;
 mod release_manifests;
 
 use std::time::{Duration, Instant};
@@ -42,4 +43,15 @@ pub fn fleet_automation(ns: &str, url: &str) -> String {
          \x20     messageTemplate: '{{{{range .Changed.Changes}}}}{{{{.OldValue}}}} -> {{{{.NewValue}}}} {{{{end}}}}'\n\
          \x20 update: {{path: ./apps, strategy: Setters}}\n"
     )
+}
+
+/// A file for a controller's log (its standard error).
+pub fn log_file(path: &std::path::Path) -> std::process::Stdio {
+    std::fs::File::create(path).unwrap().into()
+}
+
+/// The body of `GET http://127.0.0.1:<port><path>`.
+pub async fn http_text(port: u16, path: &str) -> String {
+    let url = format!("http://127.0.0.1:{port}{path}");
+    reqwest::get(url).await.unwrap().text().await.unwrap()
 }
