@@ -51,6 +51,22 @@ struct HeldLabels {
     gate: &'static str,
 }
 
+/// How a notification to `--events-addr` may end.
+pub const NOTIFICATION_RESULTS: [&str; 6] = [
+    "delivered",
+    "refused",
+    "rejected",
+    "unreachable",
+    "unreadable",
+    "dropped",
+];
+
+/// How a notification to `--events-addr` ended.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NotificationLabels {
+    result: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LeaderLabels {
     name: String,
@@ -95,6 +111,8 @@ pub struct Metrics {
     gates_hidden: Counter,
     /// Tags (and digests) a gate held back that it did not hold before, by namespace and gate.
     held_back: Family<HeldLabels, Counter>,
+    /// Notifications to `--events-addr`, by how each ended.
+    notifications: Family<NotificationLabels, Counter>,
 }
 
 /// controller-runtime's reconcile time buckets.
@@ -122,6 +140,7 @@ impl Default for Metrics {
             schema_missing: Gauge::default(),
             gates_hidden: Counter::default(),
             held_back: Family::default(),
+            notifications: Family::default(),
         };
         m.schema_missing.set(-1);
         let r = &mut registry;
@@ -175,9 +194,21 @@ impl Default for Metrics {
             "Tags (at a digest) a gate held back that it did not hold before, by namespace and gate",
             m.held_back.clone(),
         );
+        r.register(
+            "image_reflector_event_notifications",
+            "Notifications to --events-addr by how each ended: delivered, refused (401 or 403), \
+             rejected (another answer), unreachable, unreadable (CA bundle or token), dropped",
+            m.notifications.clone(),
+        );
         r.register_collector(Box::new(m.objects.clone()));
         *m.registry.lock().expect("metrics registry lock") = registry;
         m
+    }
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
     }
 }
 
@@ -278,6 +309,15 @@ impl Metrics {
             gate,
         };
         self.held_back.get_or_create(&labels).inc();
+    }
+
+    /// A notification ended as `result` (one of [`NOTIFICATION_RESULTS`]; another is not
+    /// counted, so the label's values stay bounded).
+    pub fn notification(&self, result: &str) {
+        if let Some(result) = NOTIFICATION_RESULTS.iter().find(|r| **r == result) {
+            let labels = NotificationLabels { result };
+            self.notifications.get_or_create(&labels).inc();
+        }
     }
 
     /// Drops every series of a deleted object.

@@ -9,6 +9,7 @@ mod auth;
 mod queue;
 
 use super::transition::{EventSpec, EventType, REPORTING_CONTROLLER};
+use crate::telemetry::metrics::Metrics;
 use k8s_openapi::jiff::Timestamp;
 use queue::{Dropped, SendQueue};
 use serde_json::{json, Value};
@@ -69,6 +70,8 @@ pub struct Notifier {
     token_file: Option<std::path::PathBuf>,
     /// The kind of the last failure logged, until a delivery.
     failing: Arc<std::sync::Mutex<Option<String>>>,
+    /// Where each notification's end is counted, when `run` exports metrics.
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Notifier {
@@ -92,7 +95,21 @@ impl Notifier {
             verified: None,
             token_file: None,
             failing: Arc::default(),
+            metrics: None,
         })
+    }
+
+    /// The same notifier counting how each notification ends
+    /// (`image_reflector_event_notifications_total`).
+    pub fn counted(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    fn count(&self, result: &str) {
+        if let Some(metrics) = &self.metrics {
+            metrics.notification(result);
+        }
     }
 
     /// The same notifier delivering as `auth` says (auth.rs); the CA bundle must read.
@@ -238,10 +255,12 @@ impl Notifier {
                     ),
                 };
                 tracing::warn!(namespace, "the notification-controller is slow to answer: a notification was dropped (its Event is recorded): {why}");
+                self.count("dropped");
                 return;
             }
         };
         if let Some(evicted) = evicted {
+            self.count("dropped");
             tracing::warn!(namespace = evicted, "the notification-controller is slow to answer: this namespace's oldest waiting notification was dropped (its Event is recorded) to give another namespace its fair share of the {MAX_QUEUED} that may wait");
         }
         let notifier = self.clone();
@@ -249,6 +268,10 @@ impl Notifier {
         let task = tokio::spawn(async move {
             let _place = ticket;
             let sent = notifier.send(&payload).await;
+            notifier.count(
+                sent.as_ref()
+                    .map_or_else(NotifyError::result, |()| "delivered"),
+            );
             // One line per kind of failure while it lasts (a server that refuses every event
             // says so once), and again after a delivery.
             let kind = sent.as_ref().err().map(NotifyError::kind);
@@ -280,6 +303,16 @@ impl Notifier {
 }
 
 impl NotifyError {
+    /// How a notification that failed so ended, for `image_reflector_event_notifications_total`.
+    fn result(&self) -> &'static str {
+        match self {
+            NotifyError::Answered(_, status) if matches!(status.as_u16(), 401 | 403) => "refused",
+            NotifyError::Answered(..) => "rejected",
+            NotifyError::Auth(_) => "unreadable",
+            _ => "unreachable",
+        }
+    }
+
     /// What kind of failure it is, for the log: the answer's status, else the variant.
     fn kind(&self) -> String {
         match self {
@@ -311,4 +344,37 @@ pub fn event_metadata(
         .collect();
     metadata.extend(extra);
     metadata
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 401 or 403 is a refusal (an enforcing notification-controller without our token);
+    /// another answer a rejection; a bundle or token that does not read, unreadable.
+    #[test]
+    fn each_failure_ends_as_its_result() {
+        let answered = |code| NotifyError::Answered("u".into(), code);
+        assert_eq!(
+            answered(reqwest::StatusCode::UNAUTHORIZED).result(),
+            "refused"
+        );
+        assert_eq!(answered(reqwest::StatusCode::FORBIDDEN).result(), "refused");
+        assert_eq!(
+            answered(reqwest::StatusCode::BAD_REQUEST).result(),
+            "rejected"
+        );
+        assert_eq!(NotifyError::Auth("x".into()).result(), "unreadable");
+        let post = NotifyError::Post("u".into(), "refused".into());
+        assert_eq!(post.result(), "unreachable");
+        for result in [
+            "refused",
+            "rejected",
+            "unreadable",
+            "unreachable",
+            "delivered",
+        ] {
+            assert!(crate::telemetry::metrics::NOTIFICATION_RESULTS.contains(&result));
+        }
+    }
 }

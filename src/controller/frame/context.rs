@@ -95,7 +95,8 @@ impl Context {
         let notifier = match &settings.events_addr {
             Some(address) => Some(
                 Notifier::new(address, settings.instance.clone())?
-                    .secured(&settings.events_auth)?,
+                    .secured(&settings.events_auth)?
+                    .counted(metrics.clone()),
             ),
             None => None,
         };

@@ -8,6 +8,7 @@ use crate::support::distribution::Pki;
 use crate::support::fault_server::{FaultServer, Reply};
 use crate::support::write;
 use image_reflector::controller::events::notify::{EventsAuth, Notifier, NotifyError};
+use image_reflector::telemetry::metrics::Metrics;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -168,7 +169,10 @@ async fn a_bundle_that_appears_later_is_taken_up() {
 async fn a_refusing_server_is_logged_once_while_it_refuses() {
     let (lines, _guard) = crate::support::LogLines::capture();
     let server = FaultServer::start(|_| Reply::status(401)).await;
-    let sender = notifier(format!("http://{}/", server.host()), &EventsAuth::default()).unwrap();
+    let metrics = std::sync::Arc::new(Metrics::default());
+    let sender = notifier(format!("http://{}/", server.host()), &EventsAuth::default())
+        .unwrap()
+        .counted(metrics.clone());
     let payload = serde_json::json!({"involvedObject": {"namespace": "n"}, "message": "m"});
     for _ in 0..5 {
         sender.spawn_send(payload.clone());
@@ -177,4 +181,11 @@ async fn a_refusing_server_is_logged_once_while_it_refuses() {
     assert_eq!(server.seen().len(), 5);
     let said = lines.text().matches("could not forward the event").count();
     assert_eq!(said, 1, "{}", lines.text());
+    // Each one counted, as a refusal an alert can be written on.
+    let text = metrics.encode();
+    assert!(
+        text.contains("image_reflector_event_notifications_total{result=\"refused\"} 5"),
+        "{text}"
+    );
+    assert!(!text.contains("result=\"delivered\""), "{text}");
 }

@@ -95,6 +95,12 @@ pub fn populated() -> Metrics {
     );
     metrics.set_held_back("n", "p", ["verify"].into_iter());
     metrics.held_back("n", "verify");
+    metrics.notification("refused");
+    metrics.notification("not a result");
+    assert!(
+        !metrics.encode().contains("not a result"),
+        "a bounded label"
+    );
     metrics
 }
 
