@@ -151,6 +151,7 @@ fmt:
 # Regenerates crds/ from the Rust types; a test fails when they drift.
 crds:
 	$(CARGO) run --quiet --locked -- crds > crds/crds.yaml
+	$(CARGO) run --quiet --locked -- crds --admission > config/admission/crd.yaml
 
 # The main job: a local registry with a few tags, scanned by `image-reflector scan` exactly as
 # the controller reconciles an ImageRepository, then the ImagePolicy election over the stored tags.

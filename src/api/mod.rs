@@ -1,4 +1,5 @@
-//! The Flux-compatible API: `ImageRepository` and `ImagePolicy` in `image.toolkit.fluxcd.io`.
+//! The Flux-compatible API: `ImageRepository` and `ImagePolicy` in `image.toolkit.fluxcd.io`;
+//! and the admission's `VerifiedDigests`, in a group of ours.
 //!
 //! Owns the CRD types (one file per kind), the shared reference and condition types, and the
 //! generation of the CustomResourceDefinitions. Nothing here talks to a cluster or a registry.
@@ -15,6 +16,7 @@ mod image_policy;
 mod image_repository;
 mod names;
 mod refs;
+mod verified_digests;
 
 pub use attestations::{MAX_ATTESTATIONS, MAX_CONDITIONS};
 pub use beyond_flux::{set_beyond_flux, spec_pointer, BEYOND_FLUX, FLUX_SPEC_FIELDS};
@@ -38,6 +40,10 @@ pub use image_repository::{
 };
 pub use names::{check_namespace_name, check_object_name};
 pub use refs::{LocalObjectReference, NamespacedObjectReference};
+pub use verified_digests::{
+    verified_digests_crd, verified_digests_yaml, VerifiedDigests, VerifiedDigestsSpec,
+    ADMISSION_GROUP, MAX_VERIFIED, VERIFIED_NAME,
+};
 
 #[cfg(test)]
 mod tests {

@@ -18,6 +18,9 @@ pub struct CrdsArgs {
     /// `registry/path:tag`), as a FluxInstance needs both (docs/install.md).
     #[arg(long, requires = "patches", value_parser = parse_image)]
     pub image: Option<String>,
+    /// Print the admission's VerifiedDigests CRD instead (config/admission/crd.yaml).
+    #[arg(long, conflicts_with = "patches")]
+    pub admission: bool,
 }
 
 /// The image kustomize would write as the container's: a tag or a digest (a release always
@@ -30,6 +33,10 @@ fn parse_image(image: &str) -> Result<String, String> {
 
 /// Writes both CRDs to `out`.
 pub fn run(args: &CrdsArgs, out: &mut impl Write) -> anyhow::Result<()> {
+    if args.admission {
+        out.write_all(crate::api::verified_digests_yaml()?.as_bytes())?;
+        return Ok(());
+    }
     if !args.patches {
         out.write_all(crate::api::crds_yaml()?.as_bytes())?;
         return Ok(());
@@ -68,7 +75,7 @@ mod tests {
         run(
             &CrdsArgs {
                 patches: true,
-                image: None,
+                ..Default::default()
             },
             &mut out,
         )
@@ -95,6 +102,7 @@ mod tests {
         let args = CrdsArgs {
             patches: true,
             image: Some(parse_image(&image).unwrap()),
+            ..Default::default()
         };
         run(&args, &mut out).unwrap();
         let patches: Vec<serde_json::Value> =

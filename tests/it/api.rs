@@ -32,6 +32,12 @@ fn committed_crds_match_the_generator() {
         committed == generated,
         "crds/crds.yaml is stale: run `make crds`"
     );
+    let committed = std::fs::read_to_string(root().join("config/admission/crd.yaml")).unwrap();
+    let generated = api::verified_digests_yaml().expect("the CRD serializes");
+    assert!(
+        committed == generated,
+        "config/admission/crd.yaml is stale: run `make crds`"
+    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! End-to-end checks against a real API server (`make e2e`, needs KUBECONFIG and kubectl).
 //! Ignored by default: CI has no cluster. They create one namespace and delete it after.
 
+mod admission;
 mod cloud;
 mod downgrade;
 mod fair_shares;
