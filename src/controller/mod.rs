@@ -20,6 +20,7 @@
 //! `verify`, `telemetry` and `runtime`; nothing there uses this module. docs/development.md
 //! walks one reconcile through these files.
 
+pub mod door;
 pub mod events;
 pub mod feed;
 pub mod frame;

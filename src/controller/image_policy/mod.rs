@@ -22,6 +22,7 @@ mod repository;
 mod serving;
 
 use crate::api::{ImagePolicy, ImageRepository};
+use crate::controller::door::Door;
 use crate::controller::feed::repository_feed::{is_baseline, Feed};
 use crate::controller::frame::reconcile as shared_reconcile;
 use crate::controller::frame::stage::Stage;
@@ -93,11 +94,14 @@ pub fn controller(
     let mapped = queue.clone();
     let policies_cache = Arc::new(ObjectCache::default());
     let stage = Stage::new(policies_cache.clone());
+    // The door's keeper: each namespace's VerifiedDigests, from the same cache.
+    let door = Door::open(&ctx.client, &policies_cache, &shutdown);
     let watched = Watched {
         stage: stage.clone(),
         index: index.clone(),
         ctx: ctx.clone(),
         synced: policies_synced,
+        door,
     };
     let policy_triggers = watched.triggers(policies, watch);
     let (repo_reader, synced, changes) = repositories.into_parts();
@@ -153,12 +157,14 @@ pub fn controller(
 }
 
 /// What the policy watch feeds as it goes: the stage kube's controller reads, the index of
-/// repositories to policies, and, once listed, the scan order and readiness.
+/// repositories to policies, the door (which namespaces' policies changed), and, once listed,
+/// the scan order and readiness.
 struct Watched {
     stage: Arc<Stage<ImagePolicy>>,
     index: PolicyIndex,
     ctx: Arc<crate::controller::Context>,
     synced: crate::runtime::http::ReadyPart,
+    door: Arc<Door>,
 }
 
 impl Watched {
@@ -176,6 +182,12 @@ impl Watched {
             .inspect_ok(move |event| {
                 self.stage.apply(event);
                 self.index.observe(event);
+                if let watcher::Event::Apply(p)
+                | watcher::Event::InitApply(p)
+                | watcher::Event::Delete(p) = event
+                {
+                    self.door.touch(&p.namespace().unwrap_or_default());
+                }
                 if matches!(event, watcher::Event::InitDone) {
                     let referenced = self.index.referenced_repositories();
                     self.ctx.scan_order.prioritize(referenced);

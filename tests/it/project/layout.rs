@@ -206,7 +206,7 @@ fn modules_only_point_down_and_files_stay_short() {
     // The controller's shared rooms, lowest first: each reaches only those before it, and
     // none reaches a kind's room.
     let rooms = [
-        "object", "outcome", "events", "lookup", "feed", "schema", "frame",
+        "object", "door", "outcome", "events", "lookup", "feed", "schema", "frame",
     ];
     let kinds = ["image_policy", "image_repository"];
     let room_of = |m: &Vec<String>| (m.len() > 2 && m[0] == "controller").then(|| m[1].clone());

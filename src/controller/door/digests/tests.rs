@@ -1,0 +1,94 @@
+use super::*;
+use serde_json::json;
+
+fn digest(n: usize) -> String {
+    format!("sha256:{n:064x}")
+}
+
+/// A policy `name` with a minimum age (or no gate), at generation 2, its status as given.
+fn policy(name: &str, gated: bool, status: serde_json::Value) -> ImagePolicy {
+    let mut spec = json!({"imageRepositoryRef": {"name": "app"},
+                          "policy": {"semver": {"range": ">=1.0.0"}}});
+    if gated {
+        spec["filterTags"] = json!({"minAge": "1h"});
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "image.toolkit.fluxcd.io/v1", "kind": "ImagePolicy",
+        "metadata": {"name": name, "namespace": "team", "generation": 2},
+        "spec": spec,
+        "status": status,
+    }))
+    .unwrap()
+}
+
+fn elected(latest: &str, previous: Option<&str>) -> serde_json::Value {
+    let mut status = json!({"observedGeneration": 2,
+        "latestRef": {"name": "r/app", "tag": "1.1.0", "digest": latest}});
+    if let Some(previous) = previous {
+        status["observedPreviousRef"] =
+            json!({"name": "r/app", "tag": "1.0.0", "digest": previous});
+    }
+    status
+}
+
+#[test]
+fn a_gated_policy_vouches_for_its_election_and_the_one_before() {
+    let (d1, d0) = (digest(1), digest(0));
+    let p = policy("app", true, elected(&d1, Some(&d0)));
+    let got = verified([&p]);
+    assert_eq!(got.digests[&d1], "ImagePolicy app: 1.1.0 elected");
+    assert_eq!(got.digests[&d0], "ImagePolicy app: 1.0.0 elected before");
+    assert_eq!((got.digests.len(), got.left_out), (2, 0));
+}
+
+#[test]
+fn only_a_gated_current_policy_vouches_and_never_for_what_a_gate_now_holds() {
+    let d1 = digest(1);
+    let flux = policy("flux", false, elected(&d1, None));
+    assert!(
+        verified([&flux]).digests.is_empty(),
+        "no gate: nothing verified"
+    );
+    let mut stale = elected(&d1, None);
+    stale["observedGeneration"] = json!(1);
+    let stale = policy("stale", true, stale);
+    assert!(
+        verified([&stale]).digests.is_empty(),
+        "a spec not judged yet"
+    );
+    let mut held = elected(&d1, Some(&digest(0)));
+    held["heldBack"] = json!([{"tag": "1.1.0", "gate": "verify", "reason": "revoked"}]);
+    let held = policy("held", true, held);
+    let got = verified([&held]);
+    assert_eq!(got.digests.keys().collect::<Vec<_>>(), [&digest(0)]);
+    let odd = policy("odd", true, elected("sha256:ABC", None));
+    assert!(verified([&odd]).digests.is_empty(), "not a digest");
+    let mut gone = policy("gone", true, elected(&d1, None));
+    gone.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+    ));
+    assert!(verified([&gone]).digests.is_empty(), "being deleted");
+}
+
+#[test]
+fn a_digest_two_policies_elected_names_both_and_the_bound_holds() {
+    let d1 = digest(1);
+    let (a, b) = (
+        policy("a", true, elected(&d1, None)),
+        policy("b", true, elected(&d1, None)),
+    );
+    let got = verified([&b, &a]);
+    assert_eq!(
+        got.digests[&d1],
+        "ImagePolicy a: 1.1.0 elected; b: 1.1.0 elected"
+    );
+    let many: Vec<ImagePolicy> = (0..MAX_VERIFIED + 5)
+        .map(|i| policy(&format!("p{i:05}"), true, elected(&digest(i + 10), None)))
+        .collect();
+    let got = verified(&many);
+    assert_eq!((got.digests.len(), got.left_out), (MAX_VERIFIED, 5));
+    assert!(
+        got.digests.contains_key(&digest(10)),
+        "the first by name are kept"
+    );
+}

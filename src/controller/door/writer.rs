@@ -1,0 +1,175 @@
+//! Writes each namespace's VerifiedDigests `verified` when what its policies vouch for
+//! changed: told by the policy watch which namespaces to look at, a second's changes together,
+//! by server-side apply, and only where something changed. Without `config/admission`
+//! installed (the kind not served) it writes nothing and says so once, looking again at most
+//! once a minute.
+
+use super::digests::verified;
+use crate::api::{ImagePolicy, VerifiedDigests, VerifiedDigestsSpec, VERIFIED_NAME};
+use crate::controller::object::cache::ObjectCache;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::ResourceExt;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// The field manager of our writes.
+const FIELD_MANAGER: &str = "image-reflector";
+/// Changes within this are written together.
+const COALESCE: Duration = Duration::from_secs(1);
+/// A write that failed is tried again after this; the kind is looked for again after this.
+const RETRY: Duration = Duration::from_secs(10);
+const LOOK_AGAIN: Duration = Duration::from_secs(60);
+
+/// The namespaces whose policies changed since they were last looked at.
+#[derive(Debug, Default)]
+pub struct Door {
+    dirty: Mutex<BTreeSet<String>>,
+    wake: Notify,
+}
+
+/// What the writer knows: what it wrote (or found) per namespace, and whether the kind is
+/// served.
+#[derive(Default)]
+struct Written {
+    digests: HashMap<String, BTreeMap<String, String>>,
+    served: Option<bool>,
+    looked_at: Option<Instant>,
+}
+
+impl Door {
+    /// A door whose keeper runs until `shutdown`, over the policies' watch cache.
+    pub fn open(
+        client: &kube::Client,
+        policies: &Arc<ObjectCache<ImagePolicy>>,
+        shutdown: &CancellationToken,
+    ) -> Arc<Door> {
+        let door = Arc::new(Door::default());
+        let keeper = door
+            .clone()
+            .run(client.clone(), policies.clone(), shutdown.clone());
+        tokio::spawn(keeper);
+        door
+    }
+
+    /// The policies of `namespace` changed (one was added, changed or deleted).
+    pub fn touch(&self, namespace: &str) {
+        let mut dirty = self.dirty.lock().unwrap_or_else(PoisonError::into_inner);
+        dirty.insert(namespace.to_string());
+        self.wake.notify_one();
+    }
+
+    fn take(&self) -> BTreeSet<String> {
+        std::mem::take(&mut *self.dirty.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Keeps the VerifiedDigests true until `shutdown`, over the policies' watch cache.
+    async fn run(
+        self: Arc<Self>,
+        client: kube::Client,
+        policies: Arc<ObjectCache<ImagePolicy>>,
+        shutdown: CancellationToken,
+    ) {
+        policies.ready().await;
+        let mut written = Written::default();
+        loop {
+            tokio::select! {
+                () = self.wake.notified() => {}
+                () = shutdown.cancelled() => return,
+            }
+            tokio::select! {
+                () = tokio::time::sleep(COALESCE) => {}
+                () = shutdown.cancelled() => return,
+            }
+            if !self.served(&client, &mut written).await {
+                self.take();
+                continue;
+            }
+            let mut failed = false;
+            for namespace in self.take() {
+                let in_namespace = policies.filter_map(|p| {
+                    (p.namespace().as_deref() == Some(namespace.as_str())).then_some(p)
+                });
+                let now = verified(&in_namespace);
+                if now.left_out > 0 {
+                    tracing::warn!(namespace, left_out = now.left_out, "more verified digests than a VerifiedDigests holds: the first by policy name are kept");
+                }
+                let before = written.digests.get(&namespace);
+                if before == Some(&now.digests) || before.is_none() && now.digests.is_empty() {
+                    continue;
+                }
+                match write(&client, &namespace, &now.digests).await {
+                    Ok(()) => drop(written.digests.insert(namespace, now.digests)),
+                    Err(error) => {
+                        tracing::warn!(namespace, %error, "could not write the namespace's VerifiedDigests; tried again in 10s");
+                        self.dirty
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(namespace);
+                        failed = true;
+                    }
+                }
+            }
+            if failed {
+                let door = self.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(RETRY).await;
+                    door.wake.notify_one();
+                });
+            }
+        }
+    }
+
+    /// Whether the kind is served; the first time it is, what is there is read, and its
+    /// namespaces looked at again (a policy deleted while the controller was away).
+    async fn served(&self, client: &kube::Client, written: &mut Written) -> bool {
+        let recent = written
+            .looked_at
+            .is_some_and(|at| at.elapsed() < LOOK_AGAIN);
+        if written.served == Some(true) || recent {
+            return written.served == Some(true);
+        }
+        written.looked_at = Some(Instant::now());
+        let api = Api::<VerifiedDigests>::all(client.clone());
+        match api.list(&ListParams::default()).await {
+            Ok(list) => {
+                for found in list.items {
+                    let namespace = found.namespace().unwrap_or_default();
+                    self.dirty
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(namespace.clone());
+                    written.digests.insert(namespace, found.spec.digests);
+                }
+                written.served = Some(true);
+            }
+            Err(error) => {
+                if written.served.is_none() {
+                    tracing::info!(%error, "no VerifiedDigests are written: config/admission is not installed (or not readable); looked for again at the next change, at most once a minute");
+                }
+                written.served = Some(false);
+            }
+        }
+        written.served == Some(true)
+    }
+}
+
+/// The namespace's VerifiedDigests, as `digests` lists.
+async fn write(
+    client: &kube::Client,
+    namespace: &str,
+    digests: &BTreeMap<String, String>,
+) -> Result<(), kube::Error> {
+    let api = Api::<VerifiedDigests>::namespaced(client.clone(), namespace);
+    let spec = VerifiedDigestsSpec {
+        count: digests.len() as u32,
+        digests: digests.clone(),
+    };
+    let object = VerifiedDigests::new(VERIFIED_NAME, spec);
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    api.patch(VERIFIED_NAME, &params, &Patch::Apply(&object))
+        .await?;
+    Ok(())
+}
