@@ -141,6 +141,88 @@ fn e2e_the_door_admits_only_verified_digests() {
     let plain = namespace("plain", None);
     let (admitted, said) = apply(&pod(&plain.0, "tag", &[&unpinned]));
     assert!(admitted && !said.contains("Warning"), "{said}");
+    exempted(&enforced.0, &by_digest);
+    tenants_cannot_write();
+}
+
+/// A repository exempted by a patch of the policy, as docs/admission.md says: its images pass
+/// whatever their tag (a sidecar another admission plugin injects); a name that merely starts
+/// like it does not; nothing else changes.
+fn exempted(ns: &str, verified: &str) {
+    let patch = r#"[{"op": "replace", "path": "/spec/variables/3/expression",
+                    "value": "['registry.example:5000/mesh/proxy']"}]"#;
+    let policy = "validatingadmissionpolicy/image-reflector-verified-images";
+    ok(kubectl(
+        &["patch", policy, "--type=json", "-p", patch],
+        None,
+    ));
+    let sidecar = "registry.example:5000/mesh/proxy:1.2";
+    let mut admitted = (false, String::new());
+    for i in 0..60 {
+        admitted = apply(&pod(ns, &format!("meshed{i}"), &[verified, sidecar]));
+        if admitted.0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    assert!(admitted.0, "{}", admitted.1);
+    let lookalike = "registry.example:5000/mesh/proxy-evil:1";
+    let (admitted, said) = apply(&pod(ns, "lookalike", &[verified, lookalike]));
+    assert!(
+        !admitted && said.contains(&format!("{lookalike} (not pinned")),
+        "{said}"
+    );
+    let restore = r#"[{"op": "replace", "path": "/spec/variables/3/expression", "value": "[]"}]"#;
+    ok(kubectl(
+        &["patch", policy, "--type=json", "-p", restore],
+        None,
+    ));
+}
+
+/// A namespace's tenants, with Kubernetes' own `admin` and `edit` roles there, cannot create or
+/// change what the door reads: those roles are aggregated (by kube-controller-manager, which
+/// this API server runs without) from the ClusterRoles labelled `aggregate-to-admin` or
+/// `aggregate-to-edit`, and none that may write VerifiedDigests is so labelled.
+fn tenants_cannot_write() {
+    let roles = ok(kubectl(&["get", "clusterroles", "-o", "json"], None));
+    let roles: serde_json::Value = serde_json::from_str(&roles).unwrap();
+    let any = |list: &serde_json::Value, wanted: &[&str]| {
+        list.as_array()
+            .into_iter()
+            .flatten()
+            .any(|v| v == "*" || wanted.iter().any(|w| v == w))
+    };
+    let mut writers = Vec::new();
+    for role in roles["items"].as_array().unwrap() {
+        let writes = role["rules"].as_array().into_iter().flatten().any(|rule| {
+            any(&rule["apiGroups"], &["admission.image-reflector.io"])
+                && any(&rule["resources"], &["verifieddigests"])
+                && any(&rule["verbs"], &["create", "patch", "update", "delete"])
+        });
+        if writes {
+            let name = role["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let labels = &role["metadata"]["labels"];
+            for tenant in ["admin", "edit"] {
+                let label = format!("rbac.authorization.k8s.io/aggregate-to-{tenant}");
+                assert!(
+                    labels[&label] != "true",
+                    "{name} is aggregated into {tenant}"
+                );
+            }
+            writers.push(name);
+        }
+    }
+    // The check sees the roles it is about: ours and cluster-admin (every group).
+    assert!(
+        writers
+            .iter()
+            .any(|n| n == "image-reflector-verified-digests-writer")
+            && writers.iter().any(|n| n == "cluster-admin"),
+        "{writers:?}"
+    );
 }
 
 /// Every workload kind's template and every container kind is read.
