@@ -83,9 +83,17 @@ impl Door {
                 () = tokio::time::sleep(COALESCE) => {}
                 () = shutdown.cancelled() => return,
             }
+            let was_served = written.served == Some(true);
             if !self.served(&client, &mut written).await {
                 self.take();
                 continue;
+            }
+            if !was_served {
+                // Served from now on (at start-up, or config/admission installed since): every
+                // namespace with policies is looked at once.
+                for (namespace, _) in policies.names() {
+                    self.touch(&namespace);
+                }
             }
             let mut failed = false;
             for namespace in self.take() {
@@ -102,6 +110,10 @@ impl Door {
                 }
                 match write(&client, &namespace, &now.digests).await {
                     Ok(()) => drop(written.digests.insert(namespace, now.digests)),
+                    // The namespace is gone: nothing to keep there.
+                    Err(kube::Error::Api(e)) if e.code == 404 => {
+                        written.digests.remove(&namespace);
+                    }
                     Err(error) => {
                         tracing::warn!(namespace, %error, "could not write the namespace's VerifiedDigests; tried again in 10s");
                         self.dirty
