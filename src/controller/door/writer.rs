@@ -22,6 +22,9 @@ const COALESCE: Duration = Duration::from_secs(1);
 /// A write that failed is tried again after this; the kind is looked for again after this.
 const RETRY: Duration = Duration::from_secs(10);
 const LOOK_AGAIN: Duration = Duration::from_secs(60);
+/// The kind, as discovery names it.
+const VERSION: &str = "admission.image-reflector.io/v1alpha1";
+const PLURAL: &str = "verifieddigests";
 
 /// The namespaces whose policies changed since they were last looked at.
 #[derive(Debug, Default)]
@@ -144,6 +147,17 @@ impl Door {
             return written.served == Some(true);
         }
         written.looked_at = Some(Instant::now());
+        // Discovery first, which every account may read: a kind not installed is no error,
+        // and asks nothing RBAC would refuse (a refusal in the log means a missing grant).
+        let group = client.list_api_group_resources(VERSION).await;
+        let installed = group.is_ok_and(|g| g.resources.iter().any(|r| r.name == PLURAL));
+        if !installed {
+            if written.served.is_none() {
+                tracing::info!("config/admission is not installed: no VerifiedDigests are written; looked for again at the next change, at most once a minute");
+            }
+            written.served = Some(false);
+            return false;
+        }
         let api = Api::<VerifiedDigests>::all(client.clone());
         match api.list(&ListParams::default()).await {
             Ok(list) => {
@@ -158,9 +172,7 @@ impl Door {
                 written.served = Some(true);
             }
             Err(error) => {
-                if written.served.is_none() {
-                    tracing::info!(%error, "no VerifiedDigests are written: config/admission is not installed (or not readable); looked for again at the next change, at most once a minute");
-                }
+                tracing::warn!(%error, "config/admission is installed but its VerifiedDigests cannot be read: check config/admission/rbac.yaml; tried again at the next change, at most once a minute");
                 written.served = Some(false);
             }
         }
