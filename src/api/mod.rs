@@ -42,7 +42,7 @@ pub use names::{check_namespace_name, check_object_name};
 pub use refs::{LocalObjectReference, NamespacedObjectReference};
 pub use verified_digests::{
     verified_digests_crd, verified_digests_yaml, VerifiedDigests, VerifiedDigestsSpec,
-    ADMISSION_GROUP, MAX_VERIFIED, VERIFIED_NAME,
+    MAX_VERIFIED, VERIFIED_NAME,
 };
 
 #[cfg(test)]

@@ -10,8 +10,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The API group of the admission's kinds: ours, apart from Flux's.
-pub const ADMISSION_GROUP: &str = "admission.image-reflector.io";
 /// The one object's name in each namespace.
 pub const VERIFIED_NAME: &str = "verified";
 /// The most digests one namespace keeps: the admission's cost is bounded by it.
@@ -31,7 +29,7 @@ pub const MAX_VERIFIED: usize = 2048;
 )]
 pub struct VerifiedDigestsSpec {
     /// Each verified digest (`sha256:<hex>`) and what vouches for it
-    /// (`ImagePolicy app: 1.4.2, elected`).
+    /// (`ImagePolicy app: 1.4.2 elected`).
     #[schemars(extend("maxProperties" = 2048))]
     #[serde(default)]
     pub digests: BTreeMap<String, String>,

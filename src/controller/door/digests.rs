@@ -14,8 +14,8 @@ pub struct Verified {
 
 /// The digests `policies` vouch for. A policy counts when it has a gate (a policy without one
 /// verified nothing), its status answers its current spec (`observedGeneration`), and it is
-/// not being deleted. Its `latestRef` counts unless a gate now holds that very tag back
-/// (`status.heldBack`: a key revoked, a signature gone); its `observedPreviousRef` too, so that
+/// not being deleted. Its `latestRef` counts unless a gate now holds that very tag at that digest back
+/// (`status.heldBack`: a key revoked, a signature gone; or the registry refuses to serve it); its `observedPreviousRef` too, so that
 /// a rolling update and a revert to the previous release are admitted. The policies are read
 /// by name, elections before previous ones, so what is left out past the bound is the same
 /// every time.
@@ -29,11 +29,14 @@ pub fn verified<'a>(policies: impl IntoIterator<Item = &'a ImagePolicy>) -> Veri
                 false => (status.latest_ref.as_ref()?, "elected"),
                 true => (&**status.observed_previous_ref.as_ref()?, "elected before"),
             };
-            let held = status
-                .held_back
-                .iter()
-                .flatten()
-                .any(|h| h.tag == reference.tag);
+            // Held at this digest, or by a registry that would not serve the tag (no digest):
+            // a tag moved to other content since leaves the verified one admitted.
+            let held = status.held_back.iter().flatten().any(|h| {
+                h.tag == reference.tag
+                    && h.digest
+                        .as_ref()
+                        .is_none_or(|d| Some(d) == reference.digest.as_ref())
+            });
             let name = p.metadata.name.as_deref().unwrap_or_default();
             (!held).then(|| {
                 pinned(reference).map(|d| (d, format!("{name}: {} {said}", reference.tag)))

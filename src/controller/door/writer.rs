@@ -8,7 +8,7 @@ use super::digests::verified;
 use crate::api::{ImagePolicy, VerifiedDigests, VerifiedDigestsSpec, VERIFIED_NAME};
 use crate::controller::object::cache::ObjectCache;
 use kube::api::{Api, ListParams, Patch, PatchParams};
-use kube::ResourceExt;
+use kube::{Resource, ResourceExt};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -22,9 +22,6 @@ const COALESCE: Duration = Duration::from_secs(1);
 /// A write that failed is tried again after this; the kind is looked for again after this.
 const RETRY: Duration = Duration::from_secs(10);
 const LOOK_AGAIN: Duration = Duration::from_secs(60);
-/// The kind, as discovery names it.
-const VERSION: &str = "admission.image-reflector.io/v1alpha1";
-const PLURAL: &str = "verifieddigests";
 
 /// The namespaces whose policies changed since they were last looked at.
 #[derive(Debug, Default)]
@@ -99,10 +96,16 @@ impl Door {
                 }
             }
             let mut failed = false;
+            // The cache's keys once per batch; only the touched namespaces' policies decoded.
+            let mut names: HashMap<String, Vec<String>> = HashMap::new();
+            for (namespace, name) in policies.names() {
+                names.entry(namespace).or_default().push(name);
+            }
             for namespace in self.take() {
-                let in_namespace = policies.filter_map(|p| {
-                    (p.namespace().as_deref() == Some(namespace.as_str())).then_some(p)
-                });
+                let listed = names.get(&namespace).into_iter().flatten();
+                let in_namespace: Vec<ImagePolicy> = listed
+                    .filter_map(|name| policies.get(&namespace, name))
+                    .collect();
                 let now = verified(&in_namespace);
                 if now.left_out > 0 {
                     tracing::warn!(namespace, left_out = now.left_out, "more verified digests than a VerifiedDigests holds: the first by policy name are kept");
@@ -149,8 +152,12 @@ impl Door {
         written.looked_at = Some(Instant::now());
         // Discovery first, which every account may read: a kind not installed is no error,
         // and asks nothing RBAC would refuse (a refusal in the log means a missing grant).
-        let group = client.list_api_group_resources(VERSION).await;
-        let installed = group.is_ok_and(|g| g.resources.iter().any(|r| r.name == PLURAL));
+        let (version, plural) = (
+            VerifiedDigests::api_version(&()),
+            VerifiedDigests::plural(&()),
+        );
+        let group = client.list_api_group_resources(&version).await;
+        let installed = group.is_ok_and(|g| g.resources.iter().any(|r| r.name == plural));
         if !installed {
             if written.served.is_none() {
                 tracing::info!("config/admission is not installed: no VerifiedDigests are written; looked for again at the next change, at most once a minute");

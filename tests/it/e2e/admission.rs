@@ -10,6 +10,26 @@ const D1: &str = "sha256:1111111111111111111111111111111111111111111111111111111
 const D2: &str = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
 const REPO: &str = "registry.example/team/app";
 
+/// Our CRDs and `config/admission`, as users apply it, server-side: both tests of this file
+/// apply it at once (a client-side create of the same objects races).
+fn install_admission() {
+    install_crds();
+    let rendered = ok(kubectl(
+        &[
+            "kustomize",
+            root().join("config/admission").to_str().unwrap(),
+        ],
+        None,
+    ));
+    let apply = ["apply", "--server-side", "--force-conflicts", "-f", "-"];
+    ok(kubectl(&apply, Some(&rendered)));
+    let crd = "crd/verifieddigests.admission.image-reflector.io";
+    ok(kubectl(
+        &["wait", "--for=condition=Established", "--timeout=60s", crd],
+        None,
+    ));
+}
+
 /// A namespace labelled for the door (`enforce`, `warn`), or not.
 fn namespace(suffix: &str, door: Option<&str>) -> Namespace {
     let ns = Namespace(format!(
@@ -67,18 +87,7 @@ fn apply(manifest: &str) -> (bool, String) {
 #[test]
 #[ignore = "needs a cluster: make e2e"]
 fn e2e_the_door_admits_only_verified_digests() {
-    install_crds();
-    let admission = root().join("config/admission");
-    ok(kubectl(&["apply", "-k", admission.to_str().unwrap()], None));
-    ok(kubectl(
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/verifieddigests.admission.image-reflector.io",
-        ],
-        None,
-    ));
+    install_admission();
     let enforced = namespace("enforce", Some("enforce"));
     verified(&enforced.0, &[D1]);
     let unpinned = format!("{REPO}:1.0.0");
@@ -283,9 +292,7 @@ fn listed(ns: &str) -> String {
 async fn e2e_the_controller_keeps_the_door() {
     use crate::support::distribution::{Distribution, Variant};
     use k8s_openapi::jiff::{SignedDuration, Timestamp};
-    install_crds();
-    let admission = root().join("config/admission");
-    ok(kubectl(&["apply", "-k", admission.to_str().unwrap()], None));
+    install_admission();
     let registry = Distribution::start(Variant::default());
     let now = Timestamp::now();
     let ago = |hours: i64| (now - SignedDuration::from_hours(hours)).to_string();

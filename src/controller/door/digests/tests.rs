@@ -57,10 +57,27 @@ fn only_a_gated_current_policy_vouches_and_never_for_what_a_gate_now_holds() {
         "a spec not judged yet"
     );
     let mut held = elected(&d1, Some(&digest(0)));
-    held["heldBack"] = json!([{"tag": "1.1.0", "gate": "verify", "reason": "revoked"}]);
+    held["heldBack"] =
+        json!([{"tag": "1.1.0", "digest": d1, "gate": "verify", "reason": "revoked"}]);
     let held = policy("held", true, held);
     let got = verified([&held]);
     assert_eq!(got.digests.keys().collect::<Vec<_>>(), [&digest(0)]);
+    // The tag moved to other content a gate holds: the verified digest stays admitted.
+    let mut moved = elected(&d1, None);
+    moved["heldBack"] =
+        json!([{"tag": "1.1.0", "digest": digest(7), "gate": "verify", "reason": "unsigned"}]);
+    let moved = policy("moved", true, moved);
+    assert!(
+        verified([&moved]).digests.contains_key(&d1),
+        "held at another digest"
+    );
+    let mut refused = elected(&d1, None);
+    refused["heldBack"] = json!([{"tag": "1.1.0", "gate": "served", "reason": "403 DENIED"}]);
+    let refused = policy("refused", true, refused);
+    assert!(
+        verified([&refused]).digests.is_empty(),
+        "held with no digest"
+    );
     let odd = policy("odd", true, elected("sha256:ABC", None));
     assert!(verified([&odd]).digests.is_empty(), "not a digest");
     let mut gone = policy("gone", true, elected(&d1, None));
