@@ -1,8 +1,8 @@
 //! Writes each namespace's VerifiedDigests `verified` when what its policies vouch for
 //! changed: told by the policy watch which namespaces to look at, a second's changes together,
 //! by server-side apply, and only where something changed. Without `config/admission`
-//! installed (the kind not served) it writes nothing and says so once, looking again at most
-//! once a minute.
+//! installed (the kind not served) it writes nothing and says so once, looking again each
+//! minute while there are policies.
 
 use super::digests::verified;
 use crate::api::{ImagePolicy, VerifiedDigests, VerifiedDigestsSpec, VERIFIED_NAME};
@@ -37,6 +37,8 @@ struct Written {
     digests: HashMap<String, BTreeMap<String, String>>,
     served: Option<bool>,
     looked_at: Option<Instant>,
+    /// When to look again without being told: a failed write, or the kind looked for again.
+    again: Option<Instant>,
 }
 
 impl Door {
@@ -75,8 +77,10 @@ impl Door {
         policies.ready().await;
         let mut written = Written::default();
         loop {
+            let again = written.again.take();
             tokio::select! {
                 () = self.wake.notified() => {}
+                () = tokio::time::sleep_until(again.unwrap_or_else(Instant::now).into()), if again.is_some() => {}
                 () = shutdown.cancelled() => return,
             }
             tokio::select! {
@@ -85,7 +89,13 @@ impl Door {
             }
             let was_served = written.served == Some(true);
             if !self.served(&client, &mut written).await {
+                // Looked for again each minute while there are policies (one discovery
+                // request), so that config/admission installed after them is found without
+                // waiting for a change: until then, an enforced namespace denies everything.
                 self.take();
+                if !policies.is_empty() {
+                    written.again = written.looked_at.map(|at| at + LOOK_AGAIN);
+                }
                 continue;
             }
             if !was_served {
@@ -95,49 +105,56 @@ impl Door {
                     self.touch(&namespace);
                 }
             }
-            let mut failed = false;
-            // The cache's keys once per batch; only the touched namespaces' policies decoded.
-            let mut names: HashMap<String, Vec<String>> = HashMap::new();
-            for (namespace, name) in policies.names() {
-                names.entry(namespace).or_default().push(name);
-            }
-            for namespace in self.take() {
-                let listed = names.get(&namespace).into_iter().flatten();
-                let in_namespace: Vec<ImagePolicy> = listed
-                    .filter_map(|name| policies.get(&namespace, name))
-                    .collect();
-                let now = verified(&in_namespace);
-                if now.left_out > 0 {
-                    tracing::warn!(namespace, left_out = now.left_out, "more verified digests than a VerifiedDigests holds: the first by policy name are kept");
-                }
-                let before = written.digests.get(&namespace);
-                if before == Some(&now.digests) || before.is_none() && now.digests.is_empty() {
-                    continue;
-                }
-                match write(&client, &namespace, &now.digests).await {
-                    Ok(()) => drop(written.digests.insert(namespace, now.digests)),
-                    // The namespace is gone: nothing to keep there.
-                    Err(kube::Error::Api(e)) if e.code == 404 => {
-                        written.digests.remove(&namespace);
-                    }
-                    Err(error) => {
-                        tracing::warn!(namespace, %error, "could not write the namespace's VerifiedDigests; tried again in 10s");
-                        self.dirty
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .insert(namespace);
-                        failed = true;
-                    }
-                }
-            }
-            if failed {
-                let door = self.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(RETRY).await;
-                    door.wake.notify_one();
-                });
+            if !self.write_touched(&client, &policies, &mut written).await {
+                written.again = Some(Instant::now() + RETRY);
             }
         }
+    }
+
+    /// Writes each touched namespace whose verified digests changed; false when a write
+    /// failed (that namespace stays touched).
+    async fn write_touched(
+        &self,
+        client: &kube::Client,
+        policies: &ObjectCache<ImagePolicy>,
+        written: &mut Written,
+    ) -> bool {
+        let mut all_written = true;
+        // The cache's keys once per batch; only the touched namespaces' policies decoded.
+        let mut names: HashMap<String, Vec<String>> = HashMap::new();
+        for (namespace, name) in policies.names() {
+            names.entry(namespace).or_default().push(name);
+        }
+        for namespace in self.take() {
+            let listed = names.get(&namespace).into_iter().flatten();
+            let in_namespace: Vec<ImagePolicy> = listed
+                .filter_map(|name| policies.get(&namespace, name))
+                .collect();
+            let now = verified(&in_namespace);
+            if now.left_out > 0 {
+                tracing::warn!(namespace, left_out = now.left_out, "more verified digests than a VerifiedDigests holds: the first by policy name are kept");
+            }
+            let before = written.digests.get(&namespace);
+            if before == Some(&now.digests) || before.is_none() && now.digests.is_empty() {
+                continue;
+            }
+            match write(client, &namespace, &now.digests).await {
+                Ok(()) => drop(written.digests.insert(namespace, now.digests)),
+                // The namespace is gone: nothing to keep there.
+                Err(kube::Error::Api(e)) if e.code == 404 => {
+                    written.digests.remove(&namespace);
+                }
+                Err(error) => {
+                    tracing::warn!(namespace, %error, "could not write the namespace's VerifiedDigests; tried again in 10s");
+                    self.dirty
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(namespace);
+                    all_written = false;
+                }
+            }
+        }
+        all_written
     }
 
     /// Whether the kind is served; the first time it is, what is there is read, and its
@@ -160,7 +177,7 @@ impl Door {
         let installed = group.is_ok_and(|g| g.resources.iter().any(|r| r.name == plural));
         if !installed {
             if written.served.is_none() {
-                tracing::info!("config/admission is not installed: no VerifiedDigests are written; looked for again at the next change, at most once a minute");
+                tracing::info!("config/admission is not installed: no VerifiedDigests are written; looked for again each minute");
             }
             written.served = Some(false);
             return false;
@@ -179,7 +196,7 @@ impl Door {
                 written.served = Some(true);
             }
             Err(error) => {
-                tracing::warn!(%error, "config/admission is installed but its VerifiedDigests cannot be read: check config/admission/rbac.yaml; tried again at the next change, at most once a minute");
+                tracing::warn!(%error, "config/admission is installed but its VerifiedDigests cannot be read: check config/admission/rbac.yaml; tried again each minute");
                 written.served = Some(false);
             }
         }
