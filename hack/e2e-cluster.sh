@@ -5,7 +5,8 @@
 # and installed with `make deploy` (config/default, only the image and its pull policy set);
 # then Distribution registries on the node's IP (one open, one with Basic auth) serve a few
 # images, the local-registry samples and a private repository with a dockerconfigjson Secret
-# are applied, and their status is checked; `kubectl rollout restart` hands the Lease to a new
+# are applied, and their status is checked; the door (config/admission) is applied and
+# enforced (hack/e2e-cluster-door.sh); `kubectl rollout restart` hands the Lease to a new
 # Pod, which goes on reconciling; the objects are deleted (the running controller removes its
 # finalizers) and `make undeploy` removes everything. Then Flux's own install of
 # image-reflector-controller (its module's config/, built by make flux) goes on with only the
@@ -86,20 +87,21 @@ eventually "the Pod connected with its ServiceAccount (in-cluster configuration)
   grep -q '"source":"in-cluster"' "$work/pod-1.log"
 
 # --- registries on the node's IP, reachable from Pods: one open, one with Basic auth
-free_port() { python3 -c "import socket; s=socket.socket(); s.bind(('$node_ip',0)); print(s.getsockname()[1])"; }
-serve_registry() { # NAME [AUTH_YAML]
-  port=$(free_port)
+free_port() { python3 -c "import socket; s=socket.socket(); s.bind(('${1:-$node_ip}',0)); print(s.getsockname()[1])"; }
+serve_registry() { # NAME [AUTH_YAML [ADDRESS [STORAGE]]]: on the node's IP unless ADDRESS
+  address=${3:-$node_ip}
+  port=$(free_port "$address")
   mkdir -p "$work/$1"
   printf 'version: 0.1\nlog: {level: warn}\nstorage: {filesystem: {rootdirectory: %s}}\nhttp: {addr: "%s:%s", secret: e2e-only}\n%s\n' \
-    "$work/$1/data" "$node_ip" "$port" "${2:-}" > "$work/$1/config.yml"
+    "${4:-$work/$1/data}" "$address" "$port" "${2:-}" > "$work/$1/config.yml"
   docker-registry serve "$work/$1/config.yml" > "$work/$1/log" 2>&1 &
   registries="$registries $!"
   i=0
-  until curl -s -o /dev/null "http://$node_ip:$port/v2/"; do
+  until curl -s -o /dev/null "http://$address:$port/v2/"; do
     i=$((i + 1)); [ $i -lt 100 ] || { cat "$work/$1/log" >&2; exit 1; }
     sleep 0.1
   done
-  echo "$node_ip:$port"
+  echo "$address:$port"
 }
 open_registry=$(serve_registry open)
 htpasswd -Bbn e2e-user e2e-secret-password > "$work/htpasswd"
@@ -259,6 +261,9 @@ kubectl exec -n "$namespace" "$pod" -- /usr/local/bin/image-reflector store arch
 mkdir -p "$work/data"
 check "store archive copies the controller's store out of its Pod" \
   sh -c "tar -xf '$work/data.tar' -C '$work/data' && ls '$work/data/imagerepository/default/local-app' | grep -q '^tags'"
+
+# --- the door: config/admission on the real node (hack/e2e-cluster-door.sh)
+. "$root/hack/e2e-cluster-door.sh"
 
 # --- a new Pod takes the Lease and goes on reconciling
 kubectl rollout restart -n "$namespace" "deploy/$deployment" >/dev/null

@@ -25,7 +25,8 @@ pub const MAX_VERIFIED: usize = 2048;
     namespaced,
     doc = "VerifiedDigests lists the image digests a namespace's gated ImagePolicies elected; \
            written by image-reflector, read by its ValidatingAdmissionPolicy.",
-    printcolumn(name = "Digests", type_ = "integer", json_path = ".spec.count")
+    printcolumn(name = "Digests", type_ = "integer", json_path = ".spec.count"),
+    printcolumn(name = "Left out", type_ = "integer", json_path = ".spec.leftOut")
 )]
 pub struct VerifiedDigestsSpec {
     /// Each verified digest (`sha256:<hex>`) and what vouches for it
@@ -36,6 +37,14 @@ pub struct VerifiedDigestsSpec {
     /// How many digests are listed.
     #[serde(default)]
     pub count: u32,
+    /// How many elected digests are not listed, past the bound of 2,048 (previous elections
+    /// first, then by policy name): their images are refused here.
+    #[serde(default, rename = "leftOut", skip_serializing_if = "is_zero")]
+    pub left_out: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The CRD (config/admission/crd.yaml).

@@ -6,7 +6,7 @@ use crate::api::{ImagePolicy, ImageRef, MAX_VERIFIED};
 use std::collections::BTreeMap;
 
 /// The digests to admit, and how many were left out past [`MAX_VERIFIED`].
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Verified {
     pub digests: BTreeMap<String, String>,
     pub left_out: usize,
@@ -47,17 +47,37 @@ pub fn verified<'a>(policies: impl IntoIterator<Item = &'a ImagePolicy>) -> Veri
     for (digest, why) in elections(false).chain(elections(true)) {
         let full = verified.digests.len() == MAX_VERIFIED;
         match verified.digests.get_mut(&digest) {
-            Some(said) if said.len() < 512 => said.push_str(&format!("; {why}")),
+            Some(said) if said.len() < MAX_SAID => {
+                said.push_str(&format!("; {why}"));
+                cut(said);
+            }
             Some(_) => {}
             None if full => verified.left_out += 1,
-            None => drop(
-                verified
-                    .digests
-                    .insert(digest, format!("ImagePolicy {why}")),
-            ),
+            None => {
+                let mut said = format!("ImagePolicy {why}");
+                cut(&mut said);
+                verified.digests.insert(digest, said);
+            }
         }
     }
     verified
+}
+
+/// The most bytes what vouches for one digest is said in: with [`MAX_VERIFIED`] digests, an
+/// object stays under 1 MiB, below etcd's 1.5 MiB a write could not pass (a write refused would
+/// keep digests the door should have left out).
+pub const MAX_SAID: usize = 256;
+
+/// `said` cut to [`MAX_SAID`] bytes, marked `…` where cut.
+fn cut(said: &mut String) {
+    if said.len() > MAX_SAID {
+        let mut end = MAX_SAID - '…'.len_utf8();
+        while !said.is_char_boundary(end) {
+            end -= 1;
+        }
+        said.truncate(end);
+        said.push('…');
+    }
 }
 
 /// Whether `policy` may vouch for what it elected.

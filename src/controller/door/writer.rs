@@ -4,12 +4,12 @@
 //! installed (the kind not served) it writes nothing and says so once, looking again each
 //! minute while there are policies.
 
-use super::digests::verified;
+use super::digests::{verified, Verified};
 use crate::api::{ImagePolicy, VerifiedDigests, VerifiedDigestsSpec, VERIFIED_NAME};
 use crate::controller::object::cache::ObjectCache;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -34,7 +34,7 @@ pub struct Door {
 /// served.
 #[derive(Default)]
 struct Written {
-    digests: HashMap<String, BTreeMap<String, String>>,
+    digests: HashMap<String, Verified>,
     served: Option<bool>,
     looked_at: Option<Instant>,
     /// When to look again without being told: a failed write, or the kind looked for again.
@@ -131,15 +131,15 @@ impl Door {
                 .filter_map(|name| policies.get(&namespace, name))
                 .collect();
             let now = verified(&in_namespace);
-            if now.left_out > 0 {
-                tracing::warn!(namespace, left_out = now.left_out, "more verified digests than a VerifiedDigests holds: the first by policy name are kept");
-            }
             let before = written.digests.get(&namespace);
-            if before == Some(&now.digests) || before.is_none() && now.digests.is_empty() {
+            if before == Some(&now) || before.is_none() && now.digests.is_empty() {
                 continue;
             }
-            match write(client, &namespace, &now.digests).await {
-                Ok(()) => drop(written.digests.insert(namespace, now.digests)),
+            if now.left_out > 0 {
+                tracing::warn!(namespace, left_out = now.left_out, "more verified digests than a VerifiedDigests holds: previous elections, then the last policies by name, are left out (its leftOut says how many)");
+            }
+            match write(client, &namespace, &now).await {
+                Ok(()) => drop(written.digests.insert(namespace, now)),
                 // The namespace is gone: nothing to keep there.
                 Err(kube::Error::Api(e)) if e.code == 404 => {
                     written.digests.remove(&namespace);
@@ -191,7 +191,11 @@ impl Door {
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .insert(namespace.clone());
-                    written.digests.insert(namespace, found.spec.digests);
+                    let found = Verified {
+                        digests: found.spec.digests,
+                        left_out: found.spec.left_out as usize,
+                    };
+                    written.digests.insert(namespace, found);
                 }
                 written.served = Some(true);
             }
@@ -204,16 +208,17 @@ impl Door {
     }
 }
 
-/// The namespace's VerifiedDigests, as `digests` lists.
+/// The namespace's VerifiedDigests, as `verified` says.
 async fn write(
     client: &kube::Client,
     namespace: &str,
-    digests: &BTreeMap<String, String>,
+    verified: &Verified,
 ) -> Result<(), kube::Error> {
     let api = Api::<VerifiedDigests>::namespaced(client.clone(), namespace);
     let spec = VerifiedDigestsSpec {
-        count: digests.len() as u32,
-        digests: digests.clone(),
+        count: verified.digests.len() as u32,
+        digests: verified.digests.clone(),
+        left_out: u32::try_from(verified.left_out).unwrap_or(u32::MAX),
     };
     let object = VerifiedDigests::new(VERIFIED_NAME, spec);
     let params = PatchParams::apply(FIELD_MANAGER).force();

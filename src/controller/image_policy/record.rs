@@ -62,7 +62,8 @@ pub(super) fn record(
     election: Election,
 ) -> Result<(Outcome, Next, String), Stop> {
     let was = status.latest_ref.as_ref().map(|r| r.tag.clone());
-    let keep = |held: Vec<HeldBackTag>| keep_held(held, was.as_deref());
+    let before = status.observed_previous_ref.as_ref().map(|r| r.tag.clone());
+    let keep = |held: Vec<HeldBackTag>| keep_held(held, [was.as_deref(), before.as_deref()]);
     match election {
         Election::Elected {
             elected,
@@ -115,20 +116,25 @@ pub(super) fn record(
     }
 }
 
-/// The first [`MAX_HELD_BACK`] entries, best first; when the tag elected before is held back
-/// beyond them, its entry takes the last place, so the Warning of a downgrade (report.rs) is
-/// never cut away.
-fn keep_held(mut held: Vec<HeldBackTag>, was: Option<&str>) -> Option<Vec<HeldBackTag>> {
-    let beyond = held
+/// The first [`MAX_HELD_BACK`] entries, best first; when a tag elected before (`latestRef`, or
+/// `observedPreviousRef`, judged again for the door) is held back beyond them, its entry takes
+/// the last place, so that neither the Warning of a downgrade (report.rs) nor the door's
+/// leaving it out (docs/admission.md) is cut away.
+fn keep_held(mut held: Vec<HeldBackTag>, kept: [Option<&str>; 2]) -> Option<Vec<HeldBackTag>> {
+    let must = |h: &HeldBackTag| kept.contains(&Some(h.tag.as_str()));
+    let beyond: Vec<HeldBackTag> = held
         .iter()
         .skip(MAX_HELD_BACK)
-        .position(|h| Some(h.tag.as_str()) == was);
-    if let Some(at) = beyond {
-        let entry = held.swap_remove(MAX_HELD_BACK + at);
-        held.truncate(MAX_HELD_BACK - 1);
+        .filter(|h| must(h))
+        .cloned()
+        .collect();
+    held.truncate(MAX_HELD_BACK);
+    for entry in beyond {
+        if let Some(last) = held.iter().rposition(|h| !must(h)) {
+            held.remove(last);
+        }
         held.push(entry);
     }
-    held.truncate(MAX_HELD_BACK);
     (!held.is_empty()).then_some(held)
 }
 
@@ -148,13 +154,16 @@ mod tests {
         let tags = |kept: Option<Vec<HeldBackTag>>| -> Vec<String> {
             kept.unwrap().into_iter().map(|h| h.tag).collect()
         };
-        let plain = tags(keep_held(held.clone(), Some("1.20.0")));
+        let plain = tags(keep_held(held.clone(), [Some("1.20.0"), None]));
         assert_eq!(plain.len(), MAX_HELD_BACK);
         assert_eq!((plain[0].as_str(), plain[9].as_str()), ("1.20.0", "1.11.0"));
-        let kept = tags(keep_held(held.clone(), Some("1.8.0")));
+        let kept = tags(keep_held(held.clone(), [Some("1.8.0"), None]));
         assert_eq!(kept.len(), MAX_HELD_BACK);
         assert_eq!((kept[8].as_str(), kept[9].as_str()), ("1.12.0", "1.8.0"));
-        assert_eq!(keep_held(Vec::new(), None), None);
+        let both = tags(keep_held(held.clone(), [Some("1.8.0"), Some("1.7.0")]));
+        assert_eq!(both.len(), MAX_HELD_BACK);
+        assert_eq!(both[7..], ["1.13.0", "1.8.0", "1.7.0"]);
+        assert_eq!(keep_held(Vec::new(), [None, None]), None);
     }
 
     /// A new tag (or digest) moves the last `latestRef` to `observedPreviousRef`; the same one

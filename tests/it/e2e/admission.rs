@@ -12,7 +12,7 @@ const REPO: &str = "registry.example/team/app";
 
 /// Our CRDs and `config/admission`, as users apply it, server-side: both tests of this file
 /// apply it at once (a client-side create of the same objects races).
-fn install_admission() {
+pub(super) fn install_admission() {
     install_crds();
     let rendered = ok(kubectl(
         &[
@@ -31,7 +31,7 @@ fn install_admission() {
 }
 
 /// A namespace labelled for the door (`enforce`, `warn`), or not.
-fn namespace(suffix: &str, door: Option<&str>) -> Namespace {
+pub(super) fn namespace(suffix: &str, door: Option<&str>) -> Namespace {
     let ns = Namespace(format!(
         "image-reflector-door-{suffix}-{}",
         std::process::id()
@@ -64,7 +64,7 @@ fn verified(ns: &str, digests: &[&str]) {
     ok(kubectl(&["apply", "-f", "-"], Some(&object)));
 }
 
-fn pod(ns: &str, name: &str, images: &[&str]) -> String {
+pub(super) fn pod(ns: &str, name: &str, images: &[&str]) -> String {
     let containers: Vec<String> = images
         .iter()
         .enumerate()
@@ -78,7 +78,7 @@ fn pod(ns: &str, name: &str, images: &[&str]) -> String {
 }
 
 /// `kubectl apply` of `manifest`: whether it was admitted, and what it said on stderr.
-fn apply(manifest: &str) -> (bool, String) {
+pub(super) fn apply(manifest: &str) -> (bool, String) {
     let out = kubectl(&["apply", "-f", "-"], Some(manifest));
     let said = String::from_utf8_lossy(&out.stderr).to_string();
     (out.status.success(), said)
@@ -264,102 +264,5 @@ fn workloads(ns: &str, good: &str, bad: &str) {
     for manifest in kinds(good, good) {
         let (admitted, said) = apply(&manifest);
         assert!(admitted, "{manifest}: {said}");
-    }
-}
-
-/// The digests of `ns`'s VerifiedDigests, as the controller wrote them.
-fn listed(ns: &str) -> String {
-    let out = kubectl(
-        &[
-            "get",
-            "verifieddigests",
-            "verified",
-            "-n",
-            ns,
-            "-o",
-            "jsonpath={.spec.digests}",
-        ],
-        None,
-    );
-    String::from_utf8_lossy(&out.stdout).to_string()
-}
-
-/// The controller keeps the door (item 3 and 4): a gated policy's election is admitted, a tag
-/// its gate holds back is not, a deleted policy's digests go, and with the controller stopped
-/// the API server answers as before.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs a cluster: make e2e"]
-async fn e2e_the_controller_keeps_the_door() {
-    use crate::support::distribution::{Distribution, Variant};
-    use k8s_openapi::jiff::{SignedDuration, Timestamp};
-    install_admission();
-    let registry = Distribution::start(Variant::default());
-    let now = Timestamp::now();
-    let ago = |hours: i64| (now - SignedDuration::from_hours(hours)).to_string();
-    let mut digests = Vec::new();
-    for (tag, hours, content) in [("0.9.0", 900, "a"), ("1.0.0", 800, "b"), ("1.1.0", 1, "c")] {
-        let digest = registry
-            .push_dated("door/app", tag, "amd64", Some(&ago(hours)), content)
-            .await;
-        digests.push(format!("{}/door/app@{digest}", registry.host));
-    }
-    let ns = namespace("kept", Some("enforce"));
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = install_and_controller_kubeconfig(dir.path());
-    let policy = |name: &str, range: &str| {
-        format!(
-            "---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {{name: {name}, namespace: {ns}}}\n\
-             spec: {{imageRepositoryRef: {{name: app}}, policy: {{semver: {{range: '{range}'}}}}, \
-             filterTags: {{minAge: 24h}}, digestReflectionPolicy: IfNotPresent}}\n",
-            ns = ns.0
-        )
-    };
-    let manifests = format!(
-        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {{name: app, namespace: {ns}}}\n\
-         spec: {{image: {host}/door/app, interval: 1h}}\n{app}{old}",
-        ns = ns.0,
-        host = registry.host,
-        app = policy("app", ">=1.0.0"),
-        old = policy("old", "<1.0.0"),
-    );
-    ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
-    let controller = Controller::start(&ns.0, &kubeconfig);
-    let (old, elected, held) = (&digests[0], &digests[1], &digests[2]);
-    let digest_of = |image: &str| image.rsplit('@').next().unwrap().to_string();
-    wait_until(60, || {
-        let got = listed(&ns.0);
-        got.contains(&digest_of(elected)) && got.contains(&digest_of(old))
-    });
-    let admitted = |name: &str, image: &str| apply(&pod(&ns.0, name, &[image]));
-    let (ok_elected, said) = admitted("elected", elected);
-    assert!(ok_elected, "{said}");
-    let (ok_held, said) = admitted("held", held);
-    assert!(
-        !ok_held && said.contains("its digest was not elected"),
-        "{said}"
-    );
-
-    // The policy `old` deleted: its digest goes.
-    ok(kubectl(
-        &["delete", "imagepolicy", "old", "-n", &ns.0],
-        None,
-    ));
-    wait_until(60, || !listed(&ns.0).contains(&digest_of(old)));
-    let (ok_old, said) = admitted("old", old);
-    assert!(!ok_old, "{said}");
-
-    // The controller stopped: the API server answers from the last object.
-    assert!(controller.stop().success());
-    let (ok_again, said) = admitted("again", elected);
-    assert!(ok_again, "{said}");
-    let (ok_held, _) = admitted("held-again", held);
-    assert!(!ok_held);
-}
-
-fn wait_until(secs: u64, done: impl Fn() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-    while !done() {
-        assert!(std::time::Instant::now() < deadline, "not within {secs}s");
-        std::thread::sleep(std::time::Duration::from_millis(250));
     }
 }

@@ -2,6 +2,7 @@
 //! Ignored by default: CI has no cluster. They create one namespace and delete it after.
 
 mod admission;
+mod admission_keeper;
 mod cloud;
 mod downgrade;
 mod fair_shares;

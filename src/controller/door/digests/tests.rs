@@ -109,3 +109,34 @@ fn a_digest_two_policies_elected_names_both_and_the_bound_holds() {
         "the first by name are kept"
     );
 }
+
+/// The worst object the bound admits (2,048 digests, each vouched for by policies of 253-byte
+/// names and 128-byte tags) is written whole: under 1 MiB, below etcd's 1.5 MiB.
+#[test]
+fn the_largest_object_stays_under_a_mebibyte() {
+    use crate::api::{VerifiedDigests, VerifiedDigestsSpec};
+    let long = |i: usize| format!("{i:05}{}", "p".repeat(248));
+    let tag = "1".repeat(128);
+    let many: Vec<ImagePolicy> = (0..MAX_VERIFIED * 2)
+        .map(|i| {
+            let mut p = policy(&long(i), true, elected(&digest(i / 2 + 10), None));
+            p.status.as_mut().unwrap().latest_ref.as_mut().unwrap().tag = tag.clone();
+            p
+        })
+        .collect();
+    let got = verified(&many);
+    assert_eq!(got.digests.len(), MAX_VERIFIED);
+    assert!(got
+        .digests
+        .values()
+        .all(|said| said.len() <= super::MAX_SAID && said.ends_with('…')));
+    let spec = VerifiedDigestsSpec {
+        count: got.digests.len() as u32,
+        digests: got.digests,
+        left_out: 0,
+    };
+    let bytes = serde_json::to_vec(&VerifiedDigests::new("verified", spec))
+        .unwrap()
+        .len();
+    assert!(bytes < 1 << 20, "{bytes} bytes");
+}

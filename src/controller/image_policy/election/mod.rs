@@ -15,6 +15,7 @@ mod facts;
 mod freshness;
 mod keys;
 mod mode;
+mod previous;
 mod signature;
 mod walk;
 
@@ -64,9 +65,13 @@ pub(super) async fn elect<R: PolicyReader>(
         Dated::Ready(candidates) => candidates,
         Dated::Unfinished { left, of } => return Ok((Election::Dating { left, of }, None)),
     };
-    let walked = walk(candidates, ctx.judge(), &mut source)
+    let mut walked = walk(candidates, ctx.judge(), &mut source)
         .await
         .map_err(failed)?;
+    if subject.mode == Mode::Gated {
+        let previous = previous::previous_after(status, &walked);
+        previous::judge_previous(previous, ctx.judge(), &mut source, &mut walked).await;
+    }
     let due = source.known.due.take();
     let election = conclude(walked, due, &ctx, subject, status, env);
     let replaced = match (&election, subject.floor) {

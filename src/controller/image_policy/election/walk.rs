@@ -9,9 +9,7 @@ use super::candidates::Candidates;
 use super::client::ClientError;
 use super::mode::Mode;
 use crate::api::{format_go_duration, HeldBackTag, HeldBy};
-use crate::policy::{
-    Bump, Bumps, Fact, Facts, Gates, Hold, ImageView, Need, Passed, Platform, Ruling,
-};
+use crate::policy::{Bumps, Fact, Facts, Gates, Hold, Need, Passed, Ruling};
 use crate::registry::RegistryError;
 use crate::store::{ImageFacts, SignatureVerdict};
 use std::future::Future;
@@ -57,16 +55,6 @@ pub(super) trait FactSource: Send {
 
     /// Keeps what the walk learnt of an image.
     fn keep(&mut self, facts: ImageFacts) -> impl Future<Output = ()> + Send;
-}
-
-/// What the walk knows of one candidate: its image's facts (by digest, with the signature
-/// verdicts) and when its tag was first seen at that digest.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Evidence {
-    pub tag: String,
-    pub image: ImageFacts,
-    /// Unix seconds (0: before the controller); `None`: not known.
-    pub first_seen: Option<i64>,
 }
 
 /// The tag elected, its digest (none when nothing needed it), and the proof that every gate
@@ -221,10 +209,7 @@ async fn walk_on<S: FactSource>(
     let Judge { now, recheck, .. } = judge;
     for tag in ranked.iter().take(MAX_WALK.saturating_sub(walked.walked)) {
         walked.walked += 1;
-        let mut budget = Budget {
-            used: &mut walked.inspected,
-            charged: false,
-        };
+        let mut budget = Budget::new(&mut walked.inspected);
         if let (false, Mode::Flux, Ruling::Passed(passed)) = (
             judge.wants_digest,
             judge.mode,
@@ -281,7 +266,7 @@ async fn walk_on<S: FactSource>(
 impl Walked {
     /// Holds `tag` back, looked at again when the first of its holds may open (one opening
     /// changes what status.heldBack says, even while another still holds), else at `recheck`.
-    fn hold(
+    pub(super) fn hold(
         &mut self,
         tag: &str,
         digest: Option<String>,
@@ -323,21 +308,33 @@ fn held_back(tag: &str, digest: Option<String>, holds: Vec<Hold>) -> HeldBackTag
     }
 }
 
-/// One candidate: its digest now, then the gates in their order, each asking for the facts it
-/// lacks, each fact looked up at most once and kept. Returns the digest and the proof that
-/// every gate passed, or why the candidate is held back. Fails closed: a fact still unknown
-/// after its look-up holds the candidate, and the rounds are bounded by the number of facts
-/// (one look-up each, then the last judging), past which the candidate is held too.
+/// One candidate: its digest now, then [`judge_at`] that digest.
 async fn look_at<S: FactSource>(
     judge: Judge<'_>,
     source: &mut S,
     tag: &str,
     budget: &mut Budget<'_>,
 ) -> Result<(String, Result<Passed, Vec<Hold>>), Cut> {
+    let digest = source.digest(tag, budget).await?;
+    let ruled = judge_at(judge, source, tag, &digest, budget).await?;
+    Ok((digest, ruled))
+}
+
+/// `tag` at the image `digest`: the gates in their order, each asking for the facts it lacks,
+/// each fact looked up at most once and kept. Returns the proof that every gate passed, or why
+/// it is held back. Fails closed: a fact still unknown after its look-up holds it, and the
+/// rounds are bounded by the number of facts (one look-up each, then the last judging), past
+/// which it is held too.
+pub(super) async fn judge_at<S: FactSource>(
+    judge: Judge<'_>,
+    source: &mut S,
+    tag: &str,
+    digest: &str,
+    budget: &mut Budget<'_>,
+) -> Result<Result<Passed, Vec<Hold>>, Cut> {
     let (gates, now) = (judge.gates, judge.now);
     let bump = judge.bumps.map(|b| b.of(tag));
-    let digest = source.digest(tag, budget).await?;
-    let mut evidence = source.known(tag, &digest);
+    let mut evidence = source.known(tag, digest);
     let mut looked = Need::NONE;
     let mut asked = false;
     let mut ruled = None;
@@ -363,46 +360,12 @@ async fn look_at<S: FactSource>(
     if asked {
         source.keep(evidence.image).await;
     }
-    let ruled = ruled.unwrap_or_else(|| Err(vec![Hold::undecided()]));
-    Ok((digest, ruled))
+    Ok(ruled.unwrap_or_else(|| Err(vec![Hold::undecided()])))
 }
 
-/// The facts the gates are shown: each one only when it is known.
-fn view<'a>(
-    now: i64,
-    evidence: &Evidence,
-    offered: &'a [(Platform, Option<i64>)],
-    verdict: Option<&'a SignatureVerdict>,
-    bump: Option<Bump>,
-) -> Facts<'a> {
-    let mut facts = Facts::at(now);
-    if let Some(bump) = bump {
-        facts = facts.with_bump(bump);
-    }
-    if evidence.image.inspected {
-        let created = evidence.image.created;
-        let platforms = offered;
-        facts = facts.with_image(ImageView { created, platforms });
-    }
-    if let Some(v) = verdict {
-        facts = facts
-            .with_signature(v.verified_by.as_deref().ok_or(v.reason.as_str()))
-            .with_signed_at(v.signed_at);
-    }
-    if let Some(at) = evidence.first_seen {
-        facts = facts.with_first_seen(at);
-    }
-    facts
-}
-
-/// The platforms an inspection found, parsed back from the store's strings.
-fn platforms(facts: &ImageFacts) -> Vec<(Platform, Option<i64>)> {
-    facts
-        .platforms
-        .iter()
-        .filter_map(|p| Platform::parse(&p.platform).ok().map(|x| (x, p.created)))
-        .collect()
-}
+mod view;
+pub(super) use view::Evidence;
+use view::{platforms, view};
 
 #[cfg(test)]
 mod table;

@@ -12,8 +12,8 @@ use super::super::signature::verdict_counts;
 use super::*;
 use crate::api::{ImagePolicySpec, ImagePolicyStatus, ImageRef};
 use crate::policy::{
-    gate, Age, Bump, Bumps, ByBump, MinAge, Order, Platforms, Policy, PolicyChoice, SignedClock,
-    Undated, Verify,
+    gate, Age, Bump, Bumps, ByBump, MinAge, Order, Platform, Platforms, Policy, PolicyChoice,
+    SignedClock, Undated, Verify,
 };
 use crate::store::{PlatformFact, TagList};
 

@@ -3,7 +3,7 @@
 
 use super::table::{Table, DAY, NOW};
 use super::*;
-use crate::policy::{gate, MinAge, Platforms, Undated, Verify};
+use crate::policy::{gate, MinAge, Platform, Platforms, Undated, Verify};
 
 fn week() -> MinAge {
     MinAge::new(
@@ -342,4 +342,59 @@ async fn a_refused_downgrade_counts_only_when_nothing_is_elected() {
     let walked = run(&ranked, &gates, &mut Table::default()).await;
     assert!(walked.unfinished);
     assert_eq!(walked.refused, None, "unfinished: nothing refused yet");
+}
+
+/// The previous election, judged again for the door (`previous.rs`): held at its digest when a
+/// gate now fails it (a key revoked), left as it is when it passes, and not judged twice when
+/// the walk already did.
+#[tokio::test]
+async fn the_previous_election_is_judged_again_at_its_digest() {
+    use super::super::previous::{judge_previous, previous_after};
+    use crate::api::{ImagePolicyStatus, ImageRef};
+    let reference = |tag: &str| ImageRef {
+        name: "reg/app".into(),
+        tag: tag.into(),
+        digest: Some(format!("d-{tag}")),
+    };
+    let gates = Gates::of([gate(Verify::SIGNATURE)]);
+    let mut table = Table::default();
+    table.signed.insert("1.2.0".into());
+    let mut walked = run(&["1.2.0"], &gates, &mut table).await;
+    let status = ImagePolicyStatus {
+        latest_ref: Some(reference("1.1.0")),
+        observed_previous_ref: Some(Box::new(reference("1.0.0"))),
+        ..Default::default()
+    };
+    let previous = previous_after(&status, &walked).cloned();
+    assert_eq!(previous, Some(reference("1.1.0")), "the election moved");
+    judge_previous(previous.as_ref(), judge(&gates), &mut table, &mut walked).await;
+    assert_eq!(held(&walked), ["1.1.0 by verify"]);
+    assert_eq!(walked.held[0].digest.as_deref(), Some("d-1.1.0"));
+    assert_eq!(
+        table.asked,
+        ["digest 1.2.0", "signature d-1.2.0", "signature d-1.1.0"]
+    );
+
+    // Judged once: the walk's own entry stands, nothing asked again.
+    judge_previous(previous.as_ref(), judge(&gates), &mut table, &mut walked).await;
+    assert_eq!((walked.held.len(), table.asked.len()), (1, 3));
+
+    // Signed, it passes: nothing held. The same election: the previous stays the one before.
+    let mut table = Table::default();
+    table
+        .signed
+        .extend(["1.2.0".to_string(), "1.0.0".to_string()]);
+    let mut walked = run(&["1.2.0"], &gates, &mut table).await;
+    let status = ImagePolicyStatus {
+        latest_ref: Some(reference("1.2.0")),
+        ..status
+    };
+    let previous = previous_after(&status, &walked).cloned();
+    assert_eq!(previous, Some(reference("1.0.0")), "the same election");
+    judge_previous(previous.as_ref(), judge(&gates), &mut table, &mut walked).await;
+    assert!(walked.held.is_empty());
+    assert_eq!(
+        table.asked.last().map(String::as_str),
+        Some("signature d-1.0.0")
+    );
 }
