@@ -35,6 +35,10 @@ explain_rollout() {
     jsonpath='{range .items[*]}{.metadata.name}: {range .status.containerStatuses[*]}{.state}{"\n"}{end}{end}' >&2 || true
   echo "deploy: the last events in $namespace:" >&2
   kubectl -n "$namespace" get events --sort-by=.lastTimestamp 2>&1 | tail -n 10 >&2 || true
+  # A container that exits says why in its last lines (a CrashLoopBackOff shows nothing else).
+  echo "deploy: the last log lines of its container (the run before, if it restarted):" >&2
+  kubectl -n "$namespace" logs "deploy/$deployment" --previous --tail=20 >&2 2>&1 \
+    || kubectl -n "$namespace" logs "deploy/$deployment" --tail=20 >&2 2>&1 || true
 }
 
 if [ "$action" = delete ] && [ -f "$installed" ]; then

@@ -66,8 +66,7 @@ impl EventRecorder {
         };
         let age = unchanged_for(old, &event, now);
         if let Err(err) = self.publish(obj, &event, age, now, extra).await {
-            let error = describe_api_error(&err);
-            tracing::warn!(%error, "could not record the event");
+            unrecorded(&err);
         }
     }
 
@@ -232,5 +231,45 @@ impl EventRecorder {
             reporting_instance: Some(self.instance.clone()),
             ..Default::default()
         }
+    }
+}
+
+/// Logs an Event that could not be recorded: a warning, unless its namespace is being deleted
+/// (the API server takes nothing new there; an object deleted with its namespace is judged one
+/// last time, and nobody can read an Event about it).
+pub fn unrecorded(err: &kube::Error) {
+    let error = describe_api_error(err);
+    match namespace_terminating(err) {
+        true => {
+            tracing::debug!(%error, "the event was not recorded: its namespace is being deleted")
+        }
+        false => tracing::warn!(%error, "could not record the event"),
+    }
+}
+
+/// The API server's refusal of new content in a namespace being deleted (NamespaceLifecycle).
+fn namespace_terminating(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status)
+        if status.code == 403 && status.message.ends_with("because it is being terminated"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::namespace_terminating;
+
+    #[test]
+    fn a_namespace_being_deleted_is_told_from_a_refusal() {
+        let api = |message: &str| {
+            let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+                "status": "Failure", "code": 403, "reason": "Forbidden", "message": message,
+            }))
+            .unwrap();
+            kube::Error::Api(Box::new(status))
+        };
+        let terminating = "events \"app.1\" is forbidden: unable to create new content in \
+                           namespace door because it is being terminated";
+        assert!(namespace_terminating(&api(terminating)));
+        let rbac = "events is forbidden: User \"x\" cannot create resource \"events\"";
+        assert!(!namespace_terminating(&api(rbac)));
     }
 }

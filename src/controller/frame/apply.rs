@@ -134,8 +134,7 @@ async fn publish<K: Reconciled>(
             .publish(obj, &note, None, now, metadata.clone())
             .await;
         if let Err(err) = published {
-            let error = crate::controller::outcome::error::describe_api_error(&err);
-            tracing::warn!(%error, "could not record the event");
+            crate::controller::events::recorder::unrecorded(&err);
         }
     }
     shared

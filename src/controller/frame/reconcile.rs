@@ -150,8 +150,7 @@ async fn held_as_served<K: Reconciled>(obj: &K, ctx: &Arc<K::Ctx>) -> bool {
         .publish(obj, &event, None, now, Default::default())
         .await;
     if let Err(err) = published {
-        let error = crate::controller::outcome::error::describe_api_error(&err);
-        tracing::warn!(%error, "could not record the event");
+        crate::controller::events::recorder::unrecorded(&err);
     }
     held
 }
