@@ -45,7 +45,7 @@ PY
 kubectl apply --server-side -f "$work/verified.json" > /dev/null
 kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}' > "$work/server"
 kubectl config view --raw --minify -o jsonpath='{.users[0].user.token}' > "$work/token"
-kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d > "$work/ca.pem"
+kubectl config view --raw --minify --flatten -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d > "$work/ca.pem"
 
 python3 - "$work" "$requests" <<'PY'
 import http.client, json, ssl, statistics, sys, time, urllib.parse
