@@ -67,6 +67,11 @@ pub struct RunArgs {
     /// roots (Flux's `flux-ca-bundle`); with an `http://` address, TLS is tried first.
     #[arg(long, default_value = "")]
     pub events_ca_file: String,
+    /// Flux's client flag (RFC #6032): the ConfigMap of the controller's namespace (Flux's
+    /// `flux-ca-bundle`) whose certificates verify the notification-controller's TLS, watched;
+    /// instead of `--events-ca-file`.
+    #[arg(long, default_value = "")]
+    pub tls_ca_bundle: String,
     /// A projected ServiceAccount token (audience `toolkit.fluxcd.io`) sent as a bearer token
     /// over verified TLS only; read at each event.
     #[arg(long, default_value = "")]
@@ -287,6 +292,13 @@ impl RunArgs {
             if retry.is_zero() {
                 return Err("--leader-election-retry-period must be greater than zero".into());
             }
+        }
+        if !self.tls_ca_bundle.is_empty() && !self.events_ca_file.is_empty() {
+            return Err(
+                "--tls-ca-bundle and --events-ca-file both name the events' CA bundle: \
+                        give one"
+                    .into(),
+            );
         }
         if self.kube_api_qps.is_nan() || self.kube_api_qps < 0.0 {
             return Err("--kube-api-qps must be zero or more".into());

@@ -8,18 +8,18 @@
 
 mod flags;
 mod leading;
+mod settings;
 
 use leading::{run_as_leader, Work};
+use settings::{runtime_namespace, settings, tls_ca_bundle_file};
 
 pub use flags::{FeatureGates, RunArgs, SigstoreArgs};
 
 use super::error::CliError;
 use crate::api::{ImagePolicy, ImageRepository};
-use crate::controller::events::notify::EventsAuth;
 use crate::controller::frame::queue::unhealthy;
-use crate::controller::{Context, Settings};
+use crate::controller::Context;
 use crate::registry::cloud::TokenCache;
-use crate::registry::sigstore_root::PublicGoodRoot;
 use crate::registry::{install_crypto_provider, Registries, SchedulerConfig};
 use crate::runtime::http::{self, Readiness};
 use crate::runtime::leader::{self, Elector, Ended, LeaseConfig};
@@ -147,6 +147,19 @@ async fn start(args: &RunArgs) -> Result<Started, CliError> {
     metrics.add_source(Arc::new(RegistrySource(registries.clone())));
     metrics.add_source(Arc::new(crate::telemetry::process::ProcessSource));
     metrics.add_source(Arc::new(rest_counts));
+    if !args.tls_ca_bundle.is_empty() {
+        let namespace = runtime_namespace(
+            args,
+            "--tls-ca-bundle names a ConfigMap of the controller's namespace",
+        )?;
+        let mirror = crate::runtime::ca_bundle::mirror(
+            client.clone(),
+            namespace,
+            args.tls_ca_bundle.clone(),
+            tls_ca_bundle_file(),
+        );
+        tokio::spawn(mirror);
+    }
     let sigstore_root = args
         .sigstore
         .public_good_root(Some(PathBuf::from(&args.storage_path).join("sigstore")))
@@ -285,19 +298,10 @@ where
 /// The Lease: Flux's name (plus the selector's hash) in RUNTIME_NAMESPACE, or the pod's
 /// namespace from its service account.
 fn lease_config(args: &RunArgs) -> Result<LeaseConfig, CliError> {
-    let namespace = Some(args.runtime_namespace.clone())
-        .filter(|n| !n.is_empty())
-        .or_else(|| {
-            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-                .ok()
-                .map(|n| n.trim().to_string())
-        })
-        .ok_or_else(|| {
-            CliError::invalid(
-                "--enable-leader-election needs the namespace of its Lease: set RUNTIME_NAMESPACE \
-                 (Flux's Deployment sets it from metadata.namespace)",
-            )
-        })?;
+    let namespace = runtime_namespace(
+        args,
+        "--enable-leader-election needs the namespace of its Lease",
+    )?;
     Ok(LeaseConfig {
         name: leader::lease_name(&args.watch_label_selector),
         namespace,
@@ -355,32 +359,6 @@ fn health_check(ctx: &Arc<Context>, stuck_after: Duration) -> http::HealthCheck 
         }
         unhealthy(&queues, stuck_after, Instant::now())
     })
-}
-
-fn settings(args: &RunArgs, sigstore_root: Arc<PublicGoodRoot>) -> Settings {
-    let instance = leader::host_name();
-    Settings {
-        min_retry_delay: args.min_retry_delay,
-        max_retry_delay: args.max_retry_delay,
-        event_repeat_interval: args.event_repeat_interval,
-        object_level_workload_identity: args.feature_gates.enabled("ObjectLevelWorkloadIdentity"),
-        default_service_account: Some(args.default_service_account.clone())
-            .filter(|s| !s.is_empty()),
-        instance,
-        events_addr: Some(args.events_addr.clone()).filter(|a| !a.is_empty()),
-        events_auth: EventsAuth {
-            ca_file: Some(&args.events_ca_file)
-                .filter(|f| !f.is_empty())
-                .map(Into::into),
-            token_file: Some(&args.events_token_file)
-                .filter(|f| !f.is_empty())
-                .map(Into::into),
-        },
-        requeue_dependency: args.requeue_dependency,
-        no_cross_namespace_refs: args.no_cross_namespace_refs,
-        concurrent: args.concurrent.max(1),
-        sigstore_root,
-    }
 }
 
 /// Cancelled on the first SIGTERM or SIGINT.

@@ -5,6 +5,7 @@ mod admission;
 mod admission_keeper;
 mod cloud;
 mod downgrade;
+mod events_bundle;
 mod fair_shares;
 mod gates;
 mod kube_version;
