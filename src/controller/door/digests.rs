@@ -47,11 +47,10 @@ pub fn verified<'a>(policies: impl IntoIterator<Item = &'a ImagePolicy>) -> Veri
     for (digest, why) in elections(false).chain(elections(true)) {
         let full = verified.digests.len() == MAX_VERIFIED;
         match verified.digests.get_mut(&digest) {
-            Some(said) if said.len() < MAX_SAID => {
+            Some(said) => {
                 said.push_str(&format!("; {why}"));
                 cut(said);
             }
-            Some(_) => {}
             None if full => verified.left_out += 1,
             None => {
                 let mut said = format!("ImagePolicy {why}");
