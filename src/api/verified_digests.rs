@@ -15,6 +15,9 @@ pub const VERIFIED_NAME: &str = "verified";
 /// The most digests one namespace keeps: the admission's cost is bounded by it.
 pub const MAX_VERIFIED: usize = 2048;
 
+// kube's `printcolumn(...)` arguments repeat `type_ = ...`, which clippy mistakes for
+// duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "admission.image-reflector.io",
