@@ -140,3 +140,18 @@ fn the_largest_object_stays_under_a_mebibyte() {
         .len();
     assert!(bytes < 1 << 20, "{bytes} bytes");
 }
+
+/// Cut at its bound, marked, and only past it; never inside a character.
+#[test]
+fn what_vouches_is_cut_at_its_bound_between_characters() {
+    use super::{cut, MAX_SAID};
+    let mut exact = "a".repeat(MAX_SAID);
+    cut(&mut exact);
+    assert_eq!(exact, "a".repeat(MAX_SAID), "at the bound: untouched");
+    let mut long = "a".repeat(MAX_SAID + 1);
+    cut(&mut long);
+    assert_eq!((long.len(), long.ends_with('…')), (MAX_SAID, true));
+    let mut wide = "é".repeat(MAX_SAID);
+    cut(&mut wide);
+    assert_eq!((wide.len(), wide.ends_with('…')), (MAX_SAID - 1, true));
+}
