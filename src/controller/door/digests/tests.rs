@@ -78,8 +78,17 @@ fn only_a_gated_current_policy_vouches_and_never_for_what_a_gate_now_holds() {
         verified([&refused]).digests.is_empty(),
         "held with no digest"
     );
-    let odd = policy("odd", true, elected("sha256:ABC", None));
-    assert!(verified([&odd]).digests.is_empty(), "not a digest");
+    for odd in [
+        "sha256:ABC".to_string(),
+        format!("sha256:{}", "A".repeat(64)),
+        format!("sha256:{}", "a".repeat(63)),
+    ] {
+        let odd_policy = policy("odd", true, elected(&odd, None));
+        assert!(
+            verified([&odd_policy]).digests.is_empty(),
+            "{odd}: not a digest"
+        );
+    }
     let mut gone = policy("gone", true, elected(&d1, None));
     gone.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
         k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
