@@ -397,4 +397,17 @@ async fn the_previous_election_is_judged_again_at_its_digest() {
         table.asked.last().map(String::as_str),
         Some("signature d-1.0.0")
     );
+
+    // The tag moved since: the walk's entry is at the tag's new digest, so the previous
+    // election is still judged, at its own.
+    let mut table = Table::default();
+    table.signed.insert("1.0.5".into());
+    let mut walked = run(&["1.1.0", "1.0.5"], &gates, &mut table).await;
+    let moved = ImageRef {
+        digest: Some("d-1.1.0-old".into()),
+        ..reference("1.1.0")
+    };
+    judge_previous(Some(&moved), judge(&gates), &mut table, &mut walked).await;
+    let at: Vec<_> = walked.held.iter().map(|h| h.digest.as_deref()).collect();
+    assert_eq!(at, [Some("d-1.1.0"), Some("d-1.1.0-old")]);
 }
