@@ -218,12 +218,12 @@ MUTATED = -f 'src/verify/**/*.rs' -f 'src/policy/gates/**/*.rs' \
 	-f src/controller/frame/handoff/room.rs -f src/controller/events/notify/queue.rs \
 	-f 'src/registry/sigstore_root/*.rs' \
 	-f 'src/policy/conditions/*.rs' -f src/api/attestations.rs \
-	-f src/registry/signatures/referrers.rs \
+	-f src/registry/signatures/referrers.rs -f src/controller/door/digests.rs \
 	-e '**/tests.rs' -e '**/tests/**' -e '**/model.rs' -e '**/property.rs' -e src/verify/fuzz.rs
 mutants: deps
 	@command -v cargo-mutants >/dev/null || { echo "cargo-mutants not found: cargo install cargo-mutants" >&2; exit 1; }
 	cargo mutants --no-shuffle --copy-target=true -j $${MUTANTS_JOBS:-2} --cargo-arg=--lib $(MUTATED) \
-		-- -- verify:: policy::gates controller::image_policy controller::frame controller::schema \
+		-- -- verify:: policy::gates controller::image_policy controller::door controller::frame controller::schema \
 		controller::object api::beyond_flux cli::crds fair:: registry::budget controller::events::notify \
 		registry::sigstore_root policy::conditions api::attestations registry::signatures; \
 	status=$$?; [ $$status -eq 0 ] || [ $$status -eq 2 ] || exit $$status; \
