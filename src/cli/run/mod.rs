@@ -147,7 +147,8 @@ async fn start(args: &RunArgs) -> Result<Started, CliError> {
     metrics.add_source(Arc::new(RegistrySource(registries.clone())));
     metrics.add_source(Arc::new(crate::telemetry::process::ProcessSource));
     metrics.add_source(Arc::new(rest_counts));
-    if !args.tls_ca_bundle.is_empty() {
+    // Followed only when there are events to send (Flux's Deployment names the bundle either way).
+    if !args.tls_ca_bundle.is_empty() && !args.events_addr.is_empty() {
         let namespace = runtime_namespace(
             args,
             "--tls-ca-bundle names a ConfigMap of the controller's namespace",

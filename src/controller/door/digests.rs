@@ -14,9 +14,10 @@ pub struct Verified {
 
 /// The digests `policies` vouch for. A policy counts when it has a gate (a policy without one
 /// verified nothing), its status answers its current spec (`observedGeneration`), and it is
-/// not being deleted. Its `latestRef` counts unless a gate now holds that very tag at that digest back
-/// (`status.heldBack`: a key revoked, a signature gone; or the registry refuses to serve it); its `observedPreviousRef` too, so that
-/// a rolling update and a revert to the previous release are admitted. The policies are read
+/// not being deleted. Its `latestRef` counts unless a gate now holds that tag back at that
+/// digest (`status.heldBack`: a key revoked, a signature gone; or the registry refuses to serve
+/// it); its `observedPreviousRef` too, judged again the same way (`election/previous.rs`), so
+/// that a rolling update and a revert to the previous release are admitted. The policies are read
 /// by name, elections before previous ones, so what is left out past the bound is the same
 /// every time.
 pub fn verified<'a>(policies: impl IntoIterator<Item = &'a ImagePolicy>) -> Verified {

@@ -85,6 +85,10 @@ fn bad_flags_stop_start_up_with_fluxs_messages() {
             &["run", "--watch-all-namespaces=false"][..],
             "--watch-all-namespaces=false needs the RUNTIME_NAMESPACE environment variable",
         ),
+        (
+            &["run", "--tls-ca-bundle=flux-ca-bundle", "--events-ca-file=/ca.crt"][..],
+            "--tls-ca-bundle and --events-ca-file both name the events' CA bundle: give one",
+        ),
         (&["run", "--log-level=loud"][..], "invalid value 'loud'"),
         (&["run", "--gc-interval=-1"][..], "--gc-interval"),
     ] {
