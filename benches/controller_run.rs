@@ -22,10 +22,9 @@
 //! (600 by default with a peer) with nothing due; the side-by-side tables go to their own
 //! section of docs/benchmarks.md.
 //!
-//! Ours is `BENCH_BINARY` when set (`make bench-controller` sets the release build's copy, which
-//! link/symbol-order.txt lays out), else cargo's build for the benchmark; `BENCH_WRAP` is a
-//! command line ours runs under (`make symbol-order`: callgrind), split on whitespace. Every
-//! controller starts with its executable dropped from the page cache.
+//! Ours is `BENCH_BINARY` when set (`make bench-controller` sets the release build's copy, as
+//! the image ships it), else cargo's build for the benchmark. Every controller starts with its
+//! executable dropped from the page cache.
 
 mod common;
 #[path = "common/fake_registry.rs"]
@@ -43,6 +42,7 @@ use kube::{Api, Client, ResourceExt};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -84,9 +84,8 @@ impl Peer {
     /// The executable.
     fn binary(self) -> PathBuf {
         match self {
-            // `make bench-controller` runs the release build's (BENCH_BINARY): cargo's build
-            // for a benchmark is the same code under other symbol names, so not laid out by
-            // link/symbol-order.txt (build.rs).
+            // `make bench-controller` runs the release build's (BENCH_BINARY), as the image
+            // ships it.
             Peer::Ours => std::env::var_os("BENCH_BINARY")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_image-reflector"))),
@@ -114,13 +113,6 @@ impl Peer {
     ) -> Command {
         let mut command = Command::new(self.binary());
         if self == Peer::Ours {
-            // `make symbol-order` runs ours under callgrind: BENCH_WRAP is that command line.
-            let wrap = std::env::var("BENCH_WRAP").unwrap_or_default();
-            let mut words = wrap.split_whitespace();
-            if let Some(program) = words.next() {
-                command = Command::new(program);
-                command.args(words).arg(self.binary());
-            }
             command.arg("run");
         }
         command
@@ -230,6 +222,8 @@ struct Report {
     triggered_one: Duration,
     triggered: Vec<Duration>,
     final_peak_kib: u64,
+    /// The largest anonymous memory over the whole run (sampled every [`ANON_EVERY`]).
+    final_anon_kib: u64,
     /// CPU seconds over `BENCH_IDLE` seconds with nothing due, and that window.
     idle_cpu: Option<(f64, Duration)>,
     /// The store's bytes on disk at the end.
@@ -358,6 +352,37 @@ impl Report {
 struct Controller {
     children: Vec<Child>,
     metrics: Vec<String>,
+    /// The largest anonymous memory (`RssAnon`) any process had, sampled every
+    /// [`ANON_EVERY`] until the controller stops: the kernel keeps no peak of it.
+    anon_peak_kib: Arc<AtomicU64>,
+    sampling: Arc<AtomicBool>,
+}
+
+/// How often anonymous memory is sampled: a burst shorter than this can be missed.
+const ANON_EVERY: Duration = Duration::from_millis(20);
+
+/// Samples the processes' `RssAnon` into `peak` until `sampling` is cleared.
+fn sample_anon(pids: Vec<u32>, peak: Arc<AtomicU64>, sampling: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        while sampling.load(Ordering::Relaxed) {
+            for pid in &pids {
+                peak.fetch_max(status_field_kib(*pid, "RssAnon:"), Ordering::Relaxed);
+            }
+            std::thread::sleep(ANON_EVERY);
+        }
+    });
+}
+
+/// A `/proc/<pid>/status` field in KiB; 0 when the process or the field is gone.
+fn status_field_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 impl Controller {
@@ -392,18 +417,24 @@ impl Controller {
             children.push(child);
             metrics.push(address);
         }
-        Controller { children, metrics }
+        let (anon_peak_kib, sampling) = (Arc::default(), Arc::new(AtomicBool::new(true)));
+        let pids = children.iter().map(Child::id).collect();
+        sample_anon(pids, Arc::clone(&anon_peak_kib), Arc::clone(&sampling));
+        Controller {
+            children,
+            metrics,
+            anon_peak_kib,
+            sampling,
+        }
     }
 
     fn status_kib(&self, child: &Child, field: &str) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/status", child.id()))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with(field))
-                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-            })
-            .unwrap_or(0)
+        status_field_kib(child.id(), field)
+    }
+
+    /// The largest anonymous memory any of the processes had so far (sampled).
+    fn anon_peak_kib(&self) -> u64 {
+        self.anon_peak_kib.load(Ordering::Relaxed)
     }
 
     /// Each process's peak RSS.
@@ -478,6 +509,7 @@ impl Controller {
 
 impl Drop for Controller {
     fn drop(&mut self) {
+        self.sampling.store(false, Ordering::Relaxed);
         for child in &mut self.children {
             let _ = child.kill();
             let _ = child.wait();
@@ -849,6 +881,7 @@ async fn scenario(name: &str, peer: Peer) -> Report {
     // Warm restart on the same store. The first process's peak covers its steady cycles too
     // (a relist during them holds two caches for a moment).
     let first_peak_kib = controller.peak_kib();
+    let first_anon_kib = controller.anon_peak_kib();
     let first_peaks = controller.peaks_kib();
     controller.stop();
     if std::env::var_os("BENCH_KEEP").is_some() {
@@ -915,6 +948,8 @@ async fn scenario(name: &str, peer: Peer) -> Report {
         }
     }
     let final_peak_kib = controller.peak_kib().max(first_peak_kib);
+    let final_anon_kib = controller.anon_peak_kib().max(first_anon_kib);
+    eprintln!("peak RSS {}, of it anonymous at most {}", mib(final_peak_kib), mib(final_anon_kib));
     let shard_peaks_kib: Vec<u64> = controller
         .peaks_kib()
         .iter()
@@ -1002,6 +1037,7 @@ async fn scenario(name: &str, peer: Peer) -> Report {
         triggered_one,
         triggered,
         final_peak_kib,
+        final_anon_kib,
         idle_cpu,
         final_store_bytes,
     }

@@ -86,6 +86,23 @@ eventually "the Pod holds the leader Lease" 60 \
 eventually "the Pod connected with its ServiceAccount (in-cluster configuration)" 30 \
   grep -q '"source":"in-cluster"' "$work/pod-1.log"
 
+# What users see of the controller's memory: the kubelet's working set of its container (what
+# `kubectl top` and memory limits go by) and, of it, anonymous memory, from the node's summary
+# API (refreshed every 10 to 15 s). Printed, not checked: docs/benchmarks.md keeps the figures.
+memory() { # POD WHEN
+  sleep 20
+  kubectl get --raw "/api/v1/nodes/$(kubectl get pod -n "$namespace" "$1" -o jsonpath='{.spec.nodeName}')/proxy/stats/summary" \
+    | python3 -c 'import json, sys
+pod, when = sys.argv[1:3]
+s = json.load(sys.stdin)
+m = [c for p in s["pods"] if p["podRef"]["name"] == pod for c in p["containers"]][0]["memory"]
+print("e2e-cluster: measured, %s: working set %.1f MiB, anonymous %.1f MiB" % (when, m["workingSetBytes"] / 2**20, m["rssBytes"] / 2**20))' "$1" "$2" \
+    || echo "e2e-cluster: the kubelet's summary could not be read" >&2
+}
+# Idle: no objects, 70 s after the Pod was Ready (the controller's own settling takes 60).
+sleep 50
+memory "$pod" "the idle Pod (no objects)"
+
 # --- registries on the node's IP, reachable from Pods: one open, one with Basic auth
 free_port() { python3 -c "import socket; s=socket.socket(); s.bind(('${1:-$node_ip}',0)); print(s.getsockname()[1])"; }
 serve_registry() { # NAME [AUTH_YAML [ADDRESS [STORAGE]]]: on the node's IP unless ADDRESS
@@ -254,6 +271,8 @@ eventually "a policy asking for provenance from example/other holds 1.0.0 back, 
   "1.0.0/verify/attestation 'provenance' ($slsa): built from example/other (is false)"
 eventually "its HeldBack event names the failed attestation" 30 \
   sh -c "kubectl get events -n default --field-selector involvedObject.name=provenance-other,reason=HeldBack -o jsonpath='{.items[*].message}' | grep -q \"1.0.0 held back by verify: attestation 'provenance'\""
+
+memory "$pod" "the settled Pod (2 repositories, 5 policies: signatures, attestations)"
 
 # --- the offline tools on the controller's own clocks: its store archived from the Pod (the
 # image has no shell and no tar), extracted, and its first sightings read by `scan`.

@@ -9,12 +9,13 @@ const BEGIN: &str =
     "<!-- bench-controller-flux:begin (written by `make bench-controller PEER=flux`) -->";
 const END: &str = "<!-- bench-controller-flux:end -->";
 
-const HEAD: &str = "| controller | cold start to all Ready | peak RSS (whole run) | idle RSS | CPU, cold start | CPU, idle | store on disk | registry requests per repository (pages + manifests) | API writes per object | steady cycle | warm restart: time, requests | triggered 100: p99 |\n|---|---|---|---|---|---|---|---|---|---|---|---|";
+const HEAD: &str = "| controller | cold start to all Ready | peak RSS (whole run) | peak anonymous memory | idle RSS | CPU, cold start | CPU, idle | store on disk | registry requests per repository (pages + manifests) | API writes per object | steady cycle | warm restart: time, requests | triggered 100: p99 |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|";
 
 /// The figures a ratio is taken of: smaller is better in each.
 struct Figures {
     cold: f64,
     peak: f64,
+    anon: f64,
     idle_rss: f64,
     cpu: f64,
     idle_cpu: Option<f64>,
@@ -35,6 +36,7 @@ fn figures(r: &Report) -> Figures {
     Figures {
         cold: r.cold.as_secs_f64(),
         peak: r.final_peak_kib as f64,
+        anon: r.final_anon_kib as f64,
         idle_rss: r.idle_kib as f64,
         cpu: r.cold_cpu,
         idle_cpu: r.idle_cpu.map(|(c, _)| c),
@@ -58,10 +60,11 @@ fn row(r: &Report) -> String {
     let mut walls: Vec<_> = r.cycles.iter().map(|c| c.wall).collect();
     walls.sort();
     format!(
-        "| {} | {} | {} | {} | {:.1} s | {} | {:.1} MB | {:.2} + {:.2} | {:.2} | {} | {}, {} | {} |",
+        "| {} | {} | {} | {} | {} | {:.1} s | {} | {:.1} MB | {:.2} + {:.2} | {:.2} | {} | {}, {} | {} |",
         r.peer.label(),
         secs(r.cold),
         mib(r.final_peak_kib),
+        mib(r.final_anon_kib),
         mib(r.idle_kib),
         r.cold_cpu,
         r.idle_cpu
@@ -100,9 +103,10 @@ fn ratio_row(ours: &Report, fluxes: &[&Report]) -> String {
         _ => "-".into(),
     };
     format!(
-        "| **ours ÷ better Flux** | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        "| **ours ÷ better Flux** | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         ratio(o.cold, best(&|x| x.cold)),
         ratio(o.peak, best(&|x| x.peak)),
+        ratio(o.anon, best(&|x| x.anon)),
         ratio(o.idle_rss, best(&|x| x.idle_rss)),
         ratio(o.cpu, best(&|x| x.cpu)),
         idle,
