@@ -9,20 +9,12 @@ export KUBE_BIN_DIR
 FLUX_BIN_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/image-reflector-flux/bin
 export FLUX_BIN_DIR
 
-.PHONY: release release-push release-check e2e-release all build test lint fmt crds run kube flux sigtools e2e e2e-flux e2e-signatures e2e-cluster prometheus-deps bench bench-admission bench-controller symbol-order conformance mutants deps image image-deps image-smoke deploy undeploy fuzz
+.PHONY: release release-push release-check e2e-release all build test lint fmt crds run kube flux sigtools e2e e2e-flux e2e-signatures e2e-cluster prometheus-deps bench bench-admission bench-controller conformance mutants deps image image-deps image-smoke deploy undeploy fuzz
 
 all: build
 
-# After a release build: how many of link/symbol-order.txt's functions the build still has,
-# from its link map (build.rs); a stale list only spreads the hot code out again, so it is said,
-# not failed on. Nothing when there is no map (another target or linker) or no python3.
-symbol_order_check = @[ ! -f target/release/image-reflector.map ] || ! command -v python3 >/dev/null \
-	|| python3 hack/symbol-order.py --check target/release/image-reflector.map link/symbol-order.txt \
-	target/release/image-reflector
-
 build:
 	$(CARGO) build --release
-	$(symbol_order_check)
 
 # Installs what the tests need when it is missing, then runs the whole suite and ends on one
 # count over every test binary (cargo's last line is the doc-tests' own).
@@ -59,7 +51,6 @@ RELEASE_RUSTFLAGS = --remap-path-prefix=$(CARGO_HOME)=/cargo --remap-path-prefix
 image: export RUSTFLAGS = $(RELEASE_RUSTFLAGS)
 image: image-deps
 	$(CARGO) build --release --locked
-	$(symbol_order_check)
 	hack/build-image.sh target/release/image-reflector $(IMAGE)
 
 # A release of the commit checked out (clean, VERSION = v + Cargo.toml's version) in DIST:
@@ -260,39 +251,12 @@ bench-admission: kube
 SCENARIOS ?=
 # PEER=flux: Flux's image-reflector-controller (Badger, then FluxStorage) on the same scenarios,
 # one after the other, side by side in docs/benchmarks.md.
-# Ours is the release executable, as the image ships it (a benchmark's own build of it has
-# other symbol names, which link/symbol-order.txt does not lay out).
+# Ours is the release executable, as the image ships it.
 bench-controller: kube $(if $(PEER),flux)
 	$(CARGO) build --release --locked
-	$(symbol_order_check)
 	@mkdir -p target/bench-controller && cp target/release/image-reflector target/bench-controller/
 	@PEER=$(PEER) BENCH_BINARY=$(CURDIR)/target/bench-controller/image-reflector \
 		$(with_apiserver) $(CARGO) bench --locked --bench controller_run -- $(SCENARIOS)
-
-# Writes link/symbol-order.txt, the functions the controller runs, which build.rs has lld lay
-# out together: the release executable run under callgrind idle (those functions first) and
-# through two scenarios, 100 x 1,000 and 20 x 10,000 (both kinds of stored list), and its link
-# map to name the functions (the executable has no symbol table). About 20 minutes. Run it
-# again after a dependency or toolchain update, when the release build's check says the list
-# is stale: the names carry their crates' hashes (docs/benchmarks.md).
-ORDER_RUN = $(CURDIR)/target/symbol-order
-symbol-order: kube
-	@command -v valgrind >/dev/null || { \
-		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
-		$$sudo apt-get -o DPkg::Lock::Timeout=300 update -qq && \
-		DEBIAN_FRONTEND=noninteractive $$sudo apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends valgrind; }
-	rm -rf $(ORDER_RUN) && mkdir -p $(ORDER_RUN)
-	$(CARGO) build --release --locked
-	cp target/release/image-reflector $(ORDER_RUN)/
-	cp target/release/image-reflector.map $(ORDER_RUN)/link.map
-	$(with_apiserver) hack/idle-callgrind.sh $(ORDER_RUN)/image-reflector $(ORDER_RUN)/idle.callgrind
-	BENCH_CYCLES=1 BENCH_IDLE=30 BENCH_BINARY=$(ORDER_RUN)/image-reflector \
-		BENCH_WRAP="valgrind --tool=callgrind --quiet \
-		--callgrind-out-file=$(ORDER_RUN)/callgrind.%p --dump-instr=yes --dump-line=no \
-		--compress-pos=no --compress-strings=no" \
-		$(with_apiserver) $(CARGO) bench --locked --bench controller_run -- 100x1000 20x10000
-	python3 hack/symbol-order.py $(ORDER_RUN)/link.map link/symbol-order.txt \
-		--idle $(ORDER_RUN)/idle.callgrind $(ORDER_RUN)/callgrind.*
 
 # Runs Flux's policy vectors through the binary (needs ../shared beside the checkout).
 conformance:

@@ -4,10 +4,9 @@
 
 pub mod api_error;
 pub mod ca_bundle;
-pub mod exe_pages;
 pub mod gc;
+pub mod heap;
 pub mod http;
 pub mod leader;
-pub mod resident;
 pub mod rest_client;
 pub mod throttle;

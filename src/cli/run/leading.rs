@@ -40,10 +40,8 @@ pub(super) async fn run_as_leader(
     let readiness = work.readiness;
     let mut workers = spawn_workers(args, work, &token);
     tracing::info!(storage = %args.storage_path, selector = %args.watch_label_selector, "image-reflector controller started");
-    // Once settled, the start-up code's pages go back to the kernel (runtime/resident.rs).
-    let giving_back = tokio::spawn(crate::runtime::resident::give_back_when_settled(
-        readiness.clone(),
-    ));
+    // Once settled, the heap's free pages go back to the kernel (runtime/heap.rs).
+    let giving_back = tokio::spawn(crate::runtime::heap::trim_when_settled(readiness.clone()));
     let ended = until_ended(holding, &mut workers, &token).await;
     match &ended {
         Ended::Lost => tracing::error!("leader election lost: stopping reconciles"),

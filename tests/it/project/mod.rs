@@ -6,4 +6,3 @@ pub mod docs_links;
 pub mod function_length;
 pub mod layout;
 pub mod layout_docs;
-pub mod symbol_order;
