@@ -391,3 +391,20 @@ fn gate_fields_are_bounded_and_name_the_field() {
         &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"];
     assert_eq!(status_schema["properties"]["heldBack"]["maxItems"], 10);
 }
+
+#[test]
+fn the_readme_shows_the_gated_sample_as_it_is() {
+    let sample = std::fs::read_to_string(root().join("config/samples/imagepolicy_gated.yaml"))
+        .unwrap();
+    let body: String = sample
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("```yaml\n{body}```")),
+        "README.md's gated ImagePolicy differs from config/samples/imagepolicy_gated.yaml"
+    );
+    assert!(body.lines().count() <= 22, "the README's policy stays short");
+}
