@@ -63,7 +63,7 @@ pub struct ImagePolicySpec {
     /// Keep only tags matching `pattern`, and compare the `extract` template's expansion.
     // Boxed, like `verify` and `observedPreviousRef`: inline these took 180 of a decoded
     // policy's 912 bytes (each watch event, each policy staged for a reconcile), most often
-    // for nothing (docs/benchmarks.md).
+    // for nothing (docs/benchmarks-history.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filter_tags: Option<Box<TagFilter>>,
 

@@ -86,7 +86,7 @@ pub struct ImageRepositorySpec {
     /// HTTP(S) or SOCKS5 proxy to reach the registry through.
     // Boxed, like `certSecretRef` and `accessFrom`: inline these took 72 of a decoded
     // repository's 776 bytes (each watch event, each repository staged for a reconcile), most
-    // often for nothing (docs/benchmarks.md).
+    // often for nothing (docs/benchmarks-history.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy_secret_ref: Option<Box<LocalObjectReference>>,
 

@@ -49,7 +49,7 @@ pub use verified_digests::{
 mod tests {
     /// A decoded object (each watch event, each one staged for a reconcile) is this size
     /// inline, the parts most objects leave out boxed (912 and 776 bytes before;
-    /// docs/benchmarks.md).
+    /// docs/benchmarks-history.md).
     #[test]
     fn cached_objects_stay_small() {
         assert!(std::mem::size_of::<super::ImagePolicy>() <= 728);

@@ -1,4 +1,4 @@
-//! The allocator setting every subcommand runs with (docs/benchmarks.md measures it).
+//! The allocator setting every subcommand runs with (docs/benchmarks-history.md measures it).
 //!
 //! glibc's malloc gives each thread that allocates under contention an arena of its own, up to
 //! eight per core, and memory freed in one arena is not reused by another. The controller's

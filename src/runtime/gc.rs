@@ -26,7 +26,7 @@ pub fn dead_keys(stored_before: &[RepoKey], live: &HashSet<RepoKey>) -> Vec<Repo
 /// Objects per LIST page: client-go's pager default. The list is read a page at a time and
 /// only each object's key is kept: an unpaged list of 10,000 repositories is one response of
 /// tens of megabytes (metadata carries `managedFields`), held twice while it is parsed, every
-/// `--gc-interval` (docs/benchmarks.md).
+/// `--gc-interval` (docs/benchmarks-history.md).
 pub const PAGE: u32 = 500;
 
 /// One collection against a paged LIST of the repositories in scope; returns how many keys

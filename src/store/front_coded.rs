@@ -24,7 +24,7 @@ pub const MAX_STORED_TEXT: usize = 64 << 20;
 
 /// What the coded lines are handed to gzip in: flate2 zeroes its 32 KiB output buffer before
 /// every write it is given, so writing the list a tag at a time cost a 32 KiB `memset` per tag,
-/// 6% of a whole cold start's CPU at 400 × 1,000 (docs/benchmarks.md, "Gzip a tag at a time").
+/// 6% of a whole cold start's CPU at 400 × 1,000 (docs/benchmarks-history.md, "Gzip a tag at a time").
 const CODED_CHUNK: usize = 64 * 1024;
 
 /// `tags`, front-coded and gzipped at level 1: on the 100k-tag list that is 25% smaller than

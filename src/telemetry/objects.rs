@@ -6,7 +6,7 @@
 //! One record instead of one prometheus-client `Family` per metric: each family kept its own
 //! copy of the labels and a boxed metric per object, and a `Histogram` carries native-histogram
 //! state besides its buckets; at 10,000 objects of each kind that was 23 MB, a record is a
-//! third of it (docs/benchmarks.md). Updates of an existing record take the read lock and
+//! third of it (docs/benchmarks-history.md). Updates of an existing record take the read lock and
 //! atomics, as a family's did; only a new or deleted object takes the write lock.
 
 use std::borrow::Cow;

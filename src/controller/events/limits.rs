@@ -55,7 +55,7 @@ pub enum Verdict {
 /// The Events of one type and reason within the window. Each object has one of these per
 /// (type, reason) noted in the last [`SIMILAR_WINDOW`], most often one: the history is kept
 /// small because a cold start notes the first Event of every object at once (it was about 680
-/// bytes an object with a map per object and strings for its keys; docs/benchmarks.md).
+/// bytes an object with a map per object and strings for its keys; docs/benchmarks-history.md).
 #[derive(Debug)]
 struct Similar {
     /// The hash of the type and reason.

@@ -2,7 +2,7 @@
 //! cache; the ImagePolicy controller reads repositories from that same cache and learns of their
 //! changes from it (which repository changed, and what the policy trigger compares), instead of watching and caching
 //! every repository a second time: at 10,000 repositories that copy was tens of megabytes, and
-//! a second LIST and WATCH on the API server (docs/benchmarks.md).
+//! a second LIST and WATCH on the API server (docs/benchmarks-history.md).
 
 use crate::api::ImageRepository;
 use crate::controller::object::cache::ObjectCache;

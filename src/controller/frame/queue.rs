@@ -5,7 +5,7 @@
 //! time. kube's scheduler keeps each object it is given in three tables that never shrink (its
 //! delay queue, its map and its pending set, each with two copies of the object's reference), so
 //! a cold start that gave it every object at once kept about 600 bytes an object for good
-//! (docs/benchmarks.md); here an object waits in about 150.
+//! (docs/benchmarks-history.md); here an object waits in about 150.
 //!
 //! As in kube-runtime, one object waits at most once and an earlier time wins; a reconcile that
 //! starts takes what was waiting for its object.

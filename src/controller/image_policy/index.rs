@@ -17,7 +17,7 @@ pub struct PolicyIndex(Arc<RwLock<IndexMaps>>);
 
 /// A namespace and a name. Each string is allocated once and shared by both maps: at 4,000
 /// policies, `ObjectRef`s (four strings each) and a set per repository took about 1 KiB a
-/// policy (docs/benchmarks.md).
+/// policy (docs/benchmarks-history.md).
 type Name = (Arc<str>, Arc<str>);
 
 #[derive(Default)]

@@ -334,7 +334,7 @@ pub fn effective_exclusions(repo: &ImageRepository) -> Vec<String> {
 
 /// Flux's default list, compiled once for the process: nearly every repository has it, and
 /// compiling it at every reconcile was part of the 2.7% of a cold start's CPU spent compiling
-/// regular expressions (docs/benchmarks.md). A list of the tenant's own is compiled each time:
+/// regular expressions (docs/benchmarks-history.md). A list of the tenant's own is compiled each time:
 /// kept, such lists (each up to the 10 MiB bound) could hold any amount of memory. With the
 /// default, the referrers tag schema is excluded too ([`REFERRERS_TAG_EXCLUSION`]; reported
 /// in `observedExclusionList` as Flux reports it, the list alone).

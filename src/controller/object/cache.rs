@@ -2,7 +2,7 @@
 //! its `namespace/name`. kube's reflector store kept each object decoded, with a string on the
 //! heap for every name, time, tag and message (each at least 32 bytes to the allocator) and a
 //! key holding four more: about 2 KB an object, the larger part of what the controller kept of
-//! each repository and policy (docs/benchmarks.md). As JSON it is about half that. A reconcile
+//! each repository and policy (docs/benchmarks-history.md). As JSON it is about half that. A reconcile
 //! decodes the one object it reads, which costs what kube's clone of it cost before.
 //!
 //! The cache applies a watch's events as kube's store does: the first list, and any relist,

@@ -1,7 +1,7 @@
 //! Which watched objects are news to a reconcile: kube's `predicate_filter`, with a compact
 //! memory. kube remembers each object under copies of its name, namespace and UID (three
 //! strings: with its table share, about 380 bytes an object per filter, and a policy and its
-//! repository pass three filters; docs/benchmarks.md). Here an object is remembered under a
+//! repository pass three filters; docs/benchmarks-history.md). Here an object is remembered under a
 //! hash of the three, keyed at random per process so that no tenant can pick names that
 //! collide with another's, in 24 bytes. The rule is kube's: an object passes when its property
 //! differs from the one last seen for the same object (a new UID is a new object), when that

@@ -1,7 +1,7 @@
 //! A set of objects kept by hash: what a process remembers of each object it has seen since
 //! start (a policy's first reconcile, a repository's first scan), in 8 bytes rather than the
 //! object's name and namespace (about 100 bytes an object in each set at 4,000;
-//! docs/benchmarks.md). The hashes are keyed at random per process, so no tenant can pick
+//! docs/benchmarks-history.md). The hashes are keyed at random per process, so no tenant can pick
 //! names that collide with another's; two names of one process collide with a chance of about
 //! one in 10^11 at 10,000 objects.
 

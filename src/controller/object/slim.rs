@@ -2,7 +2,7 @@
 //! `metadata.managedFields` and kubectl's last-applied annotation, which no reconcile reads and
 //! which are often most of an object's bytes (a copy of the whole spec for each manager), and
 //! without its labels: the API server filters by them (`--watch-label-selector`), no reconcile
-//! reads them, and a map of even one label costs a node of about 550 bytes (docs/benchmarks.md).
+//! reads them, and a map of even one label costs a node of about 550 bytes (docs/benchmarks-history.md).
 //! A namespace's labels, which `accessFrom` reads, come from a watch of their own.
 
 use kube::Resource;

@@ -10,7 +10,7 @@ const RECORDS_PER_PAGE: usize = 256;
 /// allocation made during the object's first reconcile, between that reconcile's transient
 /// buffers (a response's 8 KiB, its parsed objects), and it outlived them: at 10,000
 /// repositories and policies, most of the 10 KiB free chunks the cold start left in the heap
-/// had a record right after them (docs/benchmarks.md). Pages are a few large allocations, kept
+/// had a record right after them (docs/benchmarks-history.md). Pages are a few large allocations, kept
 /// once made: a forgotten object's slot is blanked and reused, so they hold at most the most
 /// objects ever watched at once.
 pub(super) struct Records<K, R> {

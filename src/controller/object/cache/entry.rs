@@ -6,7 +6,7 @@
 //! repositories and policies the cold start's peak held about 5 MB of free chunks of 430–530
 //! bytes, which the heap could neither give back nor reuse for the larger versions that
 //! replaced them (glibc's `malloc_info`); with one allocation per version, freed whole, the
-//! free chunks there fell from about 22,400 to 10,000 (docs/benchmarks.md).
+//! free chunks there fell from about 22,400 to 10,000 (docs/benchmarks-history.md).
 //!
 //! An entry is written from a thread's scratch buffer (a `Vec` grown by doubling and shrunk
 //! would leave its tail free behind the entry), with a little room to grow, and a new version
@@ -15,7 +15,7 @@
 //! allocation each, every version an update replaced was a hole in the heap that the next,
 //! larger versions could not reuse. A steady cycle replaced each repository twice (the request,
 //! then its status), and those holes were what the resident set held above the live heap at
-//! its peak (docs/benchmarks.md, "The heap's holes").
+//! its peak (docs/benchmarks-history.md, "The heap's holes").
 
 use std::borrow::Borrow;
 use std::cell::RefCell;

@@ -68,7 +68,7 @@ async fn a_list_replaces_the_content_once_complete_and_makes_it_ready() {
 }
 
 /// The point of the cache: an object as JSON takes less than half the heap that the decoded
-/// object and kube's key for it took (the figures are in docs/benchmarks.md).
+/// object and kube's key for it took (the figures are in docs/benchmarks-history.md).
 #[test]
 fn an_object_is_kept_as_its_json() {
     let cache = ObjectCache::default();
