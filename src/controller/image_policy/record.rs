@@ -1,9 +1,9 @@
 //! The one place an election reaches the status: `latestRef`, `observedPreviousRef`,
 //! `heldBack` and the conditions, whichever way the tag was elected (with gates or without).
 
-use super::election::MAX_INSPECTIONS;
+use super::election::{Election, MAX_INSPECTIONS};
 use super::report::{held_note, no_eligible_message, ready_message};
-use crate::api::{HeldBackTag, ImagePolicyStatus, ImageRef, MAX_HELD_BACK};
+use crate::api::{HeldBackTag, ImagePolicyStatus, MAX_HELD_BACK};
 use crate::controller::outcome::conditions::{ConditionType, Conditions, Reason};
 use crate::controller::outcome::next::Next;
 use crate::controller::outcome::stop::Stop;
@@ -12,47 +12,6 @@ use std::time::Duration;
 
 /// How soon an unfinished walk goes on.
 pub const CONTINUE_WALK: Duration = Duration::from_secs(2);
-
-/// What an election came to.
-#[derive(Debug)]
-pub(super) enum Election {
-    /// `elected` is the policy's tag now; `next`: when to look again, if ever.
-    Elected {
-        elected: ImageRef,
-        held: Vec<HeldBackTag>,
-        next: Option<Duration>,
-    },
-    /// The walk's registry inspections of this reconcile are spent; it goes on.
-    Unfinished {
-        held: Vec<HeldBackTag>,
-        walked: usize,
-        inspections: usize,
-    },
-    /// A newest order's tags of one sighting are being dated: `left` of `of` to read; the
-    /// last election stays meanwhile.
-    Dating { left: usize, of: usize },
-    /// No candidate passes the gates: the last election stays.
-    NoneEligible {
-        held: Vec<HeldBackTag>,
-        walked: usize,
-        next: Duration,
-    },
-}
-
-impl Election {
-    /// The elected tag kept as it is, saying why (`held`; a refused downgrade's entry last).
-    pub fn kept(status: &ImagePolicyStatus, held: Vec<HeldBackTag>) -> Election {
-        let elected = status
-            .latest_ref
-            .clone()
-            .expect("a kept election has a latestRef");
-        Election::Elected {
-            elected,
-            held,
-            next: None,
-        }
-    }
-}
 
 /// Writes `election` into `status` and says how the reconcile ends: a new tag, or a new digest
 /// under the same tag, moves the previous `latestRef` to `observedPreviousRef`.

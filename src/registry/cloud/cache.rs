@@ -5,7 +5,7 @@
 //! concurrent misses of one key make one fetch. Keys are SHA-256 digests and values are never
 //! formatted, so nothing secret reaches logs.
 
-use super::CloudError;
+use super::error::CloudError;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::future::Future;

@@ -9,7 +9,7 @@
 use super::super::describe::{chain, url_host};
 use super::super::retry_after::parse_retry_after;
 use super::super::scheduler::Scheduler;
-use super::CloudError;
+use super::error::CloudError;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Method, RequestBuilder, StatusCode, Url};
 use std::net::IpAddr;

@@ -24,7 +24,6 @@ pub use mode::Mode;
 pub use walk::{MAX_INSPECTIONS, MAX_WALK};
 
 use super::env::{PolicyEnv, PolicyReader};
-use super::record::Election;
 use crate::api::ReflectionPolicy;
 use crate::api::{HeldBackTag, ImagePolicy, ImagePolicyStatus, ImageRef};
 use crate::controller::outcome::conditions::Reason;
@@ -37,6 +36,47 @@ use facts::StoreAndRegistry;
 use keys::trusted_keys;
 use std::time::Duration;
 use walk::{walk, Elected, LookError, WalkFailure, Walked};
+
+/// What an election came to.
+#[derive(Debug)]
+pub enum Election {
+    /// `elected` is the policy's tag now; `next`: when to look again, if ever.
+    Elected {
+        elected: ImageRef,
+        held: Vec<HeldBackTag>,
+        next: Option<Duration>,
+    },
+    /// The walk's registry inspections of this reconcile are spent; it goes on.
+    Unfinished {
+        held: Vec<HeldBackTag>,
+        walked: usize,
+        inspections: usize,
+    },
+    /// A newest order's tags of one sighting are being dated: `left` of `of` to read; the
+    /// last election stays meanwhile.
+    Dating { left: usize, of: usize },
+    /// No candidate passes the gates: the last election stays.
+    NoneEligible {
+        held: Vec<HeldBackTag>,
+        walked: usize,
+        next: Duration,
+    },
+}
+
+impl Election {
+    /// The elected tag kept as it is, saying why (`held`; a refused downgrade's entry last).
+    pub fn kept(status: &ImagePolicyStatus, held: Vec<HeldBackTag>) -> Election {
+        let elected = status
+            .latest_ref
+            .clone()
+            .expect("a kept election has a latestRef");
+        Election::Elected {
+            elected,
+            held,
+            next: None,
+        }
+    }
+}
 
 /// The best candidate that passes the gates (without gates: the best), with its digest per
 /// `digestReflectionPolicy`; and a notice for the conditions, when what the signatures were
