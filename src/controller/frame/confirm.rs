@@ -14,7 +14,7 @@
 
 use super::reconciled::Reconciled;
 use crate::controller::lookup::api_read::{read_named, ReadError, API_READ_DEADLINE};
-use crate::controller::object::keys::{object_key, spec_version};
+use crate::controller::object::keys::spec_version;
 use crate::controller::outcome::error::Error;
 use kube::{Api, ResourceExt};
 
@@ -31,6 +31,7 @@ pub enum Confirmation {
 /// is the one the API server holds.
 pub async fn confirm<K: Reconciled>(
     obj: &K,
+    key: &str,
     changes: bool,
     api: &Api<K>,
     ctx: &K::Ctx,
@@ -39,13 +40,13 @@ pub async fn confirm<K: Reconciled>(
         return Ok(Confirmation::Write);
     }
     let confirmed = &ctx.as_ref().confirmed;
-    let (key, version) = (object_key(obj), spec_version(obj));
-    if confirmed.holds(&key, version) {
+    let version = spec_version(obj);
+    if confirmed.holds(key, version) {
         return Ok(Confirmation::Write);
     }
     let fresh = read(obj, api).await?;
     if spec_version(&fresh) == version {
-        confirmed.record(key, version);
+        confirmed.record(key.to_string(), version);
         return Ok(Confirmation::Write);
     }
     tracing::warn!(
@@ -61,6 +62,7 @@ pub async fn confirm<K: Reconciled>(
 /// holds another spec (the guards did their job), else the refusal stands.
 pub async fn after_refusal<K: Reconciled>(
     obj: &K,
+    key: &str,
     refused: Error,
     api: &Api<K>,
     ctx: &K::Ctx,
@@ -77,7 +79,7 @@ pub async fn after_refusal<K: Reconciled>(
         "the API server holds another spec than the one decided on, or serves it without \
          fields it held: nothing written, decided again from a fresh read"
     );
-    ctx.as_ref().confirmed.forget(&object_key(obj));
+    ctx.as_ref().confirmed.forget(key);
     K::refreshed(ctx, fresh);
     Ok(Confirmation::ReadAgain)
 }

@@ -1,8 +1,7 @@
-//! One reconcile of either kind: the frame and its body, the contract with the kinds, the
+//! One reconcile of either kind: its steps (reconcile.rs), the contract with the kinds, the
 //! hand-off of long decisions, panics kept to their object, the confirmation before a
 //! downstream-visible write, the shared context, the work queue and what kube's controller reads.
 
-pub mod apply;
 pub mod confirm;
 pub mod context;
 pub mod handoff;

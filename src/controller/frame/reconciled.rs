@@ -1,5 +1,5 @@
 //! What a reconcile asks of each kind ([`Reconciled`]), and what its decision comes to
-//! ([`Decision`]): the contract between the shared frame (reconcile.rs, apply.rs) and the
+//! ([`Decision`]): the contract between the shared frame (reconcile.rs) and the
 //! ImageRepository and ImagePolicy reconcilers.
 
 use super::context::Context;
@@ -18,6 +18,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::future::Future;
+use std::sync::Arc;
 
 /// What a kind's decision comes to: the status to write, when to run next, and what happened.
 #[derive(Clone, Debug, PartialEq)]
@@ -77,7 +78,7 @@ pub trait Reconciled:
     /// The controller's name in logs and metrics (`imagerepository`, `imagepolicy`).
     const CONTROLLER: &'static str;
 
-    fn queue(ctx: &Context) -> &WorkQueue;
+    fn queue(ctx: &Context) -> &Arc<WorkQueue>;
     /// The kind's decisions that went on in the background ([`Handoffs`]).
     fn handoffs(ctx: &Self::Ctx) -> &KindHandoffs<Self>;
     fn status(&self) -> Option<&Self::Status>;
@@ -88,13 +89,16 @@ pub trait Reconciled:
     /// loading, the start-up order holds it back).
     fn prepare<'a>(
         &'a self,
+        key: &str,
         api: &Api<Self>,
         ctx: &Self::Ctx,
     ) -> impl Future<Output = Result<Prepared<'a, Self>, Error>> + Send;
 
-    /// The reconcile proper: what the status should be and when to run again.
+    /// The reconcile proper: what the status should be and when to run again. (`key`, here
+    /// and in the other steps, is the object's `Kind/namespace/name`, made once a reconcile.)
     fn decide(
         &self,
+        key: &str,
         ctx: &Self::Ctx,
         now: Timestamp,
     ) -> impl Future<Output = Decision<Self::Status>> + Send;
@@ -136,5 +140,9 @@ pub trait Reconciled:
     }
 
     /// The object is being deleted: what goes with it.
-    fn cleanup(&self, ctx: &Self::Ctx) -> impl Future<Output = Result<Next, Error>> + Send;
+    fn cleanup(
+        &self,
+        key: &str,
+        ctx: &Self::Ctx,
+    ) -> impl Future<Output = Result<Next, Error>> + Send;
 }

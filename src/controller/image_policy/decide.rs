@@ -16,7 +16,7 @@ use crate::api::{
     format_go_duration, parse_go_duration, ImagePolicy, ImagePolicySpec, ImagePolicyStatus,
     ImageRepository, ReflectionPolicy,
 };
-use crate::controller::frame::apply::Decision;
+use crate::controller::frame::reconciled::Decision;
 use crate::controller::object::intervals::MIN_INTERVAL;
 use crate::controller::outcome::conditions::{Conditions, Reason};
 use crate::controller::outcome::next::Next;

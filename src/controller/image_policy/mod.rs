@@ -37,7 +37,7 @@ use futures::TryStreamExt;
 use index::PolicyIndex;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::core::PartialObjectMeta;
-use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, ResourceExt};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -88,7 +88,6 @@ pub fn controller(
         shutdown,
         synced: policies_synced,
     } = wiring;
-    let concurrency = ctx.settings.concurrent;
     let index = PolicyIndex::default();
     let queue = ctx.policy_queue.clone();
     let mapped = queue.clone();
@@ -112,48 +111,37 @@ pub fn controller(
     let (trust_index, retrusted) = (index.clone(), queue.clone());
     rejudge_on_root_change(&ctx, index.clone(), queue.clone(), shutdown.clone());
     let ctx = PolicyContext::with_cache(ctx, repo_reader, synced, policies_cache);
-    let wakes = ctx.handoffs.wakes().expect("one controller per context");
-    // Every trigger goes to the queue, which releases what is due to kube's controller a few
-    // at a time (frame/queue.rs): the mappers below queue and return nothing.
-    let run = Controller::for_stream(futures::stream::pending(), stage.reader())
-        .reconcile_on(queue.releases(concurrency, stage))
-        .reconcile_on(queue.intake(policy_triggers))
-        .watches_stream(namespace_changes, move |namespace| {
-            let policies = namespace_index.cross_namespace_policies_in(&namespace.name_any());
-            for policy in &policies {
-                let key = key_of("ImagePolicy", &namespace.name_any(), &policy.name);
-                relabelled.add(key, Instant::now());
-            }
-            std::iter::empty()
-        })
-        .watches_stream(secret_changes, move |secret| {
-            let namespace = secret.namespace().unwrap_or_default();
-            for policy in trust_index.trusting(&namespace, &secret.name_any()) {
-                let key = key_of("ImagePolicy", &namespace, &policy.name);
-                retrusted.add(key, Instant::now());
-            }
-            std::iter::empty()
-        })
-        .watches_stream(repository_changes, move |repo| {
-            if !is_baseline(&repo) {
-                for policy in index.policies_for(&repo) {
-                    let namespace = policy.namespace.as_deref().unwrap_or_default();
-                    let key = key_of("ImagePolicy", namespace, &policy.name);
-                    mapped.add(key, Instant::now());
+    // The kind's own triggers beside its watch: each only queues its policies.
+    let watches = move |controller: Controller<ImagePolicy>| {
+        controller
+            .watches_stream(namespace_changes, move |namespace| {
+                let policies = namespace_index.cross_namespace_policies_in(&namespace.name_any());
+                for policy in &policies {
+                    let key = key_of("ImagePolicy", &namespace.name_any(), &policy.name);
+                    relabelled.add(key, Instant::now());
                 }
-            }
-            std::iter::empty()
-        })
-        // A reconcile that went on in the background has ended: write what it decided.
-        .reconcile_on(queue.intake_refs(wakes))
-        .with_config(Config::default().concurrency(concurrency))
-        .graceful_shutdown_on(shutdown.cancelled_owned())
-        .run(
-            shared_reconcile::reconcile_queued,
-            shared_reconcile::error_policy_queued,
-            ctx,
-        );
-    queue.run_loop(run)
+                std::iter::empty()
+            })
+            .watches_stream(secret_changes, move |secret| {
+                let namespace = secret.namespace().unwrap_or_default();
+                for policy in trust_index.trusting(&namespace, &secret.name_any()) {
+                    let key = key_of("ImagePolicy", &namespace, &policy.name);
+                    retrusted.add(key, Instant::now());
+                }
+                std::iter::empty()
+            })
+            .watches_stream(repository_changes, move |repo| {
+                if !is_baseline(&repo) {
+                    for policy in index.policies_for(&repo) {
+                        let namespace = policy.namespace.as_deref().unwrap_or_default();
+                        let key = key_of("ImagePolicy", namespace, &policy.name);
+                        mapped.add(key, Instant::now());
+                    }
+                }
+                std::iter::empty()
+            })
+    };
+    shared_reconcile::run_queued(stage, policy_triggers, watches, ctx, shutdown)
 }
 
 /// What the policy watch feeds as it goes: the stage kube's controller reads, the index of

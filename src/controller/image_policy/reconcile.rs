@@ -9,12 +9,12 @@ use super::report::{held_events, newly_held, ref_metadata};
 use super::serving;
 use crate::api::{HeldBackTag, ImagePolicy, ImagePolicyStatus, ImageRepository};
 use crate::controller::events::transition::EventSpec;
-use crate::controller::frame::apply::{Decision, KindHandoffs, Prepared, Reconciled, Serving};
 use crate::controller::frame::confirm::after_refusal;
 use crate::controller::frame::context::{ApiReader, Context};
 use crate::controller::frame::queue::WorkQueue;
+use crate::controller::frame::reconciled::{Decision, KindHandoffs, Prepared, Reconciled, Serving};
 use crate::controller::object::cache::ObjectCache;
-use crate::controller::object::keys::{object_key, object_labels};
+use crate::controller::object::keys::object_labels;
 use crate::controller::object::seen::SeenSet;
 use crate::controller::object::slim::slim;
 use crate::controller::outcome::error::Error;
@@ -94,7 +94,7 @@ impl Reconciled for ImagePolicy {
     type Ctx = PolicyContext;
     const CONTROLLER: &'static str = "imagepolicy";
 
-    fn queue(ctx: &Context) -> &WorkQueue {
+    fn queue(ctx: &Context) -> &Arc<WorkQueue> {
         &ctx.policy_queue
     }
 
@@ -130,6 +130,7 @@ impl Reconciled for ImagePolicy {
     /// suspend), in its own patch.
     async fn prepare<'a>(
         &'a self,
+        key: &str,
         api: &Api<Self>,
         ctx: &PolicyContext,
     ) -> Result<Prepared<'a, Self>, Error> {
@@ -139,7 +140,7 @@ impl Reconciled for ImagePolicy {
         if let Some(marking) = marker::marking(self) {
             if let Err(refused) = serving::mark(api, self, marking).await {
                 // The API server holds another spec, or serves this one pruned: read again.
-                after_refusal(self, refused, api, ctx).await?;
+                after_refusal(self, key, refused, api, ctx).await?;
                 return Ok(Prepared::Stop(Next::After(Duration::ZERO)));
             }
         }
@@ -156,7 +157,12 @@ impl Reconciled for ImagePolicy {
         Ok(Prepared::Go(Cow::Owned(policy)))
     }
 
-    async fn decide(&self, ctx: &PolicyContext, now: Timestamp) -> Decision<ImagePolicyStatus> {
+    async fn decide(
+        &self,
+        key: &str,
+        ctx: &PolicyContext,
+        now: Timestamp,
+    ) -> Decision<ImagePolicyStatus> {
         let shared = &ctx.shared;
         let reader = ClusterReader {
             api: ApiReader(shared.client.clone()),
@@ -172,7 +178,7 @@ impl Reconciled for ImagePolicy {
             no_cross_namespace_refs: shared.settings.no_cross_namespace_refs,
             requeue_dependency: shared.settings.requeue_dependency,
             repository_scanned: &scanned,
-            first_since_start: ctx.first_reconcile(&object_key(self)),
+            first_since_start: ctx.first_reconcile(key),
             sigstore_root: &shared.settings.sigstore_root,
         };
         reconcile_policy(self, &env).await
@@ -215,14 +221,13 @@ impl Reconciled for ImagePolicy {
     }
 
     /// Nothing is stored per policy; per-object state goes.
-    async fn cleanup(&self, ctx: &PolicyContext) -> Result<Next, Error> {
-        let key = object_key(self);
-        ctx.shared.backoff.reset(&key);
-        ctx.shared.recorder.repeats.forget(&key);
-        ctx.shared.recorder.limits.forget(&key);
-        ctx.seen.lock().expect("policies lock").remove(&key);
-        ctx.shared.confirmed.forget(&key);
-        ctx.shared.schema.forget(&key);
+    async fn cleanup(&self, key: &str, ctx: &PolicyContext) -> Result<Next, Error> {
+        ctx.shared.backoff.reset(key);
+        ctx.shared.recorder.repeats.forget(key);
+        ctx.shared.recorder.limits.forget(key);
+        ctx.seen.lock().expect("policies lock").remove(key);
+        ctx.shared.confirmed.forget(key);
+        ctx.shared.schema.forget(key);
         Ok(Next::AwaitChange)
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::api::{gate_path, present, ImagePolicy};
 use crate::controller::events::transition::{EventSpec, EventType};
-use crate::controller::frame::apply::Serving;
+use crate::controller::frame::reconciled::Serving;
 use crate::controller::object::keys::{object_key, FIELD_MANAGER};
 use crate::controller::outcome::error::Error;
 use crate::controller::schema::marker::{hidden, GATES_ANNOTATION};

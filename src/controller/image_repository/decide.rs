@@ -10,7 +10,7 @@ use crate::api::{
     format_go_duration, ImageRepository, ImageRepositoryStatus, ScanResult, DEFAULT_EXCLUSION_LIST,
     REFERRERS_TAG_EXCLUSION,
 };
-use crate::controller::frame::apply::Decision;
+use crate::controller::frame::reconciled::Decision;
 use crate::controller::lookup::credentials::{client_options, ObjectReader, WorkloadIdentity};
 use crate::controller::object::intervals::intervals;
 use crate::controller::object::keys::REQUESTED_AT_ANNOTATION;

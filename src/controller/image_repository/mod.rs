@@ -22,7 +22,7 @@ use crate::controller::outcome::error::Error;
 use crate::controller::schema::restart::restarting_watch;
 use crate::store::RepoKey;
 use futures::TryStreamExt;
-use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, ResourceExt};
 pub use reconcile::RepositoryContext;
@@ -60,14 +60,11 @@ pub fn controller(
         shutdown,
         synced,
     } = wiring;
-    let concurrency = ctx.settings.concurrent;
     let (cache, forward) = feed.split();
     let stage = Stage::new(cache);
     let staged = stage.clone();
-    let queue = ctx.repository_queue.clone();
     let ctx = RepositoryContext::new(ctx);
     let running = ctx.running.clone();
-    let wakes = ctx.handoffs.wakes().expect("one controller per context");
     let order = ctx.shared.clone();
     let restarts = ctx.shared.schema.repository_restarts();
     let triggers = restarting_watch(api, watch, restarts)
@@ -98,19 +95,5 @@ pub fn controller(
         }
     });
     let triggers = changed(triggers, trigger_hash);
-    // Every trigger goes to the queue, which releases what is due to kube's controller a few
-    // at a time (frame/queue.rs).
-    let run = Controller::for_stream(futures::stream::pending(), stage.reader())
-        .reconcile_on(queue.releases(concurrency, stage))
-        .reconcile_on(queue.intake(triggers))
-        // A reconcile that went on in the background has ended: write what it decided.
-        .reconcile_on(queue.intake_refs(wakes))
-        .with_config(Config::default().concurrency(concurrency))
-        .graceful_shutdown_on(shutdown.cancelled_owned())
-        .run(
-            shared_reconcile::reconcile_queued,
-            shared_reconcile::error_policy_queued,
-            ctx,
-        );
-    queue.run_loop(run)
+    shared_reconcile::run_queued(stage, triggers, |c| c, ctx, shutdown)
 }

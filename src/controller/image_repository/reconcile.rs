@@ -6,10 +6,10 @@ use super::decide::{reconcile_repository, RepositoryEnv};
 use super::running_scans::RunningScans;
 use crate::api::{ImageRepository, ImageRepositoryStatus};
 use crate::controller::feed::scan_order::STEP_BACK;
-use crate::controller::frame::apply::{Decision, KindHandoffs, Prepared, Reconciled};
 use crate::controller::frame::context::{ApiReader, Context};
 use crate::controller::frame::queue::WorkQueue;
-use crate::controller::object::keys::{object_key, object_labels};
+use crate::controller::frame::reconciled::{Decision, KindHandoffs, Prepared, Reconciled};
+use crate::controller::object::keys::object_labels;
 use crate::controller::outcome::error::Error;
 use crate::controller::outcome::next::Next;
 use crate::controller::outcome::status::is_ready;
@@ -55,7 +55,7 @@ impl Reconciled for ImageRepository {
     type Ctx = RepositoryContext;
     const CONTROLLER: &'static str = "imagerepository";
 
-    fn queue(ctx: &Context) -> &WorkQueue {
+    fn queue(ctx: &Context) -> &Arc<WorkQueue> {
         &ctx.repository_queue
     }
 
@@ -73,6 +73,7 @@ impl Reconciled for ImageRepository {
 
     async fn prepare<'a>(
         &'a self,
+        _key: &str,
         _api: &Api<Self>,
         ctx: &RepositoryContext,
     ) -> Result<Prepared<'a, Self>, Error> {
@@ -92,6 +93,7 @@ impl Reconciled for ImageRepository {
 
     async fn decide(
         &self,
+        _key: &str,
         ctx: &RepositoryContext,
         now: Timestamp,
     ) -> Decision<ImageRepositoryStatus> {
@@ -139,12 +141,11 @@ impl Reconciled for ImageRepository {
     }
 
     /// The stored tags go with the object (docs/imagerepository.md).
-    async fn cleanup(&self, ctx: &RepositoryContext) -> Result<Next, Error> {
+    async fn cleanup(&self, key: &str, ctx: &RepositoryContext) -> Result<Next, Error> {
         let shared = &ctx.shared;
-        let key = object_key(self);
-        shared.backoff.reset(&key);
-        shared.recorder.repeats.forget(&key);
-        shared.recorder.limits.forget(&key);
+        shared.backoff.reset(key);
+        shared.recorder.repeats.forget(key);
+        shared.recorder.limits.forget(key);
         if let Some(store_key) = store_key(self) {
             shared.scan_order.reconciled(&store_key);
             let store = shared.store.clone();

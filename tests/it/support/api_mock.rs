@@ -4,8 +4,8 @@
 //! reconcile fails.
 
 use http::{Request, Response};
-use image_reflector::controller::frame::apply::Reconciled;
 use image_reflector::controller::frame::reconcile::reconcile;
+use image_reflector::controller::frame::reconciled::Reconciled;
 use kube::client::Body;
 use kube::Client;
 use serde_json::{json, Value};
