@@ -949,7 +949,11 @@ async fn scenario(name: &str, peer: Peer) -> Report {
     }
     let final_peak_kib = controller.peak_kib().max(first_peak_kib);
     let final_anon_kib = controller.anon_peak_kib().max(first_anon_kib);
-    eprintln!("peak RSS {}, of it anonymous at most {}", mib(final_peak_kib), mib(final_anon_kib));
+    eprintln!(
+        "peak RSS {}, of it anonymous at most {}",
+        mib(final_peak_kib),
+        mib(final_anon_kib)
+    );
     let shard_peaks_kib: Vec<u64> = controller
         .peaks_kib()
         .iter()

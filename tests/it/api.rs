@@ -394,8 +394,8 @@ fn gate_fields_are_bounded_and_name_the_field() {
 
 #[test]
 fn the_readme_shows_the_gated_sample_as_it_is() {
-    let sample = std::fs::read_to_string(root().join("config/samples/imagepolicy_gated.yaml"))
-        .unwrap();
+    let sample =
+        std::fs::read_to_string(root().join("config/samples/imagepolicy_gated.yaml")).unwrap();
     let body: String = sample
         .lines()
         .filter(|l| !l.starts_with('#'))
@@ -406,5 +406,8 @@ fn the_readme_shows_the_gated_sample_as_it_is() {
         readme.contains(&format!("```yaml\n{body}```")),
         "README.md's gated ImagePolicy differs from config/samples/imagepolicy_gated.yaml"
     );
-    assert!(body.lines().count() <= 22, "the README's policy stays short");
+    assert!(
+        body.lines().count() <= 22,
+        "the README's policy stays short"
+    );
 }
