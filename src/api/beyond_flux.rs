@@ -37,6 +37,21 @@ pub const BEYOND_FLUX: [&str; 8] = [
     "verify",
 ];
 
+/// Status fields of our ImagePolicy CRD that Flux's v1 lacks: `heldBack` (the gated
+/// election's), and `latestImage` and `observedPreviousImage`, Flux's deprecated fields, kept so
+/// that a status written with them is read and migrated.
+pub const BEYOND_FLUX_STATUS: [&str; 3] = ["heldBack", "latestImage", "observedPreviousImage"];
+
+/// Every path of our ImagePolicy CRD that Flux's lacks (`ImagePolicy.spec.verify`, ...): what
+/// `image-reflector crds --beyond-flux` prints, CI's schema comparison allows and the docs list.
+pub fn beyond_flux_paths() -> Vec<String> {
+    let spec = BEYOND_FLUX.iter().map(|f| format!("ImagePolicy.spec.{f}"));
+    let status = BEYOND_FLUX_STATUS
+        .iter()
+        .map(|f| format!("ImagePolicy.status.{f}"));
+    spec.chain(status).collect()
+}
+
 /// The fields of [`BEYOND_FLUX`] that `spec` sets to something other than what their absence
 /// reads as: what a served schema without them would take away. `minAgeUndated: Hold` and
 /// `downgrade: Allow` are what a missing field means, and an empty `platforms` asks nothing.

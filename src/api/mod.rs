@@ -19,7 +19,10 @@ mod refs;
 mod verified_digests;
 
 pub use attestations::{MAX_ATTESTATIONS, MAX_CONDITIONS};
-pub use beyond_flux::{set_beyond_flux, spec_pointer, BEYOND_FLUX, FLUX_SPEC_FIELDS};
+pub use beyond_flux::{
+    beyond_flux_paths, set_beyond_flux, spec_pointer, BEYOND_FLUX, BEYOND_FLUX_STATUS,
+    FLUX_SPEC_FIELDS,
+};
 pub use conditions::{Condition, ConditionStatus};
 pub use crd::{crds, crds_yaml, API_GROUP, DEPRECATED_VERSION, STORAGE_VERSION};
 pub use duration::{format_go_duration, parse_go_duration};

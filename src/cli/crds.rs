@@ -1,4 +1,5 @@
-//! `image-reflector crds`: prints both CustomResourceDefinitions as YAML, or, with `--patches`,
+//! `image-reflector crds`: prints both CustomResourceDefinitions as YAML (with `--beyond-flux`,
+//! the paths of ours that Flux's lack), or, with `--patches`,
 //! as kustomize patches that put them over Flux's (docs/install.md): a list of `{target,
 //! patch}` entries, the shape of a Kustomization's `patches:` and of a flux-operator
 //! `FluxInstance`'s `spec.kustomize.patches`. A strategic merge patch of a whole CRD: the
@@ -21,6 +22,10 @@ pub struct CrdsArgs {
     /// Print the admission's VerifiedDigests CRD instead (config/admission/crd.yaml).
     #[arg(long, conflicts_with = "patches")]
     pub admission: bool,
+    /// Print the paths of our ImagePolicy CRD that Flux's lacks, one a line
+    /// (`ImagePolicy.spec.verify`): what a schema comparison with Flux's should allow.
+    #[arg(long, conflicts_with_all = ["patches", "admission"])]
+    pub beyond_flux: bool,
 }
 
 /// The image kustomize would write as the container's: a tag or a digest (a release always
@@ -33,6 +38,12 @@ fn parse_image(image: &str) -> Result<String, String> {
 
 /// Writes both CRDs to `out`.
 pub fn run(args: &CrdsArgs, out: &mut impl Write) -> anyhow::Result<()> {
+    if args.beyond_flux {
+        for path in crate::api::beyond_flux_paths() {
+            writeln!(out, "{path}")?;
+        }
+        return Ok(());
+    }
     if args.admission {
         out.write_all(crate::api::verified_digests_yaml()?.as_bytes())?;
         return Ok(());

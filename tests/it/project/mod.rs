@@ -1,5 +1,6 @@
 //! The repository itself: docs links, the dashboard, RBAC and the code's layout.
 
+pub mod beyond_flux;
 pub mod config_rbac;
 pub mod dashboard;
 pub mod docs_links;
