@@ -62,7 +62,8 @@ fn every_path_is_in_our_crd() {
 #[test]
 fn every_doc_that_lists_them_names_each() {
     // (doc, how it names a field)
-    let docs: [(&str, fn(&str) -> String); 4] = [
+    type Naming = fn(&str) -> String;
+    let docs: [(&str, Naming); 4] = [
         ("docs/install.md", |f| format!("`spec.{f}`")),
         ("docs/compatibility.md", |f| format!("`spec.{f}")),
         ("docs/api.md", |f| format!("`{f}")),
