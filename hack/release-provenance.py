@@ -28,6 +28,9 @@ def main():
     for flag in ("version", "commit", "source", "repo", "image-digest", "binaries", "lock",
                  "rustc", "cargo", "rustflags", "epoch", "sbom"):
         p.add_argument("--" + flag, required=True)
+    # The tag that names the commit (refs/tags/VERSION), or "" when none does: the provenance
+    # then names the source by its commit alone, never by a ref that does not hold it.
+    p.add_argument("--ref", required=True)
     a = p.parse_args()
     if not a.image_digest.startswith("sha256:"):
         sys.exit("release-provenance: --image-digest must be sha256:<hex>")
@@ -47,7 +50,7 @@ def main():
                 "externalParameters": {
                     "version": a.version,
                     "repository": a.repo,
-                    "source": {"uri": source, "ref": "refs/tags/" + a.version},
+                    "source": {"uri": source, **({"ref": a.ref} if a.ref else {})},
                 },
                 "internalParameters": {
                     "command": "make release VERSION=%s REPO=%s" % (a.version, a.repo),
@@ -57,7 +60,7 @@ def main():
                     "sourceDateEpoch": int(a.epoch),
                 },
                 "resolvedDependencies": [
-                    {"uri": source + "@refs/tags/" + a.version, "digest": {"gitCommit": a.commit}},
+                    {"uri": source + ("@" + a.ref if a.ref else ""), "digest": {"gitCommit": a.commit}},
                     {"name": "Cargo.lock", "digest": {"sha256": sha256(a.lock)}},
                 ],
             },

@@ -130,7 +130,15 @@ log "image $repo@$digest"
 # --- the SBOM (cargo-cyclonedx, pinned in hack/release-tools.sh) and the provenance
 "$src/hack/release-tools.sh" sbom "$work/sbom"
 cp "$work/sbom" "$dist/sbom.cdx.json"
-python3 "$src/hack/release-provenance.py" --version "$version" --commit "$commit" --source "$source_uri" \
+# The tag VERSION, when it names this commit; else the provenance names no ref (a release of an
+# untagged commit says so).
+source_ref=""
+if [ "$(git -C "$src" rev-parse -q --verify "refs/tags/$version^{commit}" 2>/dev/null)" = "$commit" ]; then
+  source_ref="refs/tags/$version"
+else
+  log "no tag $version names $commit: the provenance names the commit alone"
+fi
+python3 "$src/hack/release-provenance.py" --version "$version" --commit "$commit" --source "$source_uri" --ref "$source_ref" \
   --repo "$repo" --image-digest "$digest" --binaries "$dist" --lock "$src/Cargo.lock" \
   --rustc "$(rustc -vV | paste -sd ';')" --cargo "$(cargo -V)" --rustflags "--remap-path-prefix=<CARGO_HOME>=/cargo --remap-path-prefix=<target dir>=/target" \
   --epoch "$SOURCE_DATE_EPOCH" --sbom "$dist/sbom.cdx.json" > "$dist/provenance.intoto.json"

@@ -7,3 +7,4 @@ pub mod docs_links;
 pub mod function_length;
 pub mod layout;
 pub mod layout_docs;
+pub mod release_provenance;
