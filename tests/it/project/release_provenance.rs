@@ -19,15 +19,36 @@ fn provenance(reference: &str) -> Value {
     let out = Command::new("python3")
         .arg(root().join("hack/release-provenance.py"))
         .args(["--version", "v0.1.0", "--commit", commit])
-        .args(["--source", "https://github.com/image-reflector/image-reflector"])
+        .args([
+            "--source",
+            "https://github.com/image-reflector/image-reflector",
+        ])
         .args(["--repo", "registry.example/image-reflector"])
         .args(["--image-digest", &format!("sha256:{}", "a".repeat(64))])
-        .args(["--binaries", &dir.path().display().to_string(), "--lock", &lock])
-        .args(["--rustc", "rustc", "--cargo", "cargo", "--rustflags", "", "--epoch", "0"])
+        .args([
+            "--binaries",
+            &dir.path().display().to_string(),
+            "--lock",
+            &lock,
+        ])
+        .args([
+            "--rustc",
+            "rustc",
+            "--cargo",
+            "cargo",
+            "--rustflags",
+            "",
+            "--epoch",
+            "0",
+        ])
         .args(["--sbom", &sbom, "--ref", reference])
         .output()
         .expect("python3 runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let statement: Value = serde_json::from_slice(&out.stdout).unwrap();
     let dependency = &statement["predicate"]["buildDefinition"]["resolvedDependencies"][0];
     assert_eq!(dependency["digest"], json!({"gitCommit": commit}));
@@ -49,7 +70,10 @@ fn a_tagged_release_names_its_tag_and_an_untagged_one_its_commit_alone() {
     );
     let untagged = provenance("");
     let definition = &untagged["predicate"]["buildDefinition"];
-    assert_eq!(definition["externalParameters"]["source"], json!({"uri": source}));
+    assert_eq!(
+        definition["externalParameters"]["source"],
+        json!({"uri": source})
+    );
     assert_eq!(definition["resolvedDependencies"][0]["uri"], source);
     assert!(!untagged.to_string().contains("refs/tags"));
 }
