@@ -102,13 +102,23 @@ async fn crd_swap_a_gated_policy_created_as_our_crds_replace_fluxs_keeps_its_gat
         "the 2-hour-old 1.1.0 is held back\n{}",
         log()
     );
-    // The path taken: a decision parked in the background, and one not written because the
-    // API server held another spec than the one it was made from.
+    // The path taken: a decision parked in the background (the relay's delay makes it so).
+    // Whether the watch still served the policy pruned, so that a decision was made from it
+    // and not written (the API server held another spec), is a race with the API server
+    // closing the watches of the replaced CRD: on a loaded machine the watch is often renewed
+    // first and the policy arrives whole. Either way the gate is kept (asserted above and
+    // below); the refusal of a pruned decision is covered deterministically by
+    // controller::policy_reconcile (frame/confirm.rs).
     let text = log();
     assert!(text.contains("it goes on in the background"), "{text}");
-    assert!(
-        text.contains("the watch served this object with another spec than the API server holds"),
-        "{text}"
+    let raced = text.contains("the watch served this object with another spec");
+    eprintln!(
+        "crd_swap: the policy arrived {}",
+        if raced {
+            "pruned, and its decision was not written"
+        } else {
+            "whole"
+        }
     );
     relay.set_delay(std::time::Duration::ZERO);
 
