@@ -53,6 +53,7 @@ pub(super) fn settings(args: &RunArgs, sigstore_root: Arc<PublicGoodRoot>) -> Se
         requeue_dependency: args.requeue_dependency,
         no_cross_namespace_refs: args.no_cross_namespace_refs,
         concurrent: args.concurrent.max(1),
+        watched_namespace: (!args.watch_all_namespaces).then(|| args.runtime_namespace.clone()),
         sigstore_root,
     }
 }

@@ -28,6 +28,10 @@ const LOOK_AGAIN: Duration = Duration::from_secs(60);
 pub struct Door {
     dirty: Mutex<BTreeSet<String>>,
     wake: Notify,
+    /// The namespace the controller watches, else all: a controller scoped to one namespace
+    /// reads back and writes only that one's, never another controller's (whose policies it
+    /// does not see, so it would write them empty).
+    scope: Option<String>,
 }
 
 /// What the writer knows: what it wrote (or found) per namespace, and whether the kind is
@@ -45,10 +49,14 @@ impl Door {
     /// A door whose keeper runs until `shutdown`, over the policies' watch cache.
     pub fn open(
         client: &kube::Client,
+        scope: Option<String>,
         policies: &Arc<ObjectCache<ImagePolicy>>,
         shutdown: &CancellationToken,
     ) -> Arc<Door> {
-        let door = Arc::new(Door::default());
+        let door = Arc::new(Door {
+            scope,
+            ..Door::default()
+        });
         let keeper = door
             .clone()
             .run(client.clone(), policies.clone(), shutdown.clone());
@@ -182,7 +190,10 @@ impl Door {
             written.served = Some(false);
             return false;
         }
-        let api = Api::<VerifiedDigests>::all(client.clone());
+        let api: Api<VerifiedDigests> = match &self.scope {
+            Some(namespace) => Api::namespaced(client.clone(), namespace),
+            None => Api::all(client.clone()),
+        };
         match api.list(&ListParams::default()).await {
             Ok(list) => {
                 for found in list.items {

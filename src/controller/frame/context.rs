@@ -42,6 +42,9 @@ pub struct Settings {
     pub no_cross_namespace_refs: bool,
     /// `--concurrent`: reconciles at once, per kind; a host or a namespace gets one less.
     pub concurrent: u16,
+    /// The one namespace watched (`--watch-all-namespaces=false`), else `None`: all of them.
+    /// The door keeps VerifiedDigests only there.
+    pub watched_namespace: Option<String>,
     /// Sigstore's public-good trusted root (`--sigstore-tuf-mirror`).
     pub sigstore_root: Arc<crate::registry::sigstore_root::PublicGoodRoot>,
 }

@@ -94,7 +94,8 @@ pub fn controller(
     let policies_cache = Arc::new(ObjectCache::default());
     let stage = Stage::new(policies_cache.clone());
     // The door's keeper: each namespace's VerifiedDigests, from the same cache.
-    let door = Door::open(&ctx.client, &policies_cache, &shutdown);
+    let scope = ctx.settings.watched_namespace.clone();
+    let door = Door::open(&ctx.client, scope, &policies_cache, &shutdown);
     let watched = Watched {
         stage: stage.clone(),
         index: index.clone(),

@@ -207,6 +207,7 @@ pub fn context(
         requeue_dependency: Duration::from_secs(30),
         no_cross_namespace_refs: false,
         concurrent: 4,
+        watched_namespace: None,
         // No mirror: keyless policies without a root of their own use the embedded one.
         sigstore_root: std::sync::Arc::new(
             image_reflector::registry::sigstore_root::PublicGoodRoot::new(Default::default()),
