@@ -151,7 +151,7 @@ fn judged(
     for entry in entries {
         for (i, condition) in entry.conditions.iter().enumerate() {
             let compiled = condition.compile().map_err(CliError::invalid)?;
-            let reason = compiled.holds(input, now).err();
+            let reason = compiled.holds(input, now).err().map(|unmet| unmet.message);
             verdicts.push(Verdict {
                 attestation: entry.name.clone(),
                 condition: i,

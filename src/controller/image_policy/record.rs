@@ -1,7 +1,7 @@
 //! The one place an election reaches the status: `latestRef`, `observedPreviousRef`,
 //! `heldBack` and the conditions, whichever way the tag was elected (with gates or without).
 
-use super::election::{Election, MAX_INSPECTIONS};
+use super::election::{Election, Pause, MAX_INSPECTIONS};
 use super::report::{held_note, no_eligible_message, ready_message};
 use crate::api::{HeldBackTag, ImagePolicyStatus, MAX_HELD_BACK};
 use crate::controller::outcome::conditions::{ConditionType, Conditions, Reason};
@@ -47,12 +47,20 @@ pub(super) fn record(
         Election::Unfinished {
             held,
             walked,
-            inspections,
+            pause,
         } => {
             status.held_back = keep(held);
+            let why = match pause {
+                Pause::Inspections => {
+                    format!("at most {MAX_INSPECTIONS} registry inspections each")
+                }
+                Pause::Yielded => "an attestation evaluation gave its slot to another \
+                    namespace under its fair share"
+                    .to_string(),
+            };
             Err(Stop::Progressing {
                 message: format!(
-                    "looked at {walked} candidates; going on in the next reconcile (at most {inspections} registry inspections each)"
+                    "looked at {walked} candidates; going on in the next reconcile ({why})"
                 ),
                 next: CONTINUE_WALK,
                 unknown: false,

@@ -92,6 +92,30 @@ pub struct CompileError {
     pub reason: String,
 }
 
+/// Why a condition is not `true` on a statement: what code decides on, and the line status
+/// shows.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Unmet {
+    pub kind: UnmetKind,
+    pub message: String,
+}
+
+/// How a condition came to be not `true`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnmetKind {
+    /// It evaluated to `false`.
+    False,
+    /// To a value that is not a boolean.
+    NotBoolean,
+    /// To an error (a missing key, no such overload, an overflow): never true in cel-go.
+    Failed,
+    /// It spent the budget it may.
+    OverBudget,
+    /// Its caller stopped it before it finished: nothing was judged, so nothing is kept.
+    Stopped,
+}
+
 /// What one statement evaluates against: its values, built once for all conditions.
 pub struct Input {
     statement: Value,
@@ -166,13 +190,14 @@ impl Condition {
 
     /// `Ok(())` when the condition is `true` for `input` at `now`, within [`COST_LIMIT`]; else
     /// why not, in a line.
-    pub fn holds(&self, input: &Input, now: i64) -> Result<(), String> {
+    pub fn holds(&self, input: &Input, now: i64) -> Result<(), Unmet> {
         self.holds_within(input, now, &mut Budget::new(COST_LIMIT))
     }
 
     /// [`Condition::holds`], spending at most [`COST_LIMIT`] of `budget`.
-    pub fn holds_within(&self, input: &Input, now: i64, budget: &mut Budget) -> Result<(), String> {
-        let now = Value::Timestamp(time::Timestamp::new(now, 0).map_err(|e| self.failed(&e))?);
+    pub fn holds_within(&self, input: &Input, now: i64, budget: &mut Budget) -> Result<(), Unmet> {
+        let now = time::Timestamp::new(now, 0).map_err(|e| self.failed(UnmetKind::Failed, &e))?;
+        let now = Value::Timestamp(now);
         let limit = budget.left.min(COST_LIMIT);
         let mut own = Budget {
             left: limit,
@@ -190,28 +215,38 @@ impl Condition {
         };
         let result = scope.eval(&self.program);
         budget.left -= limit - own.left;
-        match result {
-            Ok(Value::Bool(true)) => Ok(()),
-            Ok(Value::Bool(false)) => Err(self.failed("is false")),
-            Ok(other) => Err(self.failed(&format!("is not a boolean ({})", other.kind()))),
-            Err(Fault::Error(err)) => Err(self.failed(&format!("failed: {}", cut(&err)))),
-            Err(Fault::Budget) => Err(self.failed(&format!(
-                "was stopped: its evaluation spent the {limit} it may (a macro over statement \
-                 data runs once per element; prefer comparisons with literals)"
-            ))),
-            Err(Fault::Stopped) => Err(self.failed(
+        let (kind, why) = match result {
+            Ok(Value::Bool(true)) => return Ok(()),
+            Ok(Value::Bool(false)) => (UnmetKind::False, "is false".to_string()),
+            Ok(other) => (
+                UnmetKind::NotBoolean,
+                format!("is not a boolean ({})", other.kind()),
+            ),
+            Err(Fault::Error(err)) => (UnmetKind::Failed, format!("failed: {}", cut(&err))),
+            Err(Fault::Budget) => (
+                UnmetKind::OverBudget,
+                format!(
+                    "was stopped: its evaluation spent the {limit} it may (a macro over statement \
+                     data runs once per element; prefer comparisons with literals)"
+                ),
+            ),
+            Err(Fault::Stopped) => (
+                UnmetKind::Stopped,
                 "was stopped before it finished: its policy changed or was deleted, or it gave \
-                 its place to another namespace; it is judged again",
-            )),
-        }
+                 its place to another namespace; it is judged again"
+                    .to_string(),
+            ),
+        };
+        Err(self.failed(kind, &why))
     }
 
     /// The refusal of this condition: the user's message, else the expression, and why.
-    fn failed(&self, why: &str) -> String {
-        match &self.message {
+    fn failed(&self, kind: UnmetKind, why: &str) -> Unmet {
+        let message = match &self.message {
             Some(message) => format!("{} ({why})", cut(message)),
             None => format!("condition '{}' {why}", cut(&self.expression)),
-        }
+        };
+        Unmet { kind, message }
     }
 }
 

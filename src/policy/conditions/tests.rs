@@ -12,9 +12,21 @@ fn statement(predicate: serde_json::Value) -> serde_json::Value {
            "predicateType": "https://slsa.dev/provenance/v1", "predicate": predicate})
 }
 
+/// Whether `expression` is true on `predicate`; else why not, or why it was not evaluated.
 fn holds(expression: &str, predicate: serde_json::Value) -> Result<(), String> {
     let condition = Condition::compile(expression, None).map_err(|e| e.reason)?;
     let input = Input::new(&statement(predicate), "sha256:ab")?;
+    condition.holds(&input, NOW).map_err(|unmet| unmet.message)
+}
+
+/// How `expression` is not true on `predicate` (it compiles, and the statement is read).
+fn unmet(expression: &str, predicate: serde_json::Value) -> Option<UnmetKind> {
+    judged(expression, predicate).err().map(|unmet| unmet.kind)
+}
+
+fn judged(expression: &str, predicate: serde_json::Value) -> Result<(), Unmet> {
+    let condition = Condition::compile(expression, None).unwrap();
+    let input = Input::new(&statement(predicate), "sha256:ab").unwrap();
     condition.holds(&input, NOW)
 }
 
@@ -42,13 +54,18 @@ fn a_condition_passes_only_when_true() {
     let other = source.replace("acme/app", "evil/app");
     let err = holds(&other, provenance.clone()).unwrap_err();
     assert!(err.ends_with("is false"), "{err}");
+    assert_eq!(unmet(&other, provenance.clone()), Some(UnmetKind::False));
     // A missing field is an error, and holds; so is anything but a boolean.
     let err = holds("predicate.nothing == 'x'", provenance.clone()).unwrap_err();
     assert!(err.contains("failed") && err.contains("nothing"), "{err}");
+    let missing = unmet("predicate.nothing == 'x'", provenance.clone());
+    assert_eq!(missing, Some(UnmetKind::Failed));
     assert!(holds("has(predicate.nothing)", provenance.clone()).is_err());
     assert_eq!(holds("!has(predicate.nothing)", provenance.clone()), Ok(()));
     let err = holds("predicate.runDetails.builder.id", provenance.clone()).unwrap_err();
     assert!(err.contains("is not a boolean"), "{err}");
+    let kind = unmet("predicate.runDetails.builder.id", provenance.clone());
+    assert_eq!(kind, Some(UnmetKind::NotBoolean));
     // A macro over a string is an error, and holds.
     let err = holds("predicate.runDetails.builder.id.all(x, true)", provenance).unwrap_err();
     assert!(err.contains("failed: a macro over a string"), "{err}");
@@ -69,11 +86,14 @@ fn the_message_names_a_false_condition() {
     let input = Input::new(&statement(json!({})), "sha256:ab").unwrap();
     assert_eq!(
         condition.holds(&input, NOW),
-        Err("built from the release workflow (is false)".into())
+        Err(Unmet {
+            kind: UnmetKind::False,
+            message: "built from the release workflow (is false)".into()
+        })
     );
     let quoted = Condition::compile("1 == 2", None).unwrap();
     assert_eq!(
-        quoted.holds(&input, NOW),
+        quoted.holds(&input, NOW).map_err(|unmet| unmet.message),
         Err("condition '1 == 2' is false".into())
     );
 }
@@ -166,6 +186,7 @@ fn the_budget_stops_an_evaluation_that_runs_past_it() {
         err.contains("was stopped") && err.contains("1000000"),
         "{err}"
     );
+    assert_eq!(unmet(nested, lists.clone()), Some(UnmetKind::OverBudget));
     let absorbed = format!("({nested}) || true");
     assert!(holds(&absorbed, lists.clone())
         .unwrap_err()
@@ -177,7 +198,7 @@ fn the_budget_stops_an_evaluation_that_runs_past_it() {
     let input = Input::new(&statement(lists), "sha256:ab").unwrap();
     let walk = Condition::compile("predicate.a.all(x, x == 1)", None).unwrap();
     let err = walk.holds_within(&input, NOW, &mut budget).unwrap_err();
-    assert!(err.contains("spent the 50"), "{err}");
+    assert!(err.message.contains("spent the 50"), "{err}");
     assert_eq!(budget.left, 0);
     // Over the parts of each element: the statement's values, once.
     let nested = "predicate.results.all(r, !has(r.vulnerabilities) || \
@@ -335,14 +356,14 @@ fn refusals_are_one_short_line() {
     let message = "m".repeat(300);
     let condition = Condition::compile("false", Some(&message)).unwrap();
     let input = Input::new(&statement(json!({})), "sha256:ab").unwrap();
-    let err = condition.holds(&input, NOW).unwrap_err();
+    let err = condition.holds(&input, NOW).unwrap_err().message;
     assert!(
         err.starts_with(&"m".repeat(200)) && err.contains("m... (is false)"),
         "{err}"
     );
     let short = Condition::compile("false", Some("short\nline")).unwrap();
     assert_eq!(
-        short.holds(&input, NOW),
+        short.holds(&input, NOW).map_err(|unmet| unmet.message),
         Err("short line (is false)".into())
     );
     let err = refused("predicate.x ==");

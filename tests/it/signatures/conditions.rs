@@ -43,7 +43,9 @@ fn judged(cases: &[(String, &str, &Value)]) -> BTreeMap<String, (bool, String)> 
 fn ours(expression: &str, statement: &Value) -> Result<(), String> {
     let condition = Condition::cached(expression, None).map_err(|e| e.reason)?;
     let input = Input::new(statement, DIGEST)?;
-    condition.holds(&input, NOW_UNIX)
+    condition
+        .holds(&input, NOW_UNIX)
+        .map_err(|unmet| unmet.message)
 }
 
 #[test]

@@ -7,7 +7,7 @@
 
 use crate::api::{AttestationRequirement, ImageVerification};
 use crate::policy::conditions::{
-    Budget, Condition, Input, MAX_STATEMENTS_JUDGED, POLICY_COST_LIMIT,
+    Budget, Condition, Input, UnmetKind, MAX_STATEMENTS_JUDGED, POLICY_COST_LIMIT,
 };
 use crate::verify::{Signed, TrustedKeys};
 use sha2::{Digest, Sha256};
@@ -23,6 +23,16 @@ pub(in crate::controller::image_policy) struct Trust {
     pub fingerprint: String,
     /// An image signature is required besides the attestations (`imageSignature`).
     pub signature: bool,
+}
+
+/// Why a digest's attestations do not pass it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(in crate::controller::image_policy) enum Unattested {
+    /// Judged and held, saying why: the verdict kept until the recheck.
+    Held(String),
+    /// Stopped before it was judged (its slot went to another namespace): nothing is kept,
+    /// and it is judged again in the next reconcile.
+    Stopped,
 }
 
 /// One `spec.verify.attestations` entry, ready to judge.
@@ -95,7 +105,7 @@ impl Trust {
         digest: &str,
         now: SystemTime,
         stop: Option<Arc<AtomicBool>>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Unattested> {
         let unix = now
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
@@ -106,9 +116,12 @@ impl Trust {
         for rule in &self.rules {
             let signers = rule.signers.as_ref().unwrap_or(&self.keys);
             let found = signers.attested(signed, digest, &rule.predicate_type, now);
-            let statements = found.map_err(|why| rule.refused(&why))?;
+            let statements = found.map_err(|why| Unattested::Held(rule.refused(&why)))?;
             rule.satisfied(&statements, digest, unix, &mut budget)
-                .map_err(|why| rule.refused(&why))?;
+                .map_err(|unmet| match unmet {
+                    Unattested::Held(why) => Unattested::Held(rule.refused(&why)),
+                    Unattested::Stopped => Unattested::Stopped,
+                })?;
         }
         Ok(())
     }
@@ -124,7 +137,7 @@ impl Rule {
         digest: &str,
         now: i64,
         budget: &mut Budget,
-    ) -> Result<(), String> {
+    ) -> Result<(), Unattested> {
         let mut distinct: Vec<&serde_json::Value> = Vec::new();
         for statement in statements {
             if !distinct.contains(&statement) {
@@ -133,22 +146,27 @@ impl Rule {
         }
         let count = distinct.len();
         if count == 0 {
-            return Err("no statement".into());
+            return Err(Unattested::Held("no statement".into()));
         }
         if count > MAX_STATEMENTS_JUDGED {
-            return Err(format!(
+            return Err(Unattested::Held(format!(
                 "{count} attestations of this type verify; at most {MAX_STATEMENTS_JUDGED} are \
                  judged, and every one must satisfy the conditions, so the tag is held"
-            ));
+            )));
         }
         for (i, statement) in distinct.into_iter().enumerate() {
             let which = |why: String| match count {
-                1 => why,
-                _ => format!("attestation {} of {count}: {why}", i + 1),
+                1 => Unattested::Held(why),
+                _ => Unattested::Held(format!("attestation {} of {count}: {why}", i + 1)),
             };
             let input = Input::new(statement, digest).map_err(which)?;
             for condition in &self.conditions {
-                condition.holds_within(&input, now, budget).map_err(which)?;
+                condition
+                    .holds_within(&input, now, budget)
+                    .map_err(|unmet| match unmet.kind {
+                        UnmetKind::Stopped => Unattested::Stopped,
+                        _ => which(unmet.message),
+                    })?;
             }
         }
         Ok(())
@@ -221,6 +239,10 @@ mod tests {
         let judge = |statements: &[serde_json::Value]| {
             let mut budget = Budget::new(POLICY_COST_LIMIT);
             rule.satisfied(statements, "sha256:ab", 0, &mut budget)
+                .map_err(|unattested| match unattested {
+                    Unattested::Held(why) => why,
+                    Unattested::Stopped => panic!("stopped unasked"),
+                })
         };
         let (good, good2, bad) = (statement(true, 1), statement(true, 2), statement(false, 3));
         assert_eq!(judge(std::slice::from_ref(&good)), Ok(()));
@@ -256,14 +278,14 @@ mod tests {
         );
         assert_eq!(judge(&many[..MAX_STATEMENTS_JUDGED]), Ok(()));
         assert_eq!(judge(&[]), Err("no statement".into()));
-        // Stopped by its caller, it holds at once and says so; the budget is not spent.
+        // Stopped by its caller, it is not judged (nothing to keep); the budget is not spent.
         let stop = Arc::new(AtomicBool::new(true));
         let mut stopped = Budget {
             left: POLICY_COST_LIMIT,
             stop: Some(stop),
         };
         let held = rule.satisfied(std::slice::from_ref(&good), "sha256:ab", 0, &mut stopped);
-        assert!(held.unwrap_err().contains("was stopped before it finished"));
+        assert_eq!(held, Err(Unattested::Stopped));
         assert_eq!(stopped.left, POLICY_COST_LIMIT);
         assert_eq!(
             rule.refused("why"),

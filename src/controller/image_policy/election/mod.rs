@@ -35,6 +35,7 @@ use dating::{date, Dated};
 use facts::StoreAndRegistry;
 use keys::trusted_keys;
 use std::time::Duration;
+pub use walk::Pause;
 use walk::{walk, Elected, LookError, WalkFailure, Walked};
 
 /// What an election came to.
@@ -46,11 +47,11 @@ pub enum Election {
         held: Vec<HeldBackTag>,
         next: Option<Duration>,
     },
-    /// The walk's registry inspections of this reconcile are spent; it goes on.
+    /// The walk paused (`pause` says why); it goes on in the next reconcile.
     Unfinished {
         held: Vec<HeldBackTag>,
         walked: usize,
-        inspections: usize,
+        pause: Pause,
     },
     /// A newest order's tags of one sighting are being dated: `left` of `of` to read; the
     /// last election stays meanwhile.
@@ -170,11 +171,11 @@ fn conclude<R>(
             next,
         };
     }
-    if walked.unfinished {
+    if let Some(pause) = walked.unfinished {
         return Election::Unfinished {
             held,
             walked: walked.walked,
-            inspections: MAX_INSPECTIONS,
+            pause,
         };
     }
     Election::NoneEligible {

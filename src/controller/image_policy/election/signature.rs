@@ -1,7 +1,8 @@
 //! The signature gate's verdict for one digest: its signatures read from the registry,
 //! verified off the async workers, and kept (in the image facts) for as long as it holds.
 
-use super::attested::Trust;
+use super::attested::{Trust, Unattested};
+use super::walk::Cut;
 use crate::reference::ImageReference;
 use crate::registry::{RegistryClient, RegistryError};
 use crate::store::SignatureVerdict;
@@ -82,7 +83,7 @@ pub(super) async fn check_signature(
     image: &ImageReference,
     digest: &str,
     (checked_at, recheck): (i64, Duration),
-) -> Result<SignatureVerdict, RegistryError> {
+) -> Result<SignatureVerdict, Cut> {
     let (keys, now) = (&trust.keys, system_time(checked_at));
     let signatures = match keys.is_notation() {
         true => client.notation_signatures(image, digest).await?,
@@ -112,11 +113,15 @@ pub(super) async fn check_signature(
         let mut attestations = signatures;
         let types = trust.predicate_types();
         attestations.extend(client.legacy_attestations(image, digest, &types).await?);
-        if let Err(why) = attested(trust, attestations, digest, now, client.tenant()).await {
-            verdict = (None, None, why);
-        } else if trust.reads_now() {
-            let next = checked_at.saturating_add(recheck.as_secs() as i64);
-            verdict.1 = Some(verdict.1.map_or(next, |until| until.min(next)));
+        match attested(trust, attestations, digest, now, client.tenant()).await {
+            Err(Unattested::Held(why)) => verdict = (None, None, why),
+            // Given up for another namespace: nothing judged, nothing kept; soon again.
+            Err(Unattested::Stopped) => return Err(Cut::Yielded),
+            Ok(()) if trust.reads_now() => {
+                let next = checked_at.saturating_add(recheck.as_secs() as i64);
+                verdict.1 = Some(verdict.1.map_or(next, |until| until.min(next)));
+            }
+            Ok(()) => {}
         }
     }
     let (verified_by, valid_until, reason) = verdict;
@@ -190,7 +195,7 @@ async fn attested(
     digest: &str,
     now: SystemTime,
     tenant: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), Unattested> {
     let permit = EVALUATIONS.acquire(tenant).await;
     let stop = StopOnDrop(Arc::new(AtomicBool::new(false)));
     let (trust, digest, flag) = (trust.clone(), digest.to_string(), stop.0.clone());
@@ -205,7 +210,8 @@ async fn attested(
         }
     };
     drop(permit);
-    done.unwrap_or_else(|e| Err(format!("verifying the attestations did not finish: {e}")))
+    let unfinished = |e| format!("verifying the attestations did not finish: {e}");
+    done.unwrap_or_else(|e| Err(Unattested::Held(unfinished(e))))
 }
 
 #[cfg(test)]

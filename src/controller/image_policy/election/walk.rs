@@ -66,6 +66,15 @@ pub(super) struct Elected {
     pub passed: Passed,
 }
 
+/// Why a walk paused before it elected or held every candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pause {
+    /// This reconcile's [`MAX_INSPECTIONS`] registry inspections are spent.
+    Inspections,
+    /// An attestation evaluation gave its slot to a namespace under its fair share.
+    Yielded,
+}
+
 /// Where the walk ended.
 #[derive(Debug, Default)]
 pub(super) struct Walked {
@@ -78,8 +87,8 @@ pub(super) struct Walked {
     /// Candidates looked at, and how many of them needed the registry.
     pub walked: usize,
     pub inspected: usize,
-    /// The walk stopped at [`MAX_INSPECTIONS`] and goes on in the next reconcile.
-    pub unfinished: bool,
+    /// Why the walk paused, to go on in the next reconcile.
+    pub unfinished: Option<Pause>,
     /// The downgrade guard ended the walk at this candidate, and the tag it holds at is no
     /// longer listed: a downgrade refused.
     pub refused: Option<String>,
@@ -101,6 +110,8 @@ pub(super) enum Cut {
     Refused(String),
     /// It needs the registry and this reconcile's inspections are spent.
     Spent,
+    /// Its attestations' evaluation gave its slot to another namespace: not judged.
+    Yielded,
     /// The registry failed: the walk ends. (Boxed: a registry error is large, and a cut is
     /// returned on every look.)
     Failed(Box<LookError>),
@@ -184,7 +195,7 @@ pub(super) async fn walk<S: FactSource>(
     let mut walked = Walked::default();
     let best = std::slice::from_ref(&candidates.best);
     walk_on(best, judge, source, &mut walked).await?;
-    if walked.elected.is_some() || walked.unfinished {
+    if walked.elected.is_some() || walked.unfinished.is_some() {
         return Ok(walked);
     }
     let tag = candidates.best.clone();
@@ -195,7 +206,7 @@ pub(super) async fn walk<S: FactSource>(
     walk_on(&rest.allowed, judge, source, &mut walked).await?;
     walked.refused = rest
         .refused
-        .filter(|_| walked.elected.is_none() && !walked.unfinished);
+        .filter(|_| walked.elected.is_none() && walked.unfinished.is_none());
     Ok(walked)
 }
 
@@ -238,7 +249,11 @@ async fn walk_on<S: FactSource>(
                 continue;
             }
             Err(Cut::Spent) => {
-                walked.unfinished = true;
+                walked.unfinished = Some(Pause::Inspections);
+                break;
+            }
+            Err(Cut::Yielded) => {
+                walked.unfinished = Some(Pause::Yielded);
                 break;
             }
             Err(Cut::Failed(error)) => {

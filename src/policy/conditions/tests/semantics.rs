@@ -3,7 +3,9 @@
 //! tests' mutation run see them): equality and order on each kind, keys across numbers, `in`,
 //! the macros' counting and absorption, `has()` on each kind, and what each step costs.
 
-use crate::policy::conditions::{evaluate, Budget, Condition, Input, Key, Value, COST_LIMIT};
+use crate::policy::conditions::{
+    evaluate, Budget, Condition, Input, Key, UnmetKind, Value, COST_LIMIT,
+};
 use serde_json::json;
 
 fn value(expression: &str) -> Result<Value, String> {
@@ -202,7 +204,8 @@ fn each_step_costs_what_it_is_charged() {
     let condition = Condition::compile("predicate.l.all(x, x > 0)", None).unwrap();
     let input = Input::new(&json!({"predicate": {"l": [1, 2, 3]}}), "sha256:ab").unwrap();
     let held = condition.holds_within(&input, 0, &mut stopped).unwrap_err();
-    assert!(held.contains("spent the 3"), "{held}");
+    assert!(held.message.contains("spent the 3"), "{held}");
+    assert_eq!(held.kind, UnmetKind::OverBudget);
     assert_eq!(Value::string("a".repeat(32).as_str()).weight(), 3);
     assert_eq!(Value::Bytes(vec![0; 16].into()).weight(), 2);
     assert_eq!(value("[1, 2, 3]").map(|v| v.weight()), Ok(4));

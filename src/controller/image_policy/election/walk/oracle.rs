@@ -113,7 +113,8 @@ fn floor(case: &Case, walked: &Walked, held: &[usize]) -> Result<(), TestCaseErr
     let elected = walked.elected.as_ref().map(|e| index(&e.tag));
     prop_assert!(elected.is_none_or(|e| e <= at), "elected below the floor");
     prop_assert!(held.iter().all(|i| *i <= at), "walked below the floor");
-    let refuses = !listed && elected.is_none() && !walked.unfinished && at + 1 < case.tags.len();
+    let refuses =
+        !listed && elected.is_none() && walked.unfinished.is_none() && at + 1 < case.tags.len();
     match &walked.refused {
         Some(refused) => {
             prop_assert!(refuses, "refused {refused}");

@@ -19,6 +19,8 @@ pub(super) struct Table {
     pub(super) gone: HashSet<String>,
     /// Tags whose manifest the registry refuses to serve (403 `DENIED`).
     pub(super) refused: HashSet<String>,
+    /// Tags whose attestations' evaluation gives its slot to another namespace.
+    pub(super) yielded: HashSet<String>,
     /// Every registry request, as `digest <tag>`, `image <digest>`, `signature <digest>`.
     pub(super) asked: Vec<String>,
     pub(super) kept: Vec<String>,
@@ -86,6 +88,9 @@ impl FactSource for Table {
             }
             Fact::Signature => {
                 self.asked.push(format!("signature {}", facts.digest));
+                if self.yielded.contains(&tag) {
+                    return Err(Cut::Yielded);
+                }
                 let signed = self.signed.contains(&tag);
                 facts.set_verdict(SignatureVerdict {
                     valid_until: None,
@@ -112,5 +117,39 @@ impl FactSource for Table {
 
     async fn keep(&mut self, facts: ImageFacts) {
         self.kept.push(facts.digest);
+    }
+}
+
+/// A source whose store knows every verdict ("not signed", checked now).
+pub(super) struct Stored(pub(super) Table);
+
+impl FactSource for Stored {
+    async fn digest(&mut self, tag: &str, budget: &mut Budget<'_>) -> Result<String, Cut> {
+        self.0.digest(tag, budget).await
+    }
+
+    fn known(&self, tag: &str, digest: &str) -> Evidence {
+        let mut evidence = self.0.known(tag, digest);
+        evidence.image.set_verdict(SignatureVerdict {
+            valid_until: None,
+            keys: "k".into(),
+            verified_by: None,
+            reason: "no cosign signature".into(),
+            checked_at: NOW,
+            signed_at: None,
+        });
+        evidence
+    }
+
+    async fn look_up(&mut self, fact: Fact, evidence: &mut Evidence) -> Result<(), Cut> {
+        self.0.look_up(fact, evidence).await
+    }
+
+    fn verdict<'f>(&self, facts: &'f ImageFacts, now: bool) -> Option<&'f SignatureVerdict> {
+        self.0.verdict(facts, now)
+    }
+
+    async fn keep(&mut self, facts: ImageFacts) {
+        self.0.keep(facts).await
     }
 }

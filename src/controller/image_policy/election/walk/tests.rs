@@ -1,9 +1,10 @@
 //! The walk with a fact source made of tables (`table.rs`: no registry, no store): every gate
 //! alone and together, the order, and the bounds.
 
-use super::table::{Table, DAY, NOW};
+use super::table::{Stored, Table, DAY, NOW};
 use super::*;
 use crate::policy::{gate, MinAge, Platform, Platforms, Undated, Verify};
+use std::collections::HashSet;
 
 fn week() -> MinAge {
     MinAge::new(
@@ -237,7 +238,7 @@ async fn the_bounds_stop_the_walk_and_let_it_go_on() {
     // Nothing is signed: ten candidates per reconcile need the registry, then it goes on.
     let mut table = Table::default();
     let walked = run(&ranked, &gates, &mut table).await;
-    assert!(walked.unfinished && walked.elected.is_none());
+    assert!(walked.unfinished == Some(Pause::Inspections) && walked.elected.is_none());
     assert_eq!(
         (walked.walked, walked.inspected),
         (MAX_INSPECTIONS + 1, MAX_INSPECTIONS)
@@ -250,42 +251,18 @@ async fn the_bounds_stop_the_walk_and_let_it_go_on() {
     let candidates = Candidates::listed(&ranked);
     let walked = walk(candidates, judge(&gates), &mut source).await.unwrap();
     assert_eq!((walked.walked, walked.inspected), (MAX_WALK, 0));
-    assert!(!walked.unfinished && walked.elected.is_none());
+    assert!(walked.unfinished.is_none() && walked.elected.is_none());
     assert!(source.0.asked.is_empty(), "{:?}", source.0.asked);
-}
-
-/// A source whose store knows every verdict ("not signed", checked now).
-struct Stored(Table);
-
-impl FactSource for Stored {
-    async fn digest(&mut self, tag: &str, budget: &mut Budget<'_>) -> Result<String, Cut> {
-        self.0.digest(tag, budget).await
-    }
-
-    fn known(&self, tag: &str, digest: &str) -> Evidence {
-        let mut evidence = self.0.known(tag, digest);
-        evidence.image.set_verdict(SignatureVerdict {
-            valid_until: None,
-            keys: "k".into(),
-            verified_by: None,
-            reason: "no cosign signature".into(),
-            checked_at: NOW,
-            signed_at: None,
-        });
-        evidence
-    }
-
-    async fn look_up(&mut self, fact: Fact, evidence: &mut Evidence) -> Result<(), Cut> {
-        self.0.look_up(fact, evidence).await
-    }
-
-    fn verdict<'f>(&self, facts: &'f ImageFacts, now: bool) -> Option<&'f SignatureVerdict> {
-        self.0.verdict(facts, now)
-    }
-
-    async fn keep(&mut self, facts: ImageFacts) {
-        self.0.keep(facts).await
-    }
+    // An evaluation that gave its slot away judged nothing: the walk pauses there, holding
+    // nothing and keeping no verdict, to go on in the next reconcile.
+    let mut table = Table {
+        yielded: HashSet::from(["1.100.0".to_string()]),
+        signed: tags.iter().cloned().collect(),
+        ..Table::default()
+    };
+    let walked = run(&ranked, &gates, &mut table).await;
+    assert_eq!(walked.unfinished, Some(Pause::Yielded));
+    assert!(walked.elected.is_none() && walked.held.is_empty() && table.kept.is_empty());
 }
 
 #[tokio::test]
@@ -340,7 +317,7 @@ async fn a_refused_downgrade_counts_only_when_nothing_is_elected() {
     let mut ranked: Vec<&str> = tags.iter().map(String::as_str).collect();
     ranked.push("!1.0.0");
     let walked = run(&ranked, &gates, &mut Table::default()).await;
-    assert!(walked.unfinished);
+    assert_eq!(walked.unfinished, Some(Pause::Inspections));
     assert_eq!(walked.refused, None, "unfinished: nothing refused yet");
 }
 
