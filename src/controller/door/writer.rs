@@ -1,15 +1,19 @@
 //! Writes each namespace's VerifiedDigests `verified` when what its policies vouch for
 //! changed: told by the policy watch which namespaces to look at, a second's changes together,
-//! by server-side apply, and only where something changed. Without `config/admission`
-//! installed (the kind not served) it writes nothing and says so once, looking again each
-//! minute while there are policies.
+//! by server-side apply, and only where something changed. Every [`RESYNC`] (and after the
+//! watch listed again) what is there is read back and every namespace judged again, so an
+//! object deleted or edited by someone else, or a deletion the watch missed, is put right.
+//! Without `config/admission` installed (the kind not served) it writes nothing and says so
+//! once, looking again each minute while there are policies.
 
 use super::digests::{verified, Verified};
+use super::found::watch_deletions;
 use crate::api::{ImagePolicy, VerifiedDigests, VerifiedDigestsSpec, VERIFIED_NAME};
 use crate::controller::object::cache::ObjectCache;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -22,11 +26,18 @@ const COALESCE: Duration = Duration::from_secs(1);
 /// A write that failed is tried again after this; the kind is looked for again after this.
 const RETRY: Duration = Duration::from_secs(10);
 const LOOK_AGAIN: Duration = Duration::from_secs(60);
+/// What is written is read back and judged again this often.
+pub const RESYNC: Duration = Duration::from_secs(300);
 
 /// The namespaces whose policies changed since they were last looked at.
 #[derive(Debug, Default)]
 pub struct Door {
     dirty: Mutex<BTreeSet<String>>,
+    /// Every namespace written is to be judged again (the watch listed again: a policy deleted
+    /// meanwhile left no event).
+    everything: AtomicBool,
+    /// What is there is to be read back (one was deleted).
+    reread: AtomicBool,
     wake: Notify,
     /// The namespace the controller watches, else all: a controller scoped to one namespace
     /// reads back and writes only that one's, never another controller's (whose policies it
@@ -41,6 +52,10 @@ struct Written {
     digests: HashMap<String, Verified>,
     served: Option<bool>,
     looked_at: Option<Instant>,
+    /// When what is there was last read back.
+    read_at: Option<Instant>,
+    /// Whether deletions are watched (from the first read back on).
+    watched: Option<()>,
     /// When to look again without being told: a failed write, or the kind looked for again.
     again: Option<Instant>,
 }
@@ -71,6 +86,18 @@ impl Door {
         self.wake.notify_one();
     }
 
+    /// A VerifiedDigests may be gone: what is there is read back.
+    pub(super) fn reread(&self) {
+        self.reread.store(true, Relaxed);
+        self.wake.notify_one();
+    }
+
+    /// The watch listed every policy again: every namespace is judged again.
+    pub fn relisted(&self) {
+        self.everything.store(true, Relaxed);
+        self.wake.notify_one();
+    }
+
     fn take(&self) -> BTreeSet<String> {
         std::mem::take(&mut *self.dirty.lock().unwrap_or_else(PoisonError::into_inner))
     }
@@ -86,31 +113,50 @@ impl Door {
         let mut written = Written::default();
         loop {
             let again = written.again.take();
+            let resync = written.read_at.map(|at| at + RESYNC);
+            let wake = again.into_iter().chain(resync).min();
             tokio::select! {
                 () = self.wake.notified() => {}
-                () = tokio::time::sleep_until(again.unwrap_or_else(Instant::now).into()), if again.is_some() => {}
+                () = tokio::time::sleep_until(wake.unwrap_or_else(Instant::now).into()), if wake.is_some() => {}
                 () = shutdown.cancelled() => return,
             }
             tokio::select! {
                 () = tokio::time::sleep(COALESCE) => {}
                 () = shutdown.cancelled() => return,
             }
-            let was_served = written.served == Some(true);
             if !self.served(&client, &mut written).await {
                 // Looked for again each minute while there are policies (one discovery
                 // request), so that config/admission installed after them is found without
                 // waiting for a change: until then, an enforced namespace denies everything.
                 self.take();
+                written.read_at = None;
                 if !policies.is_empty() {
                     written.again = written.looked_at.map(|at| at + LOOK_AGAIN);
                 }
                 continue;
             }
-            if !was_served {
-                // Served from now on (at start-up, or config/admission installed since): every
-                // namespace with policies is looked at once.
+            let due = written.read_at.is_none_or(|at| at.elapsed() >= RESYNC);
+            if self.reread.swap(false, Relaxed) || due {
+                if !self.read_back(&client, &mut written).await {
+                    written.again = Some(Instant::now() + LOOK_AGAIN);
+                    continue;
+                }
+                if written.watched.is_none() {
+                    let scope = self.scope.as_deref();
+                    let door = self.clone();
+                    let reread = move || door.reread();
+                    watch_deletions(reread, &client, scope, shutdown.clone());
+                    written.watched = Some(());
+                }
+                // Every namespace with policies too: config/admission installed since, or a
+                // policy whose namespace has no object yet.
                 for (namespace, _) in policies.names() {
                     self.touch(&namespace);
+                }
+            }
+            if self.everything.swap(false, Relaxed) {
+                for namespace in written.digests.keys() {
+                    self.touch(namespace);
                 }
             }
             if !self.write_touched(&client, &policies, &mut written).await {
@@ -165,8 +211,16 @@ impl Door {
         all_written
     }
 
-    /// Whether the kind is served; the first time it is, what is there is read, and its
-    /// namespaces looked at again (a policy deleted while the controller was away).
+    /// The VerifiedDigests of the scope: the watched namespace's, else all.
+    fn objects(&self, client: &kube::Client) -> Api<VerifiedDigests> {
+        match &self.scope {
+            Some(namespace) => Api::namespaced(client.clone(), namespace),
+            None => Api::all(client.clone()),
+        }
+    }
+
+    /// Whether the kind is served (discovery, which every account may read: a kind not
+    /// installed is no error, and asks nothing RBAC would refuse).
     async fn served(&self, client: &kube::Client, written: &mut Written) -> bool {
         let recent = written
             .looked_at
@@ -175,47 +229,54 @@ impl Door {
             return written.served == Some(true);
         }
         written.looked_at = Some(Instant::now());
-        // Discovery first, which every account may read: a kind not installed is no error,
-        // and asks nothing RBAC would refuse (a refusal in the log means a missing grant).
         let (version, plural) = (
             VerifiedDigests::api_version(&()),
             VerifiedDigests::plural(&()),
         );
         let group = client.list_api_group_resources(&version).await;
         let installed = group.is_ok_and(|g| g.resources.iter().any(|r| r.name == plural));
-        if !installed {
-            if written.served.is_none() {
-                tracing::info!("config/admission is not installed: no VerifiedDigests are written; looked for again each minute");
-            }
-            written.served = Some(false);
-            return false;
+        if !installed && written.served.is_none() {
+            tracing::info!("config/admission is not installed: no VerifiedDigests are written; looked for again each minute");
         }
-        let api: Api<VerifiedDigests> = match &self.scope {
-            Some(namespace) => Api::namespaced(client.clone(), namespace),
-            None => Api::all(client.clone()),
-        };
-        match api.list(&ListParams::default()).await {
-            Ok(list) => {
-                for found in list.items {
-                    let namespace = found.namespace().unwrap_or_default();
-                    self.dirty
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .insert(namespace.clone());
-                    let found = Verified {
-                        digests: found.spec.digests,
-                        left_out: found.spec.left_out as usize,
-                    };
-                    written.digests.insert(namespace, found);
-                }
-                written.served = Some(true);
-            }
+        written.served = Some(installed);
+        installed
+    }
+
+    /// Reads back what is there: a namespace whose object is not what was written (edited,
+    /// deleted, or written before this process) is judged again. False when it cannot be
+    /// read.
+    async fn read_back(&self, client: &kube::Client, written: &mut Written) -> bool {
+        let list = match self.objects(client).list(&ListParams::default()).await {
+            Ok(list) => list,
             Err(error) => {
                 tracing::warn!(%error, "config/admission is installed but its VerifiedDigests cannot be read: check config/admission/rbac.yaml; tried again each minute");
-                written.served = Some(false);
+                return false;
+            }
+        };
+        written.read_at = Some(Instant::now());
+        let mut found: HashMap<String, Verified> = HashMap::new();
+        for object in list.items {
+            let namespace = object.namespace().unwrap_or_default();
+            let verified = Verified {
+                digests: object.spec.digests,
+                left_out: object.spec.left_out as usize,
+            };
+            found.insert(namespace, verified);
+        }
+        let known: BTreeSet<String> = found
+            .keys()
+            .chain(written.digests.keys())
+            .cloned()
+            .collect();
+        for namespace in known {
+            // Judged again whatever is found: a deletion the watch missed shows here too.
+            self.touch(&namespace);
+            match found.remove(&namespace) {
+                Some(there) => drop(written.digests.insert(namespace, there)),
+                None => drop(written.digests.remove(&namespace)),
             }
         }
-        written.served == Some(true)
+        true
     }
 }
 

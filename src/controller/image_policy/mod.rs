@@ -22,7 +22,7 @@ mod repository;
 mod serving;
 
 use crate::api::{ImagePolicy, ImageRepository};
-use crate::controller::door::Door;
+use crate::controller::door::{sharded_door, told, Door};
 use crate::controller::feed::repository_feed::{is_baseline, Feed};
 use crate::controller::frame::reconcile as shared_reconcile;
 use crate::controller::frame::stage::Stage;
@@ -93,9 +93,13 @@ pub fn controller(
     let mapped = queue.clone();
     let policies_cache = Arc::new(ObjectCache::default());
     let stage = Stage::new(policies_cache.clone());
-    // The door's keeper: each namespace's VerifiedDigests, from the same cache.
+    // The door's keeper: each namespace's VerifiedDigests, from the same cache; a shard's
+    // from every policy, whichever shard elects it.
     let scope = ctx.settings.watched_namespace.clone();
-    let door = Door::open(&ctx.client, scope, &policies_cache, &shutdown);
+    let door = match watch.label_selector {
+        None => Door::open(&ctx.client, scope, &policies_cache, &shutdown),
+        Some(_) => sharded_door(&ctx.client, scope, policies.clone(), &shutdown),
+    };
     let watched = Watched {
         stage: stage.clone(),
         index: index.clone(),
@@ -171,12 +175,7 @@ impl Watched {
             .inspect_ok(move |event| {
                 self.stage.apply(event);
                 self.index.observe(event);
-                if let watcher::Event::Apply(p)
-                | watcher::Event::InitApply(p)
-                | watcher::Event::Delete(p) = event
-                {
-                    self.door.touch(&p.namespace().unwrap_or_default());
-                }
+                told(&self.door, event);
                 if matches!(event, watcher::Event::InitDone) {
                     let referenced = self.index.referenced_repositories();
                     self.ctx.scan_order.prioritize(referenced);

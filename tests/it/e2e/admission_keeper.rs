@@ -2,7 +2,8 @@
 //! policy's election is admitted and what its gate holds is not; the previous election stays
 //! admitted when the election moves (a rollback); a deleted policy's digests go; a storm of
 //! elections is written coalesced and a storm of scans that change nothing writes nothing; with
-//! the controller stopped the API server answers as before.
+//! the controller stopped the API server answers as before. Two shards of one namespace keep one
+//! door together, and one deleted by hand is written again.
 
 use super::admission::{apply, install_admission, namespace, pod};
 use crate::support::cluster::*;
@@ -139,6 +140,63 @@ async fn e2e_the_controller_keeps_the_door() {
     assert!(ok_again, "{said}");
     let (ok_held, _) = admitted("held-again", held);
     assert!(!ok_held);
+}
+
+/// Two controllers sharding one namespace (`--watch-label-selector`), each electing one
+/// policy: the door lists both elections, and keeps listing them (each shard used to write its
+/// own over the other's); deleted by hand, it is written again within seconds, not at the next
+/// policy change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a cluster: make e2e"]
+async fn e2e_shards_keep_one_door() {
+    use crate::support::distribution::{Distribution, Variant};
+    install_admission();
+    let registry = Distribution::start(Variant::default());
+    let old = "2020-01-01T00:00:00Z";
+    let mut digests = Vec::new();
+    for (tag, content) in [("0.9.0", "a"), ("1.0.0", "b")] {
+        let pushed = registry.push_dated("shards/app", tag, "amd64", Some(old), content);
+        digests.push(pushed.await);
+    }
+    let ns = namespace("shards", Some("enforce"));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = install_and_controller_kubeconfig(dir.path());
+    let sharded = |shard: &str, range: &str| {
+        format!(
+            "---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\n\
+             metadata: {{name: app-{shard}, namespace: {ns}, labels: {{shard: {shard}}}}}\n\
+             spec: {{image: {host}/shards/app, interval: 1h}}\n\
+             ---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\n\
+             metadata: {{name: app-{shard}, namespace: {ns}, labels: {{shard: {shard}}}}}\n\
+             spec: {{imageRepositoryRef: {{name: app-{shard}}}, policy: {{semver: {{range: '{range}'}}}}, \
+             filterTags: {{minAge: 24h}}, digestReflectionPolicy: IfNotPresent}}\n",
+            ns = ns.0,
+            host = registry.host,
+        )
+    };
+    let manifests = sharded("a", "<1.0.0") + &sharded("b", ">=1.0.0");
+    ok(kubectl(&["apply", "-f", "-"], Some(&manifests)));
+    let _a = Controller::start_with(&ns.0, &kubeconfig, &["--watch-label-selector=shard=a"]);
+    let _b = Controller::start_with(&ns.0, &kubeconfig, &["--watch-label-selector=shard=b"]);
+    let both = || {
+        let got = listed(&ns.0);
+        digests.iter().all(|d| got.contains(d.as_str()))
+    };
+    wait_until(90, both);
+    // Each shard has written by now (both elections are listed, so both were seen); still so
+    // a while later.
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(both(), "{}", listed(&ns.0));
+    ok(kubectl(
+        &["delete", "verifieddigests", "verified", "-n", &ns.0],
+        None,
+    ));
+    let deleted = Instant::now();
+    wait_until(30, both);
+    eprintln!(
+        "door: deleted by hand, written again in {:.1}s",
+        deleted.elapsed().as_secs_f64()
+    );
 }
 
 /// Item 5's write rate: 30 gated policies electing at once are written about once a second
