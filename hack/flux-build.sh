@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # make flux: builds the Flux components the Flux end-to-end tests run beside our controller
-# (image-automation-controller, notification-controller, the flux CLI) and the controller ours
+# (image-automation-controller, notification-controller, the flux CLI), kstatus-judge (a
+# program of ours, tests/flux/kstatus-judge: Flux's kstatus reading an object's health, as a
+# Kustomization's health check does) and the controller ours
 # replaces (image-reflector-controller: its install for the swap check, its binary for the
 # benchmarks) from their Go modules,
 # each pinned in tests/flux/<component>/go.mod, through the Go module proxy, into FLUX_BIN_DIR
@@ -26,17 +28,25 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FLUX_BIN_DIR=${FLUX_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/image-reflector-flux/bin}
-COMPONENTS="image-automation-controller notification-controller flux image-reflector-controller"
+COMPONENTS="image-automation-controller notification-controller flux image-reflector-controller kstatus-judge"
 log() { echo "flux-build: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 command -v go >/dev/null || die "no Go toolchain on PATH: install Go 1.26 or later (the Flux components are built from Go modules)"
 export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
 
-# The main package a go.mod of ours builds (its one `tool` directive), and that package's module.
-tool_of() { sed -n 's/^tool \(.*\)$/\1/p' "$1/go.mod" | head -1; }
+# The main package a go.mod of ours builds (its one `tool` directive, else its own directory:
+# a program of ours), and that package's module.
+tool_of() { sed -n 's/^tool \(.*\)$/\1/p' "$1/go.mod" | head -1 | grep . || echo .; }
 module_of() { (cd "$1" && go list -e -f '{{.Module.Path}}' "$(tool_of "$1")"); }
-version_of() { (cd "$1" && go list -m -f '{{.Version}}' "$(module_of "$1")"); }
+# A program of ours is versioned by what it judges with: its first requirement.
+version_of() {
+  if [ "$(tool_of "$1")" = . ]; then
+    (cd "$1" && go list -m -f '{{.Path}}@{{.Version}}' "$(awk '/^require/ { getline; print $1; exit }' go.mod)")
+  else
+    (cd "$1" && go list -m -f '{{.Version}}' "$(module_of "$1")")
+  fi
+}
 
 if [ "${1:-}" = versions ]; then
   for c in $COMPONENTS; do echo "$c $(version_of "$ROOT/tests/flux/$c")"; done
@@ -50,7 +60,7 @@ for c in $COMPONENTS; do
   version=$(version_of "$mod")
   ldflags="-s -w"
   [ "$c" != flux ] || ldflags+=" -X main.VERSION=${version#v}"
-  stamp=$( { cat "$mod/go.mod" "$mod/go.sum"; go version; echo "$ldflags"; } | sha256sum | cut -c1-16)
+  stamp=$( { cat "$mod/go.mod" "$mod/go.sum" "$mod"/*.go 2>/dev/null; go version; echo "$ldflags"; } | sha256sum | cut -c1-16)
   if [ "$(cat "$FLUX_BIN_DIR/.$c.stamp" 2>/dev/null)" = "$stamp" ] && [ -x "$FLUX_BIN_DIR/$c" ]; then
     log "$c $version is built"
     continue
@@ -59,6 +69,7 @@ for c in $COMPONENTS; do
   start=$(date +%s)
   work=$(mktemp -d "$FLUX_BIN_DIR/.build.XXXXXX")
   cp "$mod/go.mod" "$mod/go.sum" "$work/"
+  [ "$pkg" != . ] || cp "$mod"/*.go "$work/"
   if [ "$c" = flux ]; then
     src=$(cd "$mod" && go list -m -f '{{.Dir}}' "$(module_of "$mod")")
     cp -r "$src" "$work/module" && chmod -R u+w "$work/module"

@@ -8,7 +8,7 @@ use crate::support::cluster::{
     get_json, install_crds, kubectl, ok, wait_for, Controller, Namespace,
 };
 use crate::support::distribution::{Distribution, Variant};
-use crate::support::flux::flux;
+use crate::support::flux::{flux, kstatus};
 
 const READY_REASON: &str = "{.status.conditions[?(@.type==\"Ready\")].reason}";
 
@@ -289,6 +289,13 @@ async fn flux_reconcile_never_elects_what_verify_holds_back() {
         None,
     );
     assert!(waited.status.success(), "{waited:?}");
+    // So does a Kustomization's health check over it: Flux's kstatus reads it as failed, with
+    // the reason, and the policy that elects as current.
+    let (health, said) = kstatus(&policy);
+    assert_eq!(health, "Failed", "{said}");
+    assert!(said.starts_with("no tag passes the gates"), "{said}");
+    let (health, said) = kstatus(&get_json(&ns.0, "imagepolicy/app"));
+    assert_eq!(health, "Current", "{said}");
 
     // 2.0.0 signed by the trusted key since: the next requested reconcile elects it.
     let signature = sign(&trusted, payload(&repository, &digests[2]));

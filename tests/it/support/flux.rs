@@ -44,6 +44,18 @@ pub fn flux(args: &[&str]) -> Output {
     super::run(bin_dir().join("flux").to_str().unwrap(), args, None)
 }
 
+/// How Flux's kstatus reads `object` (`make flux`'s kstatus-judge), as a Kustomization's health
+/// check over it would: its status (`Current`, `InProgress`, `Failed`, ...) and message.
+pub fn kstatus(object: &serde_json::Value) -> (String, String) {
+    let line = format!("{object}\n");
+    let judge = bin_dir().join("kstatus-judge");
+    let out = super::run(judge.to_str().unwrap(), &[], Some(&line));
+    assert!(out.status.success(), "kstatus-judge: {out:?}");
+    let said: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = |k: &str| said[k].as_str().unwrap_or_default().to_string();
+    (text("status"), text("message"))
+}
+
 /// A Flux controller as a local process in `namespace` (its runtime namespace, the only one
 /// it watches), with the test's admin KUBECONFIG; its log goes to `log`. Killed on drop.
 pub struct Component {
