@@ -9,7 +9,7 @@ export KUBE_BIN_DIR
 FLUX_BIN_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/image-reflector-flux/bin
 export FLUX_BIN_DIR
 
-.PHONY: release release-push release-check e2e-release all build test lint fmt crds run kube flux sigtools e2e e2e-flux e2e-signatures e2e-cluster prometheus-deps bench bench-admission bench-controller conformance mutants deps image image-deps image-smoke deploy undeploy fuzz
+.PHONY: release release-push release-deps release-check e2e-release all build test lint fmt crds run kube flux sigtools e2e e2e-flux e2e-signatures e2e-cluster prometheus-deps bench bench-admission bench-controller conformance mutants deps image image-deps image-smoke deploy undeploy fuzz
 
 all: build
 
@@ -60,20 +60,27 @@ image: image-deps
 VERSION ?=
 REGISTRY ?= ghcr.io/image-reflector
 DIST ?= dist
-release: image-deps kube flux
+release: image-deps release-deps
 	@[ -n "$(VERSION)" ] || { echo "usage: make release VERSION=v$$(sed -n 's/^version = "\(.*\)"$$/\1/p' Cargo.toml | head -1) [REGISTRY=registry.example.com/platform]" >&2; exit 2; }
 	hack/release.sh $(VERSION) $(REGISTRY)/image-reflector $(DIST)
 
 # Pushes DIST to REGISTRY/image-reflector, signs the image and the manifests artifact with
 # COSIGN_KEY, attests the SBOM and the provenance, and checks all with cosign verify
 # (hack/release-push.sh).
-release-push: image-deps sigtools flux
+release-push: image-deps release-deps
+	@SIGTOOLS=cosign hack/sigtools-build.sh >/dev/null
 	hack/release-push.sh $(DIST) $(REGISTRY)
+
+# Only what a release runs: kubectl (its kustomize) and the flux CLI (`flux build artifact`,
+# `flux push artifact`), not the rest of make kube and make flux.
+release-deps:
+	@KUBE_COMPONENTS=kubectl hack/kube-build.sh >/dev/null
+	@FLUX_COMPONENTS=flux hack/flux-build.sh >/dev/null
 
 # Reproducibility: the release made again from a fresh clone of its commit in another directory,
 # later, compared file by file with DIST (hack/release-check.sh); FULL=1 builds every crate
 # again, at another build path, instead of reusing the compiled dependencies.
-release-check: image-deps kube flux
+release-check: image-deps release-deps
 	FULL=$(FULL) hack/release-check.sh $(DIST)
 
 # The release as a user installs it, on the real node: made for a TLS registry on the node's

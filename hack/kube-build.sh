@@ -8,11 +8,16 @@
 #
 #   hack/kube-build.sh          build when the stamp differs; print KUBE_BIN_DIR on stdout
 #   hack/kube-build.sh version  print the pinned version (v1.34.4) and nothing else
+#
+# KUBE_COMPONENTS (a subset of the list above, e.g. `kubectl` for make release) builds only
+# those: a binary already built under the same stamp is kept, any other is removed when the
+# stamp changes, so none is ever left from another pin.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MOD=$ROOT/tests/kube
 KUBE_BIN_DIR=${KUBE_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/image-reflector-kube/bin}
-COMPONENTS="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl"
+ALL="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl"
+COMPONENTS=${KUBE_COMPONENTS:-$ALL}
 log() { echo "kube-build: $*" >&2; }
 die() { log "$*"; exit 1; }
 
@@ -37,15 +42,22 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$built"
 done
 tags=providerless
-stamp=$( { cat "$MOD/go.mod" "$MOD/go.sum"; go version; echo "$tags $ldflags $COMPONENTS"; } | sha256sum | cut -c1-16)
+for c in $COMPONENTS; do
+  [[ " $ALL " == *" $c "* ]] || die "KUBE_COMPONENTS: $c is not one of: $ALL"
+done
+stamp=$( { cat "$MOD/go.mod" "$MOD/go.sum"; go version; echo "$tags $ldflags $ALL"; } | sha256sum | cut -c1-16)
 
-if [ "$(cat "$KUBE_BIN_DIR/.stamp" 2>/dev/null)" = "$stamp" ]; then
-  missing=""; for c in $COMPONENTS; do [ -x "$KUBE_BIN_DIR/$c" ] || missing+=" $c"; done
-  if [ -z "$missing" ]; then log "Kubernetes $version is built in $KUBE_BIN_DIR"; echo "$KUBE_BIN_DIR"; exit 0; fi
+mkdir -p "$KUBE_BIN_DIR"
+if [ "$(cat "$KUBE_BIN_DIR/.stamp" 2>/dev/null)" != "$stamp" ]; then
+  # Built under another pin or flags: none of them is kept.
+  for c in $ALL; do rm -f "$KUBE_BIN_DIR/$c"; done
+  echo "$stamp" > "$KUBE_BIN_DIR/.stamp"
 fi
+missing=""; for c in $COMPONENTS; do [ -x "$KUBE_BIN_DIR/$c" ] || missing+=" $c"; done
+if [ -z "$missing" ]; then log "Kubernetes $version is built in $KUBE_BIN_DIR"; echo "$KUBE_BIN_DIR"; exit 0; fi
+COMPONENTS=${missing# }
 
 log "building Kubernetes $version ($COMPONENTS) into $KUBE_BIN_DIR (a cold build takes a while on 2 cores)"
-mkdir -p "$KUBE_BIN_DIR"
 out=$(mktemp -d "$KUBE_BIN_DIR/.build.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 start=$(date +%s)
@@ -64,7 +76,6 @@ for c in $COMPONENTS; do
   [ "$got" = "$version" ] || die "$c says its version is '$got', not $version"
   mv -f "$out/$c" "$KUBE_BIN_DIR/$c"
 done
-echo "$stamp" > "$KUBE_BIN_DIR/.stamp"
 echo "$version" > "$KUBE_BIN_DIR/.version"
 log "built Kubernetes $version in $(( $(date +%s) - start )) s"
 echo "$KUBE_BIN_DIR"

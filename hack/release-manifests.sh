@@ -8,7 +8,7 @@
 #   flux/flux-instance-patches.yaml the same for a flux-operator FluxInstance's spec.kustomize.patches
 #   manifests.tgz                   all of the above as `flux build artifact` packs them (the layer of
 #                                   the flux-manifests artifact release-push pushes)
-# Needs kubectl (its kustomize; make kube builds one) and the flux CLI (make flux).
+# Needs kubectl (its kustomize) and the flux CLI: make release builds both, alone.
 # usage: hack/release-manifests.sh BINARY REPO DIGEST DIST
 set -euo pipefail
 bin=$1
@@ -21,8 +21,8 @@ die() { echo "release-manifests: $*" >&2; exit 1; }
 KUBE_BIN_DIR=${KUBE_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/image-reflector-kube/bin}
 FLUX_BIN_DIR=${FLUX_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/image-reflector-flux/bin}
 PATH=$KUBE_BIN_DIR:$FLUX_BIN_DIR:$PATH
-command -v kubectl >/dev/null || die "kubectl not found: make kube builds it"
-command -v flux >/dev/null || die "the flux CLI not found: make flux builds it"
+command -v kubectl >/dev/null || die "kubectl not found: KUBE_COMPONENTS=kubectl hack/kube-build.sh builds it"
+command -v flux >/dev/null || die "the flux CLI not found: FLUX_COMPONENTS=flux hack/flux-build.sh builds it"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$dist/flux" "$work/overlay" "$work/manifests"

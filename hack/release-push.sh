@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make release-push REGISTRY=...`: publishes the release in DIST (make release) to the repository
-# its install.yaml pins, REPO, and signs it with cosign (make sigtools builds the cosign v3 the
-# tests use; any cosign v2.4+ or v3 works):
+# its install.yaml pins, REPO, and signs it with cosign (make release-push builds the cosign v3
+# the tests use, alone; any cosign v2.4+ or v3 works):
 #   REPO:VERSION                the image, digests preserved (install.yaml's REPO@digest)
 #   REPO-manifests:VERSION      install.yaml, crds.yaml and flux/ as Flux's flux-manifests artifact
 #                               (`flux push artifact`, the layer is DIST/manifests.tgz)
@@ -38,8 +38,8 @@ pub=${COSIGN_PUB:-${key%.key}.pub}
 SIGTOOLS_BIN_DIR=${SIGTOOLS_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/image-reflector-sigtools/bin}
 FLUX_BIN_DIR=${FLUX_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/image-reflector-flux/bin}
 PATH=$SIGTOOLS_BIN_DIR:$FLUX_BIN_DIR:$PATH
-command -v cosign >/dev/null || die "cosign not found: make sigtools builds it"
-command -v flux >/dev/null || die "the flux CLI not found: make flux builds it"
+command -v cosign >/dev/null || die "cosign not found: SIGTOOLS=cosign hack/sigtools-build.sh builds it"
+command -v flux >/dev/null || die "the flux CLI not found: FLUX_COMPONENTS=flux hack/flux-build.sh builds it"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 skopeo_tls=()

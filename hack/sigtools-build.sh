@@ -12,11 +12,23 @@
 #
 #   hack/sigtools-build.sh           build what is stale; print SIGTOOLS_BIN_DIR on stdout
 #   hack/sigtools-build.sh versions  print "tool version" lines and nothing else
+#
+# SIGTOOLS (binary names of the list below, e.g. `cosign` for make release-push) builds only
+# those.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SIGTOOLS_BIN_DIR=${SIGTOOLS_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/image-reflector-sigtools/bin}
 # directory under tests/sigtools -> binary name
 TOOLS="cosign:cosign cosign-v2:cosign-v2 notation:notation registry:referrers-registry judge:signature-judge celjudge:cel-judge rekor:rekor-server tsa:timestamp-server fulcio:fulcio tufrepo:tufrepo trillian:trillian rekor-v1:rekor-v1-server"
+if [ -n "${SIGTOOLS:-}" ]; then
+  chosen=""
+  for b in $SIGTOOLS; do
+    t=$(for t in $TOOLS; do [ "${t#*:}" != "$b" ] || echo "$t"; done)
+    [ -n "$t" ] || { echo "sigtools-build: SIGTOOLS: $b is not one of: $(for t in $TOOLS; do printf '%s ' "${t#*:}"; done)" >&2; exit 1; }
+    chosen+=" $t"
+  done
+  TOOLS=${chosen# }
+fi
 log() { echo "sigtools-build: $*" >&2; }
 die() { log "$*"; exit 1; }
 
