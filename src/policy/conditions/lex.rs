@@ -2,6 +2,28 @@
 //! uints, doubles), strings and bytes in every quoting with CEL's escapes, identifiers,
 //! operators; `//` comments and whitespace between. What CEL does not define is an error here.
 
+/// A syntax error: what is wrong, and the byte offset where (`None`: no one place, as a bound
+/// or a call that does not exist); `pointed.rs` shows it with a caret.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Syntax {
+    pub what: String,
+    pub at: Option<usize>,
+}
+
+impl Syntax {
+    pub fn at(what: impl Into<String>, offset: usize) -> Syntax {
+        let (what, at) = (what.into(), Some(offset));
+        Syntax { what, at }
+    }
+}
+
+/// What a call's checks refuse (calls.rs) is no one place's.
+impl From<String> for Syntax {
+    fn from(what: String) -> Syntax {
+        Syntax { what, at: None }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Tok {
     /// An int literal's digits as written (decimal or `0x` hex), its sign applied by the parser.
@@ -21,7 +43,7 @@ const OPS: [&str; 24] = [
 ];
 
 /// The tokens of `src`, each with its byte offset.
-pub fn tokens(src: &str) -> Result<Vec<(Tok, usize)>, String> {
+pub fn tokens(src: &str) -> Result<Vec<(Tok, usize)>, Syntax> {
     let b = src.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -54,18 +76,18 @@ pub fn tokens(src: &str) -> Result<Vec<(Tok, usize)>, String> {
                 Tok::Op(op)
             } else {
                 let ch = src[i..].chars().next().unwrap_or('?');
-                return Err(format!("unexpected character {ch:?} at offset {i}"));
+                return Err(Syntax::at(format!("unexpected character {ch:?}"), i));
             };
         out.push((tok, start));
     }
     Ok(out)
 }
 
-fn number(src: &str, i: &mut usize) -> Result<Tok, String> {
+fn number(src: &str, i: &mut usize) -> Result<Tok, Syntax> {
     let b = src.as_bytes();
     let start = *i;
     let rest = &src[start..];
-    let bad = || format!("invalid number at offset {start}");
+    let bad = || Syntax::at("invalid number", start);
     if let Some(hex) = rest.strip_prefix("0x") {
         let len = hex.bytes().take_while(u8::is_ascii_hexdigit).count();
         if len == 0 {
@@ -98,7 +120,7 @@ fn number(src: &str, i: &mut usize) -> Result<Tok, String> {
 }
 
 /// An int literal, or a uint with its `u` suffix.
-fn suffixed(src: &str, i: &mut usize, text: &str) -> Result<Tok, String> {
+fn suffixed(src: &str, i: &mut usize, text: &str) -> Result<Tok, Syntax> {
     if matches!(src.as_bytes().get(*i), Some(b'u' | b'U')) {
         *i += 1;
         let value = match text.strip_prefix("0x") {
@@ -107,7 +129,7 @@ fn suffixed(src: &str, i: &mut usize, text: &str) -> Result<Tok, String> {
         };
         return value
             .map(Tok::Uint)
-            .map_err(|_| format!("uint literal {text}u out of range"));
+            .map_err(|_| Syntax::from(format!("uint literal {text}u out of range")));
     }
     Ok(Tok::Int(text.to_string()))
 }
@@ -144,9 +166,9 @@ struct Quote {
     bytes: bool,
 }
 
-fn string(src: &str, i: &mut usize, q: Quote, start: usize) -> Result<Tok, String> {
+fn string(src: &str, i: &mut usize, q: Quote, start: usize) -> Result<Tok, Syntax> {
     let mut out: Vec<u8> = Vec::new();
-    let unterminated = || format!("unterminated string at offset {start}");
+    let unterminated = || Syntax::at("unterminated string", start);
     loop {
         let rest = &src[*i..];
         if rest.starts_with(q.delimiter) {
@@ -159,8 +181,7 @@ fn string(src: &str, i: &mut usize, q: Quote, start: usize) -> Result<Tok, Strin
         }
         if c == '\\' && !q.raw {
             *i += 1;
-            super::escape::escape(src, i, q.bytes, &mut out)
-                .map_err(|e| format!("{e} at offset {}", *i))?;
+            super::escape::escape(src, i, q.bytes, &mut out).map_err(|e| Syntax::at(e, *i))?;
             continue;
         }
         let mut buf = [0; 4];
@@ -171,6 +192,6 @@ fn string(src: &str, i: &mut usize, q: Quote, start: usize) -> Result<Tok, Strin
         true => Ok(Tok::Bytes(out)),
         false => String::from_utf8(out)
             .map(Tok::Str)
-            .map_err(|_| format!("invalid UTF-8 in the string at offset {start}")),
+            .map_err(|_| Syntax::at("invalid UTF-8 in the string", start)),
     }
 }

@@ -6,7 +6,7 @@
 
 use super::ast::{Expr, Op};
 use super::calls::{global, method};
-use super::lex::{tokens, Tok};
+use super::lex::{tokens, Syntax, Tok};
 use super::value::Value;
 
 /// Brackets, calls and ternaries nested at most this deep.
@@ -34,16 +34,17 @@ const RESERVED: [&str; 18] = [
     "in",
 ];
 
-pub fn parse(src: &str) -> Result<Expr, String> {
+pub fn parse(src: &str) -> Result<Expr, Syntax> {
     let mut p = Parser {
         toks: tokens(src)?,
         pos: 0,
         depth: 0,
+        end: src.len(),
     };
     let e = p.expr()?;
     match p.toks.get(p.pos) {
         None => Ok(e),
-        Some((t, at)) => Err(format!("unexpected {} at offset {at}", shown(t))),
+        Some((t, at)) => Err(Syntax::at(format!("unexpected {}", shown(t)), *at)),
     }
 }
 
@@ -51,6 +52,8 @@ struct Parser {
     toks: Vec<(Tok, usize)>,
     pos: usize,
     depth: usize,
+    /// The expression's length: where "expected ... at the end" points.
+    end: usize,
 }
 
 fn shown(t: &Tok) -> String {
@@ -76,31 +79,32 @@ impl Parser {
         found
     }
 
-    fn expect(&mut self, op: &str) -> Result<(), String> {
+    fn expect(&mut self, op: &str) -> Result<(), Syntax> {
         match self.eat(op) {
             true => Ok(()),
             false => Err(self.unexpected(&format!("'{op}'"))),
         }
     }
 
-    fn unexpected(&self, wanted: &str) -> String {
+    fn unexpected(&self, wanted: &str) -> Syntax {
         match self.toks.get(self.pos) {
-            Some((t, at)) => format!("expected {wanted}, found {} at offset {at}", shown(t)),
-            None => format!("expected {wanted} at the end"),
+            Some((t, at)) => Syntax::at(format!("expected {wanted}, found {}", shown(t)), *at),
+            None => Syntax::at(format!("expected {wanted}"), self.end),
         }
     }
 
-    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, String>) -> Result<T, String> {
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, Syntax>) -> Result<T, Syntax> {
         self.depth += 1;
         if self.depth > MAX_NESTING {
-            return Err(format!("the expression is nested over {MAX_NESTING} deep"));
+            let what = format!("the expression is nested over {MAX_NESTING} deep");
+            return Err(Syntax::from(what));
         }
         let out = f(self);
         self.depth -= 1;
         out
     }
 
-    fn expr(&mut self) -> Result<Expr, String> {
+    fn expr(&mut self) -> Result<Expr, Syntax> {
         self.nested(|p| {
             let cond = p.chain("||")?;
             if !p.eat("?") {
@@ -114,7 +118,7 @@ impl Parser {
     }
 
     /// A chain of `||` (of `&&` within), balanced.
-    fn chain(&mut self, op: &str) -> Result<Expr, String> {
+    fn chain(&mut self, op: &str) -> Result<Expr, Syntax> {
         let mut terms = vec![self.term(op)?];
         while self.eat(op) {
             terms.push(self.term(op)?);
@@ -122,14 +126,14 @@ impl Parser {
         Ok(balance(op, terms))
     }
 
-    fn term(&mut self, op: &str) -> Result<Expr, String> {
+    fn term(&mut self, op: &str) -> Result<Expr, Syntax> {
         match op {
             "||" => self.chain("&&"),
             _ => self.relation(),
         }
     }
 
-    fn relation(&mut self) -> Result<Expr, String> {
+    fn relation(&mut self) -> Result<Expr, Syntax> {
         let mut e = self.sum()?;
         let ops = [("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)];
         let ops = ops
@@ -142,7 +146,7 @@ impl Parser {
         Ok(e)
     }
 
-    fn sum(&mut self) -> Result<Expr, String> {
+    fn sum(&mut self) -> Result<Expr, Syntax> {
         let mut e = self.product()?;
         while let Some(op) = [("+", Op::Add), ("-", Op::Sub)]
             .into_iter()
@@ -153,7 +157,7 @@ impl Parser {
         Ok(e)
     }
 
-    fn product(&mut self) -> Result<Expr, String> {
+    fn product(&mut self) -> Result<Expr, Syntax> {
         let mut e = self.unary()?;
         let ops = [("*", Op::Mul), ("/", Op::Div), ("%", Op::Rem)];
         while let Some(op) = ops.into_iter().find(|(t, _)| self.eat(t)) {
@@ -162,7 +166,7 @@ impl Parser {
         Ok(e)
     }
 
-    fn unary(&mut self) -> Result<Expr, String> {
+    fn unary(&mut self) -> Result<Expr, Syntax> {
         for op in ["!", "-"] {
             let mut count = 0;
             while self.eat(op) {
@@ -199,7 +203,7 @@ impl Parser {
         true
     }
 
-    fn member(&mut self) -> Result<Expr, String> {
+    fn member(&mut self) -> Result<Expr, Syntax> {
         let mut e = self.primary()?;
         loop {
             if self.eat(".") {
@@ -207,7 +211,7 @@ impl Parser {
                 e = match self.peek_op("(") {
                     true => {
                         let args = self.args(")")?;
-                        method(e, &name, args)?
+                        method(e, &name, args).map_err(Syntax::from)?
                     }
                     false => Expr::Select(Box::new(e), name.into()),
                 };
@@ -221,7 +225,7 @@ impl Parser {
         }
     }
 
-    fn ident(&mut self) -> Result<String, String> {
+    fn ident(&mut self) -> Result<String, Syntax> {
         match self.peek() {
             Some(Tok::Ident(name)) if !RESERVED.contains(&name.as_str()) => {
                 let name = name.clone();
@@ -234,7 +238,7 @@ impl Parser {
 
     /// `(a, b, ...)` or `[a, b, ...]` after its opening bracket is peeked; a trailing comma
     /// is allowed in lists, as CEL's grammar allows it.
-    fn args(&mut self, close: &str) -> Result<Vec<Expr>, String> {
+    fn args(&mut self, close: &str) -> Result<Vec<Expr>, Syntax> {
         self.pos += 1;
         self.nested(|p| {
             let mut args = Vec::new();
@@ -251,7 +255,7 @@ impl Parser {
         })
     }
 
-    fn primary(&mut self) -> Result<Expr, String> {
+    fn primary(&mut self) -> Result<Expr, Syntax> {
         let Some((tok, at)) = self.toks.get(self.pos).cloned() else {
             return Err(self.unexpected("an expression"));
         };
@@ -259,9 +263,8 @@ impl Parser {
         match tok {
             Tok::Int(text) => {
                 self.pos += 1;
-                literal(Value::Int(int_literal(&text).ok_or(format!(
-                    "int literal {text} out of range at offset {at}"
-                ))?))
+                let out_of_range = || Syntax::at(format!("int literal {text} out of range"), at);
+                literal(Value::Int(int_literal(&text).ok_or_else(out_of_range)?))
             }
             Tok::Uint(u) => {
                 self.pos += 1;
@@ -271,9 +274,9 @@ impl Parser {
                 self.pos += 1;
                 let d: f64 = text
                     .parse()
-                    .map_err(|_| format!("invalid double literal at offset {at}"))?;
+                    .map_err(|_| Syntax::at("invalid double literal", at))?;
                 if !d.is_finite() {
-                    return Err(format!("invalid double literal {text} at offset {at}"));
+                    return Err(Syntax::at(format!("invalid double literal {text}"), at));
                 }
                 literal(Value::Double(d))
             }
@@ -298,16 +301,15 @@ impl Parser {
         }
     }
 
-    fn name(&mut self) -> Result<Expr, String> {
+    fn name(&mut self) -> Result<Expr, Syntax> {
         let name = self.ident()?;
         if self.peek_op("(") {
             let args = self.args(")")?;
-            return global(&name, args);
+            return global(&name, args).map_err(Syntax::from);
         }
         if self.peek_op("{") {
-            return Err(format!(
-                "'{name}{{...}}': message literals are not supported"
-            ));
+            let what = format!("'{name}{{...}}': message literals are not supported");
+            return Err(Syntax::from(what));
         }
         Ok(match name.as_str() {
             "true" => Expr::Literal(Value::Bool(true)),
@@ -317,7 +319,7 @@ impl Parser {
         })
     }
 
-    fn map(&mut self) -> Result<Expr, String> {
+    fn map(&mut self) -> Result<Expr, Syntax> {
         self.pos += 1;
         self.nested(|p| {
             let mut entries = Vec::new();

@@ -1,22 +1,21 @@
 //! A syntax error shown where it is, as cel-go shows one: the column, the expression's text
-//! around it and a caret under it. The parser says where as `at offset N` (a byte offset) or
-//! `at the end`; this is the one place that reads it back.
+//! around it and a caret under it.
+
+use super::lex::Syntax;
 
 /// How much of the expression is shown on each side of the column, in characters.
 const AROUND: usize = 40;
 
 /// `error` over `expression` as `<what> at column C` and two lines: the text around the
-/// column and a caret under it. An error that names no place is returned as it is.
-pub fn pointed(expression: &str, error: &str) -> String {
-    let place = match error.strip_suffix(" at the end") {
-        Some(what) => Some((what, expression.len())),
-        None => error
-            .rsplit_once(" at offset ")
-            .and_then(|(what, n)| Some((what, n.parse::<usize>().ok()?))),
+/// column and a caret under it. An error that names no place is its words alone.
+pub fn pointed(expression: &str, error: &Syntax) -> String {
+    let what = &error.what;
+    let Some(offset) = error.at else {
+        return super::cut(what);
     };
-    let Some((what, offset)) = place.filter(|(_, at)| expression.is_char_boundary(*at)) else {
-        return super::cut(error);
-    };
+    if !expression.is_char_boundary(offset) {
+        return super::cut(&format!("{what} at offset {offset}"));
+    }
     let visible = |c: char| if c.is_control() { ' ' } else { c };
     let before: Vec<char> = expression[..offset].chars().map(visible).collect();
     let from = before.len().saturating_sub(AROUND);
@@ -48,16 +47,21 @@ mod tests {
     fn the_caret_stands_under_the_column() {
         let e = "predicate.a === 'x'";
         assert_eq!(
-            pointed(e, "unexpected character '=' at offset 14"),
+            pointed(e, &Syntax::at("unexpected character '='", 14)),
             "unexpected character '=' at column 15\n  predicate.a === 'x'\n                ^"
         );
         assert_eq!(
-            pointed("size(x) +", "expected an expression at the end"),
+            pointed("size(x) +", &Syntax::at("expected an expression", 9)),
             "expected an expression at column 10\n  size(x) +\n           ^"
         );
         assert_eq!(
-            pointed(e, "the expression is empty"),
+            pointed(e, &Syntax::from("the expression is empty".to_string())),
             "the expression is empty"
+        );
+        // An offset inside a character (no parser makes one) is said, not pointed at.
+        assert_eq!(
+            pointed("'é'", &Syntax::at("unexpected", 2)),
+            "unexpected at offset 2"
         );
     }
 
@@ -65,9 +69,9 @@ mod tests {
     #[test]
     fn the_text_after_the_column_is_cut_past_forty() {
         let forty = format!("){}", "a".repeat(39));
-        assert!(!pointed(&forty, "unexpected ')' at offset 0").contains("..."));
+        assert!(!pointed(&forty, &Syntax::at("unexpected ')'", 0)).contains("..."));
         let more = format!("{forty}a");
-        assert!(pointed(&more, "unexpected ')' at offset 0").contains("a..."));
+        assert!(pointed(&more, &Syntax::at("unexpected ')'", 0)).contains("a..."));
     }
 
     #[test]
@@ -78,7 +82,7 @@ mod tests {
             " || false".repeat(10)
         );
         let at = e.find(')').unwrap();
-        let said = pointed(&e, &format!("unexpected ')' at offset {at}"));
+        let said = pointed(&e, &Syntax::at("unexpected ')'", at));
         let lines: Vec<&str> = said.lines().collect();
         assert_eq!(lines[0], format!("unexpected ')' at column {}", at + 1));
         assert!(
