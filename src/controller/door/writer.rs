@@ -7,7 +7,7 @@
 //! once, looking again each minute while there are policies.
 
 use super::digests::{verified, Verified};
-use super::found::watch_deletions;
+use super::found::{watch_deletions, Seen};
 use crate::api::{ImagePolicy, VerifiedDigests, VerifiedDigestsSpec, VERIFIED_NAME};
 use crate::controller::object::cache::ObjectCache;
 use kube::api::{Api, ListParams, Patch, PatchParams};
@@ -38,6 +38,8 @@ pub struct Door {
     everything: AtomicBool,
     /// What is there is to be read back (one was deleted).
     reread: AtomicBool,
+    /// The VerifiedDigests' watch ended: the kind is looked for again.
+    lost: AtomicBool,
     wake: Notify,
     /// The namespace the controller watches, else all: a controller scoped to one namespace
     /// reads back and writes only that one's, never another controller's (whose policies it
@@ -86,9 +88,13 @@ impl Door {
         self.wake.notify_one();
     }
 
-    /// A VerifiedDigests may be gone: what is there is read back.
-    pub(super) fn reread(&self) {
-        self.reread.store(true, Relaxed);
+    /// What the VerifiedDigests' watch saw: one may be gone (read back what is there), or the
+    /// watch ended (look for the kind again).
+    fn seen(&self, seen: Seen) {
+        match seen {
+            Seen::MayBeGone => self.reread.store(true, Relaxed),
+            Seen::Lost => self.lost.store(true, Relaxed),
+        }
         self.wake.notify_one();
     }
 
@@ -124,6 +130,14 @@ impl Door {
                 () = tokio::time::sleep(COALESCE) => {}
                 () = shutdown.cancelled() => return,
             }
+            if self.lost.swap(false, Relaxed) {
+                // Looked for again a little later: config/admission being removed takes its
+                // RBAC and its CRD in turn, and a read between them is refused.
+                (written.served, written.looked_at) = (None, None);
+                (written.read_at, written.watched) = (None, None);
+                written.again = Some(Instant::now() + RETRY);
+                continue;
+            }
             if !self.served(&client, &mut written).await {
                 // Looked for again each minute while there are policies (one discovery
                 // request), so that config/admission installed after them is found without
@@ -144,8 +158,8 @@ impl Door {
                 if written.watched.is_none() {
                     let scope = self.scope.as_deref();
                     let door = self.clone();
-                    let reread = move || door.reread();
-                    watch_deletions(reread, &client, scope, shutdown.clone());
+                    let told = move |seen| door.seen(seen);
+                    watch_deletions(told, &client, scope, shutdown.clone());
                     written.watched = Some(());
                 }
                 // Every namespace with policies too: config/admission installed since, or a
