@@ -41,7 +41,7 @@ env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL RELEASE_TARGET_DIR="$target" PLATFORMS="
 log "the second release took $(( $(date +%s) - started )) s"
 
 if diff -u "$dist/SHA256SUMS" "$other/dist/SHA256SUMS" >&2; then
-  log "reproducible: every file of $version is the same byte for byte ($(wc -l < "$dist/SHA256SUMS") files, image $(grep -o 'sha256:[0-9a-f]*' "$dist/install.yaml" | head -1))"
+  log "reproducible: every file of $version is the same byte for byte ($(wc -l < "$dist/SHA256SUMS") files, image $(grep -oE '@sha256:[0-9a-f]{64}' "$dist/install.yaml" | head -1 | cut -c2-))"
   rm -rf "$other/dist"
   exit 0
 fi
