@@ -107,10 +107,13 @@ check "cosign verify-attestation accepts the CycloneDX SBOM" sbom_attested
 (cd "$work" && HOME=$work COSIGN_PASSWORD=x "$SIGTOOLS_BIN_DIR/cosign" generate-key-pair --output-key-prefix other >/dev/null 2>&1)
 refused_under_another_key() { ! verify other; }
 check "a user's cosign verify refuses the image under another key" refused_under_another_key
-# The verification docs/install.md gives, as a user runs it on what they downloaded (install.yaml
-# and SHA256SUMS alone): the digest install.yaml pins is the one that verifies.
+# The verification docs/install.md gives, as a user runs it on what they downloaded (install.yaml,
+# SHA256SUMS and its signature alone): the digest install.yaml pins is the one that verifies.
 documented_verification() (
-  mkdir -p "$work/user" && cd "$work/user" && cp "$dist/install.yaml" "$dist/SHA256SUMS" . || exit 1
+  mkdir -p "$work/user" && cd "$work/user" || exit 1
+  cp "$dist/install.yaml" "$dist/SHA256SUMS" "$dist/SHA256SUMS.cosign.bundle" . || exit 1
+  cosign verify-blob --key "$work/release.pub" --insecure-ignore-tlog=true \
+    --bundle SHA256SUMS.cosign.bundle SHA256SUMS >/dev/null 2>&1 || exit 1
   sha256sum -c --ignore-missing SHA256SUMS >/dev/null || exit 1
   IMAGE=$(grep -o '[^ ]*image-reflector@sha256:[0-9a-f]\{64\}' install.yaml | head -1)
   [ "$IMAGE" = "$repo@$digest" ] || exit 1
@@ -118,8 +121,16 @@ documented_verification() (
   cosign verify-attestation --key "$work/release.pub" --insecure-ignore-tlog=true --type slsaprovenance1 \
     "$IMAGE" >/dev/null 2>&1
 )
-check "the documented verification: sha256sum --ignore-missing, then cosign on the digest install.yaml pins" \
+check "the documented verification: SHA256SUMS's signature, sha256sum --ignore-missing, then cosign on the digest install.yaml pins" \
   documented_verification
+# SHA256SUMS changed after signing (a line of a forged install.yaml): verify-blob refuses it.
+forged_sums_refused() (
+  mkdir -p "$work/forged" && cd "$work/forged" || exit 1
+  cp "$dist/SHA256SUMS.cosign.bundle" . && sed 's/^./0/' "$dist/SHA256SUMS" > SHA256SUMS || exit 1
+  ! cosign verify-blob --key "$work/release.pub" --insecure-ignore-tlog=true \
+    --bundle SHA256SUMS.cosign.bundle SHA256SUMS >/dev/null 2>&1
+)
+check "a SHA256SUMS changed after signing is refused by cosign verify-blob" forged_sums_refused
 mkdir -p "$work/pulled"
 check "flux pull artifact gives back the release's install.yaml" \
   sh -c "SSL_CERT_FILE='$work/bundle.crt' '$FLUX_BIN_DIR/flux' pull artifact 'oci://$repo-manifests:$version' --output '$work/pulled' >/dev/null 2>&1 && cmp -s '$work/pulled/install.yaml' '$dist/install.yaml'"

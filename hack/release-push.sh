@@ -8,6 +8,8 @@
 #   signatures                  of both, with COSIGN_KEY (a cosign key file, or a KMS URI)
 #   attestations                of the image: the SBOM (--type cyclonedx) and the SLSA provenance
 #                               (--type slsaprovenance1)
+#   DIST/SHA256SUMS.cosign.bundle  SHA256SUMS signed with the same key (`cosign sign-blob`), to
+#                               publish beside it
 # and checks each with `cosign verify` / `verify-attestation` against COSIGN_PUB before it ends.
 # Environment: COSIGN_KEY, COSIGN_PUB (default: COSIGN_KEY with .pub), COSIGN_PASSWORD;
 # COSIGN_SIGNING_CONFIG (a cosign signing config; default: none, no transparency log: see
@@ -93,9 +95,14 @@ cosign attest --yes --key "$key" "${signing[@]}" --type cyclonedx --predicate "$
   || cosign attest --yes --key "$key" "${signing[@]}" --type cyclonedx --predicate "$dist/sbom.cdx.json" "$repo@$digest"
 cosign attest --yes --key "$key" "${signing[@]}" --type slsaprovenance1 --predicate "$work/provenance.json" "$repo@$digest" >/dev/null 2>&1 \
   || cosign attest --yes --key "$key" "${signing[@]}" --type slsaprovenance1 --predicate "$work/provenance.json" "$repo@$digest"
+cosign sign-blob --yes --key "$key" "${signing[@]}" --bundle "$dist/SHA256SUMS.cosign.bundle" \
+  "$dist/SHA256SUMS" >/dev/null 2>&1 \
+  || cosign sign-blob --yes --key "$key" "${signing[@]}" --bundle "$dist/SHA256SUMS.cosign.bundle" "$dist/SHA256SUMS"
+cosign verify-blob --key "$pub" "${verify_tlog[@]}" --bundle "$dist/SHA256SUMS.cosign.bundle" \
+  "$dist/SHA256SUMS" >/dev/null 2>&1
 cosign verify --key "$pub" "${verify_tlog[@]}" "$repo@$digest" >/dev/null
 cosign verify --key "$pub" "${verify_tlog[@]}" "$manifests@$manifests_digest" >/dev/null
 cosign verify-attestation --key "$pub" "${verify_tlog[@]}" --type cyclonedx "$repo@$digest" >/dev/null
 cosign verify-attestation --key "$pub" "${verify_tlog[@]}" --type slsaprovenance1 "$repo@$digest" >/dev/null
-log "signed and attested $repo@$digest; cosign verify and verify-attestation accept them"
+log "signed and attested $repo@$digest and signed SHA256SUMS; cosign verify, verify-attestation and verify-blob accept them"
 echo "$repo@$digest"
