@@ -3,6 +3,7 @@
 //! (the bundle names it by a hint) or a certificate (keyless). Only what verification needs is
 //! read; the payload is parsed only after its signature verified.
 
+use super::refusal::{Check, Refused};
 use base64::Engine;
 use serde::Deserialize;
 
@@ -101,17 +102,18 @@ pub struct EnvelopeSignature {
 }
 
 impl Bundle {
-    /// Reads a bundle, refusing what is not one.
-    pub fn parse(bytes: &[u8]) -> Result<Bundle, String> {
-        let bundle: Bundle = serde_json::from_slice(bytes)
-            .map_err(|e| format!("a signature bundle is not a Sigstore bundle ({e})"))?;
+    /// Reads a bundle, refusing what is not one ([`Check::Format`], as every refusal here).
+    pub fn parse(bytes: &[u8]) -> Result<Bundle, Refused> {
+        let bundle: Bundle = serde_json::from_slice(bytes).map_err(|e| {
+            unreadable(format!("a signature bundle is not a Sigstore bundle ({e})"))
+        })?;
         if !BUNDLE_MEDIA_TYPES.contains(&bundle.media_type.as_str()) {
-            return Err(format!(
+            return Err(unreadable(format!(
                 "a signature bundle has the media type '{}', not a Sigstore bundle's",
                 bundle.media_type
-            ));
+            )));
         }
-        bundle.check_shape()?;
+        bundle.check_shape().map_err(unreadable)?;
         Ok(bundle)
     }
 
@@ -159,23 +161,24 @@ impl Bundle {
 
     /// The bundle's RFC 3161 timestamps (DER responses), at most
     /// [`MAX_TIMESTAMPS`](super::timestamp::MAX_TIMESTAMPS), as sigstore-go bounds them.
-    pub fn timestamps(&self) -> Result<Vec<Vec<u8>>, String> {
+    pub fn timestamps(&self) -> Result<Vec<Vec<u8>>, Refused> {
         let written = &self.verification_material.timestamp_verification_data;
         let max = super::timestamp::MAX_TIMESTAMPS;
         if written.rfc3161_timestamps.len() > max {
-            return Err(format!("a bundle carries over {max} timestamps"));
+            return Err(unreadable(format!(
+                "a bundle carries over {max} timestamps"
+            )));
         }
+        let not_base64 = |_| unreadable("a bundle's timestamp is not base64");
         written
             .rfc3161_timestamps
             .iter()
-            .map(|t| {
-                decode(&t.signed_timestamp).map_err(|_| "a bundle's timestamp is not base64".into())
-            })
+            .map(|t| decode(&t.signed_timestamp).map_err(not_base64))
             .collect()
     }
 
     /// The signer's certificates, leaf first (DER), when the bundle is keyless.
-    pub fn certificates(&self) -> Result<Vec<Vec<u8>>, String> {
+    pub fn certificates(&self) -> Result<Vec<Vec<u8>>, Refused> {
         let material = &self.verification_material;
         let raw: Vec<&RawBytes> = match (&material.certificate, &material.x509_certificate_chain) {
             (Some(leaf), _) => vec![leaf],
@@ -184,15 +187,18 @@ impl Bundle {
         };
         let ders = raw
             .iter()
-            .map(|c| decode(&c.raw_bytes).map_err(|_| "a bundle's certificate is not base64"))
+            .map(|c| {
+                let der = decode(&c.raw_bytes);
+                der.map_err(|_| unreadable("a bundle's certificate is not base64"))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         // A root vouches for itself: one a bundle brings would be trusted by its own word.
         // sigstore-python refuses it, and the suite's bundle-with-root-cert case with it.
         if let Some(root) = ders.iter().skip(1).find_map(|der| self_issued(der)) {
-            return Err(format!(
+            return Err(unreadable(format!(
                 "a bundle's certificate chain holds a root certificate ('{root:.200}'); roots \
                  come from the trusted root only"
-            ));
+            )));
         }
         Ok(ders)
     }
@@ -217,23 +223,29 @@ impl Envelope {
     /// Exactly one signature, as sigstore-go requires: an envelope of thousands had each tried
     /// against each key (19 s of CPU a digest), and the one a log entry records must be the one
     /// that verifies.
-    pub fn decode(&self) -> Result<Decoded, String> {
+    pub fn decode(&self) -> Result<Decoded, Refused> {
         if self.signatures.len() != 1 {
-            return Err(format!(
+            return Err(unreadable(format!(
                 "a DSSE envelope carries {} signatures; a Sigstore bundle's has exactly one",
                 self.signatures.len()
-            ));
+            )));
         }
-        let payload = decode(&self.payload).map_err(|_| "a DSSE payload is not base64")?;
+        let payload =
+            decode(&self.payload).map_err(|_| unreadable("a DSSE payload is not base64"))?;
         let signed = pae(&self.payload_type, &payload);
-        let signatures = vec![decode(&self.signatures[0].sig)
-            .map_err(|_| "a DSSE signature is not base64".to_string())?];
+        let signature = decode(&self.signatures[0].sig);
+        let signatures = vec![signature.map_err(|_| unreadable("a DSSE signature is not base64"))?];
         Ok(Decoded {
             payload,
             signed,
             signatures,
         })
     }
+}
+
+/// A refusal of what is not a well-formed bundle.
+fn unreadable(reason: impl Into<String>) -> Refused {
+    Check::Format.refused(reason)
 }
 
 /// DSSE v1's pre-authentication encoding: `DSSEv1 <len> <type> <len> <payload>`.

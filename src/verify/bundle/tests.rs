@@ -8,7 +8,8 @@ fn pae_is_dsses() {
 #[test]
 fn only_sigstore_bundles_are_read() {
     let err = Bundle::parse(br#"{"mediaType": "application/json"}"#).unwrap_err();
-    assert!(err.contains("not a Sigstore bundle's"), "{err}");
+    assert!(err.reason.contains("not a Sigstore bundle's"), "{err}");
+    assert_eq!(err.check, Check::Format);
     assert!(Bundle::parse(b"[]").is_err());
     let bundle = Bundle::parse(
         br#"{"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
@@ -29,7 +30,12 @@ fn a_bundle_is_shaped_as_its_version_requires() {
     let bundle = |media: &str, material: serde_json::Value| {
         let text = serde_json::json!({"mediaType": media, "verificationMaterial": material,
             "dsseEnvelope": {"payload": "e30=", "payloadType": "t", "signatures": []}});
-        Bundle::parse(text.to_string().as_bytes()).map(|_| ())
+        Bundle::parse(text.to_string().as_bytes())
+            .map(|_| ())
+            .map_err(|refused| {
+                assert_eq!(refused.check, Check::Format, "{refused}");
+                refused.reason
+            })
     };
     let v1 = "application/vnd.dev.sigstore.bundle+json;version=0.1";
     let v2 = "application/vnd.dev.sigstore.bundle+json;version=0.2";
@@ -83,7 +89,10 @@ fn a_chain_carrying_a_root_is_refused() {
         .unwrap_err();
     let want =
         "a bundle's certificate chain holds a root certificate ('CN=sigstore,O=sigstore.dev')";
-    assert!(err.starts_with(want), "{err}");
+    assert!(
+        err.reason.starts_with(want) && err.check == Check::Format,
+        "{err}"
+    );
     let mut json: serde_json::Value = serde_json::from_slice(with_root).unwrap();
     let chain = &mut json["verificationMaterial"]["x509CertificateChain"]["certificates"];
     // The chain reads [leaf, root, intermediate]: without the root it is an ordinary chain.
@@ -110,7 +119,7 @@ fn a_bundle_carries_at_most_32_timestamps() {
     assert_eq!(bundle(32).unwrap().len(), 32);
     assert_eq!(
         bundle(33).unwrap_err(),
-        "a bundle carries over 32 timestamps"
+        Check::Format.refused("a bundle carries over 32 timestamps")
     );
 }
 
@@ -134,7 +143,8 @@ fn an_envelope_has_exactly_one_signature() {
     let err = envelope(2).decode().err().unwrap();
     assert_eq!(
         err,
-        "a DSSE envelope carries 2 signatures; a Sigstore bundle's has exactly one"
+        Check::Format
+            .refused("a DSSE envelope carries 2 signatures; a Sigstore bundle's has exactly one")
     );
     assert!(envelope(0).decode().is_err());
     assert!(envelope(5000).decode().is_err());

@@ -32,8 +32,7 @@ impl TrustedKeys {
             );
         };
         let digest = format!("sha256:{:x}", Sha256::digest(artifact));
-        let unreadable = Check::Format.because();
-        let parsed = Bundle::parse(bundle).map_err(&unreadable)?;
+        let parsed = Bundle::parse(bundle)?;
         let (who, signed_at) = match &parsed.message_signature {
             Some(message) => cosign.verify_message(&parsed, message, artifact, &digest, now)?,
             None => {
@@ -77,7 +76,7 @@ impl CosignTrust {
         }
         let signature = decode(&message.signature)
             .map_err(|_| unreadable("a message signature is not base64".into()))?;
-        let certificates = bundle.certificates().map_err(&unreadable)?;
+        let certificates = bundle.certificates()?;
         let signing = Evidence {
             message: artifact,
             kind: "hashedrekord",
@@ -85,7 +84,7 @@ impl CosignTrust {
             signatures: std::slice::from_ref(&signature),
             certificates: &certificates,
             log: Entry::from_bundle(&bundle.verification_material.tlog_entries),
-            timestamps: bundle.timestamps().map_err(&unreadable)?,
+            timestamps: bundle.timestamps()?,
         };
         self.signer(&signing, now)
     }

@@ -23,7 +23,7 @@ impl CosignTrust {
         digest: &str,
         now: SystemTime,
     ) -> Result<Who, Refused> {
-        let bundle = Bundle::parse(bytes).map_err(Check::Format.because())?;
+        let bundle = Bundle::parse(bytes)?;
         let (who, payload_type, payload) = self.verify_envelope(&bundle, now)?;
         // Only now is the statement trusted enough to be read.
         check_statement(&payload_type, &payload, digest)?;
@@ -37,15 +37,14 @@ impl CosignTrust {
         bundle: &Bundle,
         now: SystemTime,
     ) -> Result<(Who, String, Vec<u8>), Refused> {
-        let unreadable = Check::Format.because();
         let Some(envelope) = &bundle.dsse_envelope else {
             return Err(Check::Format.refused(match bundle.message_signature {
                 Some(_) => "a bundle holds a message signature, which names no image",
                 None => "a bundle holds no signature",
             }));
         };
-        let decoded = envelope.decode().map_err(&unreadable)?;
-        let certificates = bundle.certificates().map_err(&unreadable)?;
+        let decoded = envelope.decode()?;
+        let certificates = bundle.certificates()?;
         let log = Entry::from_bundle(&bundle.verification_material.tlog_entries);
         let signing = Evidence {
             message: &decoded.signed,
@@ -54,7 +53,7 @@ impl CosignTrust {
             signatures: &decoded.signatures,
             certificates: &certificates,
             log,
-            timestamps: bundle.timestamps().map_err(&unreadable)?,
+            timestamps: bundle.timestamps()?,
         };
         let who = self.signer(&signing, now)?;
         Ok((who, envelope.payload_type.clone(), decoded.payload))
@@ -94,7 +93,7 @@ impl CosignTrust {
     ) -> Result<(Who, String, Vec<u8>), Refused> {
         match signed {
             Signed::Bundle(bytes) => {
-                let bundle = Bundle::parse(bytes).map_err(Check::Format.because())?;
+                let bundle = Bundle::parse(bytes)?;
                 self.verify_envelope(&bundle, now)
             }
             Signed::Attestation(layer) => self.verify_attestation_layer(layer, now),
@@ -115,7 +114,7 @@ impl CosignTrust {
         let unreadable = Check::Format.because();
         let envelope: Envelope = serde_json::from_slice(&signed.payload)
             .map_err(|e| unreadable(format!("an attestation is not a DSSE envelope ({e})")))?;
-        let decoded = envelope.decode().map_err(&unreadable)?;
+        let decoded = envelope.decode()?;
         let log = annotated_log(signed);
         let signing = Evidence {
             message: &decoded.signed,
