@@ -1,38 +1,47 @@
-//! The VerifiedDigests as they are, watched by their metadata: one deleted by someone else
-//! (or with its namespace) is read back and written again within a pass, not at the next
-//! [`RESYNC`](super::RESYNC); so is any deleted while the watch was away (its new listing).
-//! The watch ends at its first error (config/admission removed, its RBAC first, or the API
-//! server gone): the keeper looks for the kind again, and watches again if it is served.
+//! The VerifiedDigests as they are, watched by their metadata from the version the keeper read
+//! back: one deleted by someone else (or with its namespace) is read back and written again
+//! within a pass, not at the next [`RESYNC`](super::RESYNC). The watch ends with its stream (the
+//! API server closes one after a few minutes), at an error, or when the kind goes
+//! (config/admission removed): the keeper then looks for the kind again and reads back, which
+//! also finds what was deleted meanwhile. A plain watch, not kube's `watcher`, which would list
+//! and retry by itself, logging each refusal while config/admission is being removed.
 
 use crate::api::VerifiedDigests;
 use futures::StreamExt;
-use kube::core::PartialObjectMeta;
-use kube::runtime::watcher;
+use kube::api::{WatchEvent, WatchParams};
 use kube::Api;
 use tokio_util::sync::CancellationToken;
 
 /// What the watch tells the keeper.
 pub(super) enum Seen {
-    /// One may be gone (deleted, or the objects listed again): read back what is there.
-    MayBeGone,
-    /// The watch failed and ended.
-    Lost,
+    /// One was deleted: read back what is there.
+    Deleted,
+    /// The watch ended: look for the kind again.
+    Ended,
 }
 
-/// Tells `told` what it sees of the VerifiedDigests of `scope` (a namespace, else all), until
-/// `shutdown` or its first error.
+/// Tells `told` what it sees of the VerifiedDigests of `scope` (a namespace, else all) from
+/// `version` on, until `shutdown` or the watch's end.
 pub(super) fn watch_deletions(
     told: impl Fn(Seen) + Send + 'static,
     client: &kube::Client,
     scope: Option<&str>,
+    version: String,
     shutdown: CancellationToken,
 ) {
-    let objects: Api<PartialObjectMeta<VerifiedDigests>> = match scope {
+    let objects: Api<VerifiedDigests> = match scope {
         Some(namespace) => Api::namespaced(client.clone(), namespace),
         None => Api::all(client.clone()),
     };
     tokio::spawn(async move {
-        let events = watcher(objects, watcher::Config::default());
+        let params = WatchParams::default();
+        let watched = tokio::select! {
+            watched = objects.watch_metadata(&params, &version) => watched,
+            () = shutdown.cancelled() => return,
+        };
+        let Ok(events) = watched else {
+            return told(Seen::Ended);
+        };
         let mut events = std::pin::pin!(events);
         loop {
             let event = tokio::select! {
@@ -40,19 +49,10 @@ pub(super) fn watch_deletions(
                 () = shutdown.cancelled() => return,
             };
             match event {
-                Some(Ok(event)) if rereads(&event) => told(Seen::MayBeGone),
+                Some(Ok(WatchEvent::Deleted(_))) => told(Seen::Deleted),
+                Some(Ok(WatchEvent::Error(_)) | Err(_)) | None => return told(Seen::Ended),
                 Some(Ok(_)) => {}
-                Some(Err(error)) => {
-                    tracing::debug!(%error, "the door's watch of VerifiedDigests ended");
-                    return told(Seen::Lost);
-                }
-                None => return told(Seen::Lost),
             }
         }
     });
-}
-
-/// Whether `event` may mean an object is gone.
-fn rereads(event: &watcher::Event<PartialObjectMeta<VerifiedDigests>>) -> bool {
-    matches!(event, watcher::Event::Delete(_) | watcher::Event::InitDone)
 }

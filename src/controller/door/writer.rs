@@ -58,8 +58,21 @@ struct Written {
     read_at: Option<Instant>,
     /// Whether deletions are watched (from the first read back on).
     watched: Option<()>,
+    /// Read backs refused in a row: the first is said at debug (config/admission being
+    /// removed refuses one), the next at warn.
+    read_failures: u32,
     /// When to look again without being told: a failed write, or the kind looked for again.
     again: Option<Instant>,
+}
+
+impl Written {
+    /// Whether the kind is served is looked for again `after` this, then what is there read
+    /// back and watched again.
+    fn forget_served(&mut self, after: Duration) {
+        (self.served, self.looked_at) = (None, None);
+        (self.read_at, self.watched) = (None, None);
+        self.again = Some(Instant::now() + after);
+    }
 }
 
 impl Door {
@@ -88,12 +101,12 @@ impl Door {
         self.wake.notify_one();
     }
 
-    /// What the VerifiedDigests' watch saw: one may be gone (read back what is there), or the
-    /// watch ended (look for the kind again).
+    /// What the VerifiedDigests' watch saw: one deleted (read back what is there), or its end
+    /// (look for the kind again).
     fn seen(&self, seen: Seen) {
         match seen {
-            Seen::MayBeGone => self.reread.store(true, Relaxed),
-            Seen::Lost => self.lost.store(true, Relaxed),
+            Seen::Deleted => self.reread.store(true, Relaxed),
+            Seen::Ended => self.lost.store(true, Relaxed),
         }
         self.wake.notify_one();
     }
@@ -133,9 +146,7 @@ impl Door {
             if self.lost.swap(false, Relaxed) {
                 // Looked for again a little later: config/admission being removed takes its
                 // RBAC and its CRD in turn, and a read between them is refused.
-                (written.served, written.looked_at) = (None, None);
-                (written.read_at, written.watched) = (None, None);
-                written.again = Some(Instant::now() + RETRY);
+                written.forget_served(RETRY);
                 continue;
             }
             if !self.served(&client, &mut written).await {
@@ -151,15 +162,18 @@ impl Door {
             }
             let due = written.read_at.is_none_or(|at| at.elapsed() >= RESYNC);
             if self.reread.swap(false, Relaxed) || due {
-                if !self.read_back(&client, &mut written).await {
-                    written.again = Some(Instant::now() + LOOK_AGAIN);
+                let Some(version) = self.read_back(&client, &mut written).await else {
+                    // A refusal may be config/admission's removal half done: the kind is
+                    // looked for again, 10 s later the first time, then each minute.
+                    let failures = written.read_failures;
+                    written.forget_served(if failures > 1 { LOOK_AGAIN } else { RETRY });
                     continue;
-                }
+                };
                 if written.watched.is_none() {
                     let scope = self.scope.as_deref();
                     let door = self.clone();
                     let told = move |seen| door.seen(seen);
-                    watch_deletions(told, &client, scope, shutdown.clone());
+                    watch_deletions(told, &client, scope, version, shutdown.clone());
                     written.watched = Some(());
                 }
                 // Every namespace with policies too: config/admission installed since, or a
@@ -257,16 +271,25 @@ impl Door {
     }
 
     /// Reads back what is there: a namespace whose object is not what was written (edited,
-    /// deleted, or written before this process) is judged again. False when it cannot be
-    /// read.
-    async fn read_back(&self, client: &kube::Client, written: &mut Written) -> bool {
+    /// deleted, or written before this process) is judged again. The list's version, to watch
+    /// from; `None` when it cannot be read.
+    async fn read_back(&self, client: &kube::Client, written: &mut Written) -> Option<String> {
         let list = match self.objects(client).list(&ListParams::default()).await {
             Ok(list) => list,
             Err(error) => {
-                tracing::warn!(%error, "config/admission is installed but its VerifiedDigests cannot be read: check config/admission/rbac.yaml; tried again each minute");
-                return false;
+                written.read_failures += 1;
+                match written.read_failures {
+                    1 => {
+                        tracing::debug!(%error, "the VerifiedDigests cannot be read; looked for again in 10s")
+                    }
+                    _ => {
+                        tracing::warn!(%error, "config/admission is installed but its VerifiedDigests cannot be read: check config/admission/rbac.yaml; tried again each minute")
+                    }
+                }
+                return None;
             }
         };
+        written.read_failures = 0;
         written.read_at = Some(Instant::now());
         let mut found: HashMap<String, Verified> = HashMap::new();
         for object in list.items {
@@ -290,7 +313,7 @@ impl Door {
                 None => drop(written.digests.remove(&namespace)),
             }
         }
-        true
+        Some(list.metadata.resource_version.unwrap_or_default())
     }
 }
 
