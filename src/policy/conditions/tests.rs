@@ -1,6 +1,7 @@
 use super::*;
 use serde_json::json;
 
+mod lexing;
 mod messages;
 mod semantics;
 
