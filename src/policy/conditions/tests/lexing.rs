@@ -119,6 +119,15 @@ fn the_parser_names_what_it_found() {
         said("f(1 2)"),
         "does not parse: expected ',', found a literal at column 5"
     );
+    // A list may end in a comma, as CEL's grammar allows; a call's arguments may not.
+    assert_eq!(
+        super::holds("size([1, 2,]) == 2", serde_json::json!({})),
+        Ok(())
+    );
+    assert_eq!(
+        said("size([1],)"),
+        "does not parse: expected an expression, found ')' at column 10"
+    );
     // A reserved word is no name (cel-go refuses it too).
     assert_eq!(
         said("predicate.while"),
