@@ -39,6 +39,7 @@ fn numbers_in_every_form() {
         [(int("0x1F"), 0), (Tok::Op("+"), 5), (int("2"), 7)]
     );
     assert_eq!(lexed("0xFFu"), [(Tok::Uint(255), 0)]);
+    assert_eq!(lexed("0x1 0xABCu"), [(int("0x1"), 0), (Tok::Uint(2748), 4)]);
     assert_eq!(lexed("12u"), [(Tok::Uint(12), 0)]);
     assert_eq!(
         lexed("1.25 x"),
