@@ -20,39 +20,32 @@ pub(super) enum Seen {
     Ended,
 }
 
-/// Tells `told` what it sees of the VerifiedDigests of `scope` (a namespace, else all) from
-/// `version` on, until `shutdown` or the watch's end.
+/// Tells `told` what it sees of `objects` from `version` on, until `shutdown` or the watch's
+/// end.
 pub(super) fn watch_deletions(
     told: impl Fn(Seen) + Send + 'static,
-    client: &kube::Client,
-    scope: Option<&str>,
+    objects: Api<VerifiedDigests>,
     version: String,
     shutdown: CancellationToken,
 ) {
-    let objects: Api<VerifiedDigests> = match scope {
-        Some(namespace) => Api::namespaced(client.clone(), namespace),
-        None => Api::all(client.clone()),
-    };
     tokio::spawn(async move {
         let params = WatchParams::default();
         let watched = tokio::select! {
             watched = objects.watch_metadata(&params, &version) => watched,
             () = shutdown.cancelled() => return,
         };
-        let Ok(events) = watched else {
-            return told(Seen::Ended);
-        };
-        let mut events = std::pin::pin!(events);
-        loop {
-            let event = tokio::select! {
-                event = events.next() => event,
-                () = shutdown.cancelled() => return,
-            };
-            match event {
-                Some(Ok(WatchEvent::Deleted(_))) => told(Seen::Deleted),
-                Some(Ok(WatchEvent::Error(_)) | Err(_)) | None => return told(Seen::Ended),
-                Some(Ok(_)) => {}
+        if let Ok(events) = watched {
+            let mut events = std::pin::pin!(events.take_until(shutdown.cancelled()));
+            while let Some(Ok(event)) = events.next().await {
+                match event {
+                    WatchEvent::Deleted(_) => told(Seen::Deleted),
+                    WatchEvent::Error(_) => break,
+                    _ => {}
+                }
             }
+        }
+        if !shutdown.is_cancelled() {
+            told(Seen::Ended);
         }
     });
 }

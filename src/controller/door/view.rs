@@ -28,22 +28,18 @@ pub fn sharded_door(
     tokio::spawn(async move {
         let events = watcher(policies, watcher::Config::default())
             .default_backoff()
-            .modify(slim);
+            .modify(slim)
+            .take_until(shutdown.cancelled());
         let mut events = std::pin::pin!(events);
-        loop {
-            let event = tokio::select! {
-                event = events.next() => event,
-                () = shutdown.cancelled() => return,
-            };
+        while let Some(event) = events.next().await {
             match event {
-                Some(Ok(event)) => {
+                Ok(event) => {
                     every.apply(&event);
                     told(&watching, &event);
                 }
-                Some(Err(error)) => {
+                Err(error) => {
                     tracing::warn!(%error, "the door's watch of every ImagePolicy failed; retried with backoff");
                 }
-                None => return,
             }
         }
     });

@@ -57,7 +57,7 @@ struct Written {
     /// When what is there was last read back.
     read_at: Option<Instant>,
     /// Whether deletions are watched (from the first read back on).
-    watched: Option<()>,
+    watched: bool,
     /// Read backs refused in a row: the first is said at debug (config/admission being
     /// removed refuses one), the next at warn.
     read_failures: u32,
@@ -70,7 +70,7 @@ impl Written {
     /// back and watched again.
     fn forget_served(&mut self, after: Duration) {
         (self.served, self.looked_at) = (None, None);
-        (self.read_at, self.watched) = (None, None);
+        (self.read_at, self.watched) = (None, false);
         self.again = Some(Instant::now() + after);
     }
 }
@@ -169,12 +169,11 @@ impl Door {
                     written.forget_served(if failures > 1 { LOOK_AGAIN } else { RETRY });
                     continue;
                 };
-                if written.watched.is_none() {
-                    let scope = self.scope.as_deref();
+                if !written.watched {
                     let door = self.clone();
                     let told = move |seen| door.seen(seen);
-                    watch_deletions(told, &client, scope, version, shutdown.clone());
-                    written.watched = Some(());
+                    watch_deletions(told, self.objects(&client), version, shutdown.clone());
+                    written.watched = true;
                 }
                 // Every namespace with policies too: config/admission installed since, or a
                 // policy whose namespace has no object yet.

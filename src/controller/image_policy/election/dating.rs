@@ -35,7 +35,7 @@ pub(super) async fn date<S: FactSource>(
             // Gone since the scan, or refused (the walk then holds it): it ranks by its name,
             // undated.
             Err(Cut::Gone | Cut::Refused(_)) => dates.push((tag.clone(), None)),
-            Err(Cut::Spent | Cut::Yielded) => break,
+            Err(Cut::Paused(_)) => break,
             Err(Cut::Failed(error)) => {
                 let tag = tag.clone();
                 return Err(WalkFailure { tag, error: *error });

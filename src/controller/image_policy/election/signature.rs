@@ -2,7 +2,7 @@
 //! verified off the async workers, and kept (in the image facts) for as long as it holds.
 
 use super::attested::{Trust, Unattested};
-use super::walk::Cut;
+use super::walk::{Cut, Pause};
 use crate::reference::ImageReference;
 use crate::registry::{RegistryClient, RegistryError};
 use crate::store::SignatureVerdict;
@@ -116,7 +116,7 @@ pub(super) async fn check_signature(
         match attested(trust, attestations, digest, now, client.tenant()).await {
             Err(Unattested::Held(why)) => verdict = (None, None, why),
             // Given up for another namespace: nothing judged, nothing kept; soon again.
-            Err(Unattested::Stopped) => return Err(Cut::Yielded),
+            Err(Unattested::Stopped) => return Err(Cut::Paused(Pause::Yielded)),
             Ok(()) if trust.reads_now() => {
                 let next = checked_at.saturating_add(recheck.as_secs() as i64);
                 verdict.1 = Some(verdict.1.map_or(next, |until| until.min(next)));

@@ -108,10 +108,9 @@ pub(super) enum Cut {
     /// The registry refuses to serve its manifest by its own policy, in its words
     /// ([`RegistryError::refusal`]): held back by [`SERVED`].
     Refused(String),
-    /// It needs the registry and this reconcile's inspections are spent.
-    Spent,
-    /// Its attestations' evaluation gave its slot to another namespace: not judged.
-    Yielded,
+    /// Not looked at in this reconcile (its inspections spent, or its attestations'
+    /// evaluation gave its slot to another namespace): the walk goes on in the next.
+    Paused(Pause),
     /// The registry failed: the walk ends. (Boxed: a registry error is large, and a cut is
     /// returned on every look.)
     Failed(Box<LookError>),
@@ -158,7 +157,7 @@ impl<'a> Budget<'a> {
     pub fn charge(&mut self) -> Result<(), Cut> {
         if !self.charged {
             if *self.used == MAX_INSPECTIONS {
-                return Err(Cut::Spent);
+                return Err(Cut::Paused(Pause::Inspections));
             }
             *self.used += 1;
             self.charged = true;
@@ -248,12 +247,8 @@ async fn walk_on<S: FactSource>(
                 walked.hold(tag, None, vec![hold], now, recheck);
                 continue;
             }
-            Err(Cut::Spent) => {
-                walked.unfinished = Some(Pause::Inspections);
-                break;
-            }
-            Err(Cut::Yielded) => {
-                walked.unfinished = Some(Pause::Yielded);
+            Err(Cut::Paused(pause)) => {
+                walked.unfinished = Some(pause);
                 break;
             }
             Err(Cut::Failed(error)) => {

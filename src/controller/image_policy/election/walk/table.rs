@@ -89,7 +89,7 @@ impl FactSource for Table {
             Fact::Signature => {
                 self.asked.push(format!("signature {}", facts.digest));
                 if self.yielded.contains(&tag) {
-                    return Err(Cut::Yielded);
+                    return Err(Cut::Paused(Pause::Yielded));
                 }
                 let signed = self.signed.contains(&tag);
                 facts.set_verdict(SignatureVerdict {
