@@ -42,10 +42,10 @@ export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
 # a program of ours), and that package's module.
 tool_of() { sed -n 's/^tool \(.*\)$/\1/p' "$1/go.mod" | head -1 | grep . || echo .; }
 module_of() { (cd "$1" && go list -e -f '{{.Module.Path}}' "$(tool_of "$1")"); }
-# A program of ours is versioned by what it judges with: its first requirement.
+# A program of ours is versioned by what it judges with: its first direct requirement.
 version_of() {
   if [ "$(tool_of "$1")" = . ]; then
-    (cd "$1" && go list -m -f '{{.Path}}@{{.Version}}' "$(awk '/^require/ { getline; print $1; exit }' go.mod)")
+    (cd "$1" && go list -m -f '{{if not (or .Main .Indirect)}}{{.Path}}@{{.Version}}{{end}}' all | head -1)
   else
     (cd "$1" && go list -m -f '{{.Version}}' "$(module_of "$1")")
   fi
